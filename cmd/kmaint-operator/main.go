@@ -1,0 +1,44 @@
+// Command kmaint-operator runs kmaint's approval gate and NodeMaintenance
+// controllers against the cluster of the current kubeconfig or service
+// account.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kmaint/kmaint/operator"
+)
+
+func main() {
+	opts := operator.Options{}
+	fs := flag.NewFlagSet("kmaint-operator", flag.ExitOnError)
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" turns them off.`)
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
+	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kmaint-operator: no cluster to talk to:", err)
+		os.Exit(1)
+	}
+	if err := operator.Run(ctx, cfg, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "kmaint-operator:", err)
+		os.Exit(1)
+	}
+}

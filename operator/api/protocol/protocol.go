@@ -1,0 +1,181 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// Prefix is the prefix of every kmaint annotation.
+const Prefix = "kmaint.io/"
+
+// The annotations of the node protocol, with their one writer.
+const (
+	// RebootRequested (daemon): this boot's outstanding requests, a Requested.
+	RebootRequested = Prefix + "reboot-requested"
+	// RebootApproved (operator): the boot ID whose reboot is approved; written
+	// only once the node is cordoned and drained.
+	RebootApproved = Prefix + "reboot-approved"
+	// DesiredConfig (operator): the config identity the node's pool wants.
+	DesiredConfig = Prefix + "desired-config"
+	// CurrentConfig (daemon): the config identity the node runs.
+	CurrentConfig = Prefix + "current-config"
+	// State (daemon): what the daemon is doing and why, a DaemonState.
+	State = Prefix + "state"
+	// Cordoned (operator): kmaint cordoned this node, so kmaint uncordons it.
+	// A node cordoned by anyone else carries no marker and stays cordoned.
+	Cordoned = Prefix + "cordoned"
+	// Admitted (operator): the gate admitted the node for a boot's requests
+	// and is draining it, an Admission. It holds the node's slot in the pool's
+	// budget until the reboot completes or the drain is abandoned.
+	Admitted = Prefix + "admitted"
+	// DrainFailed (operator): the drain for these requests was abandoned, a
+	// DrainFailure. Those requests are not admitted again; a new request is.
+	DrainFailed = Prefix + "drain-failed"
+)
+
+// Request is one outstanding reboot request, as the daemon read it back from
+// the node's journal.
+type Request struct {
+	// ID identifies the request: a NodeMaintenance's UID for requests that
+	// start in the API, a fresh id for host and config requests.
+	ID string `json:"id"`
+	// Source is where the request came from.
+	Source v1alpha1.Source `json:"source"`
+	// Reason is why, as given by whoever asked.
+	Reason string `json:"reason"`
+	// Time is when the request was journaled.
+	Time time.Time `json:"time"`
+	// Config is the config identity a config request asks for.
+	Config string `json:"config,omitempty"`
+}
+
+// Requested is the value of RebootRequested.
+type Requested struct {
+	// BootID is the boot the requests were made in.
+	BootID string `json:"bootID"`
+	// Requests are the boot's outstanding requests, oldest first.
+	Requests []Request `json:"requests"`
+}
+
+// Earliest returns when the oldest request was made.
+func (r Requested) Earliest() time.Time {
+	var t time.Time
+	for _, req := range r.Requests {
+		if t.IsZero() || req.Time.Before(t) {
+			t = req.Time
+		}
+	}
+	return t
+}
+
+// IDs returns the requests' ids, sorted.
+func (r Requested) IDs() []string {
+	ids := make([]string, 0, len(r.Requests))
+	for _, req := range r.Requests {
+		ids = append(ids, req.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Has reports whether the request with this id is outstanding.
+func (r Requested) Has(id string) bool {
+	return slices.ContainsFunc(r.Requests, func(req Request) bool { return req.ID == id })
+}
+
+// Admission is the value of Admitted.
+type Admission struct {
+	// BootID is the boot whose requests were admitted.
+	BootID string `json:"bootID"`
+	// Requests are the ids of the requests admitted.
+	Requests []string `json:"requests"`
+	// Time is when the node was admitted and its drain began.
+	Time time.Time `json:"time"`
+}
+
+// DrainFailure is the value of DrainFailed.
+type DrainFailure struct {
+	// BootID is the boot whose requests' drain failed.
+	BootID string `json:"bootID"`
+	// Requests are the ids of the requests whose drain failed.
+	Requests []string `json:"requests"`
+	// Time is when the drain was abandoned.
+	Time time.Time `json:"time"`
+	// Reason is a CamelCase reason, e.g. DrainTimeout.
+	Reason string `json:"reason"`
+	// Message says what blocked the drain.
+	Message string `json:"message"`
+}
+
+// Covers reports whether the failure covers every request of r, so that
+// admitting r again would repeat the failed drain.
+func (f DrainFailure) Covers(r Requested) bool {
+	if f.BootID != r.BootID {
+		return false
+	}
+	for _, req := range r.Requests {
+		if !slices.Contains(f.Requests, req.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// DaemonPhase is what the daemon is doing.
+type DaemonPhase string
+
+// The daemon's phases.
+const (
+	DaemonIdle      DaemonPhase = "idle"
+	DaemonRequested DaemonPhase = "requested"
+	DaemonRebooting DaemonPhase = "rebooting"
+	DaemonDegraded  DaemonPhase = "degraded"
+)
+
+// DaemonState is the value of State.
+type DaemonState struct {
+	// Phase is what the daemon is doing.
+	Phase DaemonPhase `json:"phase"`
+	// BootID is the boot the state was reported in.
+	BootID string `json:"bootID,omitempty"`
+	// Message says why.
+	Message string `json:"message,omitempty"`
+	// Since is when the daemon entered the phase.
+	Since time.Time `json:"since"`
+}
+
+// Decode reads the annotation key of node as JSON into v. It reports whether
+// the annotation is present; a present but malformed value is an error that
+// names the annotation and the node.
+func Decode(node *corev1.Node, key string, v any) (bool, error) {
+	raw, ok := node.Annotations[key]
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return true, fmt.Errorf("annotation %s on node %s is malformed: %w", key, node.Name, err)
+	}
+	return true, nil
+}
+
+// Encode renders v as an annotation value.
+func Encode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only the protocol's own types reach here, and they always marshal.
+		panic(fmt.Sprintf("encode %T: %v", v, err))
+	}
+	return string(b)
+}
+
+// BootID returns the node's current boot ID as its kubelet reports it.
+func BootID(node *corev1.Node) string {
+	return strings.TrimSpace(node.Status.NodeInfo.BootID)
+}

@@ -1,0 +1,186 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// DefaultPoolName names the built-in pool of nodes that no MaintenancePool
+// selects. A MaintenancePool of this name configures that pool and reports its
+// status; without one the built-in pool admits one node at a time.
+const DefaultPoolName = "default"
+
+// MaintenancePoolSpec is what a pool of nodes allows.
+type MaintenancePoolSpec struct {
+	// NodeSelector selects the pool's nodes. It is required, except on the
+	// pool named "default", which takes every node that no other pool selects.
+	// A node selected by two pools is reported by both and admitted by neither.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// MaxUnavailable is how many of the pool's nodes may be unavailable at
+	// once: approved, draining, rebooting, not Ready or unschedulable for any
+	// reason. An integer, or a percentage of the pool's nodes rounded down but
+	// at least 1 (unless it is 0 or 0%). 0 admits nothing.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxUnavailable must be an integer >= 0 or a percentage from 0% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Windows limit when reboots may start. With none, any time will do; with
+	// several, a reboot may start while any one of them is open.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+
+	// Paused stops new admissions. Nodes already admitted finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// DesiredConfig is the config identity the pool's nodes should run, e.g. an
+	// OS image version. Changing it rolls a reboot through the pool: each
+	// node's daemon requests a reboot until its current config matches.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.:+]*[A-Za-z0-9])?$`
+	// +optional
+	DesiredConfig string `json:"desiredConfig,omitempty"`
+
+	// BlockingQueries are PromQL queries that stop new admissions while any of
+	// them returns a result, or fails.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	BlockingQueries []BlockingQuery `json:"blockingQueries,omitempty"`
+
+	// Drain says how admitted nodes are drained before they reboot.
+	// +optional
+	Drain DrainOptions `json:"drain,omitempty"`
+}
+
+// BlockingQuery is a PromQL query whose result, while non-empty, blocks new
+// admissions in its pool.
+type BlockingQuery struct {
+	// Name identifies the query in the pool's conditions and events.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Query is the PromQL expression, e.g. ALERTS{severity="critical"}.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+}
+
+// DrainOptions says how a node is drained. DaemonSet pods are always left in
+// place: their controller would put them straight back.
+type DrainOptions struct {
+	// Timeout bounds a drain. A drain that has not finished by then is
+	// abandoned: the node is uncordoned (if kmaint cordoned it), the request
+	// is marked Failed with the pods that blocked it, and the node is not
+	// retried for that request.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive Go duration such as 10m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// GracePeriodSeconds overrides each evicted pod's termination grace
+	// period. Unset uses the pod's own.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+
+	// PodSelector limits the drain to pods matching this label selector.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	PodSelector string `json:"podSelector,omitempty"`
+
+	// DeleteEmptyDirData lets the drain evict pods with emptyDir volumes,
+	// whose data is lost. Without it such pods block the drain.
+	// +optional
+	DeleteEmptyDirData bool `json:"deleteEmptyDirData,omitempty"`
+
+	// Force lets the drain evict pods that no controller manages; they are
+	// not recreated. Without it such pods block the drain.
+	// +optional
+	Force bool `json:"force,omitempty"`
+}
+
+// MaintenancePoolStatus is what the operator last saw of a pool.
+type MaintenancePoolStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Nodes is the number of nodes the pool selects.
+	Nodes int32 `json:"nodes"`
+	// Ready is the number of those nodes whose Ready condition is True.
+	Ready int32 `json:"ready"`
+	// Updated is the number of nodes running the pool's desiredConfig (all of
+	// them when it is unset).
+	Updated int32 `json:"updated"`
+	// Unavailable is the number of nodes approved, draining, rebooting, not
+	// Ready or unschedulable.
+	Unavailable int32 `json:"unavailable"`
+	// MaxUnavailable is spec.maxUnavailable resolved against Nodes.
+	MaxUnavailable int32 `json:"maxUnavailable"`
+	// Draining is the number of nodes admitted and not yet approved.
+	Draining int32 `json:"draining"`
+	// Rebooting is the number of nodes approved to reboot and not yet back.
+	Rebooting int32 `json:"rebooting"`
+	// Degraded is the number of nodes whose daemon reports a reboot that did
+	// not happen, or whose drain failed in their current boot.
+	Degraded int32 `json:"degraded"`
+	// Conflicting is the number of nodes that another pool selects too; they
+	// are never admitted.
+	Conflicting int32 `json:"conflicting"`
+	// PendingRequests is the number of nodes that request a reboot and have
+	// not been admitted.
+	PendingRequests int32 `json:"pendingRequests"`
+
+	// Conditions: Blocked, Draining, Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MaintenancePool groups nodes that share a reboot budget, maintenance windows
+// and drain options.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=mp;mpool,categories=kmaint
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updated`
+// +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailable`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxUnavailable`,priority=1
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingRequests`,priority=1
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
+// +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.conditions[?(@.type=="Blocked")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default' ? !has(self.spec.nodeSelector) : has(self.spec.nodeSelector)",message="spec.nodeSelector is required, except on the pool named default, which takes the nodes no other pool selects and must not have one"
+type MaintenancePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   MaintenancePoolSpec   `json:"spec"`
+	Status MaintenancePoolStatus `json:"status,omitempty"`
+}
+
+// MaintenancePoolList is a list of MaintenancePools.
+//
+// +kubebuilder:object:root=true
+type MaintenancePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MaintenancePool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MaintenancePool{}, &MaintenancePoolList{})
+}

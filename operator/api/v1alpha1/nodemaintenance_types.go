@@ -1,0 +1,189 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// MaintenanceType is what is done to the node.
+// +kubebuilder:validation:Enum=Reboot
+type MaintenanceType string
+
+// RebootMaintenance reboots the node.
+const RebootMaintenance MaintenanceType = "Reboot"
+
+// Source is where a reboot request came from.
+// +kubebuilder:validation:Enum=api;host;config;metric;schedule;alert
+type Source string
+
+// The sources of reboot requests.
+const (
+	// SourceAPI is a NodeMaintenance created by a person or a client.
+	SourceAPI Source = "api"
+	// SourceHost is `kmaint-daemon request-reboot` run on the node.
+	SourceHost Source = "host"
+	// SourceConfig is the node's pool wanting another config.
+	SourceConfig Source = "config"
+	// SourceMetric is a RebootPolicy's Prometheus trigger.
+	SourceMetric Source = "metric"
+	// SourceSchedule is a RebootPolicy's cron schedule.
+	SourceSchedule Source = "schedule"
+	// SourceAlert is a RebootPolicy's Alertmanager trigger.
+	SourceAlert Source = "alert"
+)
+
+// RaisedOnNode reports whether requests of this source start on the node (in
+// its journal) and reach the API as a NodeMaintenance the operator records,
+// rather than starting as a NodeMaintenance the daemon journals.
+func (s Source) RaisedOnNode() bool {
+	return s == SourceHost || s == SourceConfig
+}
+
+// NodeMaintenanceSpec is one request to reboot one node.
+type NodeMaintenanceSpec struct {
+	// NodeName is the node to reboot.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable: create a new NodeMaintenance for another node"
+	NodeName string `json:"nodeName"`
+
+	// Type of maintenance.
+	// +kubebuilder:default=Reboot
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	// +optional
+	Type MaintenanceType `json:"type,omitempty"`
+
+	// Reason is why the node should reboot; it is written to the node's journal.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Reason string `json:"reason"`
+
+	// Source is where the request came from. People and clients leave the
+	// default; kmaint sets the others.
+	// +kubebuilder:default=api
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
+	// +optional
+	Source Source `json:"source,omitempty"`
+
+	// Policy names the RebootPolicy that raised the request, if one did.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Policy string `json:"policy,omitempty"`
+
+	// IgnoreWindows lets the request be admitted outside maintenance windows.
+	// For emergencies: the pool's budget still holds.
+	// +optional
+	IgnoreWindows bool `json:"ignoreWindows,omitempty"`
+}
+
+// Phase is where a NodeMaintenance is on the reboot path.
+// +kubebuilder:validation:Enum=Pending;Requested;Approved;Draining;Rebooting;Succeeded;Failed
+type Phase string
+
+// The phases of a NodeMaintenance, in order.
+const (
+	// PhasePending: accepted, not yet raised by the node's daemon.
+	PhasePending Phase = "Pending"
+	// PhaseRequested: the node's daemon raised it; waiting for admission.
+	PhaseRequested Phase = "Requested"
+	// PhaseApproved: the gate admitted the node within its pool's budget.
+	PhaseApproved Phase = "Approved"
+	// PhaseDraining: the node is cordoned and its pods are being evicted.
+	PhaseDraining Phase = "Draining"
+	// PhaseRebooting: the node is drained and its reboot is approved.
+	PhaseRebooting Phase = "Rebooting"
+	// PhaseSucceeded: the node came back Ready with a new boot ID.
+	PhaseSucceeded Phase = "Succeeded"
+	// PhaseFailed: the request will not be carried out; see the Succeeded
+	// condition for why.
+	PhaseFailed Phase = "Failed"
+)
+
+// Done reports whether the phase is final.
+func (p Phase) Done() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// PhaseTimes records when a NodeMaintenance entered each phase. A phase
+// passed through between two observations carries the time it was noticed.
+type PhaseTimes struct {
+	// +optional
+	Pending *metav1.Time `json:"pending,omitempty"`
+	// +optional
+	Requested *metav1.Time `json:"requested,omitempty"`
+	// +optional
+	Approved *metav1.Time `json:"approved,omitempty"`
+	// +optional
+	Draining *metav1.Time `json:"draining,omitempty"`
+	// +optional
+	Rebooting *metav1.Time `json:"rebooting,omitempty"`
+	// +optional
+	Succeeded *metav1.Time `json:"succeeded,omitempty"`
+	// +optional
+	Failed *metav1.Time `json:"failed,omitempty"`
+}
+
+// NodeMaintenanceStatus is where the request is.
+type NodeMaintenanceStatus struct {
+	// Phase is where the request is on the reboot path.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// RequestID is the id the request carries in the node's journal and
+	// reboot-requested annotation.
+	// +optional
+	RequestID string `json:"requestID,omitempty"`
+
+	// BootIDBefore is the boot the request was made in.
+	// +optional
+	BootIDBefore string `json:"bootIDBefore,omitempty"`
+
+	// BootIDAfter is the boot the node came back with.
+	// +optional
+	BootIDAfter string `json:"bootIDAfter,omitempty"`
+
+	// PhaseTimes is when each phase was entered.
+	// +optional
+	PhaseTimes PhaseTimes `json:"phaseTimes,omitempty"`
+
+	// Message says, for a person, what is happening or what went wrong.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Conditions: Succeeded (True once done, False with the reason it failed),
+	// Degraded (the reboot did not happen).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeMaintenance is one request to reboot one node, whatever its source;
+// `kubectl get nodemaintenances` is the cluster's reboot history.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nm,categories=kmaint
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeMaintenance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   NodeMaintenanceSpec   `json:"spec"`
+	Status NodeMaintenanceStatus `json:"status,omitempty"`
+}
+
+// NodeMaintenanceList is a list of NodeMaintenances.
+//
+// +kubebuilder:object:root=true
+type NodeMaintenanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeMaintenance `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NodeMaintenance{}, &NodeMaintenanceList{})
+}

@@ -1,0 +1,242 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// RebootPolicySpec says when kmaint itself asks for reboots: exactly one
+// trigger, the nodes it applies to, and the guards on it.
+// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.schedule), has(self.alert)].filter(t, t).size() == 1",message="exactly one trigger must be set: prometheus, schedule or alert"
+type RebootPolicySpec struct {
+	// NodeSelector selects the nodes the policy may reboot. Empty selects all.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// Prometheus raises a request for each node whose query value crosses the
+	// threshold and stays there for For.
+	// +optional
+	Prometheus *PrometheusTrigger `json:"prometheus,omitempty"`
+
+	// Schedule raises a request for every selected node when it fires.
+	// +optional
+	Schedule *ScheduleTrigger `json:"schedule,omitempty"`
+
+	// Alert raises a request for each node named by a firing Alertmanager
+	// alert sent to the operator's webhook.
+	// +optional
+	Alert *AlertTrigger `json:"alert,omitempty"`
+
+	// Cooldown is the least time between a node's last reboot, whatever caused
+	// it, and a reboot this policy asks for.
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="cooldown must be a Go duration such as 24h"
+	// +optional
+	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
+
+	// MaxConcurrentRequests caps the policy's open requests: an integer, or a
+	// percentage of the selected nodes. When more nodes qualify at once, the
+	// policy raises only this many and reports CapReached.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrentRequests must be an integer >= 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxConcurrentRequests *intstr.IntOrString `json:"maxConcurrentRequests,omitempty"`
+
+	// Windows limit when the policy's requests may be admitted, on top of
+	// the pools' windows.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+
+	// DryRun evaluates the policy and lists the nodes it would reboot in its
+	// status, without raising requests.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// Suspend stops evaluation altogether.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Comparison is how a query value is compared with a threshold.
+// +kubebuilder:validation:Enum=">";">=";"<";"<="
+type Comparison string
+
+// The comparisons a PrometheusTrigger supports.
+const (
+	GreaterThan        Comparison = ">"
+	GreaterThanOrEqual Comparison = ">="
+	LessThan           Comparison = "<"
+	LessThanOrEqual    Comparison = "<="
+)
+
+// NodeMatch says how a series label is matched to a Node.
+// +kubebuilder:validation:Enum=Name;Address
+type NodeMatch string
+
+// The ways a series label can name a node.
+const (
+	// MatchNodeName compares the label with the Node's name.
+	MatchNodeName NodeMatch = "Name"
+	// MatchNodeAddress compares the label, less any port, with the Node's
+	// status addresses (InternalIP, Hostname ...), as node_exporter's
+	// instance label needs.
+	MatchNodeAddress NodeMatch = "Address"
+)
+
+// PrometheusTrigger fires for a node while its series of Query compares with
+// Threshold for at least For.
+type PrometheusTrigger struct {
+	// Query is an instant PromQL query with one series per node.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+
+	// Threshold is the number a node's value is compared with, e.g. "0.9".
+	// +kubebuilder:validation:Pattern=`^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$`
+	Threshold string `json:"threshold"`
+
+	// Comparison of the value with the threshold.
+	// +kubebuilder:default=">"
+	// +optional
+	Comparison Comparison `json:"comparison,omitempty"`
+
+	// For is how long the comparison must hold at every evaluation before
+	// the node qualifies, as in a Prometheus alerting rule.
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="for must be a Go duration such as 30m"
+	// +optional
+	For *metav1.Duration `json:"for,omitempty"`
+
+	// NodeLabel is the series label that names the node.
+	// +kubebuilder:default=node
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	NodeLabel string `json:"nodeLabel,omitempty"`
+
+	// MatchNodeBy says whether NodeLabel holds the node's name or one of its
+	// addresses.
+	// +kubebuilder:default=Name
+	// +optional
+	MatchNodeBy NodeMatch `json:"matchNodeBy,omitempty"`
+
+	// Interval is how often the query is evaluated.
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be a Go duration of at least 1s"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// ScheduleTrigger fires on a cron schedule.
+type ScheduleTrigger struct {
+	// Cron is a standard five-field cron expression, e.g. "0 3 1 * *".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Cron string `json:"cron"`
+
+	// TimeZone is the IANA time zone the expression is read in.
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// AlertTrigger fires for each node named by a firing Alertmanager alert.
+type AlertTrigger struct {
+	// AlertName is the alertname label of the alerts to act on.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	AlertName string `json:"alertName"`
+
+	// Matchers are further labels an alert must carry, with these values.
+	// +optional
+	Matchers map[string]string `json:"matchers,omitempty"`
+
+	// NodeLabel is the alert label that names the node.
+	// +kubebuilder:default=node
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	NodeLabel string `json:"nodeLabel,omitempty"`
+
+	// MatchNodeBy says whether NodeLabel holds the node's name or one of its
+	// addresses.
+	// +kubebuilder:default=Name
+	// +optional
+	MatchNodeBy NodeMatch `json:"matchNodeBy,omitempty"`
+}
+
+// Candidate is a node that currently meets a policy's trigger.
+type Candidate struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Since is when the node started to meet the trigger.
+	Since metav1.Time `json:"since"`
+	// Value is the node's last query value, when the trigger has one.
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// RebootPolicyStatus is what the policy's last evaluation found.
+type RebootPolicyStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// LastEvaluationTime is when the trigger was last evaluated.
+	// +optional
+	LastEvaluationTime *metav1.Time `json:"lastEvaluationTime,omitempty"`
+
+	// LastEvaluationDuration is how long that evaluation took.
+	// +optional
+	LastEvaluationDuration *metav1.Duration `json:"lastEvaluationDuration,omitempty"`
+
+	// Candidates are the nodes meeting the trigger, and since when.
+	// +listType=map
+	// +listMapKey=node
+	// +optional
+	Candidates []Candidate `json:"candidates,omitempty"`
+
+	// RequestsRaised counts the NodeMaintenances this policy has created.
+	// +optional
+	RequestsRaised int64 `json:"requestsRaised,omitempty"`
+
+	// Conditions: Ready, QueryFailing, PrometheusUnreachable, CapReached.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RebootPolicy raises reboot requests from a metric, an alert or a schedule.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rp,categories=kmaint
+// +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Raised",type=integer,JSONPath=`.status.requestsRaised`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RebootPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   RebootPolicySpec   `json:"spec"`
+	Status RebootPolicyStatus `json:"status,omitempty"`
+}
+
+// RebootPolicyList is a list of RebootPolicies.
+//
+// +kubebuilder:object:root=true
+type RebootPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RebootPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RebootPolicy{}, &RebootPolicyList{})
+}

@@ -1,0 +1,5 @@
+// Package drain evicts a node's pods one step at a time with kubectl's drain
+// library, so that a controller can drain without blocking for the drain's
+// whole length: each Step evicts what can be evicted now and reports what is
+// left and what stands in the way.
+package drain

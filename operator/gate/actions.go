@@ -1,0 +1,269 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/drain"
+)
+
+// defaultDrainTimeout applies when a pool leaves drain.timeout unset, as the
+// built-in default pool does.
+const defaultDrainTimeout = 10 * time.Minute
+
+// patchNode applies mutate to a copy of the node and patches the difference.
+// With lock, the patch fails with a conflict if the node changed since the
+// gate read it, so that a decision taken on an old copy is never applied.
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, mutate func(*corev1.Node)) (*corev1.Node, error) {
+	node := v.node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	mutate(node)
+	var patch client.Patch
+	if lock {
+		patch = client.MergeFromWithOptions(v.node, client.MergeFromWithOptimisticLock{})
+	} else {
+		patch = client.MergeFrom(v.node)
+	}
+	if err := r.Patch(ctx, node, patch); err != nil {
+		return nil, fmt.Errorf("patch node %s: %w", node.Name, err)
+	}
+	st.replace(node)
+	return node, nil
+}
+
+// uncordonIfOurs lifts the cordon only when kmaint put it there.
+func uncordonIfOurs(node *corev1.Node) {
+	if node.Annotations[protocol.Cordoned] == "true" {
+		node.Spec.Unschedulable = false
+		delete(node.Annotations, protocol.Cordoned)
+	}
+}
+
+// syncDesiredConfig writes the pool's desiredConfig to its nodes. Nodes that
+// two pools select get none: no pool owns them.
+func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error {
+	want := st.pool.Spec.DesiredConfig
+	var errs []error
+	for _, v := range st.views {
+		have, ok := v.node.Annotations[protocol.DesiredConfig]
+		if len(v.otherPools) > 0 || have == want && (ok || want == "") {
+			continue
+		}
+		_, err := r.patchNode(ctx, st, v, false, func(n *corev1.Node) {
+			if want == "" {
+				delete(n.Annotations, protocol.DesiredConfig)
+			} else {
+				n.Annotations[protocol.DesiredConfig] = want
+			}
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// finish completes reboots that are done and releases admissions that no
+// longer stand for a request, freeing their slots. Each is one patch, so no
+// crash can leave a node uncordoned with its approval, or the reverse.
+func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
+	var errs []error
+	for _, v := range st.views {
+		switch {
+		case v.rebootDone():
+			approved := v.approved
+			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+				delete(n.Annotations, protocol.RebootApproved)
+				delete(n.Annotations, protocol.Admitted)
+				delete(n.Annotations, protocol.DrainFailed)
+				uncordonIfOurs(n)
+			})
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.node.Name, "bootID", v.bootID)
+			r.event(st, v.node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
+				"Node %s is back and Ready with boot %s (approved for boot %s)", v.node.Name, v.bootID, approved)
+		case v.admissionVoid():
+			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+				delete(n.Annotations, protocol.Admitted)
+				uncordonIfOurs(n)
+			})
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.event(st, v.node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
+				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.node.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drain steps every admitted, unapproved node's drain; approves nodes that
+// are drained; abandons drains past the pool's timeout. It returns when to
+// come back while drains are in progress.
+func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
+	timeout := defaultDrainTimeout
+	if t := st.pool.Spec.Drain.Timeout; t != nil {
+		timeout = t.Duration
+	}
+	var requeue time.Duration
+	var errs []error
+	for _, v := range st.views {
+		if !v.draining() || v.admission.BootID == "" {
+			continue
+		}
+		if !v.unschedulable {
+			// Someone uncordoned a node kmaint is draining; pods would land
+			// on it again, so the cordon goes back on.
+			if _, err := r.patchNode(ctx, st, v, true, cordon); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		progress, err := r.Drainer.Step(ctx, v.node.Name, st.pool.Spec.Drain)
+		if err != nil {
+			st.drainErrors[v.node.Name] = err.Error()
+		}
+		switch {
+		case err == nil && progress.Done:
+			errs = append(errs, r.approve(ctx, st, v))
+		case st.now.Sub(v.admission.Time) >= timeout:
+			errs = append(errs, r.abandon(ctx, st, v, timeout, progress.Blockers, err))
+		default:
+			st.progress[v.node.Name] = describeProgress(progress)
+			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.admission.Time))
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+		}
+	}
+	return requeue, errors.Join(errs...)
+}
+
+func cordon(n *corev1.Node) {
+	if !n.Spec.Unschedulable {
+		n.Spec.Unschedulable = true
+		n.Annotations[protocol.Cordoned] = "true"
+	}
+}
+
+// describeProgress says, for a person, where a drain stands.
+func describeProgress(p drain.Progress) string {
+	msg := fmt.Sprintf("%d pods left", p.Remaining)
+	if len(p.Blockers) > 0 {
+		msg += ": " + strings.Join(p.Blockers, "; ")
+	}
+	return msg
+}
+
+// approve writes reboot-approved for the boot the requests were made in, the
+// last step before the daemon reboots.
+func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) error {
+	if v.requested == nil || v.requested.BootID != v.admission.BootID {
+		return nil // finish releases it on the next pass
+	}
+	boot := v.admission.BootID
+	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+		n.Annotations[protocol.RebootApproved] = boot
+	}); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.node.Name, "bootID", boot)
+	r.event(st, v.node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+		"Node %s is drained; reboot approved for boot %s", v.node.Name, boot)
+	return nil
+}
+
+// abandon gives up a drain that ran past the pool's timeout: the node is
+// uncordoned if kmaint cordoned it, and its current requests are marked as
+// failed so the same requests do not start the same drain again.
+func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, blockers []string, stepErr error) error {
+	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.node.Name, timeout)
+	if len(blockers) > 0 {
+		msg += ": " + strings.Join(blockers, "; ")
+	} else if stepErr != nil {
+		msg += ": " + stepErr.Error()
+	}
+	failure := protocol.DrainFailure{BootID: v.admission.BootID, Requests: v.admission.Requests, Time: st.now, Reason: "DrainTimeout", Message: msg}
+	if v.requested != nil && v.requested.BootID == v.admission.BootID {
+		failure.Requests = v.requested.IDs()
+	}
+	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+		delete(n.Annotations, protocol.Admitted)
+		n.Annotations[protocol.DrainFailed] = protocol.Encode(failure)
+		uncordonIfOurs(n)
+	}); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.node.Name, "timeout", timeout, "blockers", blockers)
+	r.event(st, v.node, corev1.EventTypeWarning, "DrainFailed", "Drain", "%s", msg)
+	return nil
+}
+
+// admit plans admissions and cordons each admitted node in one patch that
+// also records the admission, then remembers the write until the cache has it.
+func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
+	mu, err := resolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views))
+	if err != nil {
+		return err
+	}
+	st.plan = planAdmissions(st.views, mu, st.pool.Spec.Paused)
+	var errs []error
+	for _, name := range st.plan.admit {
+		v := st.view(name)
+		admission := protocol.Admission{BootID: v.requested.BootID, Requests: v.requested.IDs(), Time: st.now}
+		node, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
+			cordon(n)
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.inflight.add(name, node.ResourceVersion, st.now)
+		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
+		r.event(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
+			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), mu)
+	}
+	return errors.Join(errs...)
+}
+
+func (st *poolState) view(name string) nodeView {
+	for _, v := range st.views {
+		if v.node.Name == name {
+			return v
+		}
+	}
+	return nodeView{}
+}
+
+func (st *poolState) unavailable() int {
+	n := 0
+	for _, v := range st.views {
+		if v.unavailable() {
+			n++
+		}
+	}
+	return n
+}
+
+// event records an event on the node, related to the pool when it is an
+// object.
+func (r *Reconciler) event(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
+	if st.pool.UID != "" {
+		r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
+		return
+	}
+	r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
+}

@@ -1,0 +1,81 @@
+package gate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// resolveMaxUnavailable turns a pool's maxUnavailable into a node count for a
+// pool of n nodes: a percentage rounds down, but to at least 1 unless it is
+// 0%, so that a small pool still makes progress.
+func resolveMaxUnavailable(maxUnavailable *intstr.IntOrString, n int) (int, error) {
+	if maxUnavailable == nil {
+		return 1, nil
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(maxUnavailable, n, false)
+	if err != nil {
+		return 0, fmt.Errorf("maxUnavailable %q: %w", maxUnavailable.String(), err)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("maxUnavailable %q is negative", maxUnavailable.String())
+	}
+	if v == 0 && maxUnavailable.Type == intstr.String && strings.TrimSuffix(maxUnavailable.StrVal, "%") != "0" {
+		v = 1
+	}
+	return v, nil
+}
+
+// plan is the gate's decision for one pool at one moment.
+type plan struct {
+	// admit lists the nodes to admit now, in the order they asked.
+	admit []string
+	// waiting lists the nodes that asked and were not admitted, in order.
+	waiting []string
+	// unavailable is the number of unavailable nodes before admitting.
+	unavailable int
+	// maxUnavailable is the pool's resolved budget.
+	maxUnavailable int
+}
+
+// planAdmissions picks which waiting nodes to admit: in the order they asked,
+// while the budget lasts. A node that is already unavailable (cordoned by a
+// person, not Ready) costs nothing to admit, since it counts against the
+// budget already; without that rule a person who cordons a node before asking
+// for its reboot would wait forever in a pool of maxUnavailable 1.
+func planAdmissions(views []nodeView, maxUnavailable int, paused bool) plan {
+	p := plan{maxUnavailable: maxUnavailable}
+	var waiting []nodeView
+	for _, v := range views {
+		if v.unavailable() {
+			p.unavailable++
+		}
+		if v.waiting() {
+			waiting = append(waiting, v)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b nodeView) int {
+		if c := a.requestTime().Compare(b.requestTime()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.node.Name, b.node.Name)
+	})
+	free := maxUnavailable - p.unavailable
+	blocked := paused || maxUnavailable == 0
+	for _, v := range waiting {
+		cost := 1
+		if v.unavailable() {
+			cost = 0
+		}
+		if blocked || cost > free {
+			p.waiting = append(p.waiting, v.node.Name)
+			continue
+		}
+		free -= cost
+		p.admit = append(p.admit, v.node.Name)
+	}
+	return p
+}

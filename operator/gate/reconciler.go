@@ -1,0 +1,106 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/drain"
+)
+
+// Drainer evicts a node's pods one step at a time; drain.Drainer is the real
+// one.
+type Drainer interface {
+	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (drain.Progress, error)
+}
+
+var _ Drainer = (*drain.Drainer)(nil)
+
+// Reconciler admits, drains, approves and completes reboots, one pool per
+// reconcile. The built-in default pool reconciles under the name "default".
+type Reconciler struct {
+	client.Client
+	Drainer  Drainer
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	// DrainPollInterval is how often a drain in progress is stepped.
+	DrainPollInterval time.Duration
+
+	inflight *inflight
+}
+
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets;statefulsets;replicasets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the gate's phases for one pool and patches its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	pool, err := r.getPool(ctx, req.Name)
+	if err != nil || pool == nil {
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pool", pool.Name))
+
+	st, err := r.observe(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := pool.DeepCopy()
+	defer func() {
+		// The built-in default pool has no object to report on.
+		if pool.UID == "" {
+			return
+		}
+		r.setStatus(st)
+		if err := r.Status().Patch(ctx, pool, client.MergeFrom(base)); err != nil {
+			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
+		}
+	}()
+	if st.selectorErr != nil {
+		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
+	}
+
+	errs := []error{
+		r.syncDesiredConfig(ctx, st),
+		r.finish(ctx, st),
+	}
+	requeue, err := r.drain(ctx, st)
+	errs = append(errs, err, r.admit(ctx, st))
+	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
+}
+
+// SetupWithManager registers the gate with the manager. Node changes that
+// matter to the protocol and pool spec changes trigger reconciles; nothing
+// polls, except a drain in progress, which requeues itself.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.DrainPollInterval == 0 {
+		r.DrainPollInterval = 2 * time.Second
+	}
+	r.inflight = newInflight()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gate").
+		WithOptions(opts).
+		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolAndDefault),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
+		Complete(r)
+}

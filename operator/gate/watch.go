@@ -1,0 +1,88 @@
+package gate
+
+import (
+	"context"
+	"maps"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// poolAndDefault enqueues a changed pool and the default pool, whose nodes
+// are whatever the other pools leave.
+func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
+	if obj.GetName() != v1alpha1.DefaultPoolName {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.DefaultPoolName}})
+	}
+	return reqs
+}
+
+// nodeHandler enqueues the pools a node belongs to, before and after a
+// change, so a node that moves between pools is recounted by both.
+func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...client.Object) {
+		var pools v1alpha1.MaintenancePoolList
+		if err := r.List(ctx, &pools); err != nil {
+			// The cache cannot fail a list of a synced informer; should it, a
+			// reconcile of every pool is the safe answer.
+			ctrl.LoggerFrom(ctx).Error(err, "List pools for a node event")
+		}
+		selectors := poolSelectors(pools.Items)
+		seen := map[string]bool{}
+		for _, obj := range nodes {
+			node, ok := obj.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			for _, name := range poolsOf(node, selectors) {
+				if !seen[name] {
+					seen[name] = true
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// nodeChanged passes node updates that matter to the gate, and drops the
+// kubelet's heartbeats, which would otherwise reconcile every pool every few
+// seconds per node.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, okOld := e.ObjectOld.(*corev1.Node)
+			newNode, okNew := e.ObjectNew.(*corev1.Node)
+			if !okOld || !okNew {
+				return true
+			}
+			return !maps.Equal(oldNode.Labels, newNode.Labels) ||
+				!maps.Equal(oldNode.Annotations, newNode.Annotations) ||
+				oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+				oldNode.Status.NodeInfo.BootID != newNode.Status.NodeInfo.BootID ||
+				isReady(oldNode) != isReady(newNode) ||
+				!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
+		},
+	}
+}

@@ -1,0 +1,171 @@
+package maintenance
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// NodeNameField indexes NodeMaintenances by spec.nodeName.
+const NodeNameField = "spec.nodeName"
+
+// RequestIDLabel carries the request id on NodeMaintenances that record
+// requests raised on the node.
+const RequestIDLabel = "kmaint.io/request-id"
+
+// Reconciler moves the NodeMaintenances of one node per reconcile: the node's
+// name is the key, so a request for a node that does not exist is handled
+// like any other.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// Reconcile records the node's unrecorded requests and advances each of its
+// NodeMaintenances, one status patch per object that changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("node", req.Name))
+	node := &corev1.Node{}
+	if err := r.Get(ctx, req.NamespacedName, node); apierrors.IsNotFound(err) {
+		node = nil
+	} else if err != nil {
+		return ctrl.Result{}, fmt.Errorf("get node %s: %w", req.Name, err)
+	}
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list, client.MatchingFields{NodeNameField: req.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list maintenances of node %s: %w", req.Name, err)
+	}
+	items := list.Items
+	slices.SortFunc(items, byAge)
+
+	errs := []error{r.record(ctx, node, items)}
+	facts := readNode(node)
+	for i := range items {
+		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i)))
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+func byAge(a, b v1alpha1.NodeMaintenance) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// requestID is the id a NodeMaintenance's request carries on the node.
+func requestID(nm *v1alpha1.NodeMaintenance) string {
+	if nm.Status.RequestID != "" {
+		return nm.Status.RequestID
+	}
+	if id := nm.Labels[RequestIDLabel]; id != "" {
+		return id
+	}
+	return string(nm.UID)
+}
+
+// olderOpen names the oldest open NodeMaintenance that started in the API
+// and is older than items[i], when items[i] started in the API too. Requests
+// recorded from the node are never duplicates: the one reboot satisfies all.
+func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
+	if items[i].Spec.Source.RaisedOnNode() {
+		return ""
+	}
+	for _, nm := range items[:i] {
+		if !nm.Spec.Source.RaisedOnNode() && !nm.Status.Phase.Done() {
+			return nm.Name
+		}
+	}
+	return ""
+}
+
+// advance patches one NodeMaintenance's status to where its node says it is.
+func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string) error {
+	if nm.Status.Phase.Done() {
+		return nil
+	}
+	base := nm.DeepCopy()
+	v := decide(nm, requestID(nm), f, older)
+	nm.Status.RequestID = requestID(nm)
+	apply(&nm.Status, v, r.Clock.Now())
+	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, nm, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
+	}
+	if base.Status.Phase != nm.Status.Phase {
+		ctrl.LoggerFrom(ctx).Info("Maintenance phase changed", "maintenance", nm.Name, "from", base.Status.Phase, "to", nm.Status.Phase)
+		switch nm.Status.Phase {
+		case v1alpha1.PhaseFailed:
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v.reason, "Fail", "%s", nm.Status.Message)
+		case v1alpha1.PhaseSucceeded:
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, ReasonRebooted, "Complete", "%s", nm.Status.Message)
+		default:
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, string(nm.Status.Phase), "Progress", "%s", nm.Status.Message)
+		}
+	}
+	return nil
+}
+
+// SetupWithManager indexes NodeMaintenances by node and registers the
+// controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.NodeMaintenance{}, NodeNameField, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.NodeMaintenance).Spec.NodeName}
+	}); err != nil {
+		return fmt.Errorf("index maintenances by node: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("maintenance").
+		WithOptions(opts).
+		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.NodeMaintenance).Spec.NodeName}}}
+		})).
+		Watches(&corev1.Node{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(protocolChanged())).
+		Complete(r)
+}
+
+// protocolChanged passes node changes that can move a NodeMaintenance.
+func protocolChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*corev1.Node)
+			n, okNew := e.ObjectNew.(*corev1.Node)
+			if !okOld || !okNew {
+				return true
+			}
+			return !maps.Equal(o.Annotations, n.Annotations) ||
+				o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
+				readNode(o).ready != readNode(n).ready
+		},
+	}
+}

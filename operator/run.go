@@ -1,0 +1,111 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/operator/maintenance"
+)
+
+// Options configure the operator.
+type Options struct {
+	// MetricsAddr is where Prometheus metrics are served; "0" turns them off.
+	MetricsAddr string
+	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
+	ProbeAddr string
+	// LeaderElection makes replicas elect one writer.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the election's Lease.
+	LeaderElectionNamespace string
+	// DrainPollInterval is how often a drain in progress is stepped.
+	DrainPollInterval time.Duration
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// AllowDuplicateControllerNames lets several operators run in one
+	// process, as the simulated cluster does when it restarts the operator.
+	AllowDuplicateControllerNames bool
+}
+
+// NewManager builds a manager with kmaint's controllers.
+func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "kmaint-operator.kmaint.io",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// A new leader must not act on approvals while the old one may still
+		// write; releasing on a clean shutdown lets the next take over at once.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new manager: %w", err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset: %w", err)
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	copts := controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}
+	g := &gate.Reconciler{
+		Client:            mgr.GetClient(),
+		Drainer:           &drain.Drainer{Client: clientset},
+		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
+		Clock:             clk,
+		DrainPollInterval: opts.DrainPollInterval,
+	}
+	if err := g.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("set up gate: %w", err)
+	}
+	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk}
+	if err := m.SetupWithManager(ctx, mgr, copts); err != nil {
+		return nil, fmt.Errorf("set up maintenance: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("add readyz: %w", err)
+	}
+	return mgr, nil
+}
+
+// Run runs the operator until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := NewManager(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
