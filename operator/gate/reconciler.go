@@ -2,11 +2,14 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,7 +71,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		r.setStatus(st)
-		if err := r.Status().Patch(ctx, pool, client.MergeFrom(base)); err != nil {
+		if equality.Semantic.DeepEqual(base.Status, pool.Status) {
+			return
+		}
+		if err := r.Status().Patch(ctx, pool, wholeStatus{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 		}
 	}()
@@ -83,6 +89,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	requeue, err := r.drain(ctx, st)
 	errs = append(errs, err, r.admit(ctx, st))
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
+}
+
+// wholeStatus patches the pool's entire status. A merge patch computed from
+// the old status would leave out counts that are zero in both, and the API
+// server would then store no value where a person expects a 0.
+type wholeStatus struct{}
+
+func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
+
+func (wholeStatus) Data(obj client.Object) ([]byte, error) {
+	pool, ok := obj.(*v1alpha1.MaintenancePool)
+	if !ok {
+		return nil, fmt.Errorf("status patch of %T", obj)
+	}
+	return json.Marshal(map[string]any{"status": pool.Status})
 }
 
 // SetupWithManager registers the gate with the manager. Node changes that

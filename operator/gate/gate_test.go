@@ -1,0 +1,250 @@
+package gate_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+const timeout = 30 * time.Second
+
+func createPool(t *testing.T, pool *v1alpha1.MaintenancePool) {
+	t.Helper()
+	if err := bed.Client.Create(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getPool(g Gomega, name string) *v1alpha1.MaintenancePool {
+	p := &v1alpha1.MaintenancePool{}
+	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
+	return p
+}
+
+func request(t *testing.T, node, id string, at time.Time) {
+	t.Helper()
+	if err := gen.Request(context.Background(), bed.Client, node, id, v1alpha1.SourceHost, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTenNodesNeverMoreThanThreeUnavailable(t *testing.T) {
+	g := NewWithT(t)
+	createPool(t, gen.Pool("ten", intstr.FromInt32(3)))
+	nodes := createNodes(t, "ten", "ten", 10)
+	budget := watchBudget(t, "ten")
+	daemons := runDaemons(t, "ten", false)
+	startOperator(t)
+
+	start := time.Now()
+	for i, n := range nodes {
+		request(t, n, fmt.Sprintf("req-%d", i), start.Add(time.Duration(i)*time.Second))
+	}
+	for _, n := range nodes {
+		g.Eventually(func(g Gomega) { expectClean(g, n, false) }, timeout).Should(Succeed())
+		g.Expect(getNode(g, n).Status.NodeInfo.BootID).To(Equal("boot-0-r1"), "node %s rebooted once", n)
+	}
+	most, moments := budget.mostUnavailable()
+	t.Logf("most unavailable at once: %d over %d observed changes", most, moments)
+	g.Expect(most).To(Equal(3), "the budget is used and never exceeded")
+	for _, n := range nodes {
+		g.Expect(daemons.count(n)).To(Equal(1), "node %s reboots exactly once", n)
+	}
+	g.Eventually(func(g Gomega) {
+		p := getPool(g, "ten")
+		g.Expect(p.Status.Nodes).To(BeEquivalentTo(10))
+		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(0))
+		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(0))
+	}, timeout).Should(Succeed())
+}
+
+func TestPercentBudgetCountsNotReadyAndPersonCordonedNodes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// 50% of 4 nodes: 2 may be unavailable.
+	createPool(t, gen.Pool("pct", intstr.FromString("50%")))
+	nodes := createNodes(t, "pct", "pct", 2)
+	sick := createNodes(t, "pct-sick", "pct", 1, gen.NotReady())[0]
+	cordoned := createNodes(t, "pct-cordoned", "pct", 1, gen.Unschedulable())[0]
+	runDaemons(t, "pct", false)
+	startOperator(t)
+
+	request(t, nodes[0], "a", time.Now())
+	g.Eventually(func(g Gomega) {
+		p := getPool(g, "pct")
+		g.Expect(p.Status.MaxUnavailable).To(BeEquivalentTo(2))
+		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(2))
+		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(1))
+		c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionBlocked)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("BudgetExhausted"))
+		g.Expect(c.Message).To(ContainSubstring(nodes[0]))
+	}, timeout).Should(Succeed())
+	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
+
+	// The sick node recovers: its slot goes to the waiting node.
+	n := getNode(g, sick)
+	gen.SetReady(n, true)
+	g.Expect(bed.Client.Status().Update(ctx, n)).To(Succeed())
+	g.Eventually(func(g Gomega) { expectClean(g, nodes[0], false) }, timeout).Should(Succeed())
+	g.Expect(getNode(g, nodes[0]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
+
+	// The node a person cordoned may reboot (it costs no extra budget), and
+	// kmaint leaves it cordoned afterwards.
+	request(t, cordoned, "c", time.Now())
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, cordoned)
+		g.Expect(n.Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
+		expectClean(g, cordoned, true)
+	}, timeout).Should(Succeed())
+}
+
+func TestPausedPoolAdmitsNothingUntilResumed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("paused", intstr.FromInt32(1))
+	pool.Spec.Paused = true
+	createPool(t, pool)
+	node := createNodes(t, "paused", "paused", 1)[0]
+	runDaemons(t, "paused", false)
+	startOperator(t)
+
+	request(t, node, "p", time.Now())
+	g.Eventually(func(g Gomega) {
+		p := getPool(g, "paused")
+		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(1))
+		c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionBlocked)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("Paused"))
+	}, timeout).Should(Succeed())
+	// The status above is written by the same reconcile that decided not to
+	// admit, so the node is known to be waiting, not merely not yet admitted.
+	n := getNode(g, node)
+	g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+	g.Expect(n.Spec.Unschedulable).To(BeFalse())
+
+	p := getPool(g, "paused")
+	base := p.DeepCopy()
+	p.Spec.Paused = false
+	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
+		expectClean(g, node, false)
+	}, timeout).Should(Succeed())
+}
+
+func TestAdmissionFollowsRequestOrder(t *testing.T) {
+	g := NewWithT(t)
+	createPool(t, gen.Pool("order", intstr.FromInt32(1)))
+	nodes := createNodes(t, "order", "order", 4)
+	daemons := runDaemons(t, "order", true)
+	// Requests are made before the operator starts, so it sees all four at
+	// once and must order them by request time, not by name or arrival.
+	t0 := time.Now()
+	request(t, nodes[0], "o0", t0.Add(3*time.Second))
+	request(t, nodes[1], "o1", t0.Add(1*time.Second))
+	request(t, nodes[2], "o2", t0.Add(4*time.Second))
+	request(t, nodes[3], "o3", t0.Add(2*time.Second))
+	startOperator(t)
+
+	g.Eventually(daemons.rebootOrder, timeout).Should(HaveLen(4))
+	g.Expect(daemons.rebootOrder()).To(Equal([]string{nodes[1], nodes[3], nodes[0], nodes[2]}))
+}
+
+func TestNodeInTwoPoolsIsReportedAndNeverAdmitted(t *testing.T) {
+	g := NewWithT(t)
+	createPool(t, gen.Pool("left", intstr.FromInt32(1)))
+	right := gen.Pool("right", intstr.FromInt32(1))
+	right.Spec.NodeSelector.MatchLabels = map[string]string{"side": "right"}
+	createPool(t, right)
+	node := createNodes(t, "both", "left", 1, gen.Labels("side", "right"))[0]
+	startOperator(t)
+	request(t, node, "b", time.Now())
+
+	for _, name := range []string{"left", "right"} {
+		g.Eventually(func(g Gomega) {
+			p := getPool(g, name)
+			g.Expect(p.Status.Conflicting).To(BeEquivalentTo(1))
+			c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionConflicting)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(BeEquivalentTo("True"))
+			g.Expect(c.Message).To(ContainSubstring(node))
+		}, timeout).Should(Succeed())
+	}
+	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
+}
+
+func TestDefaultPoolAdmitsOneAtATime(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// Nodes without a pool label fall into the built-in default pool.
+	var nodes []string
+	for i := range 3 {
+		name := fmt.Sprintf("lonely-%d", i)
+		g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(name, gen.Labels("lonely", "yes")))).To(Succeed())
+		nodes = append(nodes, name)
+	}
+	startOperator(t)
+	for i, n := range nodes {
+		request(t, n, fmt.Sprintf("l%d", i), time.Now().Add(time.Duration(i)*time.Second))
+	}
+	g.Eventually(func(g Gomega) {
+		admitted := 0
+		for _, n := range nodes {
+			if _, ok := getNode(g, n).Annotations[protocol.Admitted]; ok {
+				admitted++
+			}
+		}
+		g.Expect(admitted).To(Equal(1))
+	}, timeout).Should(Succeed())
+	// Approve nothing further: nobody reboots, so the other two keep waiting.
+	n := getNode(g, nodes[0])
+	g.Expect(n.Annotations).To(HaveKey(protocol.Admitted), "the oldest request goes first")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, nodes[0]).Annotations).To(HaveKeyWithValue(protocol.RebootApproved, "boot-0"))
+	}, timeout).Should(Succeed())
+	for _, other := range nodes[1:] {
+		g.Expect(getNode(g, other).Annotations).NotTo(HaveKey(protocol.Admitted))
+	}
+	// Clean up: the nodes leave the default pool for good.
+	for _, name := range nodes {
+		g.Expect(bed.Client.Delete(ctx, getNode(g, name))).To(Succeed())
+	}
+}
+
+func TestDesiredConfigIsWrittenToThePoolsNodes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("cfg", intstr.FromInt32(1))
+	pool.Spec.DesiredConfig = "os-1.2.3"
+	createPool(t, pool)
+	nodes := createNodes(t, "cfg", "cfg", 2)
+	startOperator(t)
+	for _, n := range nodes {
+		g.Eventually(func(g Gomega) {
+			g.Expect(getNode(g, n).Annotations).To(HaveKeyWithValue(protocol.DesiredConfig, "os-1.2.3"))
+		}, timeout).Should(Succeed())
+	}
+	// One node already runs it, as its daemon reports.
+	n := getNode(g, nodes[0])
+	base := n.DeepCopy()
+	n.Annotations[protocol.CurrentConfig] = "os-1.2.3"
+	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		p := getPool(g, "cfg")
+		g.Expect(p.Status.Nodes).To(BeEquivalentTo(2))
+		g.Expect(p.Status.Updated).To(BeEquivalentTo(1))
+	}, timeout).Should(Succeed())
+}

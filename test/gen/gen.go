@@ -1,0 +1,188 @@
+package gen
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// NodeOption changes a Node under construction.
+type NodeOption func(*corev1.Node)
+
+// Node returns a Ready node with boot ID "boot-0".
+func Node(name string, opts ...NodeOption) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
+		Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			NodeInfo:   corev1.NodeSystemInfo{BootID: "boot-0"},
+		},
+	}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+// Labels adds labels.
+func Labels(kv ...string) NodeOption {
+	return func(n *corev1.Node) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			n.Labels[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+// BootID sets the boot ID.
+func BootID(id string) NodeOption {
+	return func(n *corev1.Node) { n.Status.NodeInfo.BootID = id }
+}
+
+// NotReady makes the node's Ready condition False.
+func NotReady() NodeOption {
+	return func(n *corev1.Node) { SetReady(n, false) }
+}
+
+// Unschedulable cordons the node, as a person with kubectl cordon would.
+func Unschedulable() NodeOption {
+	return func(n *corev1.Node) { n.Spec.Unschedulable = true }
+}
+
+// SetReady sets the node's Ready condition.
+func SetReady(n *corev1.Node, ready bool) {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status = status
+			return
+		}
+	}
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: status})
+}
+
+// CreateNode creates the node and then its status, as a kubelet registers.
+func CreateNode(ctx context.Context, c client.Client, n *corev1.Node) error {
+	status := n.Status
+	if err := c.Create(ctx, n); err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	n.Status = status
+	if err := c.Status().Update(ctx, n); err != nil {
+		return fmt.Errorf("set status of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Request writes the daemon's reboot-requested annotation for the node's
+// current boot, adding a request with this id to those already there.
+func Request(ctx context.Context, c client.Client, node, id string, source v1alpha1.Source, at time.Time) error {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+		return err
+	}
+	base := n.DeepCopy()
+	var r protocol.Requested
+	if _, err := protocol.Decode(n, protocol.RebootRequested, &r); err != nil {
+		return err
+	}
+	if r.BootID != protocol.BootID(n) {
+		r = protocol.Requested{BootID: protocol.BootID(n)}
+	}
+	r.Requests = append(r.Requests, protocol.Request{ID: id, Source: source, Reason: "test " + id, Time: at})
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[protocol.RebootRequested] = protocol.Encode(r)
+	return c.Patch(ctx, n, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// Reboot does to the node what a reboot does, seen from the API: the node
+// goes NotReady (unless fast), comes back with a new boot ID, and its daemon,
+// finding no request in the new boot, clears reboot-requested.
+func Reboot(ctx context.Context, c client.Client, node, newBootID string, fast bool) error {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+		return err
+	}
+	if !fast {
+		SetReady(n, false)
+		if err := c.Status().Update(ctx, n); err != nil {
+			return fmt.Errorf("node %s NotReady: %w", node, err)
+		}
+	}
+	n.Status.NodeInfo.BootID = newBootID
+	SetReady(n, true)
+	if err := c.Status().Update(ctx, n); err != nil {
+		return fmt.Errorf("node %s back: %w", node, err)
+	}
+	base := n.DeepCopy()
+	delete(n.Annotations, protocol.RebootRequested)
+	return c.Patch(ctx, n, client.MergeFrom(base))
+}
+
+// Pod returns a pod bound to the node, owned by a ReplicaSet so that a drain
+// may evict it.
+func Pod(namespace, name, node string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-rs",
+				UID: types.UID("rs-" + name), Controller: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
+		},
+	}
+}
+
+// PDB creates a PodDisruptionBudget over pods with these labels and sets the
+// status the disruption controller would compute, allowing `allowed`
+// disruptions. envtest runs no controller manager, so the test plays it.
+func PDB(ctx context.Context, c client.Client, namespace, name string, labels map[string]string, allowed int32) error {
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := c.Create(ctx, pdb); err != nil {
+		return fmt.Errorf("create pdb %s: %w", name, err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: pdb.Generation,
+		DisruptionsAllowed: allowed,
+		CurrentHealthy:     1 + allowed,
+		DesiredHealthy:     1,
+		ExpectedPods:       1 + allowed,
+	}
+	return c.Status().Update(ctx, pdb)
+}
+
+// Pool returns a pool selecting nodes labelled pool=name.
+func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenancePool {
+	return &v1alpha1.MaintenancePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.MaintenancePoolSpec{
+			NodeSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}},
+			MaxUnavailable: &maxUnavailable,
+		},
+	}
+}
