@@ -186,3 +186,18 @@ func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenanceP
 		},
 	}
 }
+
+// CreatePod creates the pod and marks it Running and Ready, as its kubelet
+// would. A Pending pod is evicted whatever its PodDisruptionBudget says, so a
+// pod that never ran would make every budget look generous.
+func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	if err := c.Create(ctx, pod); err != nil {
+		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := c.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
