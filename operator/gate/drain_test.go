@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/test/gen"
 )
@@ -140,7 +141,19 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(0), "the failed request is not retried")
 	}, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return eventsFor(g, "Node", node) }, timeout).Should(ContainElement("DrainFailed"))
-	g.Expect(daemons.count(node)).To(Equal(0))
+	g.Expect(daemons.Count(node)).To(Equal(0))
+	// The request's NodeMaintenance says it failed, and why.
+	g.Eventually(func(g Gomega) {
+		var list v1alpha1.NodeMaintenanceList
+		g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
+		var phases []string
+		for _, nm := range list.Items {
+			if nm.Spec.NodeName == node {
+				phases = append(phases, string(nm.Status.Phase)+": "+nm.Status.Message)
+			}
+		}
+		g.Expect(phases).To(ConsistOf(And(HavePrefix("Failed: "), ContainSubstring("drain-pdb/db-0"))))
+	}, timeout).Should(Succeed())
 
 	// A new request, once the budget allows it, drains and reboots the node.
 	setPDBAllowed(g, "drain-pdb", "db", 1)
@@ -226,9 +239,9 @@ func TestOperatorRestartMidDrainLosesAndLeaksNothing(t *testing.T) {
 			g.Expect(getNode(g, n).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
 			expectClean(g, n, false)
 		}, timeout).Should(Succeed())
-		g.Expect(daemons.count(n)).To(Equal(1))
+		g.Expect(daemons.Count(n)).To(Equal(1))
 	}
-	most, _ := budget.mostUnavailable()
+	most, _ := budget.MostUnavailable()
 	g.Expect(most).To(Equal(1))
 }
 

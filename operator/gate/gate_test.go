@@ -56,11 +56,11 @@ func TestTenNodesNeverMoreThanThreeUnavailable(t *testing.T) {
 		g.Eventually(func(g Gomega) { expectClean(g, n, false) }, timeout).Should(Succeed())
 		g.Expect(getNode(g, n).Status.NodeInfo.BootID).To(Equal("boot-0-r1"), "node %s rebooted once", n)
 	}
-	most, moments := budget.mostUnavailable()
+	most, moments := budget.MostUnavailable()
 	t.Logf("most unavailable at once: %d over %d observed changes", most, moments)
 	g.Expect(most).To(Equal(3), "the budget is used and never exceeded")
 	for _, n := range nodes {
-		g.Expect(daemons.count(n)).To(Equal(1), "node %s reboots exactly once", n)
+		g.Expect(daemons.Count(n)).To(Equal(1), "node %s reboots exactly once", n)
 	}
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "ten")
@@ -159,8 +159,8 @@ func TestAdmissionFollowsRequestOrder(t *testing.T) {
 	request(t, nodes[3], "o3", t0.Add(2*time.Second))
 	startOperator(t)
 
-	g.Eventually(daemons.rebootOrder, timeout).Should(HaveLen(4))
-	g.Expect(daemons.rebootOrder()).To(Equal([]string{nodes[1], nodes[3], nodes[0], nodes[2]}))
+	g.Eventually(daemons.Order, timeout).Should(HaveLen(4))
+	g.Expect(daemons.Order()).To(Equal([]string{nodes[1], nodes[3], nodes[0], nodes[2]}))
 }
 
 func TestNodeInTwoPoolsIsReportedAndNeverAdmitted(t *testing.T) {

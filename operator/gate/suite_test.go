@@ -1,26 +1,14 @@
 package gate_test
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kmaint/kmaint/operator"
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -28,226 +16,24 @@ import (
 // works in its own pool, with its own nodes.
 var bed *testbed.Bed
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	var err error
-	bed, err = testbed.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	err = gen.FinishPodDeletions(ctx, kubernetes.NewForConfigOrDie(bed.Config))
-	code := 1
-	if err == nil {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	cancel()
-	if err := bed.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
 
-// startOperator runs a fresh operator until the returned stop is called or
-// the test ends. Stop waits until the operator has fully stopped, so a test
-// can start another one, as a restarted pod would.
-func startOperator(t *testing.T) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := operator.NewManager(ctx, bed.Config, operator.Options{
-		MetricsAddr:                   "0",
-		ProbeAddr:                     "0",
-		DrainPollInterval:             200 * time.Millisecond,
-		AllowDuplicateControllerNames: true,
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("operator stopped with an error: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
+func startOperator(t *testing.T) func() { return harness.StartOperator(t, bed) }
 
-// createNodes creates n nodes named prefix-0 ... in the pool.
 func createNodes(t *testing.T, prefix, pool string, n int, opts ...gen.NodeOption) []string {
-	t.Helper()
-	var names []string
-	for i := range n {
-		name := fmt.Sprintf("%s-%d", prefix, i)
-		all := append([]gen.NodeOption{gen.Labels("pool", pool)}, opts...)
-		if err := gen.CreateNode(context.Background(), bed.Client, gen.Node(name, all...)); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	return names
+	return harness.CreateNodes(t, bed, prefix, pool, n, opts...)
 }
 
-func getNode(g Gomega, name string) *corev1.Node {
-	n := &corev1.Node{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, n)).To(Succeed())
-	return n
+func getNode(g Gomega, name string) *corev1.Node { return harness.GetNode(g, bed, name) }
+
+func watchBudget(t *testing.T, pool string) *harness.BudgetWatcher {
+	return harness.WatchBudget(t, bed, pool)
 }
 
-// unavailable is the test's own reading of invariant 1: a node is unavailable
-// when it is approved, admitted (draining), cordoned or not Ready.
-func unavailable(n *corev1.Node) bool {
-	_, approved := n.Annotations[protocol.RebootApproved]
-	_, admitted := n.Annotations[protocol.Admitted]
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	return approved || admitted || n.Spec.Unschedulable || !ready
+func runDaemons(t *testing.T, pool string, fast bool) *harness.Daemons {
+	return harness.RunDaemons(t, bed, pool, fast)
 }
 
-// budgetWatcher sees every change to a pool's nodes and remembers the most
-// unavailable at any one moment.
-type budgetWatcher struct {
-	mu      sync.Mutex
-	nodes   map[string]*corev1.Node
-	most    int
-	moments int
-}
-
-// watchBudget starts a watcher on the nodes labelled pool=pool.
-func watchBudget(t *testing.T, pool string) *budgetWatcher {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bw := &budgetWatcher{nodes: map[string]*corev1.Node{}}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok {
-				continue
-			}
-			bw.mu.Lock()
-			if ev.Type == watch.Deleted {
-				delete(bw.nodes, n.Name)
-			} else {
-				bw.nodes[n.Name] = n
-			}
-			count := 0
-			for _, n := range bw.nodes {
-				if unavailable(n) {
-					count++
-				}
-			}
-			bw.most = max(bw.most, count)
-			bw.moments++
-			bw.mu.Unlock()
-		}
-	}()
-	return bw
-}
-
-func (bw *budgetWatcher) mostUnavailable() (most, moments int) {
-	bw.mu.Lock()
-	defer bw.mu.Unlock()
-	return bw.most, bw.moments
-}
-
-// fakeDaemons plays the daemons of a pool's nodes: when a node's approval
-// names its current boot, it reboots it (the one faked seam). It counts
-// reboots per node.
-type fakeDaemons struct {
-	mu      sync.Mutex
-	reboots map[string]int
-	order   []string
-}
-
-func runDaemons(t *testing.T, pool string, fast bool) *fakeDaemons {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &fakeDaemons{reboots: map[string]int{}}
-	rebooted := map[string]bool{} // boot IDs already rebooted from
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			boot := protocol.BootID(n)
-			if n.Annotations[protocol.RebootApproved] != boot || rebooted[n.Name+"/"+boot] {
-				continue
-			}
-			rebooted[n.Name+"/"+boot] = true
-			d.mu.Lock()
-			d.reboots[n.Name]++
-			d.order = append(d.order, n.Name)
-			next := fmt.Sprintf("%s-r%d", boot, d.reboots[n.Name])
-			d.mu.Unlock()
-			if err := gen.Reboot(ctx, bed.Client, n.Name, next, fast); err != nil && ctx.Err() == nil {
-				t.Errorf("reboot %s: %v", n.Name, err)
-			}
-		}
-	}()
-	return d
-}
-
-func (d *fakeDaemons) count(node string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.reboots[node]
-}
-
-func (d *fakeDaemons) rebootOrder() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]string(nil), d.order...)
-}
-
-// expectClean asserts the node carries nothing of kmaint's but what the
-// daemon owns, and is schedulable unless a person cordoned it.
 func expectClean(g Gomega, name string, cordonedByPerson bool) {
-	n := getNode(g, name)
-	for _, key := range []string{protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootRequested} {
-		g.Expect(n.Annotations).NotTo(HaveKey(key), "node %s", name)
-	}
-	g.Expect(n.Spec.Unschedulable).To(Equal(cordonedByPerson), "node %s unschedulable", name)
-}
-
-// zapLevel keeps the operator quiet in test output unless KMAINT_TEST_LOG is
-// set, when it logs everything.
-func zapLevel() zapcore.Level {
-	if os.Getenv("KMAINT_TEST_LOG") != "" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
+	harness.ExpectClean(g, bed, name, cordonedByPerson)
 }

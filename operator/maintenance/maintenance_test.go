@@ -1,0 +1,187 @@
+package maintenance_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+
+const timeout = 30 * time.Second
+
+func newMaintenance(name, node string) *v1alpha1.NodeMaintenance {
+	return &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: node, Reason: "kernel update"},
+	}
+}
+
+func getMaintenance(g Gomega, name string) *v1alpha1.NodeMaintenance {
+	nm := &v1alpha1.NodeMaintenance{}
+	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, nm)).To(Succeed())
+	return nm
+}
+
+func warnings(g Gomega, name string) []string {
+	var list eventsv1.EventList
+	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "NodeMaintenance" && e.Regarding.Name == name && e.Type == "Warning" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
+}
+
+func TestMaintenanceForMissingNodeFailsClearly(t *testing.T) {
+	g := NewWithT(t)
+	harness.StartOperator(t, bed)
+	g.Expect(bed.Client.Create(context.Background(), newMaintenance("ghost", "no-such-node"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		nm := getMaintenance(g, "ghost")
+		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
+		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(maintenance.ReasonNodeNotFound))
+		g.Expect(nm.Status.Message).To(ContainSubstring("no-such-node does not exist"))
+		g.Expect(nm.Status.PhaseTimes.Failed).NotTo(BeNil())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return warnings(g, "ghost") }, timeout).Should(ContainElement(maintenance.ReasonNodeNotFound))
+}
+
+func TestSecondOpenMaintenanceForANodeIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(bed.Client.Create(ctx, gen.Pool("dup", intstr.FromInt32(1)))).To(Succeed())
+	node := harness.CreateNodes(t, bed, "dup", "dup", 1)[0]
+	harness.StartOperator(t, bed)
+
+	g.Expect(bed.Client.Create(ctx, newMaintenance("dup-first", node))).To(Succeed())
+	g.Eventually(func(g Gomega) v1alpha1.Phase { return getMaintenance(g, "dup-first").Status.Phase }, timeout).
+		Should(Equal(v1alpha1.PhasePending))
+	g.Expect(bed.Client.Create(ctx, newMaintenance("dup-second", node))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		nm := getMaintenance(g, "dup-second")
+		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
+		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded).Reason).To(Equal(maintenance.ReasonDuplicate))
+		g.Expect(nm.Status.Message).To(ContainSubstring("dup-first"))
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return warnings(g, "dup-second") }, timeout).Should(ContainElement(maintenance.ReasonDuplicate))
+	g.Expect(getMaintenance(g, "dup-first").Status.Phase).To(Equal(v1alpha1.PhasePending), "the first one is unaffected")
+}
+
+// A request made in the API goes through every phase as the node side raises
+// it, the gate admits, drains and approves it, and the node reboots.
+func TestAPIRequestFollowsTheNodeThroughEveryPhase(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(bed.Client.Create(ctx, gen.Pool("life", intstr.FromInt32(1)))).To(Succeed())
+	node := harness.CreateNodes(t, bed, "life", "life", 1)[0]
+	harness.RunDaemons(t, bed, "life", false)
+	harness.StartOperator(t, bed)
+
+	nm := newMaintenance("life", node)
+	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
+	g.Eventually(func(g Gomega) v1alpha1.Phase { return getMaintenance(g, "life").Status.Phase }, timeout).
+		Should(Equal(v1alpha1.PhasePending))
+
+	// The daemon journals the request under the NodeMaintenance's UID and
+	// raises it on the node.
+	g.Expect(gen.Request(ctx, bed.Client, node, string(nm.UID), v1alpha1.SourceAPI, time.Now())).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := getMaintenance(g, "life")
+		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		g.Expect(got.Status.BootIDBefore).To(Equal("boot-0"))
+		g.Expect(got.Status.BootIDAfter).To(Equal("boot-0-r1"))
+		g.Expect(got.Status.RequestID).To(Equal(string(nm.UID)))
+		times := got.Status.PhaseTimes
+		for name, ts := range map[string]*metav1.Time{"pending": times.Pending, "requested": times.Requested, "approved": times.Approved,
+			"draining": times.Draining, "rebooting": times.Rebooting, "succeeded": times.Succeeded} {
+			g.Expect(ts).NotTo(BeNil(), "time of phase %s", name)
+		}
+		g.Expect(times.Failed).To(BeNil())
+		g.Expect(times.Pending.Time).NotTo(BeTemporally(">", times.Succeeded.Time))
+		c := meta.FindStatusCondition(got.Status.Conditions, maintenance.ConditionSucceeded)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	}, timeout).Should(Succeed())
+	harness.ExpectClean(g, bed, node, false)
+}
+
+// Requests that start on the node (host, config) are recorded as
+// NodeMaintenances, once each, however often the operator restarts.
+func TestHostRequestsAreRecordedOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("rec", intstr.FromInt32(1))
+	pool.Spec.Paused = true // keep the requests open while the operator restarts
+	g.Expect(bed.Client.Create(ctx, pool)).To(Succeed())
+	node := harness.CreateNodes(t, bed, "rec", "rec", 1)[0]
+	g.Expect(gen.Request(ctx, bed.Client, node, "3f2a9c1e-host", v1alpha1.SourceHost, time.Now())).To(Succeed())
+	g.Expect(gen.Request(ctx, bed.Client, node, "cfg-os-2", v1alpha1.SourceConfig, time.Now())).To(Succeed())
+
+	for range 2 {
+		stop := harness.StartOperator(t, bed)
+		g.Eventually(func(g Gomega) {
+			var list v1alpha1.NodeMaintenanceList
+			g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
+			var mine []v1alpha1.NodeMaintenance
+			for _, nm := range list.Items {
+				if nm.Spec.NodeName == node {
+					mine = append(mine, nm)
+				}
+			}
+			g.Expect(mine).To(HaveLen(2))
+			sources := map[v1alpha1.Source]string{}
+			for _, nm := range mine {
+				g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
+				g.Expect(nm.Status.BootIDBefore).To(Equal("boot-0"))
+				g.Expect(nm.Spec.Reason).To(HavePrefix("test "))
+				sources[nm.Spec.Source] = nm.Status.RequestID
+			}
+			g.Expect(sources).To(Equal(map[v1alpha1.Source]string{v1alpha1.SourceHost: "3f2a9c1e-host", v1alpha1.SourceConfig: "cfg-os-2"}))
+		}, timeout).Should(Succeed())
+		stop()
+	}
+
+	// Resume: both are satisfied by the one reboot.
+	harness.RunDaemons(t, bed, "rec", true)
+	harness.StartOperator(t, bed)
+	p := &v1alpha1.MaintenancePool{}
+	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "rec"}, p)).To(Succeed())
+	base := p.DeepCopy()
+	p.Spec.Paused = false
+	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		var list v1alpha1.NodeMaintenanceList
+		g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
+		n := 0
+		for _, nm := range list.Items {
+			if nm.Spec.NodeName == node {
+				n++
+				g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
+				g.Expect(strings.HasPrefix(nm.Name, node+"-")).To(BeTrue())
+			}
+		}
+		g.Expect(n).To(Equal(2))
+	}, timeout).Should(Succeed())
+}

@@ -1,0 +1,259 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+// Main runs a package's tests against a real API server, started before and
+// stopped after them, with pod deletions finished as kubelets would. It
+// stores the server in *bed for the tests and returns the exit code.
+func Main(m *testing.M, bed **testbed.Bed) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	b, err := testbed.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*bed = b
+	ctx, cancel := context.WithCancel(context.Background())
+	err = gen.FinishPodDeletions(ctx, kubernetes.NewForConfigOrDie(b.Config))
+	code := 1
+	if err == nil {
+		code = m.Run()
+	} else {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	cancel()
+	if err := b.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
+}
+
+// StartOperator runs a fresh operator until the returned stop is called or
+// the test ends. Stop waits until the operator has fully stopped, so a test
+// can start another one, as a restarted pod would.
+func StartOperator(t testing.TB, bed *testbed.Bed) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := operator.NewManager(ctx, bed.Config, operator.Options{
+		MetricsAddr:                   "0",
+		ProbeAddr:                     "0",
+		DrainPollInterval:             200 * time.Millisecond,
+		AllowDuplicateControllerNames: true,
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("operator stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// CreateNodes creates n nodes named prefix-0 ... labelled pool=pool.
+func CreateNodes(t testing.TB, bed *testbed.Bed, prefix, pool string, n int, opts ...gen.NodeOption) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		all := append([]gen.NodeOption{gen.Labels("pool", pool)}, opts...)
+		if err := gen.CreateNode(context.Background(), bed.Client, gen.Node(name, all...)); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// GetNode reads a node from the API server.
+func GetNode(g Gomega, bed *testbed.Bed, name string) *corev1.Node {
+	n := &corev1.Node{}
+	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, n)).To(Succeed())
+	return n
+}
+
+// Unavailable is the test's own reading of invariant 1: a node is unavailable
+// when it is approved, admitted (draining), cordoned or not Ready.
+func Unavailable(n *corev1.Node) bool {
+	_, approved := n.Annotations[protocol.RebootApproved]
+	_, admitted := n.Annotations[protocol.Admitted]
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	return approved || admitted || n.Spec.Unschedulable || !ready
+}
+
+// BudgetWatcher sees every change to a pool's nodes and remembers the most
+// unavailable at any one moment.
+type BudgetWatcher struct {
+	mu      sync.Mutex
+	nodes   map[string]*corev1.Node
+	most    int
+	moments int
+}
+
+// WatchBudget starts a watcher on the nodes labelled pool=pool.
+func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := &BudgetWatcher{nodes: map[string]*corev1.Node{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			bw.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(bw.nodes, n.Name)
+			} else {
+				bw.nodes[n.Name] = n
+			}
+			count := 0
+			for _, n := range bw.nodes {
+				if Unavailable(n) {
+					count++
+				}
+			}
+			bw.most = max(bw.most, count)
+			bw.moments++
+			bw.mu.Unlock()
+		}
+	}()
+	return bw
+}
+
+// MostUnavailable returns the most nodes unavailable at once, and how many
+// changes the watcher saw.
+func (bw *BudgetWatcher) MostUnavailable() (most, moments int) {
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	return bw.most, bw.moments
+}
+
+// Daemons plays the daemons of a pool's nodes: when a node's approval
+// names its current boot, it reboots it (the one faked seam). It counts
+// reboots per node.
+type Daemons struct {
+	mu      sync.Mutex
+	reboots map[string]int
+	order   []string
+}
+
+// RunDaemons starts fake daemons for the nodes labelled pool=pool; fast
+// reboots never show NotReady.
+func RunDaemons(t testing.TB, bed *testbed.Bed, pool string, fast bool) *Daemons {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemons{reboots: map[string]int{}}
+	rebooted := map[string]bool{} // boot IDs already rebooted from
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			boot := protocol.BootID(n)
+			if n.Annotations[protocol.RebootApproved] != boot || rebooted[n.Name+"/"+boot] {
+				continue
+			}
+			rebooted[n.Name+"/"+boot] = true
+			d.mu.Lock()
+			d.reboots[n.Name]++
+			d.order = append(d.order, n.Name)
+			next := fmt.Sprintf("%s-r%d", boot, d.reboots[n.Name])
+			d.mu.Unlock()
+			if err := gen.Reboot(ctx, bed.Client, n.Name, next, fast); err != nil && ctx.Err() == nil {
+				t.Errorf("reboot %s: %v", n.Name, err)
+			}
+		}
+	}()
+	return d
+}
+
+// Count returns how often the node was rebooted.
+func (d *Daemons) Count(node string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reboots[node]
+}
+
+// Order returns the nodes in the order they were rebooted.
+func (d *Daemons) Order() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.order...)
+}
+
+// ExpectClean asserts the node carries nothing of kmaint's but what the
+// daemon owns, and is schedulable unless a person cordoned it.
+func ExpectClean(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
+	n := GetNode(g, bed, name)
+	for _, key := range []string{protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootRequested} {
+		g.Expect(n.Annotations).NotTo(HaveKey(key), "node %s", name)
+	}
+	g.Expect(n.Spec.Unschedulable).To(Equal(cordonedByPerson), "node %s unschedulable", name)
+}
+
+// zapLevel keeps the operator quiet in test output unless KMAINT_TEST_LOG is
+// set, when it logs everything.
+func zapLevel() zapcore.Level {
+	if os.Getenv("KMAINT_TEST_LOG") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
