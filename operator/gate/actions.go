@@ -258,12 +258,13 @@ func (st *poolState) unavailable() int {
 	return n
 }
 
-// event records an event on the node, related to the pool when it is an
-// object.
+// event records an event on the node and, when the pool is an object, the
+// same event on the pool, so that `kubectl describe` of either tells the story.
 func (r *Reconciler) event(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
-	if st.pool.UID != "" {
-		r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
+	if st.pool.UID == "" {
+		r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
 		return
 	}
-	r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
+	r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
+	r.Recorder.Eventf(st.pool, node, eventType, reason, action, note, args...)
 }

@@ -88,6 +88,8 @@ func TestDrainEvictsPodsAndWaitsForThemToGo(t *testing.T) {
 	g.Expect(podExists(g, "drain-ok", "untouched")).To(BeTrue(), "pods on other nodes stay")
 	g.Eventually(func(g Gomega) []string { return eventsFor(g, "Node", node) }, timeout).
 		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
+	g.Eventually(func(g Gomega) []string { return eventsFor(g, "MaintenancePool", "drain-ok") }, timeout).
+		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
 }
 
 func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
