@@ -98,15 +98,24 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older s
 	if !f.exists {
 		return failed(v, ReasonNodeNotFound, fmt.Sprintf("node %s does not exist; nothing will be rebooted", nm.Spec.NodeName))
 	}
-	if s.BootIDBefore == "" && older != "" {
+	raised := f.requested != nil && f.requested.Has(requestID)
+	// Only a request not yet raised or journaled can be refused: once the
+	// node has it, the coming reboot satisfies it whatever else is open.
+	if s.BootIDBefore == "" && older != "" && !raised && s.JournaledBootID == "" {
 		return failed(v, ReasonDuplicate, fmt.Sprintf("node %s already has an open request, NodeMaintenance %s; this one will not be carried out", nm.Spec.NodeName, older))
 	}
 	if v.bootIDBefore == "" {
-		if f.requested == nil || !f.requested.Has(requestID) {
+		switch {
+		case raised:
+			v.bootIDBefore = f.requested.BootID
+		case s.JournaledBootID != "":
+			// The daemon journaled it, and the node rebooted (or the
+			// annotation changed) before the operator saw it raised.
+			v.bootIDBefore = s.JournaledBootID
+		default:
 			v.phase, v.message = v1alpha1.PhasePending, fmt.Sprintf("waiting for node %s's daemon to raise the request", nm.Spec.NodeName)
 			return v
 		}
-		v.bootIDBefore = f.requested.BootID
 	}
 	boot := v.bootIDBefore
 
@@ -182,7 +191,7 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 		}
 	}
 
-	cond := metav1.Condition{Type: ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: string(v.phase), Message: v.message, ObservedGeneration: 0}
+	cond := metav1.Condition{Type: ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: string(v.phase), Message: v.message, LastTransitionTime: t}
 	switch v.phase {
 	case v1alpha1.PhaseSucceeded:
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonRebooted
@@ -191,7 +200,7 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 	}
 	meta.SetStatusCondition(&s.Conditions, cond)
 	if v.degraded != "" {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: v.degraded})
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: v.degraded, LastTransitionTime: t})
 	} else {
 		meta.RemoveStatusCondition(&s.Conditions, ConditionDegraded)
 	}

@@ -85,9 +85,6 @@ func TestDecide(t *testing.T) {
 		wantBefore, wantAfter string
 		// wantDegraded is the degraded message; empty means not degraded.
 		wantDegraded string
-		// knownBug, when set, describes a bug in decide that this case
-		// exposes; the case is skipped until the bug is fixed.
-		knownBug string
 	}{
 		"pending until the node raises the request": {
 			node:        gen.Node("n1"),
@@ -220,10 +217,6 @@ func TestDecide(t *testing.T) {
 			older:      "nm-0",
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
-			knownBug: "decide marks a request Failed/Duplicate (\"this one will not be carried out\") whenever " +
-				"status.bootIDBefore is empty and an older open request exists, even when the node has already " +
-				"raised it in its journal and the coming reboot will satisfy it (phase.go, the Duplicate check " +
-				"before the Pending check)",
 		},
 		"failed with the drain's reason when the failed drain covers the request": {
 			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
@@ -293,9 +286,6 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if tc.knownBug != "" {
-				t.Skip("known bug: " + tc.knownBug)
-			}
 			g := NewWithT(t)
 			var facts nodeFacts
 			if tc.node != nil {

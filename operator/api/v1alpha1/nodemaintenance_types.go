@@ -133,6 +133,16 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	BootIDBefore string `json:"bootIDBefore,omitempty"`
 
+	// JournaledBootID is the boot in which the node's daemon wrote the
+	// request to the journal. Written by the daemon, for requests that start
+	// in the API.
+	// +optional
+	JournaledBootID string `json:"journaledBootID,omitempty"`
+
+	// JournaledTime is when the daemon wrote the request to the journal.
+	// +optional
+	JournaledTime *metav1.Time `json:"journaledTime,omitempty"`
+
 	// BootIDAfter is the boot the node came back with.
 	// +optional
 	BootIDAfter string `json:"bootIDAfter,omitempty"`
@@ -159,6 +169,7 @@ type NodeMaintenanceStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=nm,categories=kmaint
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.source`

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kmaint/kmaint/daemon"
+	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/daemon/rebooter"
+)
+
+// Hooks replace parts of the host for tests and the simulated cluster.
+type Hooks struct {
+	// Rebooter replaces logind.
+	Rebooter rebooter.Rebooter
+}
+
+const usage = `kmaint-daemon is kmaint's node agent.
+
+Usage:
+  kmaint-daemon run [flags]               run the agent for this node (the DaemonSet's command)
+  kmaint-daemon request-reboot <reason>   ask for a reboot of this node
+
+request-reboot writes one entry to this node's systemd journal and nothing
+else: it needs root and the journal, not the API server. kmaint-daemon run
+reads the entry back and raises it on the Node; the operator admits the node
+when its pool has room, inside its maintenance windows, cordons and drains it,
+and approves the reboot; the daemon then reboots the node. The request belongs
+to the current boot: any reboot satisfies it, and it is never replayed after.
+Follow it with: kubectl get nodemaintenances --field-selector spec.nodeName=<node>
+`
+
+// Main runs kmaint-daemon with args (without the program name) and returns
+// the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, hooks Hooks) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	switch args[0] {
+	case "run":
+		return run(ctx, args[1:], stderr, hooks)
+	case "request-reboot":
+		return requestReboot(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "kmaint-daemon: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func requestReboot(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("request-reboot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kmaint-daemon request-reboot <reason>\n\nThe reason is required, at most %d bytes, and is written to the journal.\n\n%s", journal.MaxReason, usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	reason := strings.Join(fs.Args(), " ")
+	id, err := daemon.RequestReboot(&journal.Systemd{}, reason, os.Geteuid(), time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon request-reboot:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Reboot requested (request %s). kmaint reboots this node when its pool has room.\n", id)
+	return 0
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int {
+	opts := daemon.Options{Rebooter: hooks.Rebooter}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&opts.NodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default $NODE_NAME, set from the downward API).")
+	fs.StringVar(&opts.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "The kernel's boot ID file.")
+	fs.DurationVar(&opts.RebootTimeout, "reboot-timeout", 10*time.Minute, "How long the boot ID may stay unchanged after a reboot was asked for before the node is reported degraded.")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8090", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8091", `Address of /healthz and /readyz; "0" turns them off.`)
+	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; default the pod's service account.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if *kubeconfig != "" {
+		os.Setenv("KUBECONFIG", *kubeconfig)
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon run: no cluster to talk to:", err)
+		return 1
+	}
+	if err := daemon.Run(ctx, cfg, opts); err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon run:", err)
+		return 1
+	}
+	return 0
+}

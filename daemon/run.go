@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// DefaultBootIDPath is where the kernel publishes the current boot ID.
+const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// Options configure the daemon.
+type Options struct {
+	// NodeName is the node the daemon runs on (from the downward API).
+	NodeName string
+	// BootIDPath is read once at start: a boot ID never changes while the
+	// process lives, since a reboot ends it.
+	BootIDPath string
+	// Journal is where requests are written and read; nil means the
+	// system's journal.
+	Journal journal.Journal
+	// Rebooter reboots the node; nil means logind.
+	Rebooter rebooter.Rebooter
+	// RebootTimeout is how long the boot ID may stay the same after asking
+	// for a reboot before the daemon reports the reboot failed.
+	RebootTimeout time.Duration
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "0" turns them off.
+	ProbeAddr string
+	// Registerer takes the daemon's metrics; nil means controller-runtime's
+	// registry, which MetricsAddr serves.
+	Registerer prometheus.Registerer
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// AllowDuplicateControllerNames lets several daemons run in one process,
+	// as the simulated cluster does.
+	AllowDuplicateControllerNames bool
+}
+
+// ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
+func ReadBootID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read boot ID: %w", err)
+	}
+	id := journal.FormatBootID(string(b))
+	if id == "" {
+		return "", fmt.Errorf("boot ID file %s is empty", path)
+	}
+	return id, nil
+}
+
+// Run runs the daemon for one node until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if opts.NodeName == "" {
+		return errors.New("no node name: set NODE_NAME from the downward API (spec.nodeName) or pass --node-name")
+	}
+	if opts.BootIDPath == "" {
+		opts.BootIDPath = DefaultBootIDPath
+	}
+	bootID, err := ReadBootID(opts.BootIDPath)
+	if err != nil {
+		return err
+	}
+	if opts.RebootTimeout == 0 {
+		opts.RebootTimeout = 10 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = ctrlmetrics.Registry
+	}
+	log := ctrl.Log.WithName("daemon").WithValues("node", opts.NodeName, "bootID", bootID)
+	if opts.Journal == nil {
+		opts.Journal = &journal.Systemd{OnInvalid: func(f map[string]string, err error) {
+			log.Info("Ignoring a journal entry", "reason", err.Error(), "uid", f["_UID"], "pid", f["_PID"], "comm", f["_COMM"])
+		}}
+	}
+	if opts.Rebooter == nil {
+		opts.Rebooter = &rebooter.Logind{}
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	// Only this node and its NodeMaintenances are watched, so a thousand
+	// daemons cost the API server a thousand small watches.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress: opts.ProbeAddr,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}:               {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			&v1alpha1.NodeMaintenance{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("new manager: %w", err)
+	}
+	a := &agent{
+		client:         mgr.GetClient(),
+		journal:        opts.Journal,
+		rebooter:       opts.Rebooter,
+		recorder:       mgr.GetEventRecorder("kmaint-daemon"),
+		clock:          opts.Clock,
+		metrics:        m,
+		nodeName:       opts.NodeName,
+		bootID:         bootID,
+		rebootTimeout:  opts.RebootTimeout,
+		journalChanged: make(chan event.GenericEvent, 1),
+	}
+	if err := a.setup(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return opts.Journal.Follow(ctx, a.onEntry, a.onCaughtUp)
+	})); err != nil {
+		return fmt.Errorf("add journal follower: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("journal", func(*http.Request) error {
+		if _, ok := a.snapshot(); !ok {
+			return errors.New("journal not read yet")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("add readyz: %w", err)
+	}
+	log.Info("Starting")
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run daemon: %w", err)
+	}
+	return nil
+}
+
+// setup registers the agent: every event maps to the one key, the node.
+func (a *agent) setup(mgr manager.Manager, opts Options) error {
+	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.nodeName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("daemon").
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}).
+		Watches(&corev1.Node{}, toNode).
+		Watches(&v1alpha1.NodeMaintenance{}, toNode).
+		WatchesRawSource(source.Channel(a.journalChanged, toNode)).
+		Complete(a)
+}
+
+// trimReason validates a request's reason as request-reboot and the API do.
+func trimReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", errors.New("the reason is empty: say why the node should reboot")
+	case len(reason) > journal.MaxReason:
+		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), journal.MaxReason)
+	}
+	return reason, nil
+}
