@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:               {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			&corev1.Node{}:              {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 			&v1alpha1.NodeMaintenance{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
 		}},
 	})

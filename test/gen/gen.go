@@ -201,3 +201,19 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	}
 	return nil
 }
+
+// SetBoot plays the kubelet across a reboot: it reports the node's boot ID
+// and Ready condition, as a kubelet does when the node goes down and when it
+// comes back.
+func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bool) error {
+	n := &corev1.Node{}
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+		return err
+	}
+	n.Status.NodeInfo.BootID = bootID
+	SetReady(n, ready)
+	if err := c.Status().Update(ctx, n); err != nil {
+		return fmt.Errorf("set boot of node %s: %w", node, err)
+	}
+	return nil
+}

@@ -88,3 +88,17 @@ func (b *Bed) Stop() error {
 func GVK(kind string) schema.GroupVersionKind {
 	return v1alpha1.GroupVersion.WithKind(kind)
 }
+
+// Kubeconfig returns a kubeconfig for a new user of the API server, for
+// processes the tests start (daemons on simulated nodes).
+func (b *Bed) Kubeconfig(user string, groups ...string) ([]byte, error) {
+	u, err := b.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add user %s: %w", user, err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of user %s: %w", user, err)
+	}
+	return kc, nil
+}

@@ -1,0 +1,121 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/kmaint/kmaint/daemon/cli"
+	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/node"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+// daemonEnv marks a re-run of the test binary as a daemon on a simulated node.
+const daemonEnv = "KMAINT_TEST_NODE_DAEMON"
+
+// MaybeRunDaemon runs kmaint-daemon's command line instead of the tests when
+// the test binary was started as a simulated node's daemon (or its
+// request-reboot), with the simulated rebooter. Call it first in TestMain.
+func MaybeRunDaemon() {
+	if os.Getenv(daemonEnv) == "" {
+		return
+	}
+	code := cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, cli.Hooks{Rebooter: node.Rebooter{Out: os.Stdout}})
+	os.Exit(code)
+}
+
+// NodeOptions tune a simulated node.
+type NodeOptions struct {
+	// Labels for the Node object.
+	Labels []string
+	// RebootTimeout is the daemon's; default 30s.
+	RebootTimeout time.Duration
+	// Fast reboots never report the node NotReady.
+	Fast bool
+}
+
+// StartNode registers a Node and starts a simulated node for it: its own
+// journald and boot ID, and the real daemon (this test binary re-run).
+// It needs root.
+func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *node.Node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("simulated nodes need root for their mount namespace; CI runs as root")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	kc, err := bed.Kubeconfig("node-"+name, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boot := uuid.NewString()
+	if err := gen.CreateNode(ctx, bed.Client, gen.Node(name, gen.Labels(opts.Labels...), gen.BootID(boot))); err != nil {
+		t.Fatal(err)
+	}
+	if opts.RebootTimeout == 0 {
+		opts.RebootTimeout = 30 * time.Second
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(ctx, node.Config{
+		Name:   name,
+		Dir:    dir,
+		BootID: boot,
+		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reboot-timeout", opts.RebootTimeout.String()},
+		Env: []string{daemonEnv + "=1"},
+		Log: logFile,
+		OnReboot: func(ctx context.Context, _, next string) error {
+			if !opts.Fast {
+				if err := gen.SetBoot(ctx, bed.Client, name, next, false); err != nil {
+					return err
+				}
+			}
+			return gen.SetBoot(ctx, bed.Client, name, next, true)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.Stop()
+		_ = logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logFile.Name()); err == nil {
+				t.Logf("log of node %s:\n%s", name, tail(b, 6000))
+			}
+		}
+	})
+	return n
+}
+
+// RequestReboot runs `kmaint-daemon request-reboot` on the node as uid.
+func RequestReboot(ctx context.Context, n *node.Node, uid int, reason string) ([]byte, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return n.Exec(ctx, uid, "env", daemonEnv+"=1", self, "request-reboot", reason)
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[len(b)-n:]
+}

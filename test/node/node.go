@@ -1,0 +1,336 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Journald is the journal daemon the nodes run.
+const Journald = "/lib/systemd/systemd-journald"
+
+// journaldConf keeps each node's journal on its own disk directory, off the
+// host's kernel log, and without rate limits that would drop test entries.
+const journaldConf = `[Journal]
+Storage=persistent
+ReadKMsg=no
+Audit=no
+RateLimitBurst=0
+ForwardToSyslog=no
+ForwardToWall=no
+`
+
+// setupScript builds the node's mount namespace and then holds it open.
+const setupScript = `set -e
+mount -t tmpfs tmpfs /run/systemd
+mkdir -p /run/systemd/journal
+touch /run/systemd/journal/flushed
+mount -t tmpfs tmpfs /run/log
+mkdir -p /var/log/journal
+mount --bind "$NODE_DIR/journal" /var/log/journal
+mount --bind "$NODE_DIR/boot_id" /proc/sys/kernel/random/boot_id
+mount --bind "$NODE_DIR/journald.conf" /etc/systemd/journald.conf
+echo ready
+exec sleep infinity
+`
+
+// Config describes a node.
+type Config struct {
+	// Name is the node's name.
+	Name string
+	// Dir holds the node's disk: boot ID file, journal, logs.
+	Dir string
+	// Daemon is the daemon's command line; the node runs it in its
+	// namespace, adding nothing.
+	Daemon []string
+	// BootID is the first boot's ID; empty picks one.
+	BootID string
+	// Env is the daemon's environment, on top of this process's.
+	Env []string
+	// OnReboot is called for each reboot the daemon asks for, with the old
+	// and new boot IDs, after the node's processes stopped and before they
+	// start again: the place to play the kubelet.
+	OnReboot func(ctx context.Context, oldBoot, newBoot string) error
+	// Log receives the output of the node's processes.
+	Log io.Writer
+}
+
+// Node is a running simulated node.
+type Node struct {
+	cfg    Config
+	holder *exec.Cmd
+
+	mu       sync.Mutex
+	bootID   string
+	journald *exec.Cmd
+	daemon   *exec.Cmd
+	reboots  int
+	// ignoreReboots makes the node ignore the daemon's reboot, as a machine
+	// whose reboot hangs or is refused would.
+	ignoreReboots bool
+	rebootDone    chan struct{}
+}
+
+// RebootLine is what the simulated rebooter prints to ask for a reboot.
+const RebootLine = "KMAINT-SIMULATED-REBOOT"
+
+// Start creates the node's namespace, journald and daemon.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "journal"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "journald.conf"), []byte(journaldConf), 0o644); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, rebootDone: make(chan struct{}, 16)}
+	if cfg.BootID == "" {
+		cfg.BootID = uuid.NewString()
+	}
+	if err := n.writeBootID(cfg.BootID); err != nil {
+		return nil, err
+	}
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", setupScript)
+	holder.Env = append(os.Environ(), "NODE_DIR="+cfg.Dir)
+	holder.Stderr = cfg.Log
+	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := holder.Start(); err != nil {
+		return nil, fmt.Errorf("start namespace of node %s (needs root): %w", cfg.Name, err)
+	}
+	n.holder = holder
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		n.Stop()
+		return nil, fmt.Errorf("set up namespace of node %s: %q %v (see its log)", cfg.Name, line, err)
+	}
+	if err := n.startJournald(); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	if err := n.StartDaemon(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// BootID returns the node's current boot ID.
+func (n *Node) BootID() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.bootID
+}
+
+// Reboots returns how many reboots the node has done.
+func (n *Node) Reboots() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reboots
+}
+
+// RebootDone is signalled after each completed reboot.
+func (n *Node) RebootDone() <-chan struct{} { return n.rebootDone }
+
+// IgnoreReboots makes the node ignore reboot requests from now on.
+func (n *Node) IgnoreReboots() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ignoreReboots = true
+}
+
+func (n *Node) writeBootID(id string) error {
+	n.bootID = id
+	return os.WriteFile(filepath.Join(n.cfg.Dir, "boot_id"), []byte(id+"\n"), 0o644)
+}
+
+// command returns a command that runs inside the node's namespace.
+func (n *Node) command(args ...string) *exec.Cmd {
+	full := append([]string{"--target", strconv.Itoa(n.holder.Process.Pid), "--mount", "--"}, args...)
+	cmd := exec.Command("nsenter", full...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// Exec runs a command in the node's namespace as uid (0 for root) and
+// returns its combined output.
+func (n *Node) Exec(ctx context.Context, uid int, args ...string) ([]byte, error) {
+	prefix := []string{}
+	if uid != 0 {
+		prefix = []string{"setpriv", "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--"}
+	}
+	cmd := n.command(append(prefix, args...)...)
+	cmd.Env = append(os.Environ(), n.cfg.Env...)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+		case <-done:
+		}
+	}()
+	return cmd.CombinedOutput()
+}
+
+func (n *Node) startJournald() error {
+	cmd := n.command(Journald)
+	cmd.Stdout, cmd.Stderr = n.cfg.Log, n.cfg.Log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start journald on node %s: %w", n.cfg.Name, err)
+	}
+	n.journald = cmd
+	// journald is ready once it has created its socket; the socket lives in
+	// the namespace's /run, reached through the holder's root.
+	sock := filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", "run/systemd/journal/socket")
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		fi, err := os.Stat(sock)
+		return err == nil && fi.Mode()&os.ModeSocket != 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("journald on node %s did not create its socket within 10s: %w", n.cfg.Name, err)
+	}
+	return nil
+}
+
+// StartDaemon starts the daemon, unless it runs.
+func (n *Node) StartDaemon(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.daemon != nil {
+		return nil
+	}
+	cmd := n.command(n.cfg.Daemon...)
+	cmd.Env = append(os.Environ(), n.cfg.Env...)
+	cmd.Stderr = n.cfg.Log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon on node %s: %w", n.cfg.Name, err)
+	}
+	n.daemon = cmd
+	go n.watchDaemon(ctx, cmd, out)
+	return nil
+}
+
+// watchDaemon forwards the daemon's output and performs the reboots it asks
+// for.
+func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader) {
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != RebootLine {
+			fmt.Fprintln(n.cfg.Log, sc.Text())
+			continue
+		}
+		n.mu.Lock()
+		ignore := n.ignoreReboots
+		n.mu.Unlock()
+		if ignore {
+			continue
+		}
+		if err := n.reboot(ctx, cmd); err != nil {
+			fmt.Fprintf(n.cfg.Log, "node %s: reboot failed: %v\n", n.cfg.Name, err)
+		}
+		return
+	}
+}
+
+// KillDaemon kills the daemon at once, as a crash or an OOM kill would.
+func (n *Node) KillDaemon() {
+	n.mu.Lock()
+	cmd := n.daemon
+	n.daemon = nil
+	n.mu.Unlock()
+	kill(cmd)
+}
+
+func kill(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// reboot stops everything the node runs, changes its boot ID and starts it
+// all again.
+func (n *Node) reboot(ctx context.Context, daemon *exec.Cmd) error {
+	n.mu.Lock()
+	if n.daemon != daemon {
+		n.mu.Unlock()
+		return errors.New("the daemon that asked is gone")
+	}
+	n.daemon = nil
+	n.reboots++
+	old := n.bootID
+	n.mu.Unlock()
+	kill(daemon)
+	kill(n.journald)
+	n.mu.Lock()
+	err := n.writeBootID(uuid.NewString())
+	next := n.bootID
+	n.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if n.cfg.OnReboot != nil {
+		if err := n.cfg.OnReboot(ctx, old, next); err != nil {
+			return err
+		}
+	}
+	if err := n.startJournald(); err != nil {
+		return err
+	}
+	if err := n.StartDaemon(ctx); err != nil {
+		return err
+	}
+	n.rebootDone <- struct{}{}
+	return nil
+}
+
+// Stop ends the node's processes and namespace.
+func (n *Node) Stop() {
+	n.KillDaemon()
+	n.mu.Lock()
+	j := n.journald
+	n.journald = nil
+	n.mu.Unlock()
+	kill(j)
+	if n.holder != nil && n.holder.Process != nil {
+		_ = n.holder.Process.Kill()
+		_ = n.holder.Wait()
+	}
+}
+
+// Rebooter is the daemon's rebooter on a simulated node: it prints the line
+// the node reboots on. Like logind's, it returns at once; the node then
+// kills the daemon.
+type Rebooter struct {
+	Out io.Writer
+}
+
+// Reboot asks the node to reboot.
+func (r Rebooter) Reboot(context.Context) error {
+	_, err := fmt.Fprintln(r.Out, RebootLine)
+	return err
+}
