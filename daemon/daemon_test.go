@@ -2,29 +2,32 @@ package daemon_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/node"
 )
 
 func rawMerge(data []byte) client.Patch { return client.RawPatch(types.MergePatchType, data) }
 
 func TestRequestRebootIsRaisedWithinASecondAndSatisfiedByOneReboot(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	n := harness.StartNode(t, bed, "host-req", harness.NodeOptions{})
 	// Wait for the daemon to be up: it reports its state once it has read
 	// the journal.
 	g.Eventually(func(g Gomega) { g.Expect(getNode(g, "host-req").Annotations).To(HaveKey(protocol.State)) }, timeout).Should(Succeed())
 
-	out, err := harness.RequestReboot(ctx, n, 0, "kernel 6.12 installed")
+	out, err := harness.RequestReboot(t, n, 0, "kernel 6.12 installed")
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	g.Expect(string(out)).To(ContainSubstring("Reboot requested"))
 	g.Eventually(func(g Gomega) {
@@ -51,4 +54,141 @@ func TestRequestRebootIsRaisedWithinASecondAndSatisfiedByOneReboot(t *testing.T)
 	g.Expect(n.BootID()).NotTo(Equal(first))
 	// The stale approval names the old boot; the daemon must not act on it.
 	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(1))
+}
+
+// state reads the daemon's state annotation.
+func state(g Gomega, name string) protocol.DaemonState {
+	var st protocol.DaemonState
+	_, err := protocol.Decode(getNode(g, name), protocol.State, &st)
+	g.Expect(err).NotTo(HaveOccurred())
+	return st
+}
+
+// startNode starts a simulated node and waits until its daemon has read its
+// journal and reported.
+func startNode(t *testing.T, name string, opts harness.NodeOptions) *node.Node {
+	t.Helper()
+	n := harness.StartNode(t, bed, name, opts)
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(state(g, name).BootID).To(Equal(n.BootID()))
+	}, timeout).Should(Succeed())
+	return n
+}
+
+func requestReboot(t *testing.T, n *node.Node, reason string) {
+	t.Helper()
+	out, err := harness.RequestReboot(t, n, 0, reason)
+	if err != nil {
+		t.Fatalf("request-reboot: %v: %s", err, out)
+	}
+}
+
+func TestApprovalForAnotherBootIsIgnored(t *testing.T) {
+	g := NewWithT(t)
+	n := startNode(t, "other-boot", harness.NodeOptions{})
+	requestReboot(t, n, "testing approvals")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "other-boot").Requests }, timeout).Should(HaveLen(1))
+	approve(g, "other-boot", "00000000-0000-0000-0000-000000000000")
+	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(0))
+	g.Expect(state(g, "other-boot").Phase).To(Equal(protocol.DaemonRequested))
+}
+
+func TestEntriesFromOtherUsersAreIgnored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := startNode(t, "non-root", harness.NodeOptions{})
+	// A user other than root writes an entry that looks exactly like a
+	// request, kmaint's MESSAGE_ID and all. journald records the writer's
+	// real uid in the trusted _UID field, which the daemon checks.
+	fields := "MESSAGE_ID=" + journal.RequestMessageID + "\\nKMAINT_REQUEST_ID=forged\\nKMAINT_SOURCE=host\\nKMAINT_REASON=forged\\nMESSAGE=forged\\n"
+	out, err := n.Exec(ctx, 65534, "sh", "-c", "printf '"+fields+"' | logger --journald")
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	// The entry is in the node's journal, as that user's.
+	g.Eventually(func(g Gomega) string {
+		out, err := n.Exec(ctx, 0, "journalctl", "--no-pager", "-o", "cat", "MESSAGE_ID="+journal.RequestMessageID, "_UID=65534")
+		g.Expect(err).NotTo(HaveOccurred(), string(out))
+		return string(out)
+	}, timeout).Should(ContainSubstring("forged"))
+	// request-reboot refuses to run for that user too.
+	out, err = harness.RequestReboot(t, n, 65534, "also forged")
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(string(out)).To(ContainSubstring("must run as root"))
+
+	// A root request made afterwards is raised alone: the forged entry was
+	// read before it and dropped.
+	requestReboot(t, n, "genuine")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "non-root").Requests }, timeout).
+		Should(ConsistOf(HaveField("Reason", "genuine")))
+}
+
+func TestRequestRebootRejectsBadReasons(t *testing.T) {
+	g := NewWithT(t)
+	n := startNode(t, "bad-reason", harness.NodeOptions{})
+	for reason, want := range map[string]string{
+		"":                       "the reason is empty",
+		strings.Repeat("x", 513): "at most 512 are allowed",
+	} {
+		out, err := harness.RequestReboot(t, n, 0, reason)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(string(out)).To(ContainSubstring(want))
+	}
+	g.Consistently(func(g Gomega) {
+		g.Expect(getNode(g, "bad-reason").Annotations).NotTo(HaveKey(protocol.RebootRequested))
+	}, time.Second).Should(Succeed())
+}
+
+// Killing the daemon at any point loses nothing and never reboots twice.
+func TestDaemonKilledAtAnyMomentLosesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := startNode(t, "killed", harness.NodeOptions{})
+	requestReboot(t, n, "before the kill")
+
+	// Killed before approval: the request is still raised by the new daemon.
+	n.KillDaemon()
+	g.Expect(n.StartDaemon(ctx)).To(Succeed())
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "killed").Requests }, timeout).
+		Should(ConsistOf(HaveField("Reason", "before the kill")))
+
+	// Killed right after approval: the restarted daemon reboots, once.
+	first := n.BootID()
+	approve(g, "killed", first)
+	n.KillDaemon()
+	g.Expect(n.StartDaemon(ctx)).To(Succeed())
+	g.Eventually(n.Reboots, timeout).Should(Equal(1))
+
+	// Killed right after the reboot: nothing is replayed.
+	g.Eventually(func(g Gomega) { g.Expect(state(g, "killed").BootID).To(Equal(n.BootID())) }, timeout).Should(Succeed())
+	n.KillDaemon()
+	g.Expect(n.StartDaemon(ctx)).To(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(getNode(g, "killed").Annotations).NotTo(HaveKey(protocol.RebootRequested)) }, timeout).Should(Succeed())
+	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(1))
+}
+
+func TestRebootThatDoesNotHappenIsReportedDegraded(t *testing.T) {
+	g := NewWithT(t)
+	n := startNode(t, "stuck", harness.NodeOptions{RebootTimeout: 2 * time.Second})
+	n.IgnoreReboots()
+	requestReboot(t, n, "will not happen")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "stuck").Requests }, timeout).Should(HaveLen(1))
+	approve(g, "stuck", n.BootID())
+	g.Eventually(func(g Gomega) {
+		st := state(g, "stuck")
+		g.Expect(st.Phase).To(Equal(protocol.DaemonDegraded))
+		g.Expect(st.Message).To(ContainSubstring("not asking again"))
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return warningReasons(g, "stuck") }, timeout).Should(ContainElement("RebootNotObserved"))
+	g.Expect(n.Reboots()).To(Equal(0))
+}
+
+func warningReasons(g Gomega, node string) []string {
+	var list eventsv1.EventList
+	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
+	var reasons []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Node" && e.Regarding.Name == node && e.Type == "Warning" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return reasons
 }

@@ -105,12 +105,37 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 }
 
 // RequestReboot runs `kmaint-daemon request-reboot` on the node as uid.
-func RequestReboot(ctx context.Context, n *node.Node, uid int, reason string) ([]byte, error) {
+func RequestReboot(t testing.TB, n *node.Node, uid int, reason string) ([]byte, error) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return n.Exec(ctx, uid, "env", daemonEnv+"=1", self, "request-reboot", reason)
+	if uid != 0 {
+		// The test binary sits in a directory only root may enter.
+		self = copyForEveryone(t, self)
+	}
+	return n.Exec(context.Background(), uid, "env", daemonEnv+"=1", self, "request-reboot", reason)
+}
+
+// copyForEveryone copies an executable where any user may run it.
+func copyForEveryone(t testing.TB, path string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 func tail(b []byte, n int) []byte {
