@@ -37,6 +37,8 @@ type NodeOptions struct {
 	RebootTimeout time.Duration
 	// Fast reboots never report the node NotReady.
 	Fast bool
+	// MetricsAddr and ProbeAddr are the daemon's; default off.
+	MetricsAddr, ProbeAddr string
 }
 
 // StartNode registers a Node and starts a simulated node for it: its own
@@ -77,7 +79,8 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 		Dir:    dir,
 		BootID: boot,
 		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--reboot-timeout", opts.RebootTimeout.String()},
+			"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
+			"--reboot-timeout", opts.RebootTimeout.String()},
 		Env: []string{daemonEnv + "=1"},
 		Log: logFile,
 		OnReboot: func(ctx context.Context, _, next string) error {
@@ -136,6 +139,13 @@ func copyForEveryone(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func tail(b []byte, n int) []byte {
