@@ -168,7 +168,7 @@ func TestDaemonKilledAtAnyMomentLosesNothing(t *testing.T) {
 func TestRebootThatDoesNotHappenIsReportedDegraded(t *testing.T) {
 	g := NewWithT(t)
 	n := startNode(t, "stuck", harness.NodeOptions{RebootTimeout: 2 * time.Second})
-	n.IgnoreReboots()
+	n.SetIgnoreReboots(true)
 	requestReboot(t, n, "will not happen")
 	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "stuck").Requests }, timeout).Should(HaveLen(1))
 	approve(g, "stuck", n.BootID())

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,21 @@ type plan struct {
 func configRequestID(bootID, config string) string {
 	sum := sha256.Sum256([]byte(bootID + "\x00" + config))
 	return "config-" + hex.EncodeToString(sum[:8])
+}
+
+// configReason says why a config request reboots. It always fits the
+// journal: an entry whose reason is too long is rejected when read back, so
+// it would be journaled again on every sync and never raised. Two configs of
+// the pool's longest (253 bytes) do not fit together.
+func configReason(from, desired string) string {
+	reason := fmt.Sprintf("config %s, pool wants %s", from, desired)
+	if len(reason) > journal.MaxReason {
+		reason = "pool wants config " + desired
+	}
+	if len(reason) > journal.MaxReason {
+		reason = strings.ToValidUTF8(reason[:journal.MaxReason], "")
+	}
+	return reason
 }
 
 // decide plans a sync. It is a pure function of the facts.
@@ -138,7 +154,7 @@ func decide(f facts) plan {
 				from = "unknown"
 			}
 			p.write = append(p.write, journal.Entry{Kind: journal.KindRequest, ID: id, Source: v1alpha1.SourceConfig,
-				Reason: fmt.Sprintf("config %s, pool wants %s", from, desired), Config: desired, Time: f.now})
+				Reason: configReason(from, desired), Config: desired, Time: f.now})
 		}
 	}
 
@@ -183,7 +199,7 @@ func decideReboot(p *plan, f facts, ann map[string]string, rebooting *journal.En
 			st.Phase, st.Message = protocol.DaemonRebooting, "reboot under way for requests "+fmt.Sprint(rebooting.Requests)
 			p.recheckAt = deadline
 		}
-	case approved == f.bootID && len(p.outstanding) > 0:
+	case approved == f.bootID:
 		ids := make([]string, 0, len(p.outstanding))
 		for _, r := range p.outstanding {
 			ids = append(ids, r.ID)

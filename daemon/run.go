@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -45,6 +46,9 @@ type Options struct {
 	// BootIDPath is read once at start: a boot ID never changes while the
 	// process lives, since a reboot ends it.
 	BootIDPath string
+	// BootID, when set, is used instead of reading BootIDPath, for daemons
+	// of simulated nodes that share one process.
+	BootID string
 	// Journal is where requests are written and read; nil means the
 	// system's journal.
 	Journal journal.Journal
@@ -65,6 +69,8 @@ type Options struct {
 	// AllowDuplicateControllerNames lets several daemons run in one process,
 	// as the simulated cluster does.
 	AllowDuplicateControllerNames bool
+	// Logger replaces controller-runtime's global logger, when set.
+	Logger *logr.Logger
 }
 
 // ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
@@ -88,9 +94,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.BootIDPath == "" {
 		opts.BootIDPath = DefaultBootIDPath
 	}
-	bootID, err := ReadBootID(opts.BootIDPath)
-	if err != nil {
-		return err
+	bootID := opts.BootID
+	if bootID == "" {
+		var err error
+		if bootID, err = ReadBootID(opts.BootIDPath); err != nil {
+			return err
+		}
 	}
 	if opts.RebootTimeout == 0 {
 		opts.RebootTimeout = 10 * time.Minute
@@ -101,7 +110,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.Registerer == nil {
 		opts.Registerer = ctrlmetrics.Registry
 	}
-	log := ctrl.Log.WithName("daemon").WithValues("node", opts.NodeName, "bootID", bootID)
+	base := ctrl.Log
+	if opts.Logger != nil {
+		base = *opts.Logger
+	}
+	log := base.WithName("daemon").WithValues("node", opts.NodeName, "bootID", bootID)
 	if opts.Journal == nil {
 		opts.Journal = &journal.Systemd{OnInvalid: func(f map[string]string, err error) {
 			log.Info("Ignoring a journal entry", "reason", err.Error(), "uid", f["_UID"], "pid", f["_PID"], "comm", f["_COMM"])

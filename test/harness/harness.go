@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
@@ -21,6 +20,7 @@ import (
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -55,27 +55,14 @@ func Main(m *testing.M, bed **testbed.Bed) int {
 // can start another one, as a restarted pod would.
 func StartOperator(t testing.TB, bed *testbed.Bed) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := operator.NewManager(ctx, bed.Config, operator.Options{
-		MetricsAddr:                   "0",
-		ProbeAddr:                     "0",
-		DrainPollInterval:             200 * time.Millisecond,
-		AllowDuplicateControllerNames: true,
-	})
+	op, err := sim.StartOperator(context.Background(), bed.Config, operator.Options{})
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
 	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("operator stopped with an error: %v", err)
-			}
-		})
+		if err := op.Stop(); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
 	}
 	t.Cleanup(stop)
 	return stop

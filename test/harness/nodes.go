@@ -9,25 +9,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/kmaint/kmaint/daemon/cli"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/node"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
-// daemonEnv marks a re-run of the test binary as a daemon on a simulated node.
-const daemonEnv = "KMAINT_TEST_NODE_DAEMON"
-
-// MaybeRunDaemon runs kmaint-daemon's command line instead of the tests when
-// the test binary was started as a simulated node's daemon (or its
-// request-reboot), with the simulated rebooter. Call it first in TestMain.
-func MaybeRunDaemon() {
-	if os.Getenv(daemonEnv) == "" {
-		return
-	}
-	code := cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, cli.Hooks{Rebooter: node.Rebooter{Out: os.Stdout}})
-	os.Exit(code)
-}
+// MaybeRunDaemon runs kmaint-daemon instead of the tests when the test
+// binary was started as a simulated node's daemon. Call it first in TestMain.
+func MaybeRunDaemon() { node.MaybeRunDaemon() }
 
 // NodeOptions tune a simulated node.
 type NodeOptions struct {
@@ -81,7 +70,7 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
 			"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
 			"--reboot-timeout", opts.RebootTimeout.String()},
-		Env: []string{daemonEnv + "=1"},
+		Env: []string{node.DaemonEnv + "=1"},
 		Log: logFile,
 		OnReboot: func(ctx context.Context, _, next string) error {
 			if !opts.Fast {
@@ -118,7 +107,7 @@ func RequestReboot(t testing.TB, n *node.Node, uid int, reason string) ([]byte, 
 		// The test binary sits in a directory only root may enter.
 		self = copyForEveryone(t, self)
 	}
-	return n.Exec(context.Background(), uid, "env", daemonEnv+"=1", self, "request-reboot", reason)
+	return n.Exec(context.Background(), uid, "env", node.DaemonEnv+"=1", self, "request-reboot", reason)
 }
 
 // copyForEveryone copies an executable where any user may run it.

@@ -150,11 +150,12 @@ func (n *Node) Reboots() int {
 // RebootDone is signalled after each completed reboot.
 func (n *Node) RebootDone() <-chan struct{} { return n.rebootDone }
 
-// IgnoreReboots makes the node ignore reboot requests from now on.
-func (n *Node) IgnoreReboots() {
+// SetIgnoreReboots makes the node ignore its daemon's reboots, or stop
+// ignoring them.
+func (n *Node) SetIgnoreReboots(ignore bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.ignoreReboots = true
+	n.ignoreReboots = ignore
 }
 
 func (n *Node) writeBootID(id string) error {
@@ -253,6 +254,15 @@ func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader) {
 		}
 		return
 	}
+}
+
+// Reboot reboots the node now, whatever its daemon thinks, as a person
+// rebooting the machine by hand would.
+func (n *Node) Reboot(ctx context.Context) error {
+	n.mu.Lock()
+	d := n.daemon
+	n.mu.Unlock()
+	return n.reboot(ctx, d)
 }
 
 // KillDaemon kills the daemon at once, as a crash or an OOM kill would.

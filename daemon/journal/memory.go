@@ -1,0 +1,69 @@
+package journal
+
+import (
+	"context"
+	"sync"
+)
+
+// Memory is an in-memory journal with the systemd journal's rules: entries
+// are stamped with the boot they are written in and with their writer, and
+// only root's are read back. The simulated cluster uses it to run thousands
+// of nodes in one process; one Memory is one node's journal disk, kept
+// across the node's simulated reboots.
+type Memory struct {
+	// BootID returns the node's current boot ID, as journald stamps it.
+	BootID func() string
+
+	mu      sync.Mutex
+	entries []Entry
+	// changed is closed and replaced on every append, waking followers.
+	changed chan struct{}
+}
+
+var _ Journal = (*Memory)(nil)
+
+// NewMemory returns an empty journal for a node whose boot ID bootID reports.
+func NewMemory(bootID func() string) *Memory {
+	return &Memory{BootID: bootID, changed: make(chan struct{})}
+}
+
+// Append writes the entry as root.
+func (m *Memory) Append(e Entry) error { return m.AppendAs(0, e) }
+
+// AppendAs writes the entry as the user uid.
+func (m *Memory) AppendAs(uid int, e Entry) error {
+	e.BootID, e.UID = m.BootID(), uid
+	m.mu.Lock()
+	m.entries = append(m.entries, e)
+	close(m.changed)
+	m.changed = make(chan struct{})
+	m.mu.Unlock()
+	return nil
+}
+
+// Follow replays root's entries, reports caughtUp, then waits for more.
+func (m *Memory) Follow(ctx context.Context, fn func(Entry), caughtUp func()) error {
+	next := 0
+	replayed := false
+	for {
+		m.mu.Lock()
+		batch := m.entries[next:]
+		next = len(m.entries)
+		changed := m.changed
+		m.mu.Unlock()
+		for _, e := range batch {
+			if e.UID == 0 {
+				fn(e)
+			}
+		}
+		if !replayed {
+			replayed = true
+			caughtUp()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}

@@ -1,0 +1,568 @@
+package daemon
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// The boots of the node under test, oldest first; planBoot is the current one.
+const (
+	planOldBoot  = "0a0a0a0a-0000-4000-8000-000000000001"
+	planPrevBoot = "0b0b0b0b-0000-4000-8000-000000000002"
+	planBoot     = "0c0c0c0c-0000-4000-8000-000000000003"
+
+	planTimeout = 10 * time.Minute
+)
+
+// planNow is the clock of a sync; entries are written before it.
+var planNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// planAgo returns planNow minus d.
+func planAgo(d time.Duration) time.Time { return planNow.Add(-d) }
+
+// planFacts fills what a test leaves out: now, this boot, a node with these
+// annotations, and the reboot timeout.
+func planFacts(f facts, annotations map[string]string) facts {
+	if f.now.IsZero() {
+		f.now = planNow
+	}
+	f.bootID = planBoot
+	f.node = gen.Node("n1", gen.BootID(planBoot))
+	maps.Copy(f.node.Annotations, annotations)
+	f.rebootTimeout = planTimeout
+	return f
+}
+
+// planRequest is a request entry as the journal hands it back.
+func planRequest(id string, source v1alpha1.Source, boot string, at time.Time) journal.Entry {
+	return journal.Entry{Kind: journal.KindRequest, ID: id, Source: source, Reason: "reason " + id, Time: at, BootID: boot}
+}
+
+// planConfigRequest is a config request entry, with the id decide gives it.
+func planConfigRequest(config, boot string, at time.Time) journal.Entry {
+	return journal.Entry{Kind: journal.KindRequest, ID: configRequestID(boot, config), Source: v1alpha1.SourceConfig,
+		Reason: "config change", Config: config, Time: at, BootID: boot}
+}
+
+// planRebooting is a rebooting entry as the journal hands it back.
+func planRebooting(boot string, at time.Time, ids ...string) journal.Entry {
+	return journal.Entry{Kind: journal.KindRebooting, Requests: ids, Time: at, BootID: boot}
+}
+
+// planNM is a NodeMaintenance of the node under test.
+func planNM(uid string, source v1alpha1.Source, phase v1alpha1.Phase, journaledBoot string) v1alpha1.NodeMaintenance {
+	nm := v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "nm-" + uid, UID: types.UID(uid)},
+		Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: "n1", Type: "Reboot", Reason: "why " + uid, Source: source},
+		Status:     v1alpha1.NodeMaintenanceStatus{Phase: phase, JournaledBootID: journaledBoot},
+	}
+	if journaledBoot != "" {
+		nm.Status.JournaledTime = &metav1.Time{Time: planAgo(time.Hour)}
+	}
+	return nm
+}
+
+// planState encodes a state annotation.
+func planState(phase protocol.DaemonPhase, boot, message string, since time.Time) string {
+	return protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: since})
+}
+
+func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
+	tests := map[string]struct {
+		maintenances []v1alpha1.NodeMaintenance
+		entries      []journal.Entry
+		// wantWrite are the request entries journaled.
+		wantWrite []journal.Entry
+		// wantReports are the journal records told to NodeMaintenances.
+		wantReports []report
+	}{
+		"an accepted api request is journaled with its id, source and reason": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
+			wantWrite:    []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceAPI, Reason: "why uid-1", Time: planNow}},
+		},
+		"an accepted metric request is journaled with its source": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceMetric, v1alpha1.PhasePending, "")},
+			wantWrite:    []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceMetric, Reason: "why uid-1", Time: planNow}},
+		},
+		"journaled in this boot: not again, and reported with its boot and time": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
+			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute))},
+			wantReports:  []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
+		},
+		"journaled in this boot and already reported: nothing": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)},
+			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute))},
+		},
+		"journaled in an earlier boot, still Pending: not again after the reboot": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, planOldBoot)},
+			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour))},
+		},
+		"journaled in an earlier boot, never reported: reported with that boot": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
+			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour))},
+			wantReports:  []report{{name: "nm-uid-1", bootID: planOldBoot, time: planAgo(time.Hour)}},
+		},
+		"journaled twice, in two boots: the first boot is the request's": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
+			entries: []journal.Entry{
+				planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour)),
+				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
+			},
+			wantReports: []report{{name: "nm-uid-1", bootID: planOldBoot, time: planAgo(time.Hour)}},
+		},
+		"not yet accepted (no phase): not journaled": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, "", "")},
+		},
+		"failed before it was journaled: not journaled": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseFailed, "")},
+		},
+		"host request: journaled on the node, never by the daemon, never reported": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("h1", v1alpha1.SourceHost, v1alpha1.PhasePending, "")},
+			entries:      []journal.Entry{planRequest("h1", v1alpha1.SourceHost, planBoot, planAgo(time.Minute))},
+		},
+		"config request: journaled by the config rule, not from the NodeMaintenance": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("c1", v1alpha1.SourceConfig, v1alpha1.PhasePending, "")},
+		},
+		"several: each on its own": {
+			maintenances: []v1alpha1.NodeMaintenance{
+				planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, ""),
+				planNM("uid-2", v1alpha1.SourceSchedule, v1alpha1.PhasePending, ""),
+				planNM("uid-3", v1alpha1.SourceAPI, v1alpha1.PhaseSucceeded, planOldBoot),
+			},
+			entries: []journal.Entry{
+				planRequest("uid-3", v1alpha1.SourceAPI, planOldBoot, planAgo(2*time.Hour)),
+				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
+			},
+			wantWrite:   []journal.Entry{{Kind: journal.KindRequest, ID: "uid-2", Source: v1alpha1.SourceSchedule, Reason: "why uid-2", Time: planNow}},
+			wantReports: []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}, nil))
+			g.Expect(p.write).To(Equal(tt.wantWrite))
+			g.Expect(p.reports).To(Equal(tt.wantReports))
+			g.Expect(p.reboot).To(BeNil())
+		})
+	}
+}
+
+func TestDecideRaisesThisBootsRequests(t *testing.T) {
+	this := []journal.Entry{
+		planRequest("h1", v1alpha1.SourceHost, planBoot, planAgo(2*time.Minute)),
+		planConfigRequest("v2", planBoot, planAgo(time.Minute)),
+	}
+	thisRequested := protocol.Requested{BootID: planBoot, Requests: []protocol.Request{
+		{ID: "h1", Source: v1alpha1.SourceHost, Reason: "reason h1", Time: planAgo(2 * time.Minute)},
+		{ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig, Reason: "config change", Time: planAgo(time.Minute), Config: "v2"},
+	}}
+	stale := protocol.Encode(protocol.Requested{BootID: planOldBoot, Requests: []protocol.Request{
+		{ID: "old", Source: v1alpha1.SourceHost, Reason: "reason old", Time: planAgo(time.Hour)},
+	}})
+	tests := map[string]struct {
+		entries     []journal.Entry
+		annotations map[string]string
+		// wantChange is whether reboot-requested is to be written.
+		wantChange bool
+		// wantRequested is this boot's outstanding requests, and the value
+		// written when wantChange; nil means none, and removes the
+		// annotation.
+		wantRequested *protocol.Requested
+	}{
+		"this boot's requests are raised with the boot, in journal order": {
+			entries:       this,
+			wantChange:    true,
+			wantRequested: &thisRequested,
+		},
+		"earlier boots' requests are not raised": {
+			entries: append([]journal.Entry{
+				planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour)),
+				planConfigRequest("v1", planPrevBoot, planAgo(30*time.Minute)),
+				planRebooting(planPrevBoot, planAgo(20*time.Minute), "old"),
+			}, this...),
+			annotations:   map[string]string{protocol.CurrentConfig: "v1"},
+			wantChange:    true,
+			wantRequested: &thisRequested,
+		},
+		"a request journaled again in this boot belongs to its first boot": {
+			entries: []journal.Entry{
+				planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour)),
+				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
+			},
+			annotations:   map[string]string{protocol.RebootRequested: stale},
+			wantChange:    true,
+			wantRequested: nil,
+		},
+		"no request in this boot: the stale annotation is removed": {
+			entries:       []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
+			annotations:   map[string]string{protocol.RebootRequested: stale},
+			wantChange:    true,
+			wantRequested: nil,
+		},
+		"no request and no annotation: no change": {
+			entries: []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
+		},
+		"the node already shows this boot's requests: no change": {
+			entries:       this,
+			annotations:   map[string]string{protocol.RebootRequested: protocol.Encode(thisRequested)},
+			wantRequested: &thisRequested,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{entries: tt.entries}, tt.annotations))
+			if tt.wantRequested != nil {
+				g.Expect(p.outstanding).To(Equal(tt.wantRequested.Requests))
+			} else {
+				g.Expect(p.outstanding).To(BeEmpty())
+			}
+			if !tt.wantChange {
+				g.Expect(p.annotations).NotTo(HaveKey(protocol.RebootRequested))
+				return
+			}
+			g.Expect(p.annotations).To(HaveKey(protocol.RebootRequested))
+			v := p.annotations[protocol.RebootRequested]
+			if tt.wantRequested == nil {
+				g.Expect(v).To(BeNil())
+				return
+			}
+			g.Expect(v).NotTo(BeNil())
+			var got protocol.Requested
+			g.Expect(json.Unmarshal([]byte(*v), &got)).To(Succeed())
+			g.Expect(got).To(Equal(*tt.wantRequested))
+		})
+	}
+}
+
+func TestDecideReboots(t *testing.T) {
+	// Two requests of this boot, journaled out of id order.
+	requests := []journal.Entry{
+		planRequest("b", v1alpha1.SourceHost, planBoot, planAgo(time.Hour)),
+		planRequest("a", v1alpha1.SourceAPI, planBoot, planAgo(50*time.Minute)),
+	}
+	askedAt := planAgo(5 * time.Minute)
+	withRebooting := append(append([]journal.Entry(nil), requests...), planRebooting(planBoot, askedAt, "a", "b"))
+	tests := map[string]struct {
+		entries     []journal.Entry
+		annotations map[string]string
+		// now is the clock; zero means planNow.
+		now time.Time
+		// wantReboot is the rebooting entry to journal before rebooting;
+		// nil means no reboot.
+		wantReboot *journal.Entry
+		// wantPhase is the daemon's state.
+		wantPhase protocol.DaemonPhase
+		// wantRecheckAt is when to look again; zero means never.
+		wantRecheckAt time.Time
+		// wantBecameDegraded is whether this sync finds the reboot missing.
+		wantBecameDegraded bool
+		// wantIgnored is the approval for another boot that is ignored.
+		wantIgnored string
+	}{
+		"approved for this boot with requests: reboot for the sorted ids": {
+			entries:       requests,
+			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			wantReboot:    &journal.Entry{Kind: journal.KindRebooting, Requests: []string{"a", "b"}, Time: planNow},
+			wantPhase:     protocol.DaemonRebooting,
+			wantRecheckAt: planNow.Add(planTimeout),
+		},
+		"approved for this boot without requests: no reboot": {
+			entries:     []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
+			annotations: map[string]string{protocol.RebootApproved: planBoot},
+			wantPhase:   protocol.DaemonIdle,
+		},
+		"requests without an approval: wait": {
+			entries:   requests,
+			wantPhase: protocol.DaemonRequested,
+		},
+		"approval for another boot: ignored, no reboot": {
+			entries:     requests,
+			annotations: map[string]string{protocol.RebootApproved: planOldBoot},
+			wantPhase:   protocol.DaemonRequested,
+			wantIgnored: planOldBoot,
+		},
+		"stale approval after the reboot, nothing requested: ignored": {
+			annotations: map[string]string{protocol.RebootApproved: planPrevBoot},
+			wantPhase:   protocol.DaemonIdle,
+			wantIgnored: planPrevBoot,
+		},
+		"a rebooting entry of an earlier boot does not stop this boot's reboot": {
+			entries: append([]journal.Entry{
+				planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(2*time.Hour)),
+				planRebooting(planOldBoot, planAgo(90*time.Minute), "old"),
+			}, requests...),
+			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			wantReboot:    &journal.Entry{Kind: journal.KindRebooting, Requests: []string{"a", "b"}, Time: planNow},
+			wantPhase:     protocol.DaemonRebooting,
+			wantRecheckAt: planNow.Add(planTimeout),
+		},
+		"already asked in this boot, before the timeout: never again, look at the deadline": {
+			entries:       withRebooting,
+			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			wantPhase:     protocol.DaemonRebooting,
+			wantRecheckAt: askedAt.Add(planTimeout),
+		},
+		"already asked in this boot, just before the timeout: still rebooting": {
+			entries:       withRebooting,
+			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			now:           askedAt.Add(planTimeout - time.Nanosecond),
+			wantPhase:     protocol.DaemonRebooting,
+			wantRecheckAt: askedAt.Add(planTimeout),
+		},
+		"already asked in this boot, timeout reached: degraded, the first time": {
+			entries:            withRebooting,
+			annotations:        map[string]string{protocol.RebootApproved: planBoot},
+			now:                askedAt.Add(planTimeout),
+			wantPhase:          protocol.DaemonDegraded,
+			wantBecameDegraded: true,
+		},
+		"degraded already on the node for this boot: not newly degraded": {
+			entries: withRebooting,
+			annotations: map[string]string{
+				protocol.RebootApproved: planBoot,
+				protocol.State:          planState(protocol.DaemonDegraded, planBoot, "asked to reboot", askedAt.Add(planTimeout)),
+			},
+			now:       askedAt.Add(2 * planTimeout),
+			wantPhase: protocol.DaemonDegraded,
+		},
+		"degraded on the node for an earlier boot: newly degraded in this one": {
+			entries: withRebooting,
+			annotations: map[string]string{
+				protocol.RebootApproved: planBoot,
+				protocol.State:          planState(protocol.DaemonDegraded, planOldBoot, "asked to reboot", planAgo(time.Hour)),
+			},
+			now:                askedAt.Add(2 * planTimeout),
+			wantPhase:          protocol.DaemonDegraded,
+			wantBecameDegraded: true,
+		},
+		"rebooting in this boot without an approval on the node still never asks again": {
+			entries:            withRebooting,
+			now:                askedAt.Add(planTimeout),
+			wantPhase:          protocol.DaemonDegraded,
+			wantBecameDegraded: true,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{entries: tt.entries, now: tt.now}, tt.annotations))
+			g.Expect(p.reboot).To(Equal(tt.wantReboot))
+			g.Expect(p.state.Phase).To(Equal(tt.wantPhase))
+			g.Expect(p.state.BootID).To(Equal(planBoot))
+			g.Expect(p.recheckAt).To(Equal(tt.wantRecheckAt))
+			g.Expect(p.becameDegraded).To(Equal(tt.wantBecameDegraded))
+			g.Expect(p.ignoredApproval).To(Equal(tt.wantIgnored))
+		})
+	}
+}
+
+func TestDecideRequestsAndReportsConfig(t *testing.T) {
+	tests := map[string]struct {
+		entries     []journal.Entry
+		annotations map[string]string
+		// wantWrite are the request entries journaled.
+		wantWrite []journal.Entry
+		// wantCurrent is the current-config written; nil means no change.
+		wantCurrent *string
+	}{
+		"the pool wants another config: one config request": {
+			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
+				Reason: "config v1, pool wants v2", Config: "v2", Time: planNow}},
+		},
+		"no current config yet: requested from an unknown one": {
+			annotations: map[string]string{protocol.DesiredConfig: "v2"},
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
+				Reason: "config unknown, pool wants v2", Config: "v2", Time: planNow}},
+		},
+		"already requested in this boot: not again": {
+			entries:     []journal.Entry{planConfigRequest("v2", planBoot, planAgo(time.Minute))},
+			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+		},
+		"after the reboot: the config is current and nothing is requested": {
+			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
+			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+			wantCurrent: planPtr("v2"),
+		},
+		"after the reboot with no current config yet: the config is current": {
+			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
+			annotations: map[string]string{protocol.DesiredConfig: "v2"},
+			wantCurrent: planPtr("v2"),
+		},
+		"after the reboot the current config is already reported: no change": {
+			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
+			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v2"},
+		},
+		"the last config requested in an earlier boot is current": {
+			entries: []journal.Entry{
+				planConfigRequest("v2", planOldBoot, planAgo(2*time.Hour)),
+				planConfigRequest("v3", planPrevBoot, planAgo(time.Hour)),
+			},
+			annotations: map[string]string{protocol.DesiredConfig: "v3", protocol.CurrentConfig: "v2"},
+			wantCurrent: planPtr("v3"),
+		},
+		"after the reboot the pool moved on: current is reported and the next is requested": {
+			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
+			annotations: map[string]string{protocol.DesiredConfig: "v3", protocol.CurrentConfig: "v1"},
+			wantCurrent: planPtr("v2"),
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v3"), Source: v1alpha1.SourceConfig,
+				Reason: "config v2, pool wants v3", Config: "v3", Time: planNow}},
+		},
+		"the pool wants nothing: nothing requested": {
+			annotations: map[string]string{protocol.CurrentConfig: "v1"},
+		},
+		"the pool wants what runs: nothing requested": {
+			annotations: map[string]string{protocol.DesiredConfig: "v1", protocol.CurrentConfig: "v1"},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{entries: tt.entries}, tt.annotations))
+			g.Expect(p.write).To(Equal(tt.wantWrite))
+			if tt.wantCurrent == nil {
+				g.Expect(p.annotations).NotTo(HaveKey(protocol.CurrentConfig))
+			} else {
+				g.Expect(p.annotations).To(HaveKeyWithValue(protocol.CurrentConfig, tt.wantCurrent))
+			}
+		})
+	}
+}
+
+// A config request whose reason the journal rejects would be journaled on
+// every sync and never read back, so the node would never roll.
+func TestDecideConfigRequestFitsTheJournal(t *testing.T) {
+	tests := map[string]struct {
+		current, desired string
+		// wantInReason is a substring of the reason.
+		wantInReason string
+	}{
+		"two configs of the pool's longest (253 bytes)": {
+			current: strings.Repeat("c", 253), desired: strings.Repeat("d", 253), wantInReason: strings.Repeat("d", 253),
+		},
+		"a hand-written desired config longer than a reason": {
+			current: "v1", desired: strings.Repeat("d", 600), wantInReason: "pool wants config ddd",
+		},
+		"a hand-written multi-byte desired config longer than a reason": {
+			current: "v1", desired: strings.Repeat("é", 300), wantInReason: "pool wants config éé",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{}, map[string]string{protocol.DesiredConfig: tt.desired, protocol.CurrentConfig: tt.current}))
+			g.Expect(p.write).To(HaveLen(1))
+			g.Expect(p.write[0].Config).To(Equal(tt.desired))
+			g.Expect(p.write[0].ID).To(Equal(configRequestID(planBoot, tt.desired)))
+			g.Expect(len(p.write[0].Reason)).To(BeNumerically("<=", journal.MaxReason))
+			g.Expect(utf8.ValidString(p.write[0].Reason)).To(BeTrue())
+			g.Expect(p.write[0].Reason).To(ContainSubstring(tt.wantInReason))
+		})
+	}
+}
+
+func TestDecideConfigRequestIDIsPerBootAndConfig(t *testing.T) {
+	g := NewWithT(t)
+	id := configRequestID(planBoot, "v2")
+	g.Expect(id).To(HavePrefix("config-"))
+	g.Expect(configRequestID(planBoot, "v2")).To(Equal(id), "the same boot and config give the same id, restarts or not")
+	g.Expect(configRequestID(planOldBoot, "v2")).NotTo(Equal(id))
+	g.Expect(configRequestID(planBoot, "v3")).NotTo(Equal(id))
+}
+
+func TestDecideStateAnnotation(t *testing.T) {
+	since := planAgo(time.Hour)
+	one := []journal.Entry{planRequest("h1", v1alpha1.SourceHost, planBoot, planAgo(time.Hour))}
+	two := append(append([]journal.Entry(nil), one...), planRequest("h2", v1alpha1.SourceHost, planBoot, planAgo(time.Minute)))
+	tests := map[string]struct {
+		entries []journal.Entry
+		// state is the node's state annotation; empty means none.
+		state string
+		// wantPhase is the daemon's state.
+		wantPhase protocol.DaemonPhase
+		// wantSince is when the daemon entered the phase.
+		wantSince time.Time
+		// wantChange is whether the state annotation is to be written.
+		wantChange bool
+	}{
+		"no state yet: written, since now": {
+			wantPhase:  protocol.DaemonIdle,
+			wantSince:  planNow,
+			wantChange: true,
+		},
+		"same phase, boot and message: since kept, nothing written": {
+			entries:   one,
+			state:     planState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
+			wantPhase: protocol.DaemonRequested,
+			wantSince: since,
+		},
+		"same phase and boot, another message: since kept, written": {
+			entries:    two,
+			state:      planState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
+			wantPhase:  protocol.DaemonRequested,
+			wantSince:  since,
+			wantChange: true,
+		},
+		"another phase: since now": {
+			entries:    one,
+			state:      planState(protocol.DaemonIdle, planBoot, "", since),
+			wantPhase:  protocol.DaemonRequested,
+			wantSince:  planNow,
+			wantChange: true,
+		},
+		"same phase in an earlier boot: since now": {
+			state:      planState(protocol.DaemonIdle, planOldBoot, "", since),
+			wantPhase:  protocol.DaemonIdle,
+			wantSince:  planNow,
+			wantChange: true,
+		},
+		"malformed state: rewritten": {
+			state:      "{not json",
+			wantPhase:  protocol.DaemonIdle,
+			wantSince:  planNow,
+			wantChange: true,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ann := map[string]string{}
+			if tt.state != "" {
+				ann[protocol.State] = tt.state
+			}
+			p := decide(planFacts(facts{entries: tt.entries}, ann))
+			g.Expect(p.state.Phase).To(Equal(tt.wantPhase))
+			g.Expect(p.state.BootID).To(Equal(planBoot))
+			g.Expect(p.state.Since).To(Equal(tt.wantSince))
+			if !tt.wantChange {
+				g.Expect(p.annotations).NotTo(HaveKey(protocol.State))
+				return
+			}
+			g.Expect(p.annotations).To(HaveKey(protocol.State))
+			v := p.annotations[protocol.State]
+			g.Expect(v).NotTo(BeNil())
+			var got protocol.DaemonState
+			g.Expect(json.Unmarshal([]byte(*v), &got)).To(Succeed())
+			g.Expect(got).To(Equal(p.state))
+		})
+	}
+}
+
+// planPtr returns a pointer to s, for want fields that tell "no change" (nil)
+// from a value.
+func planPtr(s string) *string { return &s }

@@ -1,0 +1,357 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/node"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+// JournalMode picks how simulated nodes journal.
+type JournalMode string
+
+// The journal modes.
+const (
+	// Journald runs a real systemd-journald and a daemon process per node,
+	// in the node's own mount namespace. Needs root; fits tens of nodes.
+	Journald JournalMode = "journald"
+	// Memory runs each node's daemon in this process with an in-memory
+	// journal that keeps the same boot rules; fits thousands of nodes.
+	Memory JournalMode = "memory"
+)
+
+// PoolSpec is one pool of the simulated cluster.
+type PoolSpec struct {
+	Name           string
+	Nodes          int
+	MaxUnavailable intstr.IntOrString
+	DrainTimeout   time.Duration
+}
+
+// Config describes a simulated cluster.
+type Config struct {
+	Pools   []PoolSpec
+	Journal JournalMode
+	Timing  Timing
+	// PodsPerNode workload pods are created on each node; every pod
+	// belongs to one of a few apps, each with a PodDisruptionBudget
+	// allowing one pod of it down at a time.
+	PodsPerNode int
+	// Dir holds journald nodes' disks; a temporary directory by default.
+	Dir string
+	// Log receives the cluster's and the daemons' logs.
+	Log logr.Logger
+	// NodeLog receives journald nodes' process output.
+	NodeLog io.Writer
+}
+
+// Node is a simulated node.
+type Node interface {
+	Name() string
+	BootID() string
+	// Reboots counts the reboots the node's daemon asked for and got.
+	Reboots() int
+	StartDaemon(ctx context.Context) error
+	KillDaemon()
+	// RequestReboot runs `kmaint-daemon request-reboot` on the node.
+	RequestReboot(reason string) error
+	// IgnoreReboots makes the node ignore its daemon's reboots, as a
+	// machine whose reboot hangs would.
+	IgnoreReboots(ignore bool)
+	// ForceReboot reboots the node by hand, whatever kmaint says, and
+	// returns once it is back.
+	ForceReboot(ctx context.Context) error
+	Stop()
+}
+
+// Cluster is a running simulated cluster.
+type Cluster struct {
+	Bed    *testbed.Bed
+	Config Config
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	nodes  []Node
+	byName map[string]Node
+	dir    string
+
+	mu       sync.Mutex
+	operator *Operator
+	fast     map[string]bool
+}
+
+// appsPerNamespace is how many apps (and budgets) the workload spreads over.
+const appsPerNamespace = 4
+
+// workloadNamespace holds the simulated workload.
+const workloadNamespace = "workload"
+
+// Start builds the cluster: pools, nodes with kubelets and daemons, and the
+// workload. The operator is started separately.
+func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) {
+	if cfg.Journal == "" {
+		cfg.Journal = Memory
+	}
+	if cfg.Timing.DaemonRebootTimeout == 0 {
+		cfg.Timing.DaemonRebootTimeout = time.Minute
+	}
+	if cfg.NodeLog == nil {
+		cfg.NodeLog = io.Discard
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}}
+	if err := c.start(); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start() error {
+	cs, err := kubernetes.NewForConfig(c.Bed.Config)
+	if err != nil {
+		return err
+	}
+	if err := gen.FinishPodDeletions(c.ctx, cs); err != nil {
+		return fmt.Errorf("simulated kubelets: %w", err)
+	}
+	if err := runDisruptionController(c.ctx, cs); err != nil {
+		return fmt.Errorf("simulated disruption controller: %w", err)
+	}
+	if c.dir == "" && c.Config.Journal == Journald {
+		if c.dir, err = os.MkdirTemp("", "kmaint-sim-"); err != nil {
+			return err
+		}
+	}
+	if err := c.createWorkloadBudgets(); err != nil {
+		return err
+	}
+	for _, p := range c.Config.Pools {
+		pool := gen.Pool(p.Name, p.MaxUnavailable)
+		if p.DrainTimeout > 0 {
+			pool.Spec.Drain.Timeout = &metav1.Duration{Duration: p.DrainTimeout}
+		}
+		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
+			return fmt.Errorf("create pool %s: %w", p.Name, err)
+		}
+		for i := range p.Nodes {
+			name := fmt.Sprintf("%s-%03d", p.Name, i)
+			n, err := c.startNode(name, p.Name)
+			if err != nil {
+				return err
+			}
+			c.nodes = append(c.nodes, n)
+			c.byName[name] = n
+		}
+	}
+	return nil
+}
+
+// startNode registers a Node, creates its pods, and starts its daemon.
+func (c *Cluster) startNode(name, pool string) (Node, error) {
+	boot := uuid.NewString()
+	if err := gen.CreateNode(c.ctx, c.Bed.Client, gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))); err != nil {
+		return nil, err
+	}
+	if err := c.createPods(name); err != nil {
+		return nil, err
+	}
+	var n Node
+	switch c.Config.Journal {
+	case Memory:
+		n = newMemNode(name, boot, c.Bed.Config, c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
+	case Journald:
+		jn, err := c.startJournaldNode(name, boot)
+		if err != nil {
+			return nil, err
+		}
+		n = jn
+	default:
+		return nil, fmt.Errorf("unknown journal mode %q (want %s or %s)", c.Config.Journal, Memory, Journald)
+	}
+	return n, n.StartDaemon(c.ctx)
+}
+
+// afterReboot puts the node's workload back, as the scheduler would.
+func (c *Cluster) afterReboot(name string) {
+	if err := c.createPods(name); err != nil && c.ctx.Err() == nil {
+		c.Config.Log.Error(err, "Recreate pods after reboot", "node", name)
+	}
+}
+
+func (c *Cluster) createWorkloadBudgets() error {
+	if c.Config.PodsPerNode == 0 {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}
+	if err := c.Bed.Client.Create(c.ctx, ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	for i := range appsPerNamespace {
+		app := fmt.Sprintf("app-%d", i)
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			},
+		}
+		if err := c.Bed.Client.Create(c.ctx, pdb); err != nil {
+			return fmt.Errorf("create budget %s: %w", app, err)
+		}
+	}
+	return nil
+}
+
+// createPods creates the node's workload pods that are missing.
+func (c *Cluster) createPods(node string) error {
+	var errs []error
+	for i := range c.Config.PodsPerNode {
+		app := fmt.Sprintf("app-%d", i%appsPerNamespace)
+		name := fmt.Sprintf("%s-%s-%s", app, node, uuid.NewString()[:8])
+		p := gen.Pod(workloadNamespace, name, node, map[string]string{"app": app})
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		errs = append(errs, gen.CreatePod(c.ctx, c.Bed.Client, p))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	kc, err := c.Bed.Kubeconfig("node-"+name, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return nil, err
+	}
+	jn := &journaldNode{name: name}
+	n, err := node.Start(c.ctx, node.Config{
+		Name: name, Dir: dir, BootID: boot, Log: c.Config.NodeLog,
+		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+			"--health-probe-bind-address=0", "--reboot-timeout", c.Config.Timing.DaemonRebootTimeout.String()},
+		Env: []string{node.DaemonEnv + "=1"},
+		OnReboot: func(ctx context.Context, _, next string) error {
+			if !c.isFast(name) {
+				if err := gen.SetBoot(ctx, c.Bed.Client, name, next, false); err != nil {
+					return err
+				}
+			}
+			<-time.After(c.Config.Timing.jittered())
+			if err := gen.SetBoot(ctx, c.Bed.Client, name, next, true); err != nil {
+				return err
+			}
+			c.afterReboot(name)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	jn.n, jn.self = n, self
+	return jn, nil
+}
+
+// Nodes returns the cluster's nodes in pool order.
+func (c *Cluster) Nodes() []Node { return slices.Clone(c.nodes) }
+
+// Node returns a node by name, or nil.
+func (c *Cluster) Node(name string) Node { return c.byName[name] }
+
+// StartOperator starts the operator, unless it runs.
+func (c *Cluster) StartOperator() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.operator != nil {
+		return nil
+	}
+	op, err := StartOperator(c.ctx, c.Bed.Config, operatorOptions())
+	if err != nil {
+		return err
+	}
+	c.operator = op
+	return nil
+}
+
+// StopOperator kills the operator, if it runs, and waits until it is gone.
+func (c *Cluster) StopOperator() error {
+	c.mu.Lock()
+	op := c.operator
+	c.operator = nil
+	c.mu.Unlock()
+	if op == nil {
+		return nil
+	}
+	return op.Stop()
+}
+
+// Stop stops the operator and every node.
+func (c *Cluster) Stop() {
+	_ = c.StopOperator()
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Go(n.Stop)
+	}
+	wg.Wait()
+	c.cancel()
+	if c.Config.Dir == "" && c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+// Pool returns the spec of a pool by name.
+func (c *Cluster) Pool(name string) (PoolSpec, bool) {
+	for _, p := range c.Config.Pools {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PoolSpec{}, false
+}
+
+// operatorOptions are the operator's options in the simulation: a quick
+// drain poll, so simulated drains are not dominated by the poll interval.
+func operatorOptions() operator.Options {
+	return operator.Options{DrainPollInterval: 200 * time.Millisecond}
+}
+
+// SetFast makes a node's reboots fast: it never shows NotReady, as a kexec
+// or a quick VM reboot between two kubelet heartbeats would.
+func (c *Cluster) SetFast(name string, fast bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fast[name] = fast
+}
+
+func (c *Cluster) isFast(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fast[name]
+}

@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// runDisruptionController plays kube-controller-manager's disruption
+// controller, which envtest does not run: it keeps each
+// PodDisruptionBudget's status in step with its pods, so that evictions are
+// allowed and refused as in a real cluster.
+func runDisruptionController(ctx context.Context, cs kubernetes.Interface) error {
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	pods := factory.Core().V1().Pods()
+	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	enqueue := func(obj any) {
+		if m, err := accessor(obj); err == nil {
+			queue.Add(m.GetNamespace())
+		}
+	}
+	handlers := cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}
+	if _, err := pods.Informer().AddEventHandler(handlers); err != nil {
+		return err
+	}
+	if _, err := pdbs.Informer().AddEventHandler(handlers); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	go func() {
+		for {
+			ns, shutdown := queue.Get()
+			if shutdown {
+				return
+			}
+			if err := syncBudgets(ctx, cs, ns, pods.Lister().Pods(ns).List, pdbs.Lister().PodDisruptionBudgets(ns).List); err != nil && ctx.Err() == nil {
+				queue.AddRateLimited(ns)
+			} else {
+				queue.Forget(ns)
+			}
+			queue.Done(ns)
+		}
+	}()
+	return nil
+}
+
+func accessor(obj any) (metav1.Object, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	return apimeta.Accessor(obj)
+}
+
+func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
+	listPods func(labels.Selector) ([]*corev1.Pod, error),
+	listPDBs func(labels.Selector) ([]*policyv1.PodDisruptionBudget, error)) error {
+	budgets, err := listPDBs(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, pdb := range budgets {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		matching, err := listPods(sel)
+		if err != nil {
+			return err
+		}
+		expected, healthy := int32(0), int32(0)
+		for _, p := range matching {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			expected++
+			if p.Status.Phase == corev1.PodRunning {
+				healthy++
+			}
+		}
+		desired := expected
+		switch {
+		case pdb.Spec.MinAvailable != nil:
+			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
+			desired = int32(v)
+		case pdb.Spec.MaxUnavailable != nil:
+			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), false)
+			desired = expected - int32(v)
+		}
+		allowed := max(healthy-desired, 0)
+		st := pdb.Status
+		if st.ObservedGeneration == pdb.Generation && st.DisruptionsAllowed == allowed && st.CurrentHealthy == healthy &&
+			st.DesiredHealthy == desired && st.ExpectedPods == expected {
+			continue
+		}
+		next := pdb.DeepCopy()
+		next.Status.ObservedGeneration = pdb.Generation
+		next.Status.DisruptionsAllowed, next.Status.CurrentHealthy = allowed, healthy
+		next.Status.DesiredHealthy, next.Status.ExpectedPods = desired, expected
+		next.Status.DisruptedPods = nil
+		if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

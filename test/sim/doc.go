@@ -1,0 +1,8 @@
+// Package sim is a simulated cluster on the test bed's real API server:
+// simulated kubelets keep each Node's status and finish pod deletions, a
+// simulated disruption controller keeps PodDisruptionBudgets current, and
+// every node runs the real kmaint-daemon, either as a process with its own
+// systemd-journald (test/node) or in this process with an in-memory journal
+// for thousands of nodes. The reboot itself is the one faked seam. The real
+// operator runs beside it and can be killed and restarted at any moment.
+package sim

@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/daemon"
+	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// memNode is a simulated node whose daemon runs in this process and whose
+// journal lives in memory, so that thousands fit in one process.
+type memNode struct {
+	name    string
+	cfg     *rest.Config
+	kube    client.Client
+	journal *journal.Memory
+	timing  Timing
+	fast    func(name string) bool
+	log     logr.Logger
+
+	mu      sync.Mutex
+	bootID  string
+	reboots int
+	ignore  bool
+	// stop ends the running daemon; done is closed when it has ended.
+	stop func()
+	done chan struct{}
+	// onReboot observes completed reboots.
+	onReboot func(name string)
+}
+
+func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onReboot func(string)) *memNode {
+	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onReboot: onReboot}
+	n.journal = journal.NewMemory(n.BootID)
+	return n
+}
+
+func (n *memNode) Name() string { return n.name }
+
+func (n *memNode) BootID() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.bootID
+}
+
+func (n *memNode) Reboots() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reboots
+}
+
+func (n *memNode) IgnoreReboots(ignore bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ignore = ignore
+}
+
+// StartDaemon runs the real daemon for the node in a goroutine.
+func (n *memNode) StartDaemon(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stop != nil {
+		return nil
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	n.stop, n.done = cancel, done
+	opts := daemon.Options{
+		NodeName:                      n.name,
+		BootID:                        n.bootID,
+		Journal:                       n.journal,
+		Rebooter:                      memRebooter{n},
+		RebootTimeout:                 n.timing.DaemonRebootTimeout,
+		MetricsAddr:                   "0",
+		ProbeAddr:                     "0",
+		Registerer:                    prometheus.NewRegistry(),
+		AllowDuplicateControllerNames: true,
+		Logger:                        &n.log,
+	}
+	go func() {
+		defer close(done)
+		if err := daemon.Run(dctx, n.cfg, opts); err != nil && dctx.Err() == nil {
+			n.log.Error(err, "Daemon stopped", "node", n.name)
+		}
+	}()
+	return nil
+}
+
+// KillDaemon stops the daemon and waits until it has.
+func (n *memNode) KillDaemon() {
+	n.mu.Lock()
+	stop, done := n.stop, n.done
+	n.stop, n.done = nil, nil
+	n.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+func (n *memNode) RequestReboot(reason string) error {
+	_, err := daemon.RequestReboot(n.journal, reason, 0, time.Now())
+	return err
+}
+
+func (n *memNode) Stop() { n.KillDaemon() }
+
+// ForceReboot reboots the node now and returns once it is back.
+func (n *memNode) ForceReboot(ctx context.Context) error {
+	n.reboot(ctx)
+	return nil
+}
+
+// memRebooter performs the simulated reboot of a memNode.
+type memRebooter struct{ n *memNode }
+
+// Reboot returns at once, as logind does; the node goes down shortly after.
+func (r memRebooter) Reboot(ctx context.Context) error {
+	n := r.n
+	n.mu.Lock()
+	ignore := n.ignore
+	n.mu.Unlock()
+	if ignore {
+		return nil
+	}
+	go n.reboot(context.WithoutCancel(ctx))
+	return nil
+}
+
+// reboot takes the node down for the reboot time and brings it back with a
+// new boot ID and a fresh daemon.
+func (n *memNode) reboot(ctx context.Context) {
+	n.KillDaemon()
+	n.mu.Lock()
+	n.reboots++
+	n.bootID = uuid.NewString()
+	boot := n.bootID
+	n.mu.Unlock()
+	if !n.fast(n.name) {
+		if err := gen.SetBoot(ctx, n.kube, n.name, boot, false); err != nil {
+			n.log.Error(err, "Simulated kubelet could not report NotReady", "node", n.name)
+		}
+	}
+	// The reboot's duration is the simulation's, not a test's wait.
+	<-time.After(n.timing.jittered())
+	if err := gen.SetBoot(ctx, n.kube, n.name, boot, true); err != nil {
+		n.log.Error(err, "Simulated kubelet could not report Ready", "node", n.name)
+	}
+	if err := n.StartDaemon(ctx); err != nil {
+		n.log.Error(err, "Daemon did not start after reboot", "node", n.name)
+	}
+	if n.onReboot != nil {
+		n.onReboot(n.name)
+	}
+}
+
+// Timing is how long simulated things take.
+type Timing struct {
+	// Reboot is how long a node is down.
+	Reboot time.Duration
+	// Jitter is added to Reboot, uniformly between 0 and Jitter.
+	Jitter time.Duration
+	// DaemonRebootTimeout is the daemon's --reboot-timeout.
+	DaemonRebootTimeout time.Duration
+}
+
+func (t Timing) jittered() time.Duration {
+	d := t.Reboot
+	if t.Jitter > 0 {
+		d += time.Duration(rand.Int64N(int64(t.Jitter)))
+	}
+	return d
+}
