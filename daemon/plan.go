@@ -199,7 +199,7 @@ func decideReboot(p *plan, f facts, ann map[string]string, rebooting *journal.En
 			st.Phase, st.Message = protocol.DaemonRebooting, "reboot under way for requests "+fmt.Sprint(rebooting.Requests)
 			p.recheckAt = deadline
 		}
-	case approved == f.bootID:
+	case approved == f.bootID && len(p.outstanding) > 0:
 		ids := make([]string, 0, len(p.outstanding))
 		for _, r := range p.outstanding {
 			ids = append(ids, r.ID)
