@@ -107,6 +107,11 @@ func Unavailable(n *corev1.Node) bool {
 // BudgetWatcher sees every change to a pool's nodes and remembers the most
 // unavailable at any one moment.
 type BudgetWatcher struct {
+	// limit, when above zero, fails the test the moment more nodes than
+	// that are unavailable at once.
+	limit int
+	t     testing.TB
+
 	mu      sync.Mutex
 	nodes   map[string]*corev1.Node
 	most    int
@@ -126,7 +131,7 @@ func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw := &BudgetWatcher{nodes: map[string]*corev1.Node{}}
+	bw := &BudgetWatcher{nodes: map[string]*corev1.Node{}, t: t}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -147,10 +152,28 @@ func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
 				}
 			}
 			bw.most = max(bw.most, count)
+			if bw.limit > 0 && count > bw.limit {
+				var names []string
+				for _, n := range bw.nodes {
+					if Unavailable(n) {
+						names = append(names, n.Name)
+					}
+				}
+				bw.t.Errorf("invariant 1 broken in pool %s: %d nodes unavailable, at most %d allowed: %v", pool, count, bw.limit, names)
+			}
 			bw.moments++
 			bw.mu.Unlock()
 		}
 	}()
+	return bw
+}
+
+// FailAbove makes the watcher fail the test the moment more than limit nodes
+// are unavailable at once.
+func (bw *BudgetWatcher) FailAbove(limit int) *BudgetWatcher {
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	bw.limit = limit
 	return bw
 }
 

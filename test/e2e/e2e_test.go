@@ -1,0 +1,226 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/node"
+	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) {
+	node.MaybeRunDaemon()
+	os.Exit(harness.Main(m, &bed))
+}
+
+const timeout = 90 * time.Second
+
+// TestEveryPromiseOnTwentyNodes runs a rollout from every source on a
+// 20-node cluster with a real journald per node, while the operator and a
+// daemon are killed, and checks the design's invariants throughout and at
+// the end.
+func TestEveryPromiseOnTwentyNodes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("journald nodes need root; CI runs as root")
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools: []sim.PoolSpec{
+			{Name: "blue", Nodes: 12, MaxUnavailable: intstr.FromInt32(3)},
+			{Name: "green", Nodes: 8, MaxUnavailable: intstr.FromString("25%")},
+		},
+		Journal:     sim.Journald,
+		Timing:      sim.Timing{Reboot: time.Second, Jitter: 500 * time.Millisecond, DaemonRebootTimeout: 5 * time.Second},
+		PodsPerNode: 3,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(c.Stop)
+	harness.WatchBudget(t, bed, "blue").FailAbove(3)
+	harness.WatchBudget(t, bed, "green").FailAbove(2)
+	g.Expect(c.StartOperator()).To(Succeed())
+
+	blue := func(i int) string { return fmt.Sprintf("blue-%03d", i) }
+	c.SetFast(blue(6), true)
+	c.Node(blue(7)).IgnoreReboots(true)
+
+	// A daemon killed mid-reboot: approved, then gone before it acts.
+	killedMidReboot := make(chan struct{})
+	go killOnApproval(t, c, blue(1), killedMidReboot)
+
+	// Requests from every source available so far.
+	for _, i := range []int{0, 1, 2, 3, 6, 7} {
+		g.Expect(c.Node(blue(i)).RequestReboot("host maintenance")).To(Succeed())
+	}
+	for _, i := range []int{4, 5} {
+		nm := &v1alpha1.NodeMaintenance{
+			ObjectMeta: metav1.ObjectMeta{Name: "api-" + blue(i)},
+			Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: blue(i), Reason: "firmware update"},
+		}
+		g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
+	}
+	pool := &v1alpha1.MaintenancePool{}
+	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "green"}, pool)).To(Succeed())
+	base := pool.DeepCopy()
+	pool.Spec.DesiredConfig = "os-2.0"
+	g.Expect(bed.Client.Patch(ctx, pool, client.MergeFrom(base))).To(Succeed())
+
+	// The operator is killed and restarted at random moments, twice.
+	for range 2 {
+		<-time.After(time.Duration(500+rand.IntN(2500)) * time.Millisecond)
+		g.Expect(c.StopOperator()).To(Succeed())
+		<-time.After(time.Duration(rand.IntN(1000)) * time.Millisecond)
+		g.Expect(c.StartOperator()).To(Succeed())
+	}
+	g.Eventually(killedMidReboot, timeout).Should(BeClosed())
+
+	// The node whose reboot never happens is reported degraded, and its
+	// request is not counted done.
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, blue(7))
+		var st protocol.DaemonState
+		_, err := protocol.Decode(n, protocol.State, &st)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.Phase).To(Equal(protocol.DaemonDegraded))
+		g.Expect(n.Spec.Unschedulable).To(BeTrue(), "the node stays cordoned, with the reason on it")
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) []v1alpha1.NodeMaintenance { return maintenancesOf(g, blue(7)) }, timeout).Should(ContainElement(And(
+		HaveField("Status.Phase", v1alpha1.PhaseRebooting),
+		WithTransform(degradedCondition, Not(BeNil())),
+	)))
+	g.Eventually(func(g Gomega) {
+		p := &v1alpha1.MaintenancePool{}
+		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "blue"}, p)).To(Succeed())
+		g.Expect(p.Status.Degraded).To(BeEquivalentTo(1))
+	}, timeout).Should(Succeed())
+	// A person reboots it by hand; that reboot satisfies the request.
+	g.Expect(c.Node(blue(7)).ForceReboot(ctx)).To(Succeed())
+
+	// Every request ends in exactly one reboot.
+	want := map[string]int{}
+	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 7} {
+		want[blue(i)] = 1
+	}
+	for i := range 8 {
+		want[fmt.Sprintf("green-%03d", i)] = 1
+	}
+	for _, n := range c.Nodes() {
+		g.Eventually(func(g Gomega) { expectSettled(g, n.Name()) }, timeout).Should(Succeed())
+	}
+	for _, n := range c.Nodes() {
+		g.Expect(n.Reboots()).To(Equal(want[n.Name()]), "reboots of %s", n.Name())
+	}
+	for i := range 8 {
+		g.Expect(getNode(g, fmt.Sprintf("green-%03d", i)).Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-2.0"))
+	}
+
+	// Every NodeMaintenance is Succeeded or Failed, with a reason.
+	var list v1alpha1.NodeMaintenanceList
+	g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(16), "6 host, 2 api and 8 config requests")
+	for _, nm := range list.Items {
+		g.Expect(nm.Status.Phase).To(BeElementOf(v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed), nm.Name)
+		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded)
+		g.Expect(c).NotTo(BeNil(), nm.Name)
+		g.Expect(c.Reason).NotTo(BeEmpty(), nm.Name)
+	}
+	// Settled means settled: nothing more happens.
+	g.Consistently(func() int {
+		total := 0
+		for _, n := range c.Nodes() {
+			total += n.Reboots()
+		}
+		return total
+	}, 3*time.Second).Should(Equal(16))
+}
+
+// expectSettled checks a node carries nothing of a reboot in progress: not
+// cordoned, and no protocol annotation but config and state.
+func expectSettled(g Gomega, name string) {
+	n := getNode(g, name)
+	g.Expect(n.Spec.Unschedulable).To(BeFalse(), "%s cordoned", name)
+	for k := range n.Annotations {
+		if strings.HasPrefix(k, protocol.Prefix) {
+			g.Expect(k).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State), "%s left on %s", k, name)
+		}
+	}
+	g.Expect(isReady(n)).To(BeTrue(), "%s Ready", name)
+}
+
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func getNode(g Gomega, name string) *corev1.Node { return harness.GetNode(g, bed, name) }
+
+func maintenancesOf(g Gomega, node string) []v1alpha1.NodeMaintenance {
+	var list v1alpha1.NodeMaintenanceList
+	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
+	var out []v1alpha1.NodeMaintenance
+	for _, nm := range list.Items {
+		if nm.Spec.NodeName == node {
+			out = append(out, nm)
+		}
+	}
+	return out
+}
+
+func degradedCondition(nm v1alpha1.NodeMaintenance) *metav1.Condition {
+	return meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionDegraded)
+}
+
+// killOnApproval kills a node's daemon the moment its reboot is approved,
+// before it can act, and starts it again.
+func killOnApproval(t *testing.T, c *sim.Cluster, name string, done chan<- struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		n, ok := ev.Object.(*corev1.Node)
+		if !ok || n.Annotations[protocol.RebootApproved] == "" {
+			continue
+		}
+		c.Node(name).KillDaemon()
+		if err := c.Node(name).StartDaemon(context.Background()); err != nil {
+			t.Error(err)
+		}
+		return
+	}
+	t.Errorf("node %s was never approved", name)
+}
