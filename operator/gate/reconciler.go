@@ -82,12 +82,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
 	}
 
+	// Finishing frees slots that admitting fills at once, and a node just
+	// admitted starts draining in the same pass.
 	errs := []error{
 		r.syncDesiredConfig(ctx, st),
 		r.finish(ctx, st),
+		r.admit(ctx, st),
 	}
 	requeue, err := r.drain(ctx, st)
-	errs = append(errs, err, r.admit(ctx, st))
+	errs = append(errs, err)
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kmaint/kmaint/operator"
@@ -62,6 +65,9 @@ type Config struct {
 	Log logr.Logger
 	// NodeLog receives journald nodes' process output.
 	NodeLog io.Writer
+	// DaemonRequests, when set, counts the API requests of in-process
+	// daemons, at the client.
+	DaemonRequests *atomic.Int64
 }
 
 // Node is a simulated node.
@@ -178,7 +184,7 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	var n Node
 	switch c.Config.Journal {
 	case Memory:
-		n = newMemNode(name, boot, c.Bed.Config, c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
+		n = newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
 	case Journald:
 		jn, err := c.startJournaldNode(name, boot)
 		if err != nil {
@@ -190,6 +196,27 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	}
 	return n, n.StartDaemon(c.ctx)
 }
+
+// daemonConfig is the rest config of in-process daemons: the test bed's,
+// counting requests when asked to.
+func (c *Cluster) daemonConfig() *rest.Config {
+	counter := c.Config.DaemonRequests
+	if counter == nil {
+		return c.Bed.Config
+	}
+	cfg := rest.CopyConfig(c.Bed.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			counter.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // afterReboot puts the node's workload back, as the scheduler would.
 func (c *Cluster) afterReboot(name string) {

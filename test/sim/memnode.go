@@ -140,6 +140,9 @@ func (r memRebooter) Reboot(ctx context.Context) error {
 // reboot takes the node down for the reboot time and brings it back with a
 // new boot ID and a fresh daemon.
 func (n *memNode) reboot(ctx context.Context) {
+	// The reboot's duration counts from the moment it was asked for, as a
+	// real one's does: shutting the daemon down is part of it.
+	back := time.After(n.timing.jittered())
 	n.KillDaemon()
 	n.mu.Lock()
 	n.reboots++
@@ -152,7 +155,7 @@ func (n *memNode) reboot(ctx context.Context) {
 		}
 	}
 	// The reboot's duration is the simulation's, not a test's wait.
-	<-time.After(n.timing.jittered())
+	<-back
 	if err := gen.SetBoot(ctx, n.kube, n.name, boot, true); err != nil {
 		n.log.Error(err, "Simulated kubelet could not report Ready", "node", n.name)
 	}

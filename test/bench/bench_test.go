@@ -1,0 +1,282 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+
+// scenario is one rolling reboot: N nodes, maxUnavailable k, and r for a
+// node's drain plus reboot.
+type scenario struct {
+	N, K int
+	R    time.Duration
+}
+
+// scenarios are the issue's: 500 nodes at k=25, and 2000. KMAINT_BENCH
+// replaces them, e.g. "100:10:2s,500:25:10s".
+func scenarios(b *testing.B) []scenario {
+	spec := os.Getenv("KMAINT_BENCH")
+	if spec == "" {
+		return []scenario{{500, 25, 10 * time.Second}, {2000, 100, 10 * time.Second}}
+	}
+	var out []scenario
+	for _, s := range strings.Split(spec, ",") {
+		f := strings.Split(s, ":")
+		if len(f) != 3 {
+			b.Fatalf("KMAINT_BENCH entry %q: want N:k:r", s)
+		}
+		n, err1 := strconv.Atoi(f[0])
+		k, err2 := strconv.Atoi(f[1])
+		r, err3 := time.ParseDuration(f[2])
+		if err1 != nil || err2 != nil || err3 != nil {
+			b.Fatalf("KMAINT_BENCH entry %q: want N:k:r such as 500:25:10s", s)
+		}
+		out = append(out, scenario{n, k, r})
+	}
+	return out
+}
+
+// result is what one rollout measured; it is saved as JSON.
+type result struct {
+	Nodes                 int     `json:"nodes"`
+	MaxUnavailable        int     `json:"maxUnavailable"`
+	RebootSeconds         float64 `json:"rebootSeconds"`
+	MakespanSeconds       float64 `json:"makespanSeconds"`
+	IdealSeconds          float64 `json:"idealSeconds"`
+	MakespanOverIdeal     float64 `json:"makespanOverIdeal"`
+	SlotToApprovalP50Ms   float64 `json:"slotToApprovalP50Ms"`
+	SlotToApprovalP99Ms   float64 `json:"slotToApprovalP99Ms"`
+	RequestToAnnotP50Ms   float64 `json:"requestToAnnotationP50Ms"`
+	RequestToAnnotP99Ms   float64 `json:"requestToAnnotationP99Ms"`
+	OperatorPeakRSSMiB    float64 `json:"operatorPeakRSSMiB"`
+	OperatorCPUSeconds    float64 `json:"operatorCPUSeconds"`
+	OperatorRequestsPerRb float64 `json:"operatorRequestsPerReboot"`
+	DaemonRequestsPerRb   float64 `json:"daemonRequestsPerReboot"`
+	PeakUnavailable       int     `json:"peakUnavailable"`
+	Machine               machine `json:"machine"`
+	Date                  string  `json:"date"`
+}
+
+func BenchmarkRollingReboot(b *testing.B) {
+	operatorBin := buildOperator(b)
+	for _, sc := range scenarios(b) {
+		b.Run(fmt.Sprintf("N=%d/k=%d/r=%s", sc.N, sc.K, sc.R), func(b *testing.B) {
+			// One rollout is one iteration; make bench runs one (-benchtime 1x).
+			for i := range b.N {
+				res := rollout(b, sc, operatorBin, fmt.Sprintf("n%d-k%d-%d", sc.N, sc.K, i))
+				b.ReportMetric(res.MakespanOverIdeal, "makespan/ideal")
+				b.ReportMetric(res.SlotToApprovalP99Ms, "slot-to-approval-p99-ms")
+				b.ReportMetric(res.RequestToAnnotP99Ms, "request-to-annotation-p99-ms")
+				b.ReportMetric(res.OperatorPeakRSSMiB, "operator-peak-RSS-MiB")
+				b.ReportMetric(res.OperatorRequestsPerRb, "operator-requests/reboot")
+				b.ReportMetric(res.DaemonRequestsPerRb, "daemon-requests/reboot")
+				b.ReportMetric(float64(res.PeakUnavailable), "peak-unavailable")
+				save(b, res)
+				if res.PeakUnavailable > sc.K {
+					b.Errorf("invariant 1 broken: %d nodes unavailable at once, maxUnavailable %d", res.PeakUnavailable, sc.K)
+				}
+			}
+		})
+	}
+}
+
+// buildOperator builds kmaint-operator, which runs as its own process so
+// that its memory and CPU are its own.
+func buildOperator(b *testing.B) string {
+	out := filepath.Join(b.TempDir(), "kmaint-operator")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/kmaint-operator")
+	cmd.Dir = testbed.RepoRoot()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build operator: %v\n%s", err, msg)
+	}
+	return out
+}
+
+func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
+	ctx := context.Background()
+	var daemonRequests atomic.Int64
+	b.StopTimer()
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:          []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
+		Journal:        sim.Memory,
+		Timing:         sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
+		Log:            logr.Discard(),
+		DaemonRequests: &daemonRequests,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Stop()
+	defer cleanup(b, pool)
+	waitForDaemons(b, pool, sc.N)
+
+	op, metricsURL := startOperator(b, operatorBin)
+	defer op.stop()
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl, err := watchTimeline(ctx, wc, pool, sc.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opBefore, err := clientRequests(metricsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	daemonRequests.Store(0)
+
+	b.StartTimer()
+	start := time.Now()
+	requested := map[string]time.Time{}
+	for _, n := range c.Nodes() {
+		requested[n.Name()] = time.Now()
+		if err := n.RequestReboot("bench rollout"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ideal := time.Duration(math.Ceil(float64(sc.N)/float64(sc.K))) * sc.R
+	select {
+	case <-tl.doneCh:
+	case <-time.After(3*ideal + 2*time.Minute):
+		b.Fatalf("rollout of %d nodes did not finish in %s: %d done", sc.N, 3*ideal+2*time.Minute, tl.done)
+	}
+	makespan := time.Since(start)
+	b.StopTimer()
+
+	opAfter, err := clientRequests(metricsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss, cpu, err := processStats(op.cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slot := tl.slotToApproval(sc.K)
+	annot := tl.requestToAnnotation(requested)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return result{
+		Nodes: sc.N, MaxUnavailable: sc.K, RebootSeconds: sc.R.Seconds(),
+		MakespanSeconds: makespan.Seconds(), IdealSeconds: ideal.Seconds(), MakespanOverIdeal: makespan.Seconds() / ideal.Seconds(),
+		SlotToApprovalP50Ms: ms(percentile(slot, 0.50)), SlotToApprovalP99Ms: ms(percentile(slot, 0.99)),
+		RequestToAnnotP50Ms: ms(percentile(annot, 0.50)), RequestToAnnotP99Ms: ms(percentile(annot, 0.99)),
+		OperatorPeakRSSMiB: float64(rss) / (1 << 20), OperatorCPUSeconds: cpu,
+		OperatorRequestsPerRb: (opAfter - opBefore) / float64(sc.N),
+		DaemonRequestsPerRb:   float64(daemonRequests.Load()) / float64(sc.N),
+		PeakUnavailable:       tl.mostUnavailable,
+		Machine:               describeMachine(),
+		Date:                  time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+// waitForDaemons waits until every daemon has read its journal and said so.
+func waitForDaemons(b *testing.B, pool string, n int) {
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := bed.Client.List(ctx, &nodes, client.MatchingLabels{"pool": pool}); err != nil {
+			return false, err
+		}
+		up := 0
+		for _, node := range nodes.Items {
+			if _, ok := node.Annotations[protocol.State]; ok {
+				up++
+			}
+		}
+		return up == n, nil
+	})
+	if err != nil {
+		b.Fatalf("daemons of pool %s did not start: %v", pool, err)
+	}
+}
+
+type operatorProcess struct{ cmd *exec.Cmd }
+
+func (o operatorProcess) stop() {
+	_ = o.cmd.Process.Signal(os.Interrupt)
+	_ = o.cmd.Wait()
+}
+
+func startOperator(b *testing.B, bin string) (operatorProcess, string) {
+	kc, err := bed.Kubeconfig("bench-operator", "system:masters")
+	if err != nil {
+		b.Fatal(err)
+	}
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	metrics, probes := freeAddr(b), freeAddr(b)
+	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--drain-poll-interval=200ms")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + probes + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		b.Fatalf("operator not ready: %v", err)
+	}
+	return operatorProcess{cmd}, "http://" + metrics + "/metrics"
+}
+
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// cleanup deletes the rollout's nodes, so the next scenario starts alone.
+func cleanup(b *testing.B, pool string) {
+	if err := bed.Client.DeleteAllOf(context.Background(), &corev1.Node{}, client.MatchingLabels{"pool": pool}); err != nil {
+		b.Logf("delete nodes of pool %s: %v", pool, err)
+	}
+}
+
+// save writes the result to results/rolling-N-k.json and logs it.
+func save(b *testing.B, r result) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(testbed.RepoRoot(), "test", "bench", "results", fmt.Sprintf("rolling-%d-%d.json", r.Nodes, r.MaxUnavailable))
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s\n%s", path, data)
+}
