@@ -86,4 +86,3 @@ func describeMachine() machine {
 	}
 	return m
 }
-
