@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+// options configure the demo.
+type options struct {
+	// Nodes is the number of simulated nodes, split evenly over Pools.
+	Nodes int
+	// Pools is the number of MaintenancePools.
+	Pools int
+	// MaxUnavailable, when set, is every pool's maxUnavailable.
+	MaxUnavailable string
+	// RebootTime is how long a node is down for a reboot.
+	RebootTime time.Duration
+	// Journal is how simulated nodes journal.
+	Journal sim.JournalMode
+	// ExitWhenDone ends the demo after the summary.
+	ExitWhenDone bool
+	// KubeconfigOut is where the cluster-admin kubeconfig is written.
+	KubeconfigOut string
+	// LogOut is where main sends the logs; run only names it.
+	LogOut string
+	// Live redraws the view in place with ANSI escapes (stdout is a
+	// terminal); otherwise each change is one line.
+	Live bool
+	// Bed, when set, is a running API server to use instead of starting one;
+	// the demo leaves it running. Tests share theirs this way.
+	Bed *testbed.Bed
+}
+
+// newConfig is the config identity the rollout moves a pool to.
+const newConfig = "os-2.0"
+
+// run runs the demo until every request is done and then, unless
+// ExitWhenDone, until ctx ends. An ended ctx (Ctrl-C) is a clean stop, not
+// an error.
+func run(ctx context.Context, opts options, out io.Writer) error {
+	pools, err := planPools(opts)
+	if err != nil {
+		return err
+	}
+	if opts.Journal != sim.Memory && opts.Journal != sim.Journald {
+		return fmt.Errorf("--journal=%s: want %s or %s", opts.Journal, sim.Memory, sim.Journald)
+	}
+	if opts.Journal == sim.Journald && os.Geteuid() != 0 {
+		return errors.New("--journal=journald runs a systemd-journald per node in its own mount namespace and needs root; use --journal=memory")
+	}
+	fmt.Fprintf(out, "kmaint demo: %d simulated nodes in %d pools, %s reboots, %s journals\n", opts.Nodes, len(pools), opts.RebootTime, opts.Journal)
+	defer fmt.Fprintln(out, "Stopped.")
+
+	bed := opts.Bed
+	if bed == nil {
+		fmt.Fprintln(out, "Starting kube-apiserver and etcd (envtest) ...")
+		if bed, err = testbed.Start(); err != nil {
+			return ignoreEnded(ctx, err)
+		}
+		defer func() {
+			if err := bed.Stop(); err != nil {
+				fmt.Fprintln(out, "Stopping the API server:", err)
+			}
+		}()
+	}
+	if err := writeKubeconfig(bed, opts.KubeconfigOut); err != nil {
+		return err
+	}
+	// The kubeconfig is no use once its API server is gone.
+	defer os.Remove(opts.KubeconfigOut)
+	printKubectlHowTo(out, opts)
+
+	fmt.Fprintf(out, "Starting the operator and %d nodes (2 pods each, PodDisruptionBudgets) ...\n", opts.Nodes)
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:       pools,
+		Journal:     opts.Journal,
+		Timing:      sim.Timing{Reboot: opts.RebootTime},
+		PodsPerNode: 2,
+		Log:         ctrl.Log.WithName("sim"),
+	})
+	if err != nil {
+		return ignoreEnded(ctx, fmt.Errorf("start the simulated cluster: %w", err))
+	}
+	defer c.Stop()
+	if err := c.StartOperator(); err != nil {
+		return ignoreEnded(ctx, fmt.Errorf("start the operator: %w", err))
+	}
+	w, err := startWatcher(ctx, bed)
+	if err != nil {
+		return ignoreEnded(ctx, err)
+	}
+	defer w.stop()
+	// Runs first on the way out, before the deferred stops above.
+	defer func() {
+		what := "the operator, the nodes and the API server"
+		if opts.Bed != nil {
+			what = "the operator and the nodes"
+		}
+		fmt.Fprintf(out, "\nStopping %s ...\n", what)
+	}()
+
+	start := time.Now()
+	expected, err := request(ctx, bed.Client, c, pools, out)
+	if err != nil {
+		return ignoreEnded(ctx, err)
+	}
+	d := newDisplay(out, opts.Live, start)
+	final, state, end, err := d.untilDone(ctx, w, expected)
+	if err != nil || end.IsZero() {
+		return ignoreEnded(ctx, err)
+	}
+	printSummary(out, summarize(final, state.maintenances, end.Sub(start), opts.RebootTime))
+	if opts.ExitWhenDone {
+		return nil
+	}
+	fmt.Fprintf(out, "\nkmaint keeps running: try kubectl with %s (above). Changes from here on print one line each. Ctrl-C stops everything.\n", opts.KubeconfigOut)
+	return ignoreEnded(ctx, d.follow(ctx, w))
+}
+
+// ignoreEnded turns an error into nil once ctx has ended: the error is then
+// most likely the stop itself.
+func ignoreEnded(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// defaultMaxUnavailable are the pools' budgets when --max-unavailable is unset.
+var defaultMaxUnavailable = []intstr.IntOrString{intstr.FromInt32(2), intstr.FromString("50%")}
+
+var poolNames = []string{"web", "batch", "infra", "data", "edge", "gpu"}
+
+var percent = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+
+// planPools splits the nodes evenly over the pools.
+func planPools(opts options) ([]sim.PoolSpec, error) {
+	if opts.Pools < 1 || opts.Nodes < opts.Pools {
+		return nil, fmt.Errorf("--nodes=%d --pools=%d: want at least one pool and at least one node per pool", opts.Nodes, opts.Pools)
+	}
+	if opts.RebootTime <= 0 {
+		return nil, fmt.Errorf("--reboot-time=%s: want a positive duration", opts.RebootTime)
+	}
+	var all *intstr.IntOrString
+	if opts.MaxUnavailable != "" {
+		mu := intstr.Parse(opts.MaxUnavailable)
+		if (mu.Type == intstr.Int && mu.IntVal < 1) || (mu.Type == intstr.String && (!percent.MatchString(mu.StrVal) || mu.StrVal == "0%")) {
+			return nil, fmt.Errorf("--max-unavailable=%s: want an integer of at least 1 or a percentage from 1%% to 100%%", opts.MaxUnavailable)
+		}
+		all = &mu
+	}
+	pools := make([]sim.PoolSpec, opts.Pools)
+	for i := range pools {
+		p := &pools[i]
+		p.Name = fmt.Sprintf("pool-%d", i+1)
+		if i < len(poolNames) {
+			p.Name = poolNames[i]
+		}
+		p.Nodes = opts.Nodes / opts.Pools
+		if i < opts.Nodes%opts.Pools {
+			p.Nodes++
+		}
+		switch {
+		case all != nil:
+			p.MaxUnavailable = *all
+		case i < len(defaultMaxUnavailable):
+			p.MaxUnavailable = defaultMaxUnavailable[i]
+		default:
+			p.MaxUnavailable = intstr.FromString("25%")
+		}
+	}
+	return pools, nil
+}
+
+// request makes reboot requests arrive from two sources: `kmaint-daemon
+// request-reboot` on half the nodes of the first pool, and a config rollout
+// of the second (of the first, when there is one pool). It returns the
+// number of requests made.
+func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []sim.PoolSpec, out io.Writer) (int, error) {
+	hostPool, configPool := pools[0], pools[min(1, len(pools)-1)]
+	// The cluster lists its nodes in pool order.
+	hosts := c.Nodes()[:(hostPool.Nodes+1)/2]
+	const reason = "kernel update"
+	var names []string
+	for _, n := range hosts {
+		if err := n.RequestReboot(reason); err != nil {
+			return 0, err
+		}
+		names = append(names, n.Name())
+	}
+	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(names, ", "))
+
+	pool := &v1alpha1.MaintenancePool{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: configPool.Name}, pool); err != nil {
+		return 0, fmt.Errorf("get pool %s: %w", configPool.Name, err)
+	}
+	base := pool.DeepCopy()
+	pool.Spec.DesiredConfig = newConfig
+	if err := kube.Patch(ctx, pool, client.MergeFrom(base)); err != nil {
+		return 0, fmt.Errorf("roll pool %s to %s: %w", configPool.Name, newConfig, err)
+	}
+	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n\n", configPool.Name, newConfig, configPool.Nodes)
+	return len(hosts) + configPool.Nodes, nil
+}
+
+// writeKubeconfig writes a cluster-admin kubeconfig for a person's kubectl.
+func writeKubeconfig(bed *testbed.Bed, path string) error {
+	kc, err := bed.Kubeconfig("demo-admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// printKubectlHowTo says how to look at the demo's cluster from another
+// terminal, with the kubectl that came with the API server if there is one.
+func printKubectlHowTo(out io.Writer, opts options) {
+	kubectl := "kubectl"
+	if k := envtestKubectl(); k != "" {
+		kubectl = k
+	}
+	fmt.Fprintf(out, "API server up. A cluster-admin kubeconfig is in %s; from another terminal:\n", opts.KubeconfigOut)
+	fmt.Fprintf(out, "  %s --kubeconfig %s get maintenancepools,nodemaintenances\n", kubectl, opts.KubeconfigOut)
+	if kubectl != "kubectl" {
+		fmt.Fprintln(out, "  (that kubectl came with the API server; any kubectl will do)")
+	}
+	if opts.LogOut != "" {
+		fmt.Fprintf(out, "Logs of the operator and the daemons: %s\n", opts.LogOut)
+	}
+}
+
+// envtestKubectl finds the kubectl beside kube-apiserver, where
+// hack/envtest-assets.sh puts one, relative to the working directory when it
+// is below it.
+func envtestKubectl() string {
+	candidates := []string{filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		candidates, _ = filepath.Glob(filepath.Join(testbed.RepoRoot(), "bin", "k8s", "*", "kubectl"))
+		slices.Reverse(candidates) // the newest build first, as testbed picks it
+	}
+	for _, k := range candidates {
+		if st, err := os.Stat(k); err != nil || st.IsDir() {
+			continue
+		}
+		abs, err := filepath.Abs(k)
+		if err != nil {
+			return k
+		}
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				return rel
+			}
+		}
+		return abs
+	}
+	return ""
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// summary is how the requests went, against the best the budgets allow.
+type summary struct {
+	requests, succeeded, failed int
+	// makespan runs from the first request to the demo seeing the last done.
+	makespan time.Duration
+	// ideal is the slowest pool's ideal: pools reboot side by side.
+	ideal      time.Duration
+	rebootTime time.Duration
+	pools      []poolSummary
+	latencies  []latency
+}
+
+// poolSummary is one pool's ideal: its rebooted nodes in full waves of
+// maxUnavailable, each wave one reboot time long.
+type poolSummary struct {
+	name                            string
+	rebooted, maxUnavailable, waves int
+	spec                            string
+	ideal                           time.Duration
+}
+
+// latency is one span between two phase times, over succeeded requests.
+type latency struct {
+	name, span string
+	p50, max   time.Duration
+	n          int
+}
+
+// spans are the phase latencies the summary reports.
+var spans = []struct {
+	name, span string
+	from, to   func(*v1alpha1.PhaseTimes) *metav1.Time
+}{
+	{"waiting for admission", "requested → approved",
+		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Requested }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Approved }},
+	{"draining", "draining → rebooting",
+		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Draining }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Rebooting }},
+	{"rebooting", "rebooting → succeeded",
+		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Rebooting }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Succeeded }},
+}
+
+func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time.Duration) summary {
+	s := summary{requests: len(nms), makespan: makespan, rebootTime: rebootTime}
+	for _, p := range v.pools {
+		if p.todo == 0 {
+			continue
+		}
+		ps := poolSummary{name: p.name, rebooted: p.back, maxUnavailable: p.maxUnavailable, spec: p.spec}
+		if p.maxUnavailable > 0 {
+			ps.waves = (p.back + p.maxUnavailable - 1) / p.maxUnavailable
+		}
+		ps.ideal = time.Duration(ps.waves) * rebootTime
+		s.ideal = max(s.ideal, ps.ideal)
+		s.pools = append(s.pools, ps)
+	}
+	var succeeded []v1alpha1.NodeMaintenance
+	for _, nm := range nms {
+		switch nm.Status.Phase {
+		case v1alpha1.PhaseSucceeded:
+			succeeded = append(succeeded, nm)
+		case v1alpha1.PhaseFailed:
+			s.failed++
+		}
+	}
+	s.succeeded = len(succeeded)
+	for _, sp := range spans {
+		var ds []time.Duration
+		for _, nm := range succeeded {
+			from, to := sp.from(&nm.Status.PhaseTimes), sp.to(&nm.Status.PhaseTimes)
+			if from != nil && to != nil {
+				ds = append(ds, to.Sub(from.Time))
+			}
+		}
+		l := latency{name: sp.name, span: sp.span, n: len(ds)}
+		if len(ds) > 0 {
+			slices.Sort(ds)
+			l.p50, l.max = ds[(len(ds)+1)/2-1], ds[len(ds)-1]
+		}
+		s.latencies = append(s.latencies, l)
+	}
+	return s
+}
+
+func printSummary(out io.Writer, s summary) {
+	fmt.Fprintf(out, "\nAll %d requests done: %d Succeeded, %d Failed.\n\n", s.requests, s.succeeded, s.failed)
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tREBOOTED\tMAX UNAVAILABLE\tWAVES\tIDEAL")
+	for _, p := range s.pools {
+		limit := fmt.Sprint(p.maxUnavailable)
+		if strings.HasSuffix(p.spec, "%") {
+			limit += " (" + p.spec + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", p.name, p.rebooted, limit, p.waves, p.ideal)
+	}
+	_ = tw.Flush()
+	ratio := "n/a"
+	if s.ideal > 0 {
+		ratio = fmt.Sprintf("%.2f", float64(s.makespan)/float64(s.ideal))
+	}
+	fmt.Fprintf(out, "\nmakespan %s, ideal %s, ratio %s\n", elapsed(s.makespan), s.ideal, ratio)
+	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s)\n", s.rebootTime)
+
+	fmt.Fprintf(out, "\nPhase latencies over %d succeeded requests (phaseTimes have a resolution of 1s):\n", s.succeeded)
+	tw = tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "  PHASE\tSPAN\tP50\tMAX")
+	for _, l := range s.latencies {
+		if l.n == 0 {
+			fmt.Fprintf(tw, "  %s\t%s\t-\t-\n", l.name, l.span)
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", l.name, l.span, l.p50, l.max)
+	}
+	_ = tw.Flush()
+}

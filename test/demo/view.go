@@ -1,0 +1,282 @@
+package main
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// clusterState is what the API server holds, as kubectl would show it.
+type clusterState struct {
+	nodes        []corev1.Node
+	maintenances []v1alpha1.NodeMaintenance
+	pools        []v1alpha1.MaintenancePool
+}
+
+// step is a node's place on the reboot path, in the demo's words.
+type step string
+
+// The steps, in order. Each is read off the node's NodeMaintenances, or off
+// the node when its request is raised but not yet recorded.
+const (
+	stepIdle      step = "idle"
+	stepRequested step = "requested" // raised on the node, or Pending
+	stepWaiting   step = "waiting"   // Requested: waiting for admission
+	stepDraining  step = "draining"  // Approved or Draining: cordoned, pods evicted
+	stepRebooting step = "rebooting" // Rebooting: approved for its boot
+	stepBack      step = "back"      // Succeeded: a new boot ID and Ready
+	stepFailed    step = "failed"    // Failed
+)
+
+// openSteps maps the phases of open NodeMaintenances to steps.
+var openSteps = map[v1alpha1.Phase]step{
+	v1alpha1.PhasePending:   stepRequested,
+	v1alpha1.PhaseRequested: stepWaiting,
+	v1alpha1.PhaseApproved:  stepDraining,
+	v1alpha1.PhaseDraining:  stepDraining,
+	v1alpha1.PhaseRebooting: stepRebooting,
+}
+
+var phaseOrder = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved,
+	v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed}
+
+// nodeRow is one node as the demo shows it.
+type nodeRow struct {
+	name, pool string
+	step       step
+	// source is where the node's requests came from, e.g. host or config.
+	source string
+	// since is when the node reached its step; zero when unknown.
+	since       time.Time
+	unavailable bool
+	// todo: something asked this node to reboot.
+	todo bool
+}
+
+// poolRow is one pool's progress.
+type poolRow struct {
+	name                        string
+	nodes, todo, back, failed   int
+	unavailable, maxUnavailable int
+	// spec is spec.maxUnavailable as written, e.g. 50%.
+	spec string
+}
+
+// view is the cluster in the demo's terms.
+type view struct {
+	pools []poolRow
+	nodes []nodeRow
+	// requests counts NodeMaintenances, open those not yet final.
+	requests, open int
+	// raised counts nodes whose requests are raised and not yet recorded.
+	raised int
+}
+
+// done reports whether the expected requests all exist and are final, and
+// every node asked to reboot has.
+func (v view) done(expected int) bool {
+	if v.requests < expected || v.open > 0 || v.raised > 0 {
+		return false
+	}
+	for _, n := range v.nodes {
+		if n.todo && n.step != stepBack && n.step != stepFailed {
+			return false
+		}
+	}
+	return true
+}
+
+func buildView(s clusterState) view {
+	var v view
+	byNode := map[string][]*v1alpha1.NodeMaintenance{}
+	for i := range s.maintenances {
+		nm := &s.maintenances[i]
+		byNode[nm.Spec.NodeName] = append(byNode[nm.Spec.NodeName], nm)
+		v.requests++
+		if !nm.Status.Phase.Done() {
+			v.open++
+		}
+	}
+	pools := slices.Clone(s.pools)
+	slices.SortFunc(pools, func(a, b v1alpha1.MaintenancePool) int { return cmp.Compare(a.Name, b.Name) })
+	rows := map[string]*poolRow{}
+	for _, p := range pools {
+		rows[p.Name] = &poolRow{name: p.Name, spec: "1"}
+		if p.Spec.MaxUnavailable != nil {
+			rows[p.Name].spec = p.Spec.MaxUnavailable.String()
+		}
+	}
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		pool := poolOf(n, pools)
+		row := nodeRow{name: n.Name, pool: pool, unavailable: unavailable(n)}
+		var raised bool
+		row.step, row.source, row.since, raised = nodeStep(n, byNode[n.Name])
+		if raised {
+			v.raised++
+		}
+		row.todo = row.step != stepIdle || wantsConfig(n, pools, pool)
+		v.nodes = append(v.nodes, row)
+		p := rows[pool]
+		if p == nil {
+			continue
+		}
+		p.nodes++
+		if row.unavailable {
+			p.unavailable++
+		}
+		if row.todo {
+			p.todo++
+		}
+		switch row.step {
+		case stepBack:
+			p.back++
+		case stepFailed:
+			p.failed++
+		}
+	}
+	slices.SortFunc(v.nodes, func(a, b nodeRow) int { return cmp.Compare(a.name, b.name) })
+	for _, p := range pools {
+		r := rows[p.Name]
+		r.maxUnavailable = resolveMaxUnavailable(p.Spec.MaxUnavailable, r.nodes)
+		v.pools = append(v.pools, *r)
+	}
+	return v
+}
+
+// nodeStep reads a node's step off its NodeMaintenances: the furthest open
+// one, else a request raised on the node and not yet recorded, else the last
+// final one. raised reports the second case.
+func nodeStep(n *corev1.Node, nms []*v1alpha1.NodeMaintenance) (st step, source string, since time.Time, raised bool) {
+	var open, final []*v1alpha1.NodeMaintenance
+	for _, nm := range nms {
+		if nm.Status.Phase.Done() {
+			final = append(final, nm)
+		} else {
+			open = append(open, nm)
+		}
+	}
+	if len(open) > 0 {
+		furthest := slices.MaxFunc(open, func(a, b *v1alpha1.NodeMaintenance) int {
+			return cmp.Compare(slices.Index(phaseOrder, a.Status.Phase), slices.Index(phaseOrder, b.Status.Phase))
+		})
+		phase := cmp.Or(furthest.Status.Phase, v1alpha1.PhasePending)
+		return openSteps[phase], sources(open), phaseTime(furthest, phase), false
+	}
+	var req protocol.Requested
+	if ok, err := protocol.Decode(n, protocol.RebootRequested, &req); ok && err == nil && req.BootID == protocol.BootID(n) && len(req.Requests) > 0 {
+		var srcs []string
+		for _, r := range req.Requests {
+			srcs = append(srcs, string(r.Source))
+		}
+		return stepRequested, joinSet(srcs), req.Earliest(), true
+	}
+	if len(final) > 0 {
+		last := slices.MaxFunc(final, func(a, b *v1alpha1.NodeMaintenance) int {
+			return phaseTime(a, a.Status.Phase).Compare(phaseTime(b, b.Status.Phase))
+		})
+		st = stepBack
+		if last.Status.Phase == v1alpha1.PhaseFailed {
+			st = stepFailed
+		}
+		return st, sources(final), phaseTime(last, last.Status.Phase), false
+	}
+	return stepIdle, "", time.Time{}, false
+}
+
+// phaseTime is when nm entered phase, or when it was created.
+func phaseTime(nm *v1alpha1.NodeMaintenance, phase v1alpha1.Phase) time.Time {
+	t := map[v1alpha1.Phase]*metav1.Time{
+		v1alpha1.PhasePending:   nm.Status.PhaseTimes.Pending,
+		v1alpha1.PhaseRequested: nm.Status.PhaseTimes.Requested,
+		v1alpha1.PhaseApproved:  nm.Status.PhaseTimes.Approved,
+		v1alpha1.PhaseDraining:  nm.Status.PhaseTimes.Draining,
+		v1alpha1.PhaseRebooting: nm.Status.PhaseTimes.Rebooting,
+		v1alpha1.PhaseSucceeded: nm.Status.PhaseTimes.Succeeded,
+		v1alpha1.PhaseFailed:    nm.Status.PhaseTimes.Failed,
+	}[phase]
+	if t == nil {
+		return nm.CreationTimestamp.Time
+	}
+	return t.Time
+}
+
+func sources(nms []*v1alpha1.NodeMaintenance) string {
+	var srcs []string
+	for _, nm := range nms {
+		srcs = append(srcs, string(nm.Spec.Source))
+	}
+	return joinSet(srcs)
+}
+
+// joinSet joins the distinct strings, sorted, with "+".
+func joinSet(s []string) string {
+	sort.Strings(s)
+	return strings.Join(slices.Compact(s), "+")
+}
+
+// poolOf names the pool that selects the node: the first that does, or the
+// built-in default pool.
+func poolOf(n *corev1.Node, pools []v1alpha1.MaintenancePool) string {
+	for _, p := range pools {
+		if p.Spec.NodeSelector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		if err == nil && sel.Matches(labels.Set(n.Labels)) {
+			return p.Name
+		}
+	}
+	return v1alpha1.DefaultPoolName
+}
+
+// wantsConfig reports whether the node's pool wants a config it does not run.
+func wantsConfig(n *corev1.Node, pools []v1alpha1.MaintenancePool, pool string) bool {
+	for _, p := range pools {
+		if p.Name == pool && p.Spec.DesiredConfig != "" {
+			return n.Annotations[protocol.CurrentConfig] != p.Spec.DesiredConfig
+		}
+	}
+	return false
+}
+
+// unavailable is the gate's reading of a node that counts against its
+// pool's budget: admitted, approved, cordoned or not Ready.
+func unavailable(n *corev1.Node) bool {
+	_, admitted := n.Annotations[protocol.Admitted]
+	_, approved := n.Annotations[protocol.RebootApproved]
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return admitted || approved || n.Spec.Unschedulable || !ready
+}
+
+// resolveMaxUnavailable resolves a pool's maxUnavailable against its node
+// count as the gate does: a percentage rounds down, but to at least 1 unless
+// it is 0.
+func resolveMaxUnavailable(mu *intstr.IntOrString, nodes int) int {
+	if mu == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(mu, nodes, false)
+	if err != nil {
+		return 1
+	}
+	if n == 0 && mu.String() != "0" && mu.String() != "0%" {
+		return 1
+	}
+	return n
+}
