@@ -43,6 +43,8 @@ mkdir -p /var/log/journal
 mount --bind "$NODE_DIR/journal" /var/log/journal
 mount --bind "$NODE_DIR/boot_id" /proc/sys/kernel/random/boot_id
 mount --bind "$NODE_DIR/journald.conf" /etc/systemd/journald.conf
+# Each node is its own machine; journald also needs a machine ID to start.
+if [ -e /etc/machine-id ]; then mount --bind "$NODE_DIR/machine-id" /etc/machine-id; fi
 echo ready
 exec sleep infinity
 `
@@ -96,6 +98,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(cfg.Dir, "journald.conf"), []byte(journaldConf), 0o644); err != nil {
+		return nil, err
+	}
+	machineID := strings.ReplaceAll(uuid.NewString(), "-", "")
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "machine-id"), []byte(machineID+"\n"), 0o444); err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, rebootDone: make(chan struct{}, 16)}
