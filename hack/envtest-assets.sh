@@ -9,7 +9,7 @@ set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
-BIN_DIR="$(cd "${1:-bin}" 2>/dev/null || mkdir -p "${1:-bin}"; cd "${1:-bin}" && pwd)"
+BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd)"
 ASSETS="${BIN_DIR}/k8s/${KUBE_VERSION}-etcd${ETCD_VERSION}"
 
 have_all() {

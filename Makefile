@@ -1,0 +1,111 @@
+# kmaint's build and test entry points. `make` alone lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN_VERSION := v0.23.0
+CONTROLLER_GEN := $(BIN)/controller-gen
+KUBECTL ?= kubectl
+
+# Extra targets `make test` needs before it runs; later work hooks its
+# prerequisites in here (e.g. TEST_PREREQS += demo-assets).
+TEST_PREREQS ?=
+
+.PHONY: help
+help: ## List the targets
+	@echo 'Usage: make <target>'
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Code generation
+
+.PHONY: controller-gen
+controller-gen: ## Install controller-gen at the pinned version into bin/ if missing
+	@if ! [[ -x "$(CONTROLLER_GEN)" ]] || ! "$(CONTROLLER_GEN)" --version 2>/dev/null | grep -qx 'Version: $(CONTROLLER_GEN_VERSION)'; then \
+		echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/"; \
+		GOBIN="$(BIN)" go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION); \
+	fi
+
+.PHONY: manifests generate
+manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases) and the operator's ClusterRole (config/rbac)
+	"$(CONTROLLER_GEN)" object paths=./operator/api/...
+	"$(CONTROLLER_GEN)" crd rbac:roleName=kmaint-operator paths=./operator/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+generate: manifests ## Same as manifests
+
+##@ Testing
+
+.PHONY: mod-download
+mod-download: ## Download the Go modules the build and tests need
+	go mod download
+
+.PHONY: test-deps
+test-deps: ## Install the system packages the tests need (hack/install-test-deps.sh)
+	hack/install-test-deps.sh
+
+.PHONY: envtest
+envtest: ## Print the kube-apiserver/etcd/kubectl dir, building them into bin/k8s first if missing (~11 min)
+	hack/envtest-assets.sh bin
+
+# verify runs first and a failure there does not stop the tests, so CI always
+# sees go test's own ok/FAIL lines; make test fails if either failed.
+.PHONY: test
+test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every test against a real API server
+	@verify=0; $(MAKE) --no-print-directory verify || verify=$$?; \
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	tests=0; KUBEBUILDER_ASSETS="$$assets" go test -race=false -count=1 -timeout 30m ./... || tests=$$?; \
+	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
+	(( verify == 0 && tests == 0 ))
+
+.PHONY: bench
+bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the benchmarks (no tests)
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench . -benchmem ./...
+
+# The files controller-gen writes. An untracked one is a generated file
+# nobody committed; other untracked files (a test being written) are not
+# verify's business.
+GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|operator/api/.*zz_generated\..*)$$
+
+.PHONY: verify
+verify: test-deps manifests ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
+	@echo "verify: generated files are committed and up to date"
+	@git diff --exit-code -- config/ operator/api/ || { echo "verify: generated files differ from the commit; run make manifests and commit the result" >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- config operator/api | grep -E '$(GENERATED_UNTRACKED)' || true)"; \
+	if [[ -n "$$untracked" ]]; then echo "$$untracked"; echo "verify: make manifests wrote these files and git does not track them; commit them" >&2; exit 1; fi
+	@echo "verify: gofmt"
+	@unformatted="$$(find . \( -path ./bin -o -path ./.git -o -path ./.cache \) -prune -o -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
+	if [[ -n "$$unformatted" ]]; then echo "$$unformatted"; echo "verify: these files need gofmt -w" >&2; exit 1; fi
+	@echo "verify: go vet"
+	go vet ./...
+
+##@ Building and running
+
+.PHONY: build
+build: ## Build every binary under cmd/ into bin/
+	go build -o bin/ ./cmd/...
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig
+	$(KUBECTL) apply --server-side -f config/crd/bases
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs from the cluster, and with them every kmaint object
+	$(KUBECTL) delete --ignore-not-found -f config/crd/bases
+
+.PHONY: run
+run: ## Run the operator against the current kubeconfig (make install first)
+	go run ./cmd/kmaint-operator --metrics-bind-address=:8080 --health-probe-bind-address=:8081
+
+##@ Cleaning
+
+.PHONY: clean
+clean: ## Remove bin/ except bin/k8s, the cached kube-apiserver/etcd build
+	@if [[ -d bin ]]; then find bin -mindepth 1 -maxdepth 1 ! -name k8s -exec rm -rf {} +; fi
+
+.PHONY: distclean
+distclean: ## Remove all of bin/, including bin/k8s (the next test run rebuilds it, ~11 min)
+	rm -rf bin
