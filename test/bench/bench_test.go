@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -139,11 +140,9 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 
 	op, metricsURL := startOperator(b, operatorBin)
 	defer op.stop()
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tl, err := watchTimeline(ctx, wc, pool, sc.N)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	tl, err := watchTimeline(watchCtx, kubernetes.NewForConfigOrDie(bed.Config), pool, sc.N)
 	if err != nil {
 		b.Fatal(err)
 	}

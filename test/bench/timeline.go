@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 )
@@ -24,27 +26,35 @@ type timeline struct {
 	approvals, completions []time.Time
 	approved               map[string]bool
 	unavailable            map[string]bool
+	unavailableNow         int
 	mostUnavailable        int
 	done                   int
 	doneCh                 chan struct{}
 	want                   int
 }
 
-func watchTimeline(ctx context.Context, c client.WithWatch, pool string, want int) (*timeline, error) {
-	w, err := c.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
-	if err != nil {
-		return nil, err
-	}
+// watchTimeline follows the pool's nodes with an informer, which lists and
+// watches again if the API server drops a watch that fell behind, as it does
+// under the load of a large rollout.
+func watchTimeline(ctx context.Context, cs kubernetes.Interface, pool string, want int) (*timeline, error) {
 	tl := &timeline{raised: map[string]time.Time{}, approved: map[string]bool{}, unavailable: map[string]bool{},
 		doneCh: make(chan struct{}), want: want}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted {
-				tl.observe(n, time.Now())
-			}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = "pool=" + pool
+	}))
+	observe := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			tl.observe(n, time.Now())
 		}
-	}()
+	}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
 	return tl, nil
 }
 
@@ -69,14 +79,16 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 	}
 	tl.approved[n.Name] = approved
 	_, admitted := n.Annotations[protocol.Admitted]
-	tl.unavailable[n.Name] = approved || admitted || n.Spec.Unschedulable || !ready(n)
-	count := 0
-	for _, u := range tl.unavailable {
-		if u {
-			count++
-		}
+	was := tl.unavailable[n.Name]
+	is := approved || admitted || n.Spec.Unschedulable || !ready(n)
+	tl.unavailable[n.Name] = is
+	switch {
+	case is && !was:
+		tl.unavailableNow++
+	case !is && was:
+		tl.unavailableNow--
 	}
-	tl.mostUnavailable = max(tl.mostUnavailable, count)
+	tl.mostUnavailable = max(tl.mostUnavailable, tl.unavailableNow)
 }
 
 func ready(n *corev1.Node) bool {
