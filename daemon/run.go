@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -71,6 +72,10 @@ type Options struct {
 	AllowDuplicateControllerNames bool
 	// Logger replaces controller-runtime's global logger, when set.
 	Logger *logr.Logger
+	// RESTMapper, when set, is shared with other daemons of simulated nodes
+	// in the same process, so that a daemon restarting after its node's
+	// reboot costs no API discovery.
+	RESTMapper meta.RESTMapper
 }
 
 // ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
@@ -139,6 +144,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
+		MapperProvider:         mapperProvider(opts.RESTMapper),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Node{}:              {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 			&v1alpha1.NodeMaintenance{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
@@ -183,6 +189,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("run daemon: %w", err)
 	}
 	return nil
+}
+
+// mapperProvider returns the shared mapper, or nil for controller-runtime's
+// own.
+func mapperProvider(m meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	if m == nil {
+		return nil
+	}
+	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return m, nil }
 }
 
 // setup registers the agent: every event maps to the one key, the node.

@@ -17,11 +17,13 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/test/gen"
@@ -103,6 +105,8 @@ type Cluster struct {
 	mu       sync.Mutex
 	operator *Operator
 	fast     map[string]bool
+	// mapper is the in-process daemons' REST mapper: one discovery for all.
+	mapper meta.RESTMapper
 }
 
 // appsPerNamespace is how many apps (and budgets) the workload spreads over.
@@ -142,6 +146,14 @@ func (c *Cluster) start() error {
 	}
 	if err := runDisruptionController(c.ctx, cs); err != nil {
 		return fmt.Errorf("simulated disruption controller: %w", err)
+	}
+	dcfg := c.daemonConfig()
+	httpClient, err := rest.HTTPClientFor(dcfg)
+	if err != nil {
+		return err
+	}
+	if c.mapper, err = apiutil.NewDynamicRESTMapper(dcfg, httpClient); err != nil {
+		return err
 	}
 	if c.dir == "" && c.Config.Journal == Journald {
 		if c.dir, err = os.MkdirTemp("", "kmaint-sim-"); err != nil {
@@ -184,7 +196,9 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	var n Node
 	switch c.Config.Journal {
 	case Memory:
-		n = newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
+		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
+		mn.mapper = c.mapper
+		n = mn
 	case Journald:
 		jn, err := c.startJournaldNode(name, boot)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,8 @@ type memNode struct {
 	done chan struct{}
 	// onReboot observes completed reboots.
 	onReboot func(name string)
+	// mapper is shared by all in-process daemons.
+	mapper meta.RESTMapper
 }
 
 func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onReboot func(string)) *memNode {
@@ -86,6 +89,7 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 		Registerer:                    prometheus.NewRegistry(),
 		AllowDuplicateControllerNames: true,
 		Logger:                        &n.log,
+		RESTMapper:                    n.mapper,
 	}
 	go func() {
 		defer close(done)
