@@ -61,9 +61,13 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 	(( verify == 0 && tests == 0 ))
 
 .PHONY: bench
-bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the benchmarks (no tests)
+# BENCH picks the rolling-reboot scenarios as N:k:r, e.g. BENCH=100:10:2s;
+# the default is 500 nodes at k=25 and 2000 at k=100, r=10s (about 15 min).
+BENCH ?=
+
+bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot benchmarks; results in test/bench/results/
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench . -benchmem ./...
+	KMAINT_BENCH="$(BENCH)" KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 
 # The files controller-gen writes. An untracked one is a generated file
 # nobody committed; other untracked files (a test being written) are not
@@ -99,6 +103,15 @@ uninstall: ## Remove the CRDs from the cluster, and with them every kmaint objec
 .PHONY: run
 run: ## Run the operator against the current kubeconfig (make install first)
 	go run ./cmd/kmaint-operator --metrics-bind-address=:8080 --health-probe-bind-address=:8081
+
+# DEMO_FLAGS go to the demo, e.g. make demo DEMO_FLAGS='--nodes=30 --exit-when-done'.
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: test-deps envtest ## Run kmaint on a simulated cluster with its own API server (DEMO_FLAGS=--help lists flags)
+	go build -o "$(BIN)/demo" ./test/demo
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" "$(BIN)/demo" $(DEMO_FLAGS)
 
 ##@ Cleaning
 

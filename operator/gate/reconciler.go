@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,27 @@ type Reconciler struct {
 	DrainPollInterval time.Duration
 
 	inflight *inflight
+	written  *writtenStatus
+}
+
+// writtenStatus remembers the status last written for each pool, so that an
+// unchanged status is not written again, whatever the cache shows.
+type writtenStatus struct {
+	mu     sync.Mutex
+	status map[string]v1alpha1.MaintenancePoolStatus
+}
+
+func (w *writtenStatus) same(pool string, s v1alpha1.MaintenancePoolStatus) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.status[pool]
+	return ok && equality.Semantic.DeepEqual(last, s)
+}
+
+func (w *writtenStatus) remember(pool string, s v1alpha1.MaintenancePoolStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status[pool] = *s.DeepCopy()
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -64,19 +86,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	base := pool.DeepCopy()
 	defer func() {
 		// The built-in default pool has no object to report on.
 		if pool.UID == "" {
 			return
 		}
 		r.setStatus(st)
-		if equality.Semantic.DeepEqual(base.Status, pool.Status) {
+		// The cached pool may predate the last status written, so the
+		// comparison is with what this operator last wrote.
+		if r.written.same(pool.Name, pool.Status) {
 			return
 		}
 		if err := r.Status().Patch(ctx, pool, wholeStatus{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
+			return
 		}
+		r.written.remember(pool.Name, pool.Status)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
@@ -120,6 +145,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.DrainPollInterval = 2 * time.Second
 	}
 	r.inflight = newInflight()
+	r.written = &writtenStatus{status: map[string]v1alpha1.MaintenancePoolStatus{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).

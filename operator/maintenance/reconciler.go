@@ -116,7 +116,9 @@ func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, 
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, nm, client.MergeFrom(base)); err != nil {
+	// The lock makes a write computed from a stale cached copy fail and
+	// retry, rather than stamp a phase twice or step back.
+	if err := r.Status().Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
 	if base.Status.Phase != nm.Status.Phase {

@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -236,13 +235,13 @@ func (n *Node) StartDaemon(ctx context.Context) error {
 		return fmt.Errorf("start daemon on node %s: %w", n.cfg.Name, err)
 	}
 	n.daemon = cmd
-	go n.watchDaemon(ctx, cmd, out)
+	go n.watchDaemon(ctx, out)
 	return nil
 }
 
 // watchDaemon forwards the daemon's output and performs the reboots it asks
 // for.
-func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader) {
+func (n *Node) watchDaemon(ctx context.Context, out io.Reader) {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if strings.TrimSpace(sc.Text()) != RebootLine {
@@ -255,7 +254,7 @@ func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader) {
 		if ignore {
 			continue
 		}
-		if err := n.reboot(ctx, cmd); err != nil {
+		if err := n.reboot(ctx); err != nil {
 			fmt.Fprintf(n.cfg.Log, "node %s: reboot failed: %v\n", n.cfg.Name, err)
 		}
 		return
@@ -264,12 +263,7 @@ func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader) {
 
 // Reboot reboots the node now, whatever its daemon thinks, as a person
 // rebooting the machine by hand would.
-func (n *Node) Reboot(ctx context.Context) error {
-	n.mu.Lock()
-	d := n.daemon
-	n.mu.Unlock()
-	return n.reboot(ctx, d)
-}
+func (n *Node) Reboot(ctx context.Context) error { return n.reboot(ctx) }
 
 // KillDaemon kills the daemon at once, as a crash or an OOM kill would.
 func (n *Node) KillDaemon() {
@@ -290,12 +284,11 @@ func kill(cmd *exec.Cmd) {
 
 // reboot stops everything the node runs, changes its boot ID and starts it
 // all again.
-func (n *Node) reboot(ctx context.Context, daemon *exec.Cmd) error {
+func (n *Node) reboot(ctx context.Context) error {
+	// Once asked, the machine reboots even if the daemon that asked has
+	// died meanwhile, as with logind: whatever daemon runs now goes down.
 	n.mu.Lock()
-	if n.daemon != daemon {
-		n.mu.Unlock()
-		return errors.New("the daemon that asked is gone")
-	}
+	daemon := n.daemon
 	n.daemon = nil
 	n.reboots++
 	old := n.bootID
