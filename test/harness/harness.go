@@ -118,8 +118,9 @@ type BudgetWatcher struct {
 	moments int
 }
 
-// WatchBudget starts a watcher on the nodes labelled pool=pool.
-func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
+// watchPool watches the nodes labelled pool=pool until the test ends, when
+// the returned context is cancelled.
+func watchPool(t testing.TB, bed *testbed.Bed, pool string) (watch.Interface, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -131,6 +132,13 @@ func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, ctx
+}
+
+// WatchBudget starts a watcher on the nodes labelled pool=pool.
+func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
+	t.Helper()
+	w, _ := watchPool(t, bed, pool)
 	bw := &BudgetWatcher{nodes: map[string]*corev1.Node{}, t: t}
 	go func() {
 		defer w.Stop()
@@ -198,16 +206,7 @@ type Daemons struct {
 // reboots never show NotReady.
 func RunDaemons(t testing.TB, bed *testbed.Bed, pool string, fast bool) *Daemons {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, ctx := watchPool(t, bed, pool)
 	d := &Daemons{reboots: map[string]int{}}
 	rebooted := map[string]bool{} // boot IDs already rebooted from
 	go func() {
