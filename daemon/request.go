@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,4 +31,16 @@ func RequestReboot(j journal.Journal, reason string, uid int, now time.Time) (st
 		return "", err
 	}
 	return id, nil
+}
+
+// trimReason validates a request's reason as request-reboot and the API do.
+func trimReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", errors.New("the reason is empty: say why the node should reboot")
+	case len(reason) > journal.MaxReason:
+		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), journal.MaxReason)
+	}
+	return reason, nil
 }

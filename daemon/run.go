@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -212,16 +211,4 @@ func (a *agent) setup(mgr manager.Manager, opts Options) error {
 		Watches(&v1alpha1.NodeMaintenance{}, toNode).
 		WatchesRawSource(source.Channel(a.journalChanged, toNode)).
 		Complete(a)
-}
-
-// trimReason validates a request's reason as request-reboot and the API do.
-func trimReason(reason string) (string, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
-		return "", errors.New("the reason is empty: say why the node should reboot")
-	case len(reason) > journal.MaxReason:
-		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), journal.MaxReason)
-	}
-	return reason, nil
 }
