@@ -14,6 +14,8 @@ APT_PACKAGES=(
 	systemd         # systemd-journald, one per simulated node (test/node)
 	mount           # bind mounts inside each simulated node's namespace
 	dbus-daemon     # a private bus for the logind rebooter's tests
+	util-linux      # unshare, nsenter, setpriv: simulated nodes' namespaces
+	bsdutils        # logger: a journal entry written as another user
 )
 
 log() { echo "install-test-deps: $*" >&2; }

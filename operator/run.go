@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -58,7 +60,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		// Nodes carry managedFields from every writer (kubelet, daemon, gate);
 		// the operator reads none of them, and at thousands of nodes they
 		// would be most of its memory.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: slimNode}},
+		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -106,6 +111,22 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, fmt.Errorf("add readyz: %w", err)
 	}
 	return mgr, nil
+}
+
+// slimNode drops what the operator never reads from a cached Node: managed
+// fields and the image and volume lists, which on a real node are most of
+// its size. The operator never writes a Node's status, and its patches are
+// computed against the cached copy, so nothing it drops is ever written back.
+func slimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	node.ManagedFields = nil
+	node.Status.Images = nil
+	node.Status.VolumesInUse = nil
+	node.Status.VolumesAttached = nil
+	return node, nil
 }
 
 // Run runs the operator until ctx is done.

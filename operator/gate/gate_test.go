@@ -248,3 +248,4 @@ func TestDesiredConfigIsWrittenToThePoolsNodes(t *testing.T) {
 		g.Expect(p.Status.Updated).To(BeEquivalentTo(1))
 	}, timeout).Should(Succeed())
 }
+
