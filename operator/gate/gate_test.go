@@ -248,4 +248,3 @@ func TestDesiredConfigIsWrittenToThePoolsNodes(t *testing.T) {
 		g.Expect(p.Status.Updated).To(BeEquivalentTo(1))
 	}, timeout).Should(Succeed())
 }
-
