@@ -1,0 +1,98 @@
+package policies
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// maxChain bounds how many overlapping starts are followed when working out
+// until when a window stays open (e.g. a start every minute with an hour's
+// duration never closes; the answer is then "at least this long").
+const maxChain = 10000
+
+// Window is a maintenance window ready to be evaluated.
+type Window struct {
+	schedule cron.Schedule
+	duration time.Duration
+}
+
+// ParseWindow checks a window's schedule, time zone and duration. The
+// schedule is read in the window's time zone (UTC by default), so a window
+// at 02:00 Europe/Berlin opens at 02:00 local time in winter and in summer.
+func ParseWindow(w v1alpha1.MaintenanceWindow) (Window, error) {
+	tz := w.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return Window{}, fmt.Errorf("timeZone %q is not a known IANA time zone: %w", tz, err)
+	}
+	sched, err := cron.ParseStandard(w.Schedule)
+	if err != nil {
+		return Window{}, fmt.Errorf("schedule %q is not a five-field cron expression: %w", w.Schedule, err)
+	}
+	if spec, ok := sched.(*cron.SpecSchedule); ok {
+		spec.Location = loc
+	}
+	if w.Duration.Duration <= 0 {
+		return Window{}, fmt.Errorf("duration %s must be positive", w.Duration.Duration)
+	}
+	return Window{schedule: sched, duration: w.Duration.Duration}, nil
+}
+
+// WindowState is what a window says at one moment.
+type WindowState struct {
+	// Open is true while the window is open.
+	Open bool
+	// Until is when an open window closes.
+	Until time.Time
+	// Next is when a closed window opens next; zero if it never does.
+	Next time.Time
+}
+
+// State evaluates the window at now. A window is open when one of its starts
+// lies in (now-duration, now]; durations are elapsed time, so a 4h window
+// that spans a daylight-saving change still lasts four hours.
+func (w Window) State(now time.Time) WindowState {
+	start := w.schedule.Next(now.Add(-w.duration))
+	if start.IsZero() {
+		return WindowState{}
+	}
+	if start.After(now) {
+		return WindowState{Next: start}
+	}
+	// Open: follow the starts that keep it open, to the last one.
+	until := start.Add(w.duration)
+	for range maxChain {
+		next := w.schedule.Next(start)
+		if next.IsZero() || next.After(until) {
+			break
+		}
+		start, until = next, next.Add(w.duration)
+	}
+	return WindowState{Open: true, Until: until}
+}
+
+// AnyOpen evaluates several windows together: open while any one is open.
+// No windows at all means always open.
+func AnyOpen(windows []Window, now time.Time) WindowState {
+	if len(windows) == 0 {
+		return WindowState{Open: true}
+	}
+	var out WindowState
+	for _, w := range windows {
+		s := w.State(now)
+		switch {
+		case s.Open && (!out.Open || s.Until.After(out.Until)):
+			out = WindowState{Open: true, Until: s.Until}
+		case !out.Open && !s.Next.IsZero() && (out.Next.IsZero() || s.Next.Before(out.Next)):
+			out.Next = s.Next
+		}
+	}
+	return out
+}
