@@ -218,7 +218,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	st.plan = planAdmissions(st.views, mu, st.pool.Spec.Paused)
+	st.plan = planAdmissions(st.views, mu, st.pool.Spec.Paused || st.windowErr != nil, st.window.Open)
 	var errs []error
 	for _, name := range st.plan.admit {
 		v := st.view(name)

@@ -39,6 +39,8 @@ type plan struct {
 	unavailable int
 	// maxUnavailable is the pool's resolved budget.
 	maxUnavailable int
+	// outsideWindow counts waiting nodes held back by closed windows.
+	outsideWindow int
 }
 
 // planAdmissions picks which waiting nodes to admit: in the order they asked,
@@ -46,7 +48,10 @@ type plan struct {
 // person, not Ready) costs nothing to admit, since it counts against the
 // budget already; without that rule a person who cordons a node before asking
 // for its reboot would wait forever in a pool of maxUnavailable 1.
-func planAdmissions(views []nodeView, maxUnavailable int, paused bool) plan {
+//
+// Outside the pool's maintenance windows only nodes with a request that may
+// ignore windows are admitted; the budget holds for them all the same.
+func planAdmissions(views []nodeView, maxUnavailable int, paused, windowOpen bool) plan {
 	p := plan{maxUnavailable: maxUnavailable}
 	var waiting []nodeView
 	for _, v := range views {
@@ -69,6 +74,11 @@ func planAdmissions(views []nodeView, maxUnavailable int, paused bool) plan {
 		cost := 1
 		if v.unavailable() {
 			cost = 0
+		}
+		if !windowOpen && !v.ignoresWindows && !blocked {
+			p.waiting = append(p.waiting, v.node.Name)
+			p.outsideWindow++
+			continue
 		}
 		if blocked || cost > free {
 			p.waiting = append(p.waiting, v.node.Name)

@@ -284,7 +284,7 @@ func TestPlanAdmissions(t *testing.T) {
 				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, tc.maxUnavailable, tc.paused)
+			got := planAdmissions(views, tc.maxUnavailable, tc.paused, true)
 			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
 			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
 			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // poolState is one reconcile's picture of a pool: the pool, its nodes, and
@@ -25,6 +27,11 @@ type poolState struct {
 
 	// selectorErr says why the pool's selector could not be used.
 	selectorErr error
+	// windowErr says why the pool's windows could not be used; nothing is
+	// admitted then.
+	windowErr error
+	// window is the pool's maintenance windows at now.
+	window policies.WindowState
 	// plan is the admission decision, once made.
 	plan plan
 	// progress holds each draining node's last drain step, by node name.
@@ -95,6 +102,24 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 			return st, nil
 		}
 	}
+	var windows []policies.Window
+	for i, w := range pool.Spec.Windows {
+		parsed, err := policies.ParseWindow(w)
+		if err != nil {
+			// Reported, and nothing is admitted: a window that cannot be
+			// read is not taken for an open one.
+			st.windowErr = fmt.Errorf("spec.windows[%d]: %w", i, err)
+			break
+		}
+		windows = append(windows, parsed)
+	}
+	if st.windowErr == nil {
+		st.window = policies.AnyOpen(windows, st.now)
+	}
+	ignoring, err := r.requestsIgnoringWindows(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var pools v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &pools); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
@@ -113,10 +138,29 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v := newNodeView(node)
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.admission != nil, st.now)
+		if v.requested != nil {
+			v.ignoresWindows = slices.ContainsFunc(v.requested.Requests, func(req protocol.Request) bool { return ignoring[req.ID] })
+		}
 		st.views = append(st.views, v)
 	}
 	slices.SortFunc(st.views, func(a, b nodeView) int { return cmp.Compare(a.node.Name, b.node.Name) })
 	return st, nil
+}
+
+// requestsIgnoringWindows returns the request ids (NodeMaintenance UIDs) of
+// open NodeMaintenances that may be admitted outside maintenance windows.
+func (r *Reconciler) requestsIgnoringWindows(ctx context.Context) (map[string]bool, error) {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list maintenances: %w", err)
+	}
+	ids := map[string]bool{}
+	for _, nm := range list.Items {
+		if nm.Spec.IgnoreWindows && !nm.Status.Phase.Done() {
+			ids[string(nm.UID)] = true
+		}
+	}
+	return ids, nil
 }
 
 // replace puts a node the gate just wrote back into the state, so that later

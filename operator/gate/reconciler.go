@@ -116,6 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	requeue, err := r.drain(ctx, st)
 	errs = append(errs, err)
+	// Windows open and close with time, not with events: come back when
+	// the next one opens if nodes wait for it.
+	if st.plan.outsideWindow > 0 && !st.window.Next.IsZero() {
+		if wait := st.window.Next.Sub(st.now); requeue == 0 || wait < requeue {
+			requeue = max(wait, time.Second)
+		}
+	}
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
 
@@ -152,5 +159,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolAndDefault),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
+		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Complete(r)
 }

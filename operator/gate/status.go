@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,8 +87,15 @@ func (r *Reconciler) setBlocked(st *poolState) {
 	switch {
 	case st.selectorErr != nil:
 		reason, msg = "InvalidSelector", st.selectorErr.Error()
+	case st.windowErr != nil:
+		reason, msg = "InvalidWindow", st.windowErr.Error()
 	case pool.Spec.Paused:
 		reason, msg = "Paused", fmt.Sprintf("The pool is paused; %d nodes waiting", len(p.waiting))
+	case p.outsideWindow > 0 && p.outsideWindow == len(p.waiting):
+		reason, msg = "OutsideWindow", fmt.Sprintf("No maintenance window is open; %d nodes waiting", len(p.waiting))
+		if !st.window.Next.IsZero() {
+			msg = fmt.Sprintf("No maintenance window is open until %s; %d nodes waiting", st.window.Next.UTC().Format(time.RFC3339), len(p.waiting))
+		}
 	case len(p.waiting) > 0:
 		reason = "BudgetExhausted"
 		msg = fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
@@ -134,6 +142,8 @@ func setDegraded(st *poolState, degraded, malformed []string) {
 	switch {
 	case st.selectorErr != nil:
 		setCondition(st.pool, ConditionDegraded, true, "InvalidSelector", "", st.selectorErr.Error())
+	case st.windowErr != nil:
+		setCondition(st.pool, ConditionDegraded, true, "InvalidWindow", "", st.windowErr.Error())
 	case len(malformed) > 0:
 		setCondition(st.pool, ConditionDegraded, true, "MalformedAnnotation", "", strings.Join(malformed, "; "))
 	case len(degraded) > 0:

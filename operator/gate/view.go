@@ -36,6 +36,9 @@ type nodeView struct {
 	// inflight is true when the gate admitted the node and its cache does
 	// not show that yet.
 	inflight bool
+	// ignoresWindows is true when one of the node's outstanding requests
+	// is a NodeMaintenance with spec.ignoreWindows.
+	ignoresWindows bool
 }
 
 func newNodeView(node *corev1.Node) nodeView {

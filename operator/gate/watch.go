@@ -66,6 +66,28 @@ func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reco
 	}
 }
 
+// maintenancePools maps a NodeMaintenance to its node's pools: a request
+// that may ignore windows changes what the gate may admit.
+func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []reconcile.Request {
+	nm, ok := obj.(*v1alpha1.NodeMaintenance)
+	if !ok {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := r.Get(ctx, types.NamespacedName{Name: nm.Spec.NodeName}, node); err != nil {
+		return nil // no node, no pool to wake
+	}
+	var pools v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &pools); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List pools for a maintenance event")
+	}
+	var reqs []reconcile.Request
+	for _, name := range poolsOf(node, poolSelectors(pools.Items)) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return reqs
+}
+
 // nodeChanged passes node updates that matter to the gate, and drops the
 // kubelet's heartbeats, which would otherwise reconcile every pool every few
 // seconds per node.
