@@ -132,16 +132,13 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			}
 		}
 		progress, err := r.Drainer.Step(ctx, v.node.Name, st.pool.Spec.Drain)
-		if err != nil {
-			st.drainErrors[v.node.Name] = err.Error()
-		}
 		switch {
 		case err == nil && progress.Done:
 			errs = append(errs, r.approve(ctx, st, v))
 		case st.now.Sub(v.admission.Time) >= timeout:
 			errs = append(errs, r.abandon(ctx, st, v, timeout, progress.Blockers, err))
 		default:
-			st.progress[v.node.Name] = describeProgress(progress)
+			st.drains[v.node.Name] = report(progress, err)
 			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.admission.Time))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
@@ -158,13 +155,24 @@ func cordon(n *corev1.Node) {
 	}
 }
 
-// describeProgress says, for a person, where a drain stands.
-func describeProgress(p drain.Progress) string {
+// drainReport is where a drain stands, for the pool's Draining condition.
+type drainReport struct {
+	message string
+	// blocked is true when something refuses the drain: a budget, a pod the
+	// options do not allow to evict, or a failing API call.
+	blocked bool
+}
+
+// report says, for a person, where a drain stands after a step.
+func report(p drain.Progress, err error) drainReport {
+	if err != nil {
+		return drainReport{message: err.Error(), blocked: true}
+	}
 	msg := fmt.Sprintf("%d pods left", p.Remaining)
 	if len(p.Blockers) > 0 {
 		msg += ": " + strings.Join(p.Blockers, "; ")
 	}
-	return msg
+	return drainReport{message: msg, blocked: len(p.Blockers) > 0}
 }
 
 // approve writes reboot-approved for the boot the requests were made in, the

@@ -34,10 +34,8 @@ type poolState struct {
 	window policies.WindowState
 	// plan is the admission decision, once made.
 	plan plan
-	// progress holds each draining node's last drain step, by node name.
-	progress map[string]string
-	// drainErrors holds drain steps that failed outright, by node name.
-	drainErrors map[string]string
+	// drains holds each draining node's last drain step, by node name.
+	drains map[string]drainReport
 }
 
 // getPool returns the named pool. The built-in default pool exists without
@@ -95,7 +93,7 @@ func poolsOf(node *corev1.Node, selectors map[string]labels.Selector) []string {
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{pool: pool, now: r.Clock.Now(), progress: map[string]string{}, drainErrors: map[string]string{}}
+	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
 	if pool.Name != v1alpha1.DefaultPoolName {
 		if _, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector); err != nil {
 			st.selectorErr = fmt.Errorf("spec.nodeSelector: %w", err)
@@ -116,9 +114,13 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if st.windowErr == nil {
 		st.window = policies.AnyOpen(windows, st.now)
 	}
-	ignoring, err := r.requestsIgnoringWindows(ctx)
-	if err != nil {
-		return nil, err
+	// Which requests may ignore windows matters only while they are shut.
+	var ignoring map[string]bool
+	if !st.window.Open {
+		var err error
+		if ignoring, err = r.requestsIgnoringWindows(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var pools v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &pools); err != nil {

@@ -46,21 +46,22 @@ type Reconciler struct {
 	written  *writtenStatus
 }
 
-// writtenStatus remembers the status last written for each pool, so that an
+// writtenStatus remembers the status last written for each pool object (by
+// UID: a pool deleted and made again starts with no status), so that an
 // unchanged status is not written again, whatever the cache shows.
 type writtenStatus struct {
 	mu     sync.Mutex
-	status map[string]v1alpha1.MaintenancePoolStatus
+	status map[types.UID]v1alpha1.MaintenancePoolStatus
 }
 
-func (w *writtenStatus) same(pool string, s v1alpha1.MaintenancePoolStatus) bool {
+func (w *writtenStatus) same(pool types.UID, s v1alpha1.MaintenancePoolStatus) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	last, ok := w.status[pool]
 	return ok && equality.Semantic.DeepEqual(last, s)
 }
 
-func (w *writtenStatus) remember(pool string, s v1alpha1.MaintenancePoolStatus) {
+func (w *writtenStatus) remember(pool types.UID, s v1alpha1.MaintenancePoolStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.status[pool] = *s.DeepCopy()
@@ -94,14 +95,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.setStatus(st)
 		// The cached pool may predate the last status written, so the
 		// comparison is with what this operator last wrote.
-		if r.written.same(pool.Name, pool.Status) {
+		if r.written.same(pool.UID, pool.Status) {
 			return
 		}
 		if err := r.Status().Patch(ctx, pool, wholeStatus{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}
-		r.written.remember(pool.Name, pool.Status)
+		r.written.remember(pool.UID, pool.Status)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
@@ -152,7 +153,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.DrainPollInterval = 2 * time.Second
 	}
 	r.inflight = newInflight()
-	r.written = &writtenStatus{status: map[string]v1alpha1.MaintenancePoolStatus{}}
+	r.written = &writtenStatus{status: map[types.UID]v1alpha1.MaintenancePoolStatus{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).

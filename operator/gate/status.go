@@ -119,16 +119,12 @@ func setDraining(st *poolState) {
 		if !v.draining() {
 			continue
 		}
-		msg := st.progress[v.node.Name]
-		if e := st.drainErrors[v.node.Name]; e != "" {
-			msg = e
-		}
-		if msg == "" {
+		d, stepped := st.drains[v.node.Name]
+		msg := d.message
+		if !stepped {
 			msg = "starting"
 		}
-		if strings.Contains(msg, "refused") || st.drainErrors[v.node.Name] != "" {
-			blocked = true
-		}
+		blocked = blocked || d.blocked
 		parts = append(parts, fmt.Sprintf("%s: %s", v.node.Name, msg))
 	}
 	reason := "Evicting"

@@ -45,7 +45,7 @@ func newNodeView(node *corev1.Node) nodeView {
 	v := nodeView{
 		node:          node,
 		bootID:        protocol.BootID(node),
-		ready:         isReady(node),
+		ready:         protocol.Ready(node),
 		unschedulable: node.Spec.Unschedulable,
 		cordoned:      node.Annotations[protocol.Cordoned] == "true",
 		approved:      node.Annotations[protocol.RebootApproved],
@@ -83,15 +83,6 @@ func newNodeView(node *corev1.Node) nodeView {
 	}
 	v.malformed = errors.Join(errs...)
 	return v
-}
-
-func isReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // unavailable reports whether the node counts against its pool's budget.

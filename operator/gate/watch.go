@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
@@ -103,7 +104,7 @@ func nodeChanged() predicate.Predicate {
 				!maps.Equal(oldNode.Annotations, newNode.Annotations) ||
 				oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
 				oldNode.Status.NodeInfo.BootID != newNode.Status.NodeInfo.BootID ||
-				isReady(oldNode) != isReady(newNode) ||
+				protocol.Ready(oldNode) != protocol.Ready(newNode) ||
 				!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
 		},
 	}

@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,12 +47,7 @@ func readNode(node *corev1.Node) nodeFacts {
 	if node == nil {
 		return nodeFacts{}
 	}
-	f := nodeFacts{exists: true, bootID: protocol.BootID(node), approved: node.Annotations[protocol.RebootApproved]}
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			f.ready = c.Status == corev1.ConditionTrue
-		}
-	}
+	f := nodeFacts{exists: true, bootID: protocol.BootID(node), ready: protocol.Ready(node), approved: node.Annotations[protocol.RebootApproved]}
 	// A malformed annotation reads as absent here; the gate reports it on
 	// the pool and admits nothing on the strength of it.
 	var req protocol.Requested
@@ -125,7 +121,7 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older s
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s", nm.Spec.NodeName, boot, f.bootID)
 	case f.bootID != boot:
 		v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is coming back with boot %s", nm.Spec.NodeName, f.bootID)
-	case f.failure != nil && f.failure.BootID == boot && contains(f.failure.Requests, requestID):
+	case f.failure != nil && f.failure.BootID == boot && slices.Contains(f.failure.Requests, requestID):
 		return failed(v, f.failure.Reason, f.failure.Message)
 	case f.approved == boot:
 		v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is drained and approved to reboot", nm.Spec.NodeName)
@@ -143,15 +139,6 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older s
 func failed(v verdict, reason, message string) verdict {
 	v.phase, v.reason, v.message = v1alpha1.PhaseFailed, reason, message
 	return v
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // order lists the phases so that skipped ones get a timestamp too.

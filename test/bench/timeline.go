@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/harness"
 )
 
 // timeline records, from a watch on the nodes, when each protocol step was
@@ -78,9 +79,8 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 		}
 	}
 	tl.approved[n.Name] = approved
-	_, admitted := n.Annotations[protocol.Admitted]
 	was := tl.unavailable[n.Name]
-	is := approved || admitted || n.Spec.Unschedulable || !ready(n)
+	is := harness.Unavailable(n)
 	tl.unavailable[n.Name] = is
 	switch {
 	case is && !was:
@@ -89,15 +89,6 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 		tl.unavailableNow--
 	}
 	tl.mostUnavailable = max(tl.mostUnavailable, tl.unavailableNow)
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // slotToApproval pairs each approval after the first k with the earliest

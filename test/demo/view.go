@@ -255,13 +255,7 @@ func wantsConfig(n *corev1.Node, pools []v1alpha1.MaintenancePool, pool string) 
 func unavailable(n *corev1.Node) bool {
 	_, admitted := n.Annotations[protocol.Admitted]
 	_, approved := n.Annotations[protocol.RebootApproved]
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	return admitted || approved || n.Spec.Unschedulable || !ready
+	return admitted || approved || n.Spec.Unschedulable || !protocol.Ready(n)
 }
 
 // resolveMaxUnavailable resolves a pool's maxUnavailable against its node

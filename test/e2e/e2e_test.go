@@ -40,9 +40,7 @@ const timeout = 90 * time.Second
 // daemon are killed, and checks the design's invariants throughout and at
 // the end.
 func TestEveryPromiseOnTwentyNodes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("journald nodes need root; CI runs as root")
-	}
+	harness.RequireRoot(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	c, err := sim.Start(ctx, bed, sim.Config{
@@ -164,16 +162,7 @@ func expectSettled(g Gomega, name string) {
 			g.Expect(k).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State), "%s left on %s", k, name)
 		}
 	}
-	g.Expect(isReady(n)).To(BeTrue(), "%s Ready", name)
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	g.Expect(protocol.Ready(n)).To(BeTrue(), "%s Ready", name)
 }
 
 func getNode(g Gomega, name string) *corev1.Node { return harness.GetNode(g, bed, name) }

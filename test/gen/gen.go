@@ -114,20 +114,21 @@ func Request(ctx context.Context, c client.Client, node, id string, source v1alp
 // goes NotReady (unless fast), comes back with a new boot ID, and its daemon,
 // finding no request in the new boot, clears reboot-requested.
 func Reboot(ctx context.Context, c client.Client, node, newBootID string, fast bool) error {
+	if !fast {
+		old := &corev1.Node{}
+		if err := c.Get(ctx, types.NamespacedName{Name: node}, old); err != nil {
+			return err
+		}
+		if err := SetBoot(ctx, c, node, old.Status.NodeInfo.BootID, false); err != nil {
+			return err
+		}
+	}
+	if err := SetBoot(ctx, c, node, newBootID, true); err != nil {
+		return err
+	}
 	n := &corev1.Node{}
 	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 		return err
-	}
-	if !fast {
-		SetReady(n, false)
-		if err := c.Status().Update(ctx, n); err != nil {
-			return fmt.Errorf("node %s NotReady: %w", node, err)
-		}
-	}
-	n.Status.NodeInfo.BootID = newBootID
-	SetReady(n, true)
-	if err := c.Status().Update(ctx, n); err != nil {
-		return fmt.Errorf("node %s back: %w", node, err)
 	}
 	base := n.DeepCopy()
 	delete(n.Annotations, protocol.RebootRequested)

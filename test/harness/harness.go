@@ -95,13 +95,7 @@ func GetNode(g Gomega, bed *testbed.Bed, name string) *corev1.Node {
 func Unavailable(n *corev1.Node) bool {
 	_, approved := n.Annotations[protocol.RebootApproved]
 	_, admitted := n.Annotations[protocol.Admitted]
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	return approved || admitted || n.Spec.Unschedulable || !ready
+	return approved || admitted || n.Spec.Unschedulable || !protocol.Ready(n)
 }
 
 // BudgetWatcher sees every change to a pool's nodes and remembers the most

@@ -175,6 +175,16 @@ func Encode(v any) string {
 	return string(b)
 }
 
+// Ready reports whether the node's Ready condition is True.
+func Ready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // BootID returns the node's current boot ID as its kubelet reports it.
 func BootID(node *corev1.Node) string {
 	return strings.TrimSpace(node.Status.NodeInfo.BootID)
