@@ -23,6 +23,8 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // Options configure the operator.
@@ -39,6 +41,12 @@ type Options struct {
 	DrainPollInterval time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
+	// PrometheusURL is the Prometheus server that policies and blocking
+	// queries ask, e.g. http://prometheus.monitoring:9090. Empty leaves
+	// them reporting that no Prometheus is configured.
+	PrometheusURL string
+	// PrometheusTimeout bounds each query; 0 means 10s.
+	PrometheusTimeout time.Duration
 	// AllowDuplicateControllerNames lets several operators run in one
 	// process, as the simulated cluster does when it restarts the operator.
 	AllowDuplicateControllerNames bool
@@ -84,6 +92,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	var prom policies.Querier
+	if opts.PrometheusURL != "" {
+		p, err := policies.NewPrometheus(opts.PrometheusURL, opts.PrometheusTimeout)
+		if err != nil {
+			return nil, err
+		}
+		prom = p
+	}
 	copts := controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}
 	g := &gate.Reconciler{
 		Client:            mgr.GetClient(),
@@ -98,6 +114,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk}
 	if err := m.SetupWithManager(ctx, mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
+	}
+	pc := &policy.Reconciler{Client: mgr.GetClient(), Prometheus: prom, Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk}
+	if err := pc.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("set up policy: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add healthz: %w", err)

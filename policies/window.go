@@ -24,25 +24,34 @@ type Window struct {
 // schedule is read in the window's time zone (UTC by default), so a window
 // at 02:00 Europe/Berlin opens at 02:00 local time in winter and in summer.
 func ParseWindow(w v1alpha1.MaintenanceWindow) (Window, error) {
-	tz := w.TimeZone
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
+	sched, err := parseCron(w.Schedule, w.TimeZone)
 	if err != nil {
-		return Window{}, fmt.Errorf("timeZone %q is not a known IANA time zone: %w", tz, err)
-	}
-	sched, err := cron.ParseStandard(w.Schedule)
-	if err != nil {
-		return Window{}, fmt.Errorf("schedule %q is not a five-field cron expression: %w", w.Schedule, err)
-	}
-	if spec, ok := sched.(*cron.SpecSchedule); ok {
-		spec.Location = loc
+		return Window{}, err
 	}
 	if w.Duration.Duration <= 0 {
 		return Window{}, fmt.Errorf("duration %s must be positive", w.Duration.Duration)
 	}
 	return Window{schedule: sched, duration: w.Duration.Duration}, nil
+}
+
+// parseCron reads a five-field cron expression in an IANA time zone (UTC
+// when empty).
+func parseCron(expr, tz string) (cron.Schedule, error) {
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("timeZone %q is not a known IANA time zone: %w", tz, err)
+	}
+	sched, err := cron.ParseStandard(expr)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q is not a five-field cron expression: %w", expr, err)
+	}
+	if spec, ok := sched.(*cron.SpecSchedule); ok {
+		spec.Location = loc
+	}
+	return sched, nil
 }
 
 // WindowState is what a window says at one moment.

@@ -25,6 +25,8 @@ func main() {
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
+	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Prometheus server for RebootPolicy queries and pool blocking queries, e.g. http://prometheus.monitoring:9090.")
+	fs.DurationVar(&opts.PrometheusTimeout, "prometheus-timeout", 0, "Timeout of each Prometheus query (default 10s).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])

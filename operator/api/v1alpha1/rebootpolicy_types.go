@@ -167,6 +167,23 @@ type AlertTrigger struct {
 	MatchNodeBy NodeMatch `json:"matchNodeBy,omitempty"`
 }
 
+// CandidateState says what a candidate waits for.
+type CandidateState string
+
+// The states of a candidate.
+const (
+	// CandidatePending meets the trigger, not yet for long enough.
+	CandidatePending CandidateState = "Pending"
+	// CandidateCooldown qualifies but rebooted too recently.
+	CandidateCooldown CandidateState = "Cooldown"
+	// CandidateOverCap qualifies but the policy has its cap of open requests.
+	CandidateOverCap CandidateState = "OverCap"
+	// CandidateRequested has an open reboot request, this policy's or another.
+	CandidateRequested CandidateState = "Requested"
+	// CandidateWouldRequest qualifies, and the policy is a dry run.
+	CandidateWouldRequest CandidateState = "WouldRequest"
+)
+
 // Candidate is a node that currently meets a policy's trigger.
 type Candidate struct {
 	// Node is the node's name.
@@ -176,7 +193,41 @@ type Candidate struct {
 	// Value is the node's last query value, when the trigger has one.
 	// +optional
 	Value string `json:"value,omitempty"`
+	// State says what the candidate waits for.
+	// +optional
+	State CandidateState `json:"state,omitempty"`
+	// Until is when a Pending candidate qualifies or a Cooldown one may be
+	// requested.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
 }
+
+// RebootOutcome is what a reboot the policy asked for did to the node's
+// value: the value that raised the request and the first one after.
+type RebootOutcome struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// NodeMaintenance is the request that rebooted it.
+	NodeMaintenance string `json:"nodeMaintenance"`
+	// RebootedAt is when the reboot completed.
+	RebootedAt metav1.Time `json:"rebootedAt"`
+	// ValueBefore is the value the request was raised on.
+	// +optional
+	ValueBefore string `json:"valueBefore,omitempty"`
+	// ValueAfter is the first value evaluated after the reboot.
+	// +optional
+	ValueAfter string `json:"valueAfter,omitempty"`
+}
+
+// FiringAlertsAnnotation on a RebootPolicy with an alert trigger holds the
+// nodes its alerts fire for, as JSON {node: startsAt}. The operator's
+// Alertmanager webhook writes it, on any replica; the policy controller
+// reads it.
+const FiringAlertsAnnotation = "kmaint.io/firing-alerts"
+
+// ValueAnnotation on a NodeMaintenance raised by a Prometheus trigger holds
+// the value it was raised on.
+const ValueAnnotation = "kmaint.io/policy-value"
 
 // RebootPolicyStatus is what the policy's last evaluation found.
 type RebootPolicyStatus struct {
@@ -198,11 +249,31 @@ type RebootPolicyStatus struct {
 	// +optional
 	Candidates []Candidate `json:"candidates,omitempty"`
 
+	// LastScheduleTime is the last fire time of a schedule trigger that was
+	// acted on.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// WouldRequest lists the nodes a dry run would have requested reboots
+	// for at the last evaluation.
+	// +listType=set
+	// +optional
+	WouldRequest []string `json:"wouldRequest,omitempty"`
+
+	// Outcomes holds, per node, the last reboot this policy asked for and the
+	// node's value before and after it, so that one can see whether the
+	// reboot helped.
+	// +listType=map
+	// +listMapKey=node
+	// +optional
+	Outcomes []RebootOutcome `json:"outcomes,omitempty"`
+
 	// RequestsRaised counts the NodeMaintenances this policy has created.
 	// +optional
 	RequestsRaised int64 `json:"requestsRaised,omitempty"`
 
-	// Conditions: Ready, QueryFailing, PrometheusUnreachable, CapReached.
+	// Conditions: Ready, QueryFailing, PrometheusUnreachable, CapReached,
+	// UnmatchedSeries.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -1,0 +1,7 @@
+// Package policy evaluates RebootPolicies and raises NodeMaintenances for the
+// nodes their triggers pick: a Prometheus query held past a threshold, a
+// cron schedule, or a firing Alertmanager alert. The decisions are pure
+// functions in package policies; this package reads the cluster and
+// Prometheus, applies them, and reports in the policy's status. The requests
+// it raises travel the same gate as every other request.
+package policy

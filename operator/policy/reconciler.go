@@ -1,0 +1,228 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// Reconciler evaluates one RebootPolicy per reconcile and raises its
+// NodeMaintenances.
+type Reconciler struct {
+	client.Client
+	// Prometheus answers the policies' queries; nil reports every
+	// Prometheus policy as unable to reach one.
+	Prometheus policies.Querier
+	Recorder   events.EventRecorder
+	Clock      clock.PassiveClock
+
+	// written remembers the status last written per policy (by UID): the
+	// cache may not show it yet, and a reconcile reading an older
+	// evaluation time would query Prometheus again before the interval.
+	written *memory
+}
+
+type memory struct {
+	mu     sync.Mutex
+	status map[types.UID]v1alpha1.RebootPolicyStatus
+}
+
+func (m *memory) get(uid types.UID) (v1alpha1.RebootPolicyStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.status[uid]
+	return *s.DeepCopy(), ok
+}
+
+func (m *memory) put(uid types.UID, s v1alpha1.RebootPolicyStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.status[uid] = *s.DeepCopy()
+}
+
+func (m *memory) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.status, uid)
+}
+
+// +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// Reconcile evaluates the policy's trigger, applies its guards, raises
+// requests, and patches its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	var p v1alpha1.RebootPolicy
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		r.written.forget(p.UID)
+		return ctrl.Result{}, nil
+	}
+	last := p.Status
+	if mem, ok := r.written.get(p.UID); ok {
+		last = mem
+	}
+	out := &outcome{now: r.Clock.Now(), last: &last}
+	defer func() {
+		status := r.status(&p, out)
+		if equalStatus(last, status) {
+			return
+		}
+		p.Status = status
+		if err := r.Status().Patch(ctx, &p, wholeStatus{}); err != nil {
+			reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
+			return
+		}
+		r.written.put(p.UID, status)
+	}()
+
+	if p.Spec.Suspend {
+		out.suspended = true
+		return ctrl.Result{}, nil
+	}
+	s, err := parseSpec(&p)
+	if err != nil {
+		out.specErr = err
+		return ctrl.Result{}, nil // reported; nothing to do until the spec changes
+	}
+	f, err := r.observe(ctx, &p)
+	var se *specError
+	if errors.As(err, &se) {
+		out.specErr = err
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	out.facts = f
+	out.eval = r.evaluate(ctx, &p, &last, s, f, out.now)
+	if out.eval.err != nil {
+		return r.requeue(out), nil
+	}
+	out.cap, err = policies.ResolveCap(p.Spec.MaxConcurrentRequests, len(f.selected))
+	if err != nil {
+		out.specErr = &specError{field: "spec.maxConcurrentRequests", err: err}
+		return ctrl.Result{}, nil
+	}
+	out.selection = r.selectNodes(&p, s, f, out)
+	if p.Spec.DryRun {
+		return r.requeue(out), nil
+	}
+	out.raised, err = r.raise(ctx, &p, s, byNode(out.eval.candidates), out.selection.Raise)
+	return r.requeue(out), err
+}
+
+// selectNodes applies the guards. A node whose request for this episode
+// exists already, even a failed one, is not asked for again: a drain that
+// timed out would only time out again.
+func (r *Reconciler) selectNodes(p *v1alpha1.RebootPolicy, s spec, f *facts, out *outcome) policies.Selection {
+	open := make(map[string]bool, len(f.open))
+	for node := range f.open {
+		open[node] = true
+	}
+	for _, c := range out.eval.candidates {
+		if f.names[requestName(p.Name, c.Node, c.Since)] {
+			open[c.Node] = true
+		}
+	}
+	return policies.Select(out.eval.candidates, policies.Guards{
+		For:          s.forDur,
+		Cooldown:     s.cooldown,
+		LastReboot:   f.lastReboot,
+		Open:         open,
+		OpenByPolicy: f.ownOpen,
+		Cap:          out.cap,
+	}, out.now)
+}
+
+// requeue comes back for the next evaluation, or when a waiting candidate
+// qualifies or leaves its cooldown, whichever is first.
+func (r *Reconciler) requeue(out *outcome) ctrl.Result {
+	next := out.eval.next
+	if n := out.selection.Next; !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		next = n
+	}
+	if next.IsZero() {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: max(next.Sub(out.now), time.Second)}
+}
+
+func byNode(cs []policies.Candidate) map[string]policies.Candidate {
+	m := make(map[string]policies.Candidate, len(cs))
+	for _, c := range cs {
+		m[c.Node] = c
+	}
+	return m
+}
+
+// wholeStatus patches the policy's entire status, so that zero counts and
+// emptied lists are written, not left out of a computed diff.
+type wholeStatus struct{}
+
+func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
+
+func (wholeStatus) Data(obj client.Object) ([]byte, error) {
+	p, ok := obj.(*v1alpha1.RebootPolicy)
+	if !ok {
+		return nil, fmt.Errorf("status patch of %T", obj)
+	}
+	return json.Marshal(map[string]any{"status": p.Status})
+}
+
+// SetupWithManager registers the controller. Policies reconcile on spec and
+// annotation changes (the alert webhook writes an annotation), and when a
+// NodeMaintenance of theirs changes; time-driven evaluations requeue.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.written = &memory{status: map[types.UID]v1alpha1.RebootPolicyStatus{}}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("policy").
+		WithOptions(opts).
+		For(&v1alpha1.RebootPolicy{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.policiesOf)).
+		Complete(r)
+}
+
+// policiesOf maps a NodeMaintenance to the policies it matters to: its own
+// (its cap and outcome), and every other, whose cooldowns and open-request
+// checks it changes when it completes or opens.
+func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.Request {
+	var list v1alpha1.RebootPolicyList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list policies for a node maintenance change")
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return reqs
+}
