@@ -66,6 +66,9 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 	log  *syncBuffer   // the output of every run, in order
+	// logShown is set once a failure message has carried the whole log,
+	// so that cleanup does not print it again.
+	logShown bool
 }
 
 // Start runs Prometheus on a free port of 127.0.0.1 with a configuration and
@@ -90,7 +93,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{t: t, binary: binary, timeout: opts.StartTimeout, log: &syncBuffer{}}
 	t.Cleanup(func() {
 		s.Stop()
-		if t.Failed() {
+		if t.Failed() && !s.logShown {
 			t.Logf("prometheus log (last lines):\n%s", s.logTail(60))
 		}
 	})
@@ -116,6 +119,7 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 	}
 	if err != nil {
+		s.logShown = true
 		t.Fatalf("start prometheus: %v\nprometheus log:\n%s", err, s.log.String())
 	}
 	s.querier, err = policies.NewPrometheus(s.url, 5*time.Second)
@@ -198,6 +202,7 @@ func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
 	if err := s.start(); err != nil {
+		s.logShown = true
 		s.t.Fatalf("restart prometheus: %v\nprometheus log:\n%s", err, s.log.String())
 	}
 }
