@@ -226,7 +226,14 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	st.plan = planAdmissions(st.views, mu, st.pool.Spec.Paused || st.windowErr != nil, st.window.Open)
+	paused := st.pool.Spec.Paused || st.windowErr != nil
+	st.plan = planAdmissions(st.views, mu, paused, false)
+	// Blocking queries are asked only when they decide something.
+	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
+		if st.block = r.blocking(ctx, st); st.block.blocks() {
+			st.plan = planAdmissions(st.views, mu, paused, true)
+		}
+	}
 	var errs []error
 	for _, name := range st.plan.admit {
 		v := st.view(name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -41,6 +42,11 @@ type plan struct {
 	maxUnavailable int
 	// outsideWindow counts waiting nodes held back by closed windows.
 	outsideWindow int
+	// nextOpening is the earliest moment a node held back by windows may
+	// be admitted; zero when none of them knows.
+	nextOpening time.Time
+	// held counts waiting nodes that would have been admitted but for held.
+	held int
 }
 
 // planAdmissions picks which waiting nodes to admit: in the order they asked,
@@ -49,9 +55,11 @@ type plan struct {
 // budget already; without that rule a person who cordons a node before asking
 // for its reboot would wait forever in a pool of maxUnavailable 1.
 //
-// Outside the pool's maintenance windows only nodes with a request that may
-// ignore windows are admitted; the budget holds for them all the same.
-func planAdmissions(views []nodeView, maxUnavailable int, paused, windowOpen bool) plan {
+// A node whose windows are all shut (see nodeView.windowOpen: its pool's,
+// its requests' policies', unless a request ignores windows) waits; the
+// budget holds for the others all the same. With held (a blocking query), no
+// node is admitted: the plan then counts those that would have been.
+func planAdmissions(views []nodeView, maxUnavailable int, paused, held bool) plan {
 	p := plan{maxUnavailable: maxUnavailable}
 	var waiting []nodeView
 	for _, v := range views {
@@ -75,13 +83,22 @@ func planAdmissions(views []nodeView, maxUnavailable int, paused, windowOpen boo
 		if v.unavailable() {
 			cost = 0
 		}
-		if !windowOpen && !v.ignoresWindows && !blocked {
+		if !v.windowOpen && !blocked {
 			p.waiting = append(p.waiting, v.node.Name)
 			p.outsideWindow++
+			if !v.nextOpening.IsZero() && (p.nextOpening.IsZero() || v.nextOpening.Before(p.nextOpening)) {
+				p.nextOpening = v.nextOpening
+			}
 			continue
 		}
 		if blocked || cost > free {
 			p.waiting = append(p.waiting, v.node.Name)
+			continue
+		}
+		if held {
+			p.waiting = append(p.waiting, v.node.Name)
+			p.held++
+			free -= cost
 			continue
 		}
 		free -= cost

@@ -90,6 +90,11 @@ func TestPlanAdmissions(t *testing.T) {
 		inflight       []string
 		maxUnavailable int
 		paused         bool
+		// closed lists nodes none of whose requests' windows are open, with
+		// when the first opens (zero: unknown).
+		closed map[string]time.Time
+		// held is a blocking query holding new admissions.
+		held bool
 
 		// wantAdmit are the nodes admitted now, in order.
 		wantAdmit []string
@@ -99,6 +104,12 @@ func TestPlanAdmissions(t *testing.T) {
 		// wantUnavailable is how many nodes count against the budget
 		// before anything is admitted.
 		wantUnavailable int
+		// wantOutsideWindow counts waiting nodes held back by windows.
+		wantOutsideWindow int
+		// wantNextOpening is the earliest opening among them.
+		wantNextOpening time.Time
+		// wantHeld counts nodes a blocking query kept from admission.
+		wantHeld int
 	}{
 		"in the order asked, then by name": {
 			nodes: []*corev1.Node{
@@ -271,6 +282,62 @@ func TestPlanAdmissions(t *testing.T) {
 			wantWaiting:     []string{"a"},
 			wantUnavailable: 1,
 		},
+		"a node outside its windows waits while the next one is admitted": {
+			nodes: []*corev1.Node{
+				gen.Node("policy", requestsNow(req("p1", 0))),
+				gen.Node("host", requestsNow(req("h1", time.Minute))),
+			},
+			closed:            map[string]time.Time{"policy": t0.Add(3 * time.Hour)},
+			maxUnavailable:    1,
+			wantAdmit:         []string{"host"},
+			wantWaiting:       []string{"policy"},
+			wantOutsideWindow: 1,
+			wantNextOpening:   t0.Add(3 * time.Hour),
+		},
+		"the earliest opening among the nodes outside their windows": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("b", requestsNow(req("b1", time.Minute))),
+				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
+			},
+			closed:            map[string]time.Time{"a": t0.Add(5 * time.Hour), "b": t0.Add(2 * time.Hour), "c": {}},
+			maxUnavailable:    3,
+			wantWaiting:       []string{"a", "b", "c"},
+			wantOutsideWindow: 3,
+			wantNextOpening:   t0.Add(2 * time.Hour),
+		},
+		"paused counts no one as outside windows": {
+			nodes:          []*corev1.Node{gen.Node("a", requestsNow(req("a1", 0)))},
+			closed:         map[string]time.Time{"a": t0.Add(time.Hour)},
+			maxUnavailable: 1,
+			paused:         true,
+			wantWaiting:    []string{"a"},
+		},
+		"a blocking query admits no one and counts those it kept": {
+			nodes: []*corev1.Node{
+				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("b", requestsNow(req("b1", time.Minute))),
+				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
+				gen.Node("outside", requestsNow(req("o1", 3*time.Minute))),
+			},
+			closed:            map[string]time.Time{"outside": t0.Add(time.Hour)},
+			maxUnavailable:    2,
+			held:              true,
+			wantWaiting:       []string{"a", "b", "c", "outside"},
+			wantOutsideWindow: 1,
+			wantNextOpening:   t0.Add(time.Hour),
+			wantHeld:          2,
+		},
+		"a blocking query keeps even a node that costs nothing": {
+			nodes: []*corev1.Node{
+				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", 0))),
+			},
+			maxUnavailable:  1,
+			held:            true,
+			wantWaiting:     []string{"cordoned"},
+			wantUnavailable: 1,
+			wantHeld:        1,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -282,13 +349,19 @@ func TestPlanAdmissions(t *testing.T) {
 				for _, name := range tc.inflight {
 					v.inflight = v.inflight || name == n.Name
 				}
+				if next, ok := tc.closed[n.Name]; ok {
+					v.windowOpen, v.nextOpening = false, next
+				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, tc.maxUnavailable, tc.paused, true)
+			got := planAdmissions(views, tc.maxUnavailable, tc.paused, tc.held)
 			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
 			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
 			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")
 			g.Expect(got.maxUnavailable).To(Equal(tc.maxUnavailable), "maxUnavailable")
+			g.Expect(got.outsideWindow).To(Equal(tc.wantOutsideWindow), "outsideWindow")
+			g.Expect(got.nextOpening).To(Equal(tc.wantNextOpening), "nextOpening")
+			g.Expect(got.held).To(Equal(tc.wantHeld), "held")
 			// Invariant 1, as the plan sees it: what it admits at a cost
 			// never takes the pool over its budget.
 			cost := 0

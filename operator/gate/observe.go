@@ -10,11 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -32,6 +31,8 @@ type poolState struct {
 	windowErr error
 	// window is the pool's maintenance windows at now.
 	window policies.WindowState
+	// block is what the pool's blocking queries said, when they were asked.
+	block blockResult
 	// plan is the admission decision, once made.
 	plan plan
 	// drains holds each draining node's last drain step, by node name.
@@ -56,41 +57,6 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 	}
 }
 
-// poolSelectors returns every pool's node selector but the default pool's.
-// Pools whose selector is invalid select nothing and are reported by their
-// own reconcile.
-func poolSelectors(pools []v1alpha1.MaintenancePool) map[string]labels.Selector {
-	selectors := make(map[string]labels.Selector, len(pools))
-	for i := range pools {
-		p := &pools[i]
-		if p.Name == v1alpha1.DefaultPoolName || p.Spec.NodeSelector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			continue
-		}
-		selectors[p.Name] = sel
-	}
-	return selectors
-}
-
-// poolsOf returns the pools that select a node: the pools whose selector
-// matches it, or the default pool when none does.
-func poolsOf(node *corev1.Node, selectors map[string]labels.Selector) []string {
-	var names []string
-	for name, sel := range selectors {
-		if sel.Matches(labels.Set(node.Labels)) {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		return []string{v1alpha1.DefaultPoolName}
-	}
-	slices.Sort(names)
-	return names
-}
-
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
 	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
@@ -101,47 +67,48 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 	}
 	var windows []policies.Window
-	for i, w := range pool.Spec.Windows {
-		parsed, err := policies.ParseWindow(w)
-		if err != nil {
-			// Reported, and nothing is admitted: a window that cannot be
-			// read is not taken for an open one.
-			st.windowErr = fmt.Errorf("spec.windows[%d]: %w", i, err)
-			break
-		}
-		windows = append(windows, parsed)
-	}
-	if st.windowErr == nil {
+	windows, st.windowErr = policies.ParseWindows(pool.Spec.Windows)
+	if st.windowErr != nil {
+		// Reported, and nothing is admitted: a window that cannot be read
+		// is not taken for an open one.
+		st.windowErr = fmt.Errorf("spec.%w", st.windowErr)
+	} else {
 		st.window = policies.AnyOpen(windows, st.now)
 	}
-	// Which requests may ignore windows matters only while they are shut.
-	var ignoring map[string]bool
-	if !st.window.Open {
+	var rebootPolicies v1alpha1.RebootPolicyList
+	if err := r.List(ctx, &rebootPolicies); err != nil {
+		return nil, fmt.Errorf("list reboot policies: %w", err)
+	}
+	wins := pools.NewWindows(st.now, windows, rebootPolicies.Items)
+	// Which requests ignore windows or fall under a policy's windows
+	// matters only while the pool's windows are shut or a policy has some.
+	var requests map[string]requestInfo
+	if !st.window.Open || wins.PolicyWindows() {
 		var err error
-		if ignoring, err = r.requestsIgnoringWindows(ctx); err != nil {
+		if requests, err = r.openRequests(ctx); err != nil {
 			return nil, err
 		}
 	}
-	var pools v1alpha1.MaintenancePoolList
-	if err := r.List(ctx, &pools); err != nil {
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	selectors := poolSelectors(pools.Items)
+	selectors := pools.Selectors(poolList.Items)
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		in := poolsOf(node, selectors)
+		in := pools.Of(node, selectors)
 		if !slices.Contains(in, pool.Name) {
 			continue
 		}
 		v := newNodeView(node)
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.admission != nil, st.now)
-		if v.requested != nil {
-			v.ignoresWindows = slices.ContainsFunc(v.requested.Requests, func(req protocol.Request) bool { return ignoring[req.ID] })
+		if v.requested != nil && st.windowErr == nil {
+			setWindows(&v, wins, requests)
 		}
 		st.views = append(st.views, v)
 	}
@@ -149,20 +116,49 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	return st, nil
 }
 
-// requestsIgnoringWindows returns the request ids (NodeMaintenance UIDs) of
-// open NodeMaintenances that may be admitted outside maintenance windows.
-func (r *Reconciler) requestsIgnoringWindows(ctx context.Context) (map[string]bool, error) {
+// requestInfo is what the gate needs to know of an open NodeMaintenance to
+// place its request in time.
+type requestInfo struct {
+	ignoreWindows bool
+	policy        string
+}
+
+// openRequests returns, by request id (NodeMaintenance UID), the open
+// NodeMaintenances' window settings.
+func (r *Reconciler) openRequests(ctx context.Context) (map[string]requestInfo, error) {
 	var list v1alpha1.NodeMaintenanceList
 	if err := r.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list maintenances: %w", err)
 	}
-	ids := map[string]bool{}
+	ids := map[string]requestInfo{}
 	for _, nm := range list.Items {
-		if nm.Spec.IgnoreWindows && !nm.Status.Phase.Done() {
-			ids[string(nm.UID)] = true
+		if !nm.Status.Phase.Done() {
+			ids[string(nm.UID)] = requestInfo{ignoreWindows: nm.Spec.IgnoreWindows, policy: nm.Spec.Policy}
 		}
 	}
 	return ids, nil
+}
+
+// setWindows works out whether the node may be admitted now as far as
+// windows go: when any of its requests may be, since the one reboot
+// satisfies them all; else when the first of them may be.
+func setWindows(v *nodeView, wins *pools.Windows, requests map[string]requestInfo) {
+	v.windowOpen = false
+	for _, req := range v.requested.Requests {
+		info := requests[req.ID]
+		verdict := wins.Request(info.ignoreWindows, info.policy)
+		switch {
+		case verdict.Open:
+			v.windowOpen, v.nextOpening, v.windowProblems = true, time.Time{}, nil
+			return
+		case verdict.Problem != "":
+			if !slices.Contains(v.windowProblems, verdict.Problem) {
+				v.windowProblems = append(v.windowProblems, verdict.Problem)
+			}
+		case !verdict.Next.IsZero() && (v.nextOpening.IsZero() || verdict.Next.Before(v.nextOpening)):
+			v.nextOpening = verdict.Next
+		}
+	}
 }
 
 // replace puts a node the gate just wrote back into the state, so that later

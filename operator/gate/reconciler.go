@@ -22,6 +22,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // Drainer evicts a node's pods one step at a time; drain.Drainer is the real
@@ -41,9 +42,16 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	// DrainPollInterval is how often a drain in progress is stepped.
 	DrainPollInterval time.Duration
+	// Prometheus runs pools' blocking queries. Nil blocks every pool that
+	// has some, and says that no Prometheus is configured.
+	Prometheus policies.Querier
+	// BlockingQueryInterval is how long a pool's blocking-query results
+	// stand before the queries run again (30s if zero).
+	BlockingQueryInterval time.Duration
 
 	inflight *inflight
 	written  *writtenStatus
+	blocks   *blockCache
 }
 
 // writtenStatus remembers the status last written for each pool object (by
@@ -69,6 +77,8 @@ func (w *writtenStatus) remember(pool types.UID, s v1alpha1.MaintenancePoolStatu
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -118,11 +128,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	requeue, err := r.drain(ctx, st)
 	errs = append(errs, err)
 	// Windows open and close with time, not with events: come back when
-	// the next one opens if nodes wait for it.
-	if st.plan.outsideWindow > 0 && !st.window.Next.IsZero() {
-		if wait := st.window.Next.Sub(st.now); requeue == 0 || wait < requeue {
-			requeue = max(wait, time.Second)
+	// the next one opens if nodes wait for it. Blocking queries are asked
+	// again once their answer is stale.
+	wake := func(wait time.Duration) {
+		if wait = max(wait, time.Second); requeue == 0 || wait < requeue {
+			requeue = wait
 		}
+	}
+	if st.plan.outsideWindow > 0 && !st.plan.nextOpening.IsZero() {
+		wake(st.plan.nextOpening.Sub(st.now))
+	}
+	if st.plan.held > 0 {
+		wake(r.recheckAfter(st))
 	}
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
@@ -152,6 +169,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.DrainPollInterval == 0 {
 		r.DrainPollInterval = 2 * time.Second
 	}
+	if r.BlockingQueryInterval == 0 {
+		r.BlockingQueryInterval = 30 * time.Second
+	}
+	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
 	r.inflight = newInflight()
 	r.written = &writtenStatus{status: map[types.UID]v1alpha1.MaintenancePoolStatus{}}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -161,5 +182,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
+		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,11 +92,10 @@ func (r *Reconciler) setBlocked(st *poolState) {
 		reason, msg = "InvalidWindow", st.windowErr.Error()
 	case pool.Spec.Paused:
 		reason, msg = "Paused", fmt.Sprintf("The pool is paused; %d nodes waiting", len(p.waiting))
+	case p.held > 0:
+		reason, msg = st.block.reason, st.block.message
 	case p.outsideWindow > 0 && p.outsideWindow == len(p.waiting):
-		reason, msg = "OutsideWindow", fmt.Sprintf("No maintenance window is open; %d nodes waiting", len(p.waiting))
-		if !st.window.Next.IsZero() {
-			msg = fmt.Sprintf("No maintenance window is open until %s; %d nodes waiting", st.window.Next.UTC().Format(time.RFC3339), len(p.waiting))
-		}
+		reason, msg = "OutsideWindow", outsideWindowMessage(st)
 	case len(p.waiting) > 0:
 		reason = "BudgetExhausted"
 		msg = fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
@@ -110,6 +110,29 @@ func (r *Reconciler) setBlocked(st *poolState) {
 	if reason == "BudgetExhausted" && (was == nil || was.Reason != reason) {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
 	}
+}
+
+// outsideWindowMessage says until when the pool's waiting nodes wait for
+// windows (their pool's, or their requests' policies'), and which policies'
+// windows cannot be read.
+func outsideWindowMessage(st *poolState) string {
+	msg := "No maintenance window is open"
+	if next := st.plan.nextOpening; !next.IsZero() {
+		msg = fmt.Sprintf("No maintenance window is open until %s", next.UTC().Format(time.RFC3339))
+	}
+	msg += fmt.Sprintf("; %d nodes waiting", len(st.plan.waiting))
+	var problems []string
+	for _, v := range st.views {
+		for _, pr := range v.windowProblems {
+			if !slices.Contains(problems, pr) {
+				problems = append(problems, pr)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		msg += "; requests of these policies are not admitted until their windows can be read: " + strings.Join(problems, "; ")
+	}
+	return msg
 }
 
 func setDraining(st *poolState) {

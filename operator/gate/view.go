@@ -36,9 +36,16 @@ type nodeView struct {
 	// inflight is true when the gate admitted the node and its cache does
 	// not show that yet.
 	inflight bool
-	// ignoresWindows is true when one of the node's outstanding requests
-	// is a NodeMaintenance with spec.ignoreWindows.
-	ignoresWindows bool
+	// windowOpen is true when the windows of one of the node's requests
+	// (its pool's, its policy's, or none with ignoreWindows) let it be
+	// admitted now; the one reboot satisfies them all.
+	windowOpen bool
+	// nextOpening is, while windowOpen is false, the earliest moment one of
+	// the node's requests may be admitted; zero when unknown or never.
+	nextOpening time.Time
+	// windowProblems say why some of the node's requests are never admitted
+	// as things stand (their policy's windows cannot be read).
+	windowProblems []string
 }
 
 func newNodeView(node *corev1.Node) nodeView {
@@ -49,6 +56,8 @@ func newNodeView(node *corev1.Node) nodeView {
 		unschedulable: node.Spec.Unschedulable,
 		cordoned:      node.Annotations[protocol.Cordoned] == "true",
 		approved:      node.Annotations[protocol.RebootApproved],
+		// No windows unless observe finds some.
+		windowOpen: true,
 	}
 	var errs []error
 	var req protocol.Requested

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
 )
 
 // poolAndDefault enqueues a changed pool and the default pool, whose nodes
@@ -33,20 +34,20 @@ func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 // change, so a node that moves between pools is recounted by both.
 func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...client.Object) {
-		var pools v1alpha1.MaintenancePoolList
-		if err := r.List(ctx, &pools); err != nil {
+		var poolList v1alpha1.MaintenancePoolList
+		if err := r.List(ctx, &poolList); err != nil {
 			// The cache cannot fail a list of a synced informer; should it, a
 			// reconcile of every pool is the safe answer.
 			ctrl.LoggerFrom(ctx).Error(err, "List pools for a node event")
 		}
-		selectors := poolSelectors(pools.Items)
+		selectors := pools.Selectors(poolList.Items)
 		seen := map[string]bool{}
 		for _, obj := range nodes {
 			node, ok := obj.(*corev1.Node)
 			if !ok {
 				continue
 			}
-			for _, name := range poolsOf(node, selectors) {
+			for _, name := range pools.Of(node, selectors) {
 				if !seen[name] {
 					seen[name] = true
 					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
@@ -78,12 +79,12 @@ func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []
 	if err := r.Get(ctx, types.NamespacedName{Name: nm.Spec.NodeName}, node); err != nil {
 		return nil // no node, no pool to wake
 	}
-	var pools v1alpha1.MaintenancePoolList
-	if err := r.List(ctx, &pools); err != nil {
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List pools for a maintenance event")
 	}
 	var reqs []reconcile.Request
-	for _, name := range poolsOf(node, poolSelectors(pools.Items)) {
+	for _, name := range pools.Of(node, pools.Selectors(poolList.Items)) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return reqs
@@ -108,4 +109,21 @@ func nodeChanged() predicate.Predicate {
 				!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
 		},
 	}
+}
+
+// allPools maps a RebootPolicy change to every pool and the default pool:
+// a policy's windows apply to its requests wherever their nodes are, and
+// pools are few, so working out which pools hold them is not worth it.
+func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.Request {
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List pools for a policy event")
+	}
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: v1alpha1.DefaultPoolName}}}
+	for _, p := range poolList.Items {
+		if p.Name != v1alpha1.DefaultPoolName {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+	}
+	return reqs
 }

@@ -78,13 +78,16 @@ type verdict struct {
 	bootIDBefore string
 	bootIDAfter  string
 	degraded     string
+	// wait says why a Requested request is not admitted yet, if known.
+	wait waiting
 }
 
 // decide computes a NodeMaintenance's phase from its node. It looks only at
 // the state of the world, so a phase passed through while nobody watched is
 // skipped, not lost. older names an older open NodeMaintenance for the same
-// node that started in the API, if there is one.
-func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older string) verdict {
+// node that started in the API, if there is one. w says why the node's raised
+// requests wait, as far as the node's pool tells (see waitOf).
+func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older string, w waiting) verdict {
 	s := nm.Status
 	v := verdict{phase: s.Phase, bootIDBefore: s.BootIDBefore, bootIDAfter: s.BootIDAfter}
 	if s.Phase.Done() {
@@ -132,6 +135,10 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f nodeFacts, older s
 		v.phase, v.message = v1alpha1.PhaseDraining, fmt.Sprintf("node %s is admitted, cordoned and draining", nm.Spec.NodeName)
 	default:
 		v.phase, v.message = v1alpha1.PhaseRequested, fmt.Sprintf("node %s requests a reboot and waits for its pool to admit it", nm.Spec.NodeName)
+		if w.reason != "" {
+			v.wait = w
+			v.message = fmt.Sprintf("node %s requests a reboot and waits: %s", nm.Spec.NodeName, w.message)
+		}
 	}
 	return v
 }
@@ -186,6 +193,11 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v.reason
 	}
 	meta.SetStatusCondition(&s.Conditions, cond)
+	if v.phase == v1alpha1.PhaseRequested && v.wait.reason != "" {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionWaiting, Status: metav1.ConditionTrue, Reason: v.wait.reason, Message: v.wait.message, LastTransitionTime: t})
+	} else {
+		meta.RemoveStatusCondition(&s.Conditions, ConditionWaiting)
+	}
 	if v.degraded != "" {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: v.degraded, LastTransitionTime: t})
 	} else {

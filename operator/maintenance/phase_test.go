@@ -74,6 +74,8 @@ func TestDecide(t *testing.T) {
 		node *corev1.Node
 		// older names an older open API request for the same node.
 		older string
+		// wait is why the node's raised requests wait, as its pool tells.
+		wait waiting
 
 		// wantPhase is the phase the request should be in.
 		wantPhase v1alpha1.Phase
@@ -85,7 +87,29 @@ func TestDecide(t *testing.T) {
 		wantBefore, wantAfter string
 		// wantDegraded is the degraded message; empty means not degraded.
 		wantDegraded string
+		// wantWait is the Waiting reason carried; empty means none.
+		wantWait string
 	}{
+		"requested and outside its windows says until when": {
+			node:        gen.Node("n1", raised("boot-0", reqID)),
+			wait:        waiting{reason: ReasonOutsideWindow, message: "outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z", next: t0.Add(3 * time.Hour)},
+			wantPhase:   v1alpha1.PhaseRequested,
+			wantBefore:  "boot-0",
+			wantMessage: "waits: outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z",
+			wantWait:    ReasonOutsideWindow,
+		},
+		"a wait is not shown once the node is admitted": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			wait:       waiting{reason: ReasonBudgetExhausted, message: "pool p is full"},
+			wantPhase:  v1alpha1.PhaseDraining,
+			wantBefore: "boot-0",
+		},
+		"a wait is not shown while the daemon has not raised the request": {
+			node:      gen.Node("n1", raised("boot-0", "host-1")),
+			wait:      waiting{reason: ReasonPaused, message: "pool p is paused"},
+			wantPhase: v1alpha1.PhasePending,
+		},
 		"pending until the node raises the request": {
 			node:        gen.Node("n1"),
 			wantPhase:   v1alpha1.PhasePending,
@@ -293,13 +317,14 @@ func TestDecide(t *testing.T) {
 			} else {
 				facts = readNode(nil)
 			}
-			got := decide(maintenanceIn(tc.status), reqID, facts, tc.older)
+			got := decide(maintenanceIn(tc.status), reqID, facts, tc.older, tc.wait)
 			g.Expect(got.phase).To(Equal(tc.wantPhase), "phase (message %q)", got.message)
 			g.Expect(got.reason).To(Equal(tc.wantReason), "reason")
 			g.Expect(got.message).To(ContainSubstring(tc.wantMessage), "message")
 			g.Expect(got.bootIDBefore).To(Equal(tc.wantBefore), "bootIDBefore")
 			g.Expect(got.bootIDAfter).To(Equal(tc.wantAfter), "bootIDAfter")
 			g.Expect(got.degraded).To(Equal(tc.wantDegraded), "degraded")
+			g.Expect(got.wait.reason).To(Equal(tc.wantWait), "wait")
 		})
 	}
 }
@@ -480,7 +505,7 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 	}
 	for i, step := range steps {
 		now := t0.Add(time.Duration(i) * time.Minute)
-		v := decide(nm, reqID, readNode(step.node), "")
+		v := decide(nm, reqID, readNode(step.node), "", waiting{})
 		if !nm.Status.Phase.Done() {
 			apply(&nm.Status, v, now)
 		}

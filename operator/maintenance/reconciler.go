@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -45,6 +46,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch
 
 // Reconcile records the node's unrecorded requests and advances each of its
 // NodeMaintenances, one status patch per object that changed.
@@ -65,10 +68,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	errs := []error{r.record(ctx, node, items)}
 	facts := readNode(node)
-	for i := range items {
-		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i)))
+	now := r.Clock.Now()
+	w, err := r.waitFor(ctx, node, facts, items, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	for i := range items {
+		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i), w))
+	}
+	// Windows open with time, not with events: look again when they do.
+	var result ctrl.Result
+	if w.reason == ReasonOutsideWindow && !w.next.IsZero() {
+		result.RequeueAfter = max(w.next.Sub(now), time.Second)
+	}
+	return result, errors.Join(errs...)
+}
+
+// waitFor says why the node's raised requests wait, when the node has some
+// in its current boot and an open NodeMaintenance may show it.
+func (r *Reconciler) waitFor(ctx context.Context, node *corev1.Node, f nodeFacts, items []v1alpha1.NodeMaintenance, now time.Time) (waiting, error) {
+	if node == nil || f.requested == nil || f.requested.BootID != f.bootID || f.admission != nil || f.approved != "" {
+		return waiting{}, nil
+	}
+	if !slices.ContainsFunc(items, func(nm v1alpha1.NodeMaintenance) bool { return !nm.Status.Phase.Done() }) {
+		return waiting{}, nil
+	}
+	pf, err := r.readPool(ctx, node, items, now)
+	if err != nil {
+		return waiting{}, err
+	}
+	return waitOf(pf, f.requested), nil
 }
 
 func byAge(a, b v1alpha1.NodeMaintenance) int {
@@ -105,12 +134,12 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 }
 
 // advance patches one NodeMaintenance's status to where its node says it is.
-func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string) error {
+func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string, w waiting) error {
 	if nm.Status.Phase.Done() {
 		return nil
 	}
 	base := nm.DeepCopy()
-	v := decide(nm, requestID(nm), f, older)
+	v := decide(nm, requestID(nm), f, older, w)
 	nm.Status.RequestID = requestID(nm)
 	apply(&nm.Status, v, r.Clock.Now())
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
@@ -153,6 +182,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.NodeMaintenance).Spec.NodeName}}}
 		})).
 		Watches(&corev1.Node{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(protocolChanged())).
+		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(r.poolNodes), builder.WithPredicates(poolChanged())).
+		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyNodes),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }
 

@@ -1,0 +1,136 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// Reasons of a Blocked condition set by blocking queries.
+const (
+	// ReasonBlockingQuery: a blocking query returns a result.
+	ReasonBlockingQuery = "BlockingQuery"
+	// ReasonBlockingQueryFailed: a blocking query cannot be run; a query
+	// that cannot be run is taken for one that blocks.
+	ReasonBlockingQueryFailed = "BlockingQueryFailed"
+)
+
+// maxSeriesText bounds how much of a series' labels a message quotes.
+const maxSeriesText = 256
+
+// blockResult is what a pool's blocking queries said at one evaluation.
+type blockResult struct {
+	// at is when the queries were evaluated, by the gate's clock.
+	at time.Time
+	// generation is the pool's generation they were evaluated for.
+	generation int64
+	// reason is ReasonBlockingQuery or ReasonBlockingQueryFailed while the
+	// pool is blocked, empty when no query blocks.
+	reason string
+	// query names the query that blocks.
+	query   string
+	message string
+}
+
+func (b blockResult) blocks() bool { return b.reason != "" }
+
+// blockCache keeps each pool's last evaluation (by UID), so that queries run
+// at most once per interval per pool however often the pool reconciles.
+type blockCache struct {
+	mu      sync.Mutex
+	results map[types.UID]blockResult
+}
+
+func (c *blockCache) get(pool types.UID) (blockResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.results[pool]
+	return b, ok
+}
+
+// put stores a result and forgets those of pools not evaluated for a long
+// while (most likely deleted).
+func (c *blockCache) put(pool types.UID, b blockResult, stale time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, old := range c.results {
+		if b.at.Sub(old.at) > stale {
+			delete(c.results, uid)
+		}
+	}
+	c.results[pool] = b
+}
+
+// blocking returns what the pool's blocking queries say now: the cached
+// result while it is fresh for this generation of the pool, else a new
+// evaluation. Only a pool with queries and nodes it would admit asks.
+func (r *Reconciler) blocking(ctx context.Context, st *poolState) blockResult {
+	pool := st.pool
+	last, ok := r.blocks.get(pool.UID)
+	if ok && last.generation == pool.Generation && st.now.Sub(last.at) < r.BlockingQueryInterval {
+		return last
+	}
+	b := r.evaluateBlocking(ctx, pool, st.now)
+	r.blocks.put(pool.UID, b, 10*r.BlockingQueryInterval)
+	switch {
+	case b.reason == ReasonBlockingQueryFailed:
+		ctrl.LoggerFrom(ctx).Info("Blocking query failed", "query", b.query, "message", b.message)
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, ReasonBlockingQueryFailed, "Admit", "%s", b.message)
+	case b.reason == ReasonBlockingQuery && (last.reason != b.reason || last.query != b.query):
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "BlockingQueryStarted", "Admit", "%s", b.message)
+	case b.reason == "" && last.reason != "":
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "BlockingQueryCleared", "Admit",
+			"No blocking query blocks admissions any longer (last was %q)", last.query)
+	}
+	return b
+}
+
+// evaluateBlocking runs the pool's queries in order and stops at the first
+// that returns a result or fails: either blocks, so the rest cannot change
+// the answer.
+func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.MaintenancePool, now time.Time) blockResult {
+	b := blockResult{at: now, generation: pool.Generation}
+	if r.Prometheus == nil {
+		b.reason, b.query = ReasonBlockingQueryFailed, pool.Spec.BlockingQueries[0].Name
+		b.message = "The pool has blocking queries and the operator has no Prometheus URL configured; nothing is admitted until one is"
+		return b
+	}
+	for _, q := range pool.Spec.BlockingQueries {
+		vec, err := r.Prometheus.Query(ctx, q.Query, now)
+		var qe *policies.QueryError
+		switch {
+		case errors.As(err, &qe):
+			b.reason, b.query = ReasonBlockingQueryFailed, q.Name
+			b.message = fmt.Sprintf("Blocking query %q is refused by Prometheus: %s; nothing is admitted until it runs", q.Name, qe.Msg)
+			return b
+		case err != nil:
+			b.reason, b.query = ReasonBlockingQueryFailed, q.Name
+			b.message = fmt.Sprintf("Blocking query %q cannot be run, Prometheus is unreachable: %v; nothing is admitted until it runs", q.Name, err)
+			return b
+		case len(vec) > 0:
+			series := vec[0].Metric.String()
+			if len(series) > maxSeriesText {
+				series = series[:maxSeriesText] + "…"
+			}
+			b.reason, b.query = ReasonBlockingQuery, q.Name
+			b.message = fmt.Sprintf("Blocking query %q returns %d series, first %s; nothing is admitted while it returns any", q.Name, len(vec), series)
+			return b
+		}
+	}
+	return b
+}
+
+// recheckAfter is when a pool held by its blocking queries should look
+// again: once its last evaluation is stale.
+func (r *Reconciler) recheckAfter(st *poolState) time.Duration {
+	return max(st.block.at.Add(r.BlockingQueryInterval).Sub(st.now), time.Second)
+}

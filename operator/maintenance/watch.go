@@ -1,0 +1,94 @@
+package maintenance
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
+)
+
+// poolChanged passes pool changes that can change why a request waits: the
+// spec, or the Blocked condition's status or reason (and its message for
+// blocking queries, which a waiting request quotes). The gate rewrites the
+// pool's counts on every admission; those alone wake no one.
+func poolChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
+			n, okNew := e.ObjectNew.(*v1alpha1.MaintenancePool)
+			if !okOld || !okNew || o.Generation != n.Generation {
+				return true
+			}
+			co := meta.FindStatusCondition(o.Status.Conditions, poolBlocked)
+			cn := meta.FindStatusCondition(n.Status.Conditions, poolBlocked)
+			if co == nil || cn == nil {
+				return co != cn
+			}
+			quoted := cn.Reason == ReasonBlockingQuery || cn.Reason == ReasonBlockingQueryFailed
+			return co.Status != cn.Status || co.Reason != cn.Reason || quoted && co.Message != cn.Message
+		},
+	}
+}
+
+// poolNodes maps a pool to the nodes it selects that have a Requested
+// NodeMaintenance: only those show why they wait.
+func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List maintenances for a pool event")
+		return nil
+	}
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List pools for a pool event")
+		return nil
+	}
+	selectors := pools.Selectors(poolList.Items)
+	var reqs []reconcile.Request
+	seen := map[string]bool{}
+	for _, nm := range list.Items {
+		name := nm.Spec.NodeName
+		if nm.Status.Phase != v1alpha1.PhaseRequested || seen[name] {
+			continue
+		}
+		seen[name] = true
+		node := &corev1.Node{}
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+			continue
+		}
+		if slices.Contains(pools.Of(node, selectors), obj.GetName()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
+	return reqs
+}
+
+// policyNodes maps a RebootPolicy to the nodes of its open NodeMaintenances,
+// whose windows it may have changed.
+func (r *Reconciler) policyNodes(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List maintenances for a policy event")
+		return nil
+	}
+	var reqs []reconcile.Request
+	seen := map[string]bool{}
+	for _, nm := range list.Items {
+		if nm.Spec.Policy != obj.GetName() || nm.Status.Phase.Done() || seen[nm.Spec.NodeName] {
+			continue
+		}
+		seen[nm.Spec.NodeName] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}})
+	}
+	return reqs
+}
