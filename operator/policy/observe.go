@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
@@ -25,6 +26,8 @@ type facts struct {
 	ownOpen int
 	// ownDone is this policy's latest succeeded request per node.
 	ownDone map[string]*v1alpha1.NodeMaintenance
+	// boot is each node's current boot ID.
+	boot map[string]string
 	// names holds every NodeMaintenance's name.
 	names map[string]bool
 }
@@ -52,8 +55,10 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 		open:       map[string]bool{},
 		ownDone:    map[string]*v1alpha1.NodeMaintenance{},
 		names:      make(map[string]bool, len(nms.Items)),
+		boot:       make(map[string]string, len(nodes.Items)),
 	}
 	for i := range nodes.Items {
+		f.boot[nodes.Items[i].Name] = protocol.BootID(&nodes.Items[i])
 		if sel.Matches(labels.Set(nodes.Items[i].Labels)) {
 			f.selected[nodes.Items[i].Name] = true
 		}

@@ -22,10 +22,12 @@ import (
 const PolicyLabel = "kmaint.io/policy"
 
 // requestName is deterministic for one node's episode of meeting the
-// trigger, so a restarted operator, or a reconcile that has not seen its own
-// create yet, cannot raise a second request for it.
-func requestName(policy, node string, since time.Time) string {
-	name := fmt.Sprintf("%s-%s-%s", policy, node, strconv.FormatInt(since.Unix(), 36))
+// trigger in one boot, so a restarted operator, or a reconcile that has not
+// seen its own create yet, cannot raise a second request for it, while the
+// next boot's episode gets a name of its own.
+func requestName(policy, node, bootID string, since time.Time) string {
+	boot := sha256.Sum256([]byte(bootID))
+	name := fmt.Sprintf("%s-%s-%s-%s", policy, node, strconv.FormatInt(since.Unix(), 36), hex.EncodeToString(boot[:3]))
 	if len(name) <= 253 {
 		return name
 	}
@@ -35,12 +37,12 @@ func requestName(policy, node string, since time.Time) string {
 
 // raise creates a NodeMaintenance for each node in order. It stops at the
 // first error other than the request existing already.
-func (r *Reconciler) raise(ctx context.Context, p *v1alpha1.RebootPolicy, s spec, cands map[string]policies.Candidate, order []string) (raised int, err error) {
+func (r *Reconciler) raise(ctx context.Context, p *v1alpha1.RebootPolicy, s spec, cands map[string]policies.Candidate, boots map[string]string, order []string) (raised int, err error) {
 	for _, node := range order {
 		c := cands[node]
 		nm := &v1alpha1.NodeMaintenance{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   requestName(p.Name, node, c.Since),
+				Name:   requestName(p.Name, node, boots[node], c.Since),
 				Labels: map[string]string{PolicyLabel: labelSafe(p.Name)},
 			},
 			Spec: v1alpha1.NodeMaintenanceSpec{

@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out.facts = f
+	out.facts, out.interval = f, s.interval
 	out.eval = r.evaluate(ctx, &p, &last, s, f, out.now)
 	if out.eval.err != nil {
 		return r.requeue(out), nil
@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if p.Spec.DryRun {
 		return r.requeue(out), nil
 	}
-	out.raised, err = r.raise(ctx, &p, s, byNode(out.eval.candidates), out.selection.Raise)
+	out.raised, err = r.raise(ctx, &p, s, byNode(out.eval.candidates), f.boot, out.selection.Raise)
 	return r.requeue(out), err
 }
 
@@ -145,7 +145,7 @@ func (r *Reconciler) selectNodes(p *v1alpha1.RebootPolicy, s spec, f *facts, out
 		open[node] = true
 	}
 	for _, c := range out.eval.candidates {
-		if f.names[requestName(p.Name, c.Node, c.Since)] {
+		if f.names[requestName(p.Name, c.Node, f.boot[c.Node], c.Since)] {
 			open[c.Node] = true
 		}
 	}

@@ -37,6 +37,7 @@ type outcome struct {
 	facts     *facts
 	eval      evaluation
 	cap       int
+	interval  time.Duration
 	selection policies.Selection
 	raised    int
 }
@@ -113,7 +114,7 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 	st.Candidates = candidatesStatus(ev.candidates, &sel, out)
 	if p.Spec.DryRun {
 		for i := range st.Candidates {
-			if contains(sel.Raise, st.Candidates[i].Node) {
+			if slices.Contains(sel.Raise, st.Candidates[i].Node) {
 				st.Candidates[i].State = v1alpha1.CandidateWouldRequest
 			}
 		}
@@ -140,7 +141,7 @@ func candidatesStatus(cs []policies.Candidate, sel *policies.Selection, out *out
 				vc.State, vc.Until = v1alpha1.CandidatePending, &metav1.Time{Time: sel.Pending[c.Node]}
 			case !sel.Cooling[c.Node].IsZero():
 				vc.State, vc.Until = v1alpha1.CandidateCooldown, &metav1.Time{Time: sel.Cooling[c.Node]}
-			case contains(sel.OverCap, c.Node):
+			case slices.Contains(sel.OverCap, c.Node):
 				vc.State = v1alpha1.CandidateOverCap
 			default:
 				vc.State = v1alpha1.CandidateRequested
@@ -155,7 +156,9 @@ func candidatesStatus(cs []policies.Candidate, sel *policies.Selection, out *out
 // value that asked for it and the first value evaluated after it. The first
 // evaluations after a reboot may still see the old boot's last sample
 // (Prometheus looks back five minutes for one), so the value after is taken
-// no sooner than outcomeDelay after the reboot completed.
+// no sooner than two evaluation intervals after the reboot completed: an
+// exporter scraped at least as often as the policy evaluates has reported
+// from the new boot by then.
 func outcomes(prev []v1alpha1.RebootOutcome, out *outcome) []v1alpha1.RebootOutcome {
 	byNode := map[string]v1alpha1.RebootOutcome{}
 	for _, o := range prev {
@@ -171,7 +174,7 @@ func outcomes(prev []v1alpha1.RebootOutcome, out *outcome) []v1alpha1.RebootOutc
 				ValueBefore:     nm.Annotations[v1alpha1.ValueAnnotation],
 			}
 		}
-		if v, seen := out.eval.values[node]; seen && o.ValueAfter == "" && out.eval.ran && !out.now.Before(o.RebootedAt.Add(outcomeDelay)) {
+		if v, seen := out.eval.values[node]; seen && o.ValueAfter == "" && out.eval.ran && !out.now.Before(o.RebootedAt.Add(2*out.interval)) {
 			o.ValueAfter = formatValue(v)
 		}
 		byNode[node] = o
@@ -188,11 +191,6 @@ func outcomes(prev []v1alpha1.RebootOutcome, out *outcome) []v1alpha1.RebootOutc
 	sortOutcomes(res)
 	return res
 }
-
-// outcomeDelay is how long after a reboot its value after is taken: longer
-// than Prometheus's five-minute lookback would be exact, but a node exporter
-// scraped every minute or less has reported from the new boot by then.
-const outcomeDelay = 2 * time.Minute
 
 func classify(err error) (queryFailing, unreachable string) {
 	if err == nil {
@@ -255,15 +253,6 @@ func first(s []string, n int) []string {
 		return s
 	}
 	return append(append([]string(nil), s[:n]...), "+"+strconv.Itoa(len(s)-n)+" more")
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func sortOutcomes(os []v1alpha1.RebootOutcome) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
@@ -13,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -259,4 +263,40 @@ func zapLevel() zapcore.Level {
 		return zapcore.DebugLevel
 	}
 	return zapcore.ErrorLevel
+}
+
+// RaiseMaintenances does the daemon's part for NodeMaintenances of these
+// nodes, as RunDaemons does its part for approvals: each new one is raised
+// in its node's reboot-requested annotation, its UID as the request id.
+// It stops when the returned stop is called or the test ends.
+func RaiseMaintenances(t testing.TB, bed *testbed.Bed, nodes ...string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &v1alpha1.NodeMaintenanceList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		raised := map[types.UID]bool{}
+		for ev := range w.ResultChan() {
+			nm, ok := ev.Object.(*v1alpha1.NodeMaintenance)
+			if !ok || ev.Type == watch.Deleted || raised[nm.UID] || !slices.Contains(nodes, nm.Spec.NodeName) {
+				continue
+			}
+			raised[nm.UID] = true
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				return gen.Request(ctx, bed.Client, nm.Spec.NodeName, string(nm.UID), nm.Spec.Source, time.Now())
+			})
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("raise %s on node %s: %v", nm.Name, nm.Spec.NodeName, err)
+			}
+		}
+	}()
+	return cancel
 }
