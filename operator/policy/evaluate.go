@@ -161,14 +161,18 @@ func evaluateSchedule(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatu
 	ev := evaluation{at: now, next: next, lastSchedule: from}
 	byNode := map[string]policies.Candidate{}
 	for _, c := range prev {
-		byNode[c.Node] = c
+		// A node whose request for the fire exists is done with: a
+		// person who deletes that request cancels it for this fire.
+		if !f.names[requestName(p.Name, c.Node, f.boot[c.Node], c.Since)] {
+			byNode[c.Node] = c
+		}
 	}
 	if !fire.IsZero() {
+		// A fire starts a new round for every node, whatever the last
+		// one left undone.
 		ev.ran, ev.lastSchedule = true, fire
 		for node := range f.selected {
-			if _, ok := byNode[node]; !ok {
-				byNode[node] = policies.Candidate{Node: node, Since: fire, Value: math.NaN()}
-			}
+			byNode[node] = policies.Candidate{Node: node, Since: fire, Value: math.NaN()}
 		}
 	}
 	for node, c := range byNode {

@@ -1,0 +1,122 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/test/harness"
+)
+
+// poke makes the policy reconcile now, as the passing of fake time cannot.
+func poke(g Gomega, name string) {
+	p := getPolicy(g, name)
+	patch := client.MergeFrom(p.DeepCopy())
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["test.kmaint.io/poke"] = fmt.Sprint(time.Now().UnixNano())
+	g.Expect(bed.Client.Patch(context.Background(), p, patch)).To(Succeed())
+}
+
+// A schedule fires at its time in its zone for every selected node; fires
+// missed while the operator was down collapse into one.
+func TestScheduleFiresOnceForEveryNode(t *testing.T) {
+	g := NewWithT(t)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	g.Expect(err).NotTo(HaveOccurred())
+	nodes := harness.CreateNodes(t, bed, "sched", "sched", 3)
+	clk := clocktesting.NewFakeClock(time.Now())
+	stop := startOperator(t, "", clk)
+	p := newPolicy("sched", "sched", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 * * *", TimeZone: "Europe/Berlin"}
+	})
+	p.Spec.MaxConcurrentRequests = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
+	create(t, p)
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, "sched", policy.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout).Should(Succeed())
+	g.Expect(requests(g, "sched")).To(BeEmpty(), "no fire between the policy's creation and now")
+
+	// The next 03:00 in Berlin comes.
+	now := clk.Now().In(berlin)
+	fire := time.Date(now.Year(), now.Month(), now.Day(), 3, 0, 0, 0, berlin)
+	if !fire.After(now) {
+		fire = time.Date(now.Year(), now.Month(), now.Day()+1, 3, 0, 0, 0, berlin)
+	}
+	clk.SetTime(fire.Add(time.Minute))
+	poke(g, "sched")
+	g.Eventually(func(g Gomega) {
+		reqs := requests(g, "sched")
+		g.Expect(reqs).To(HaveLen(3))
+		for _, n := range nodes {
+			g.Expect(reqs[n]).To(HaveLen(1))
+			g.Expect(reqs[n][0].Spec.Source).To(Equal(v1alpha1.SourceSchedule))
+			g.Expect(reqs[n][0].Spec.Reason).To(ContainSubstring(`schedule "0 3 * * *" (Europe/Berlin) fired at ` + fire.UTC().Format(time.RFC3339)))
+		}
+		g.Expect(getPolicy(g, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", fire))
+	}, timeout).Should(Succeed())
+
+	// The operator is down for three fires; a person clears the requests.
+	stop()
+	var list v1alpha1.NodeMaintenanceList
+	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{policy.PolicyLabel: "sched"})).To(Succeed())
+	for i := range list.Items {
+		g.Expect(bed.Client.Delete(context.Background(), &list.Items[i])).To(Succeed())
+	}
+	g.Eventually(func(g Gomega) { g.Expect(requests(g, "sched")).To(BeEmpty()) }, timeout).Should(Succeed())
+	latest := fire.AddDate(0, 0, 3)
+	clk.SetTime(latest.Add(2 * time.Hour))
+	startOperator(t, "", clk)
+	g.Eventually(func(g Gomega) {
+		reqs := requests(g, "sched")
+		g.Expect(reqs).To(HaveLen(3))
+		for _, n := range nodes {
+			g.Expect(reqs[n]).To(HaveLen(1), "three missed fires raise one request per node, not three")
+			g.Expect(reqs[n][0].Spec.Reason).To(ContainSubstring("fired at " + latest.UTC().Format(time.RFC3339)))
+		}
+		g.Expect(getPolicy(g, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", latest))
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		n := 0
+		for _, reqs := range requests(g, "sched") {
+			n += len(reqs)
+		}
+		g.Expect(n).To(Equal(3))
+	}, 2*time.Second, 500*time.Millisecond).Should(Succeed())
+}
+
+// A policy the operator cannot use says what is wrong and raises nothing.
+func TestInvalidScheduleIsReported(t *testing.T) {
+	g := NewWithT(t)
+	harness.CreateNodes(t, bed, "badcron", "badcron", 1)
+	startOperator(t, "", nil)
+	create(t, newPolicy("badcron", "badcron", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 * * *", TimeZone: "Mars/Olympus"}
+	}))
+	create(t, newPolicy("badcron2", "badcron", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "every night"}
+	}))
+	g.Eventually(func(g Gomega) {
+		c := condition(g, "badcron", policy.ConditionReady)
+		g.Expect(c.Reason).To(Equal("InvalidSpec"))
+		g.Expect(c.Message).To(ContainSubstring(`spec.schedule: timeZone "Mars/Olympus" is not a known IANA time zone`))
+		c = condition(g, "badcron2", policy.ConditionReady)
+		g.Expect(c.Reason).To(Equal("InvalidSpec"))
+		g.Expect(strings.Contains(c.Message, `"every night" is not a five-field cron expression`)).To(BeTrue(), c.Message)
+	}, timeout).Should(Succeed())
+	g.Expect(events(g, "badcron")).To(ContainElement("InvalidSpec"))
+	g.Expect(requests(g, "badcron")).To(BeEmpty())
+	g.Expect(requests(g, "badcron2")).To(BeEmpty())
+}
