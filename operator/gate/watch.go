@@ -69,7 +69,8 @@ func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reco
 }
 
 // maintenancePools maps a NodeMaintenance to its node's pools: a request
-// that may ignore windows changes what the gate may admit.
+// that may ignore windows, or that its policy's windows hold, changes what
+// the gate may admit.
 func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []reconcile.Request {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {

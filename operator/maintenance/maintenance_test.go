@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -184,4 +185,42 @@ func TestHostRequestsAreRecordedOnce(t *testing.T) {
 		}
 		g.Expect(n).To(Equal(2))
 	}, timeout).Should(Succeed())
+}
+
+// A request raised outside its pool's windows says so, with when the next
+// window opens, until it is admitted.
+func TestWaitingRequestSaysUntilWhen(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// Twelve hours from now, for an hour: shut during the test.
+	now := time.Now().UTC()
+	opens := now.Truncate(time.Hour).Add(12 * time.Hour)
+	pool := gen.Pool("wait", intstr.FromInt32(1))
+	pool.Spec.Windows = []v1alpha1.MaintenanceWindow{{Schedule: fmt.Sprintf("0 %d * * *", opens.Hour()), Duration: metav1.Duration{Duration: time.Hour}}}
+	g.Expect(bed.Client.Create(ctx, pool)).To(Succeed())
+	node := harness.CreateNodes(t, bed, "wait", "wait", 1)[0]
+	harness.StartOperator(t, bed)
+
+	nm := newMaintenance("wait", node)
+	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
+	g.Expect(gen.Request(ctx, bed.Client, node, string(nm.UID), v1alpha1.SourceAPI, now)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := getMaintenance(g, "wait")
+		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
+		c := meta.FindStatusCondition(got.Status.Conditions, maintenance.ConditionWaiting)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(maintenance.ReasonOutsideWindow))
+		g.Expect(got.Status.Message).To(ContainSubstring("the next opens at " + opens.Format(time.RFC3339)))
+	}, timeout).Should(Succeed())
+
+	// Paused as well: the pool's pause is what holds it first.
+	p := &v1alpha1.MaintenancePool{}
+	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "wait"}, p)).To(Succeed())
+	base := p.DeepCopy()
+	p.Spec.Paused = true
+	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		return meta.FindStatusCondition(getMaintenance(g, "wait").Status.Conditions, maintenance.ConditionWaiting).Reason
+	}, timeout).Should(Equal(maintenance.ReasonPaused))
 }
