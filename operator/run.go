@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kmaint/kmaint/operator/alertwebhook"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
@@ -47,6 +50,17 @@ type Options struct {
 	PrometheusURL string
 	// PrometheusTimeout bounds each query; 0 means 10s.
 	PrometheusTimeout time.Duration
+	// AlertWebhookAddr is where the Alertmanager webhook receiver listens,
+	// e.g. ":9443"; empty or "0" turns it off.
+	AlertWebhookAddr string
+	// AlertWebhookTokenSecret names the Secret ("namespace/name") whose
+	// AlertWebhookTokenKey holds the bearer token Alertmanager must send.
+	AlertWebhookTokenSecret string
+	// AlertWebhookTokenKey is the Secret's key; empty means "token".
+	AlertWebhookTokenKey string
+	// AlertWebhookCertFile and AlertWebhookKeyFile serve the receiver over
+	// TLS; empty serves plain HTTP.
+	AlertWebhookCertFile, AlertWebhookKeyFile string
 	// AllowDuplicateControllerNames lets several operators run in one
 	// process, as the simulated cluster does when it restarts the operator.
 	AllowDuplicateControllerNames bool
@@ -119,6 +133,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
 	}
+	if err := addAlertWebhook(mgr, opts); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add healthz: %w", err)
 	}
@@ -131,6 +148,46 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, fmt.Errorf("add readyz: %w", err)
 	}
 	return mgr, nil
+}
+
+// The webhook reads its token Secret, in the operator's own namespace only.
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=get
+
+// addAlertWebhook adds the Alertmanager webhook receiver, when asked for.
+func addAlertWebhook(mgr manager.Manager, opts Options) error {
+	if opts.AlertWebhookAddr == "" || opts.AlertWebhookAddr == "0" {
+		return nil
+	}
+	ns, name, ok := strings.Cut(opts.AlertWebhookTokenSecret, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("the alert webhook needs its token Secret as namespace/name, got %q", opts.AlertWebhookTokenSecret)
+	}
+	key := opts.AlertWebhookTokenKey
+	if key == "" {
+		key = "token"
+	}
+	m, err := alertwebhook.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("alert webhook metrics: %w", err)
+	}
+	srv := &alertwebhook.Server{
+		BindAddress: opts.AlertWebhookAddr,
+		CertFile:    opts.AlertWebhookCertFile,
+		KeyFile:     opts.AlertWebhookKeyFile,
+		Handler: &alertwebhook.Handler{
+			Tokens: &alertwebhook.SecretToken{Reader: mgr.GetAPIReader(), Namespace: ns, Name: name, Key: key},
+			Sink: &policy.AlertSink{
+				Client:    mgr.GetClient(),
+				APIReader: mgr.GetAPIReader(),
+				Recorder:  mgr.GetEventRecorder("kmaint-alert-webhook"),
+			},
+			Metrics: m,
+		},
+	}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("add alert webhook: %w", err)
+	}
+	return nil
 }
 
 // slimNode drops what the operator never reads from a cached Node: managed

@@ -27,6 +27,11 @@ func main() {
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Prometheus server for RebootPolicy queries and pool blocking queries, e.g. http://prometheus.monitoring:9090.")
 	fs.DurationVar(&opts.PrometheusTimeout, "prometheus-timeout", 0, "Timeout of each Prometheus query (default 10s).")
+	fs.StringVar(&opts.AlertWebhookAddr, "alert-webhook-bind-address", "0", `Address of the Alertmanager webhook receiver (path /alerts), e.g. ":9443"; "0" turns it off.`)
+	fs.StringVar(&opts.AlertWebhookTokenSecret, "alert-webhook-token-secret", "", "Secret (namespace/name) holding the bearer token Alertmanager must send; required with the receiver.")
+	fs.StringVar(&opts.AlertWebhookTokenKey, "alert-webhook-token-key", "token", "Key of the token in that Secret.")
+	fs.StringVar(&opts.AlertWebhookCertFile, "alert-webhook-cert-file", "", "PEM certificate to serve the receiver over TLS (reloaded when it changes).")
+	fs.StringVar(&opts.AlertWebhookKeyFile, "alert-webhook-key-file", "", "PEM key for --alert-webhook-cert-file.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])

@@ -180,18 +180,35 @@ func byNode(cs []policies.Candidate) map[string]policies.Candidate {
 	return m
 }
 
-// wholeStatus patches the policy's entire status, so that zero counts and
-// emptied lists are written, not left out of a computed diff.
+// wholeStatus patches the policy's entire status. A merge patch leaves out
+// what omitempty drops, so fields that have become empty are set to null
+// explicitly: otherwise the last candidate of a list would never leave it.
 type wholeStatus struct{}
 
 func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
+
+// clearable are the status fields that may become empty.
+var clearable = []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"}
 
 func (wholeStatus) Data(obj client.Object) ([]byte, error) {
 	p, ok := obj.(*v1alpha1.RebootPolicy)
 	if !ok {
 		return nil, fmt.Errorf("status patch of %T", obj)
 	}
-	return json.Marshal(map[string]any{"status": p.Status})
+	raw, err := json.Marshal(p.Status)
+	if err != nil {
+		return nil, err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return nil, err
+	}
+	for _, key := range clearable {
+		if _, ok := status[key]; !ok {
+			status[key] = nil
+		}
+	}
+	return json.Marshal(map[string]any{"status": status})
 }
 
 // SetupWithManager registers the controller. Policies reconcile on spec and
