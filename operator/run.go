@@ -50,6 +50,9 @@ type Options struct {
 	PrometheusURL string
 	// PrometheusTimeout bounds each query; 0 means 10s.
 	PrometheusTimeout time.Duration
+	// BlockingQueryInterval is how often a pool's blocking queries are
+	// asked while they decide something; 0 means 30s.
+	BlockingQueryInterval time.Duration
 	// AlertWebhookAddr is where the Alertmanager webhook receiver listens,
 	// e.g. ":9443"; empty or "0" turns it off.
 	AlertWebhookAddr string
@@ -106,13 +109,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	var prom policies.Querier
+	var prom *policies.Prometheus
 	if opts.PrometheusURL != "" {
-		p, err := policies.NewPrometheus(opts.PrometheusURL, opts.PrometheusTimeout)
-		if err != nil {
+		if prom, err = policies.NewPrometheus(opts.PrometheusURL, opts.PrometheusTimeout); err != nil {
 			return nil, err
 		}
-		prom = p
 	}
 	copts := controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}
 	g := &gate.Reconciler{
@@ -121,6 +122,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
 		Clock:             clk,
 		DrainPollInterval: opts.DrainPollInterval,
+
+		BlockingQueryInterval: opts.BlockingQueryInterval,
+	}
+	if prom != nil {
+		// A nil *Prometheus in the interface would not read as nil.
+		g.Prometheus = prom
 	}
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up gate: %w", err)
@@ -129,7 +136,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := m.SetupWithManager(ctx, mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
 	}
-	pc := &policy.Reconciler{Client: mgr.GetClient(), Prometheus: prom, Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk}
+	pc := &policy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk}
+	if prom != nil {
+		pc.Prometheus = prom
+	}
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
 	}
