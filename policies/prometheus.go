@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -68,8 +69,15 @@ func (p *Prometheus) Query(ctx context.Context, query string, t time.Time) (mode
 	value, _, err := p.api.Query(ctx, query, t, promv1.WithTimeout(p.timeout))
 	if err != nil {
 		var apiErr *promv1.Error
-		if errors.As(err, &apiErr) && (apiErr.Type == promv1.ErrBadData || apiErr.Type == promv1.ErrExec) {
+		var urlErr *url.Error
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.Type == promv1.ErrBadData || apiErr.Type == promv1.ErrExec):
 			return nil, &QueryError{Query: query, Msg: apiErr.Msg}
+		case apiErr == nil && !errors.As(err, &urlErr) && ctx.Err() == nil:
+			// Prometheus answered, and its result could not be decoded:
+			// the client has no type for some results (a string), so
+			// the query is at fault, not the connection.
+			return nil, &QueryError{Query: query, Msg: fmt.Sprintf("result cannot be read as an instant vector: %v", err)}
 		}
 		return nil, fmt.Errorf("query prometheus: %w", err)
 	}

@@ -158,6 +158,7 @@ func TestQueryErrors(t *testing.T) {
 		"bad selector":    {query: "foo{", wantMsg: "parse error: unexpected end of input inside braces"},
 		"execution error": {query: `label_replace(vector(1), "x", "$1", "job", "(")`, wantMsg: "invalid regular expression in label_replace()"},
 		"range vector":    {query: "up[1m]", wantMsg: "result is a matrix, not an instant vector"},
+		"string":          {query: `"text"`, wantMsg: "result cannot be read as an instant vector"},
 	}
 	for name, tc := range refused {
 		t.Run(name, func(t *testing.T) {
