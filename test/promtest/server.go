@@ -51,10 +51,16 @@ type Options struct {
 	// StartTimeout bounds the wait for /-/ready on Start and Restart.
 	// Default 60s: a loaded 2-core CI machine can be slow to open the TSDB.
 	StartTimeout time.Duration
+
+	// Binary is the prometheus binary to run; by default the one Binary
+	// (in a test) or LookBinary (in Run) finds.
+	Binary string
 }
 
-// Server is a running Prometheus, stopped when the test ends.
+// Server is a running Prometheus, stopped when the test ends (Start) or
+// when its program stops it (Run).
 type Server struct {
+	// t is the test of a server from Start; nil for one from Run.
 	t       testing.TB
 	binary  string
 	args    []string
@@ -74,30 +80,49 @@ type Server struct {
 // Start runs Prometheus on a free port of 127.0.0.1 with a configuration and
 // storage in the test's temporary directory, and returns once it is ready.
 // It fails the test, with Prometheus's log, if Prometheus does not get
-// ready in time.
+// ready in time, and stops Prometheus when the test ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	binary := Binary(t)
-	if opts.Interval <= 0 {
-		opts.Interval = time.Second
+	if opts.Binary == "" {
+		opts.Binary = Binary(t)
 	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 60 * time.Second
+	s, err := Run(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	configFile := filepath.Join(dir, "prometheus.yml")
-	if err := writeConfig(configFile, opts); err != nil {
-		t.Fatalf("prometheus config: %v", err)
-	}
-
-	s := &Server{t: t, binary: binary, timeout: opts.StartTimeout, log: &syncBuffer{}}
+	s.t = t
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() && !s.logShown {
 			t.Logf("prometheus log (last lines):\n%s", s.logTail(60))
 		}
 	})
+	return s
+}
 
+// Run is Start for a program: it runs Prometheus with its configuration and
+// storage in dir, which must exist, and returns once it is ready. The
+// caller stops it with Stop. If Prometheus does not get ready in time, the
+// error carries its log.
+func Run(dir string, opts Options) (*Server, error) {
+	if opts.Binary == "" {
+		var err error
+		if opts.Binary, err = LookBinary(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	configFile := filepath.Join(dir, "prometheus.yml")
+	if err := writeConfig(configFile, opts); err != nil {
+		return nil, fmt.Errorf("prometheus config: %w", err)
+	}
+
+	s := &Server{binary: opts.Binary, timeout: opts.StartTimeout, log: &syncBuffer{}}
 	// The port is free when we ask and taken by Prometheus a moment later;
 	// another process can take it in between, so a bind failure is retried
 	// on a new port.
@@ -105,7 +130,7 @@ func Start(t testing.TB, opts Options) *Server {
 	for attempt := 0; attempt < 3; attempt++ {
 		var port int
 		if port, err = freePort(); err != nil {
-			t.Fatalf("free port for prometheus: %v", err)
+			return nil, fmt.Errorf("free port for prometheus: %w", err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		s.url = "http://" + addr
@@ -120,13 +145,14 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	if err != nil {
 		s.logShown = true
-		t.Fatalf("start prometheus: %v\nprometheus log:\n%s", err, s.log.String())
+		return nil, fmt.Errorf("start prometheus: %w\nprometheus log:\n%s", err, s.log.String())
 	}
 	s.querier, err = policies.NewPrometheus(s.url, 5*time.Second)
 	if err != nil {
-		t.Fatalf("prometheus client: %v", err)
+		s.Stop()
+		return nil, fmt.Errorf("prometheus client: %w", err)
 	}
-	return s
+	return s, nil
 }
 
 // Binary returns the prometheus binary to run: $KMAINT_PROMETHEUS, or
@@ -135,6 +161,12 @@ func Start(t testing.TB, opts Options) *Server {
 func Binary(t testing.TB) string {
 	t.Helper()
 	return lookBinary(t, os.Getenv(BinaryEnv), defaultBinary)
+}
+
+// LookBinary returns the binary Binary would, or an error saying how to
+// install one.
+func LookBinary() (string, error) {
+	return findBinary(os.Getenv(BinaryEnv), defaultBinary)
 }
 
 // Promtool returns the promtool that comes with Binary: the one next to
@@ -150,19 +182,26 @@ func Promtool(t testing.TB) string {
 
 func lookBinary(t testing.TB, env, fallback string) string {
 	t.Helper()
+	path, err := findBinary(env, fallback)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+	return ""
+}
+
+func findBinary(env, fallback string) (string, error) {
 	path := fallback
 	if env != "" {
 		path = env
 	}
-	if _, err := exec.LookPath(path); err == nil {
-		return path
+	if _, err := exec.LookPath(path); err != nil {
+		return "", fmt.Errorf("%s not found; run hack/install-test-deps.sh (Debian's prometheus package) or set %s", path, BinaryEnv)
 	}
-	msg := fmt.Sprintf("%s not found; run hack/install-test-deps.sh (Debian's prometheus package) or set %s", path, BinaryEnv)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return path, nil
 }
 
 // URL is the server's base URL, e.g. http://127.0.0.1:41234.
@@ -197,14 +236,24 @@ func (s *Server) Stop() {
 // Restart starts a stopped Prometheus again on the same port and storage
 // (series scraped before the stop are still there), and returns once it is
 // ready; a running one is stopped first. It fails the test, with the log, if
-// Prometheus does not get ready. Call it from the test's goroutine.
+// Prometheus does not get ready. Call it from the test's goroutine, and
+// only on a server from Start; a program uses Resume.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if err := s.Resume(); err != nil {
+		s.logShown = true
+		s.t.Fatal(err)
+	}
+}
+
+// Resume is Restart returning an error, with the log, instead of failing a
+// test.
+func (s *Server) Resume() error {
 	s.Stop()
 	if err := s.start(); err != nil {
-		s.logShown = true
-		s.t.Fatalf("restart prometheus: %v\nprometheus log:\n%s", err, s.log.String())
+		return fmt.Errorf("restart prometheus: %w\nprometheus log:\n%s", err, s.log.String())
 	}
+	return nil
 }
 
 // start runs Prometheus with s.args and waits until it is ready or has

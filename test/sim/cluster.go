@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/node"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -50,6 +51,8 @@ type PoolSpec struct {
 	Nodes          int
 	MaxUnavailable intstr.IntOrString
 	DrainTimeout   time.Duration
+	// Windows are the pool's maintenance windows; none admits at any time.
+	Windows []v1alpha1.MaintenanceWindow
 }
 
 // Config describes a simulated cluster.
@@ -70,6 +73,9 @@ type Config struct {
 	// DaemonRequests, when set, counts the API requests of in-process
 	// daemons, at the client.
 	DaemonRequests *atomic.Int64
+	// Metrics, when set, gives every node a node_exporter and the cluster a
+	// real Prometheus, which the operator asks (see MetricsConfig).
+	Metrics *MetricsConfig
 }
 
 // Node is a simulated node.
@@ -107,6 +113,10 @@ type Cluster struct {
 	fast     map[string]bool
 	// mapper is the in-process daemons' REST mapper: one discovery for all.
 	mapper meta.RESTMapper
+	// addresses are the nodes' InternalIPs, by name.
+	addresses map[string]string
+	// metrics are the node exporters and Prometheus, when Config.Metrics.
+	metrics *metrics
 }
 
 // appsPerNamespace is how many apps (and budgets) the workload spreads over.
@@ -128,7 +138,7 @@ func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) 
 		cfg.NodeLog = io.Discard
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}}
+	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, addresses: map[string]string{}}
 	if err := c.start(); err != nil {
 		c.Stop()
 		return nil, err
@@ -168,6 +178,7 @@ func (c *Cluster) start() error {
 		if p.DrainTimeout > 0 {
 			pool.Spec.Drain.Timeout = &metav1.Duration{Duration: p.DrainTimeout}
 		}
+		pool.Spec.Windows = p.Windows
 		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)
 		}
@@ -181,13 +192,34 @@ func (c *Cluster) start() error {
 			c.byName[name] = n
 		}
 	}
+	if c.Config.Metrics != nil {
+		return c.startMetrics(*c.Config.Metrics, c.addresses, c.initialFragmentation)
+	}
 	return nil
+}
+
+// initialFragmentation is a node's fragmentation when the cluster starts:
+// low, and not the same on every node.
+func (c *Cluster) initialFragmentation(name string) float64 {
+	i := slices.IndexFunc(c.nodes, func(n Node) bool { return n.Name() == name })
+	return FreshBootFragmentation + 0.015*float64(i%7)
+}
+
+// nodeAddress is the InternalIP of the cluster's i-th node (from 0), in
+// 10.0.0.0/8.
+func nodeAddress(i int) string {
+	k := i + 1
+	return fmt.Sprintf("10.%d.%d.%d", k>>16&255, k>>8&255, k&255)
 }
 
 // startNode registers a Node, creates its pods, and starts its daemon.
 func (c *Cluster) startNode(name, pool string) (Node, error) {
 	boot := uuid.NewString()
-	if err := gen.CreateNode(c.ctx, c.Bed.Client, gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))); err != nil {
+	addr := nodeAddress(len(c.addresses))
+	c.addresses[name] = addr
+	kn := gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))
+	kn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
+	if err := gen.CreateNode(c.ctx, c.Bed.Client, kn); err != nil {
 		return nil, err
 	}
 	if err := c.createPods(name); err != nil {
@@ -196,7 +228,7 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	var n Node
 	switch c.Config.Journal {
 	case Memory:
-		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.afterReboot)
+		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.beforeReboot, c.afterReboot)
 		mn.mapper = c.mapper
 		n = mn
 	case Journald:
@@ -232,8 +264,20 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// afterReboot puts the node's workload back, as the scheduler would.
+// beforeReboot takes down what goes down with the node: its node_exporter.
+func (c *Cluster) beforeReboot(name string) {
+	if c.metrics != nil {
+		c.metrics.hostDown(name)
+	}
+}
+
+// afterReboot brings the node's node_exporter back, reporting the
+// unfragmented memory of a fresh boot, and puts the node's workload back,
+// as the scheduler would.
 func (c *Cluster) afterReboot(name string) {
+	if c.metrics != nil {
+		c.metrics.hostUp(name)
+	}
 	if err := c.createPods(name); err != nil && c.ctx.Err() == nil {
 		c.Config.Log.Error(err, "Recreate pods after reboot", "node", name)
 	}
@@ -300,6 +344,7 @@ func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
 			"--health-probe-bind-address=0", "--reboot-timeout", c.Config.Timing.DaemonRebootTimeout.String()},
 		Env: []string{node.DaemonEnv + "=1"},
 		OnReboot: func(ctx context.Context, _, next string) error {
+			c.beforeReboot(name)
 			if !c.isFast(name) {
 				if err := gen.SetBoot(ctx, c.Bed.Client, name, next, false); err != nil {
 					return err
@@ -333,7 +378,11 @@ func (c *Cluster) StartOperator() error {
 	if c.operator != nil {
 		return nil
 	}
-	op, err := StartOperator(c.ctx, c.Bed.Config, operatorOptions())
+	opts := operatorOptions()
+	if p := c.Prometheus(); p != nil {
+		opts.PrometheusURL = p.URL()
+	}
+	op, err := StartOperator(c.ctx, c.Bed.Config, opts)
 	if err != nil {
 		return err
 	}
@@ -361,6 +410,9 @@ func (c *Cluster) Stop() {
 		wg.Go(n.Stop)
 	}
 	wg.Wait()
+	if c.metrics != nil {
+		c.metrics.stop()
+	}
 	c.cancel()
 	if c.Config.Dir == "" && c.dir != "" {
 		_ = os.RemoveAll(c.dir)

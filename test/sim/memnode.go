@@ -36,14 +36,14 @@ type memNode struct {
 	// stop ends the running daemon; done is closed when it has ended.
 	stop func()
 	done chan struct{}
-	// onReboot observes completed reboots.
-	onReboot func(name string)
+	// onDown and onReboot observe reboots as they start and complete.
+	onDown, onReboot func(name string)
 	// mapper is shared by all in-process daemons.
 	mapper meta.RESTMapper
 }
 
-func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onReboot func(string)) *memNode {
-	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onReboot: onReboot}
+func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onDown, onReboot func(string)) *memNode {
+	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onDown: onDown, onReboot: onReboot}
 	n.journal = journal.NewMemory(n.BootID)
 	return n
 }
@@ -147,6 +147,9 @@ func (n *memNode) reboot(ctx context.Context) {
 	// The reboot's duration counts from the moment it was asked for, as a
 	// real one's does: shutting the daemon down is part of it.
 	back := time.After(n.timing.jittered())
+	if n.onDown != nil {
+		n.onDown(n.name)
+	}
 	n.KillDaemon()
 	n.mu.Lock()
 	n.reboots++
