@@ -33,34 +33,45 @@ type Reconciler struct {
 	Recorder   events.EventRecorder
 	Clock      clock.PassiveClock
 
-	// written remembers the status last written per policy (by UID): the
+	// written remembers the status last written per policy: the
 	// cache may not show it yet, and a reconcile reading an older
 	// evaluation time would query Prometheus again before the interval.
 	written *memory
 }
 
+// memory is keyed by policy name, and an entry holds only for the policy
+// object (UID) it was written for: a policy deleted and made again starts
+// afresh.
 type memory struct {
 	mu     sync.Mutex
-	status map[types.UID]v1alpha1.RebootPolicyStatus
+	status map[string]remembered
 }
 
-func (m *memory) get(uid types.UID) (v1alpha1.RebootPolicyStatus, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.status[uid]
-	return *s.DeepCopy(), ok
+type remembered struct {
+	uid    types.UID
+	status v1alpha1.RebootPolicyStatus
 }
 
-func (m *memory) put(uid types.UID, s v1alpha1.RebootPolicyStatus) {
+func (m *memory) get(name string, uid types.UID) (v1alpha1.RebootPolicyStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.status[uid] = *s.DeepCopy()
+	r, ok := m.status[name]
+	if !ok || r.uid != uid {
+		return v1alpha1.RebootPolicyStatus{}, false
+	}
+	return *r.status.DeepCopy(), true
 }
 
-func (m *memory) forget(uid types.UID) {
+func (m *memory) put(name string, uid types.UID, s v1alpha1.RebootPolicyStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.status, uid)
+	m.status[name] = remembered{uid: uid, status: *s.DeepCopy()}
+}
+
+func (m *memory) forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.status, name)
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
@@ -74,16 +85,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var p v1alpha1.RebootPolicy
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.written.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
-		r.written.forget(p.UID)
+		r.written.forget(p.Name)
 		return ctrl.Result{}, nil
 	}
 	last := p.Status
-	if mem, ok := r.written.get(p.UID); ok {
+	if mem, ok := r.written.get(p.Name, p.UID); ok {
 		last = mem
 	}
 	out := &outcome{now: r.Clock.Now(), last: &last}
@@ -97,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
 			return
 		}
-		r.written.put(p.UID, status)
+		r.written.put(p.Name, p.UID, status)
 	}()
 
 	if p.Spec.Suspend {
@@ -218,7 +230,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.written = &memory{status: map[types.UID]v1alpha1.RebootPolicyStatus{}}
+	r.written = &memory{status: map[string]remembered{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy").
 		WithOptions(opts).
