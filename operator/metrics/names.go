@@ -1,0 +1,63 @@
+package metrics
+
+// The operator's metric names. Dashboards and alerts refer to these; a test
+// in dashboards/ checks that every query names only metrics listed by All.
+const (
+	// Event metrics.
+	RequestsTotal                = "kmaint_requests_total"                     // counter {source, pool, policy}
+	AdmissionsTotal              = "kmaint_admissions_total"                   // counter {pool}
+	DrainDurationSeconds         = "kmaint_drain_duration_seconds"             // histogram {pool}: admitted to drained
+	DrainFailuresTotal           = "kmaint_drain_failures_total"               // counter {pool, reason}
+	RebootDurationSeconds        = "kmaint_reboot_duration_seconds"            // histogram {pool}: approved to back Ready with a new boot
+	RebootFailuresTotal          = "kmaint_reboot_failures_total"              // counter {pool, reason}
+	MaintenancesCompletedTotal   = "kmaint_maintenances_completed_total"       // counter {pool, source, result}
+	PolicyEvaluationsTotal       = "kmaint_policy_evaluations_total"           // counter {policy}
+	PolicyEvaluationErrorsTotal  = "kmaint_policy_evaluation_errors_total"     // counter {policy, reason}
+	PolicyEvaluationDurationSecs = "kmaint_policy_evaluation_duration_seconds" // histogram {policy}
+	PolicyQueryValue             = "kmaint_policy_query_value"                 // gauge {policy, node}
+
+	// State metrics, collected from the cache at scrape time.
+	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
+	PoolReadyNodes       = "kmaint_pool_ready_nodes"       // gauge {pool}
+	PoolUpdatedNodes     = "kmaint_pool_updated_nodes"     // gauge {pool}
+	PoolUnavailableNodes = "kmaint_pool_unavailable_nodes" // gauge {pool}
+	PoolMaxUnavailable   = "kmaint_pool_max_unavailable"   // gauge {pool}
+	PoolDrainingNodes    = "kmaint_pool_draining_nodes"    // gauge {pool}
+	PoolRebootingNodes   = "kmaint_pool_rebooting_nodes"   // gauge {pool}
+	PoolDegradedNodes    = "kmaint_pool_degraded_nodes"    // gauge {pool}
+	PoolPendingRequests  = "kmaint_pool_pending_requests"  // gauge {pool}
+	PoolBlocked          = "kmaint_pool_blocked"           // gauge {pool, reason}: 1 while blocked, for that reason
+	PoolWindowOpen       = "kmaint_pool_window_open"       // gauge {pool}: 1 while a window is open (or the pool has none)
+	PoolPaused           = "kmaint_pool_paused"            // gauge {pool}
+
+	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
+	PolicyOpenRequests   = "kmaint_policy_open_requests"                     // gauge {policy}
+	PolicyRequestsRaised = "kmaint_policy_requests_raised_total"             // counter {policy}, from status.requestsRaised
+	PolicyThreshold      = "kmaint_policy_threshold"                         // gauge {policy}
+	PolicyCondition      = "kmaint_policy_condition"                         // gauge {policy, condition}: 1 while the condition is True
+	PolicyLastEvaluation = "kmaint_policy_last_evaluation_timestamp_seconds" // gauge {policy}
+
+	// The daemon's, one set per node, each with a constant node label.
+	DaemonRequestsTotal      = "kmaint_daemon_requests_total"       // counter {node, source}
+	DaemonRebootsTotal       = "kmaint_daemon_reboots_total"        // counter {node}
+	DaemonState              = "kmaint_daemon_state"                // gauge {node, state}
+	DaemonOutstandingRequest = "kmaint_daemon_outstanding_requests" // gauge {node}
+	DaemonBootTimeSeconds    = "kmaint_daemon_boot_time_seconds"    // gauge {node}: when the current boot began
+
+	// The Alertmanager webhook's.
+	AlertWebhookRequestsTotal = "kmaint_alert_webhook_requests_total" // counter {code}
+)
+
+// All lists every metric kmaint exports, histograms by their base name.
+func All() []string {
+	return []string{
+		RequestsTotal, AdmissionsTotal, DrainDurationSeconds, DrainFailuresTotal, RebootDurationSeconds,
+		RebootFailuresTotal, MaintenancesCompletedTotal, PolicyEvaluationsTotal, PolicyEvaluationErrorsTotal,
+		PolicyEvaluationDurationSecs, PolicyQueryValue,
+		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
+		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused,
+		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
+		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
+		AlertWebhookRequestsTotal,
+	}
+}
