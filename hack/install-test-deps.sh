@@ -24,6 +24,8 @@ APT_PACKAGES=(
 	util-linux      # unshare, nsenter, setpriv: simulated nodes' namespaces
 	bsdutils        # logger: a journal entry written as another user
 	prometheus      # prometheus and promtool for test/promtest (2.42 in bookworm)
+	chromium        # headless render test of the rollout report (operator/report)
+	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
 )
 
 # Services the packages above ship, which must not run on a test machine.
