@@ -40,14 +40,15 @@ func TestDaemonServesProbesAndMetrics(t *testing.T) {
 		code, _ = get(g, "http://"+probes+"/healthz")
 		g.Expect(code).To(Equal(http.StatusOK))
 		_, body := get(g, "http://"+metrics+"/metrics")
-		g.Expect(body).To(ContainSubstring(`kmaint_daemon_state{state="idle"} 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_daemon_state{node="endpoints",state="idle"} 1`))
+		g.Expect(body).To(MatchRegexp(`kmaint_daemon_boot_time_seconds{node="endpoints"} [0-9.e+]+`))
 	}, timeout).Should(Succeed())
 
 	requestReboot(t, n, "metrics")
 	g.Eventually(func(g Gomega) {
 		_, body := get(g, "http://"+metrics+"/metrics")
-		g.Expect(body).To(ContainSubstring(`kmaint_daemon_requests_total{source="host"} 1`))
-		g.Expect(body).To(ContainSubstring(`kmaint_daemon_state{state="requested"} 1`))
-		g.Expect(body).To(ContainSubstring(`kmaint_daemon_outstanding_requests 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_daemon_requests_total{node="endpoints",source="host"} 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_daemon_state{node="endpoints",state="requested"} 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_daemon_outstanding_requests{node="endpoints"} 1`))
 	}, timeout).Should(Succeed())
 }

@@ -1,6 +1,13 @@
 package daemon
 
 import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -13,9 +20,14 @@ type metrics struct {
 	reboots     prometheus.Counter
 	state       *prometheus.GaugeVec
 	outstanding prometheus.Gauge
+	bootTime    prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the daemon's metrics, each labelled with its node so
+// that dashboards and alerts can tell nodes apart however Prometheus
+// scrapes them (PodMonitor relabelling or not).
+func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*metrics, error) {
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"node": node}, reg)
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kmaint_daemon_requests_total",
@@ -33,8 +45,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kmaint_daemon_outstanding_requests",
 			Help: "Reboot requests of the current boot not yet satisfied.",
 		}),
+		bootTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kmaint_daemon_boot_time_seconds",
+			Help: "When the node's current boot began, in seconds since the epoch.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding} {
+	m.bootTime.Set(float64(bootTime.Unix()))
+	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -51,4 +68,28 @@ func (m *metrics) setState(phase protocol.DaemonPhase, outstanding int) {
 		m.state.WithLabelValues(string(p)).Set(v)
 	}
 	m.outstanding.Set(float64(outstanding))
+}
+
+// ReadBootTime reads when the machine booted from a /proc/stat file's btime
+// line.
+func ReadBootTime(path string) (time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read boot time: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("boot time in %s: %w", path, err)
+			}
+			return time.Unix(secs, 0), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("read boot time: %w", err)
+	}
+	return time.Time{}, fmt.Errorf("no btime line in %s", path)
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// BootID, when set, is used instead of reading BootIDPath, for daemons
 	// of simulated nodes that share one process.
 	BootID string
+	// BootTime is when the current boot began; zero means the btime of
+	// /proc/stat, and failing that, the daemon's start.
+	BootTime time.Time
 	// Journal is where requests are written and read; nil means the
 	// system's journal.
 	Journal journal.Journal
@@ -127,7 +130,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.Rebooter == nil {
 		opts.Rebooter = &rebooter.Logind{}
 	}
-	m, err := newMetrics(opts.Registerer)
+	if opts.BootTime.IsZero() {
+		bt, err := ReadBootTime("/proc/stat")
+		if err != nil {
+			log.Info("Boot time unknown; reporting the daemon's start", "reason", err.Error())
+			bt = opts.Clock.Now()
+		}
+		opts.BootTime = bt
+	}
+	m, err := newMetrics(opts.Registerer, opts.NodeName, opts.BootTime)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}

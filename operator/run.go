@@ -26,6 +26,7 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -115,6 +116,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 			return nil, err
 		}
 	}
+	rec, err := metrics.NewRecorder(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	if err := mgr.Add(metrics.NewState(mgr.GetClient(), ctrlmetrics.Registry, clk)); err != nil {
+		return nil, fmt.Errorf("add state metrics: %w", err)
+	}
 	copts := controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}
 	g := &gate.Reconciler{
 		Client:            mgr.GetClient(),
@@ -132,11 +140,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up gate: %w", err)
 	}
-	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk}
+	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
 	if err := m.SetupWithManager(ctx, mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
 	}
-	pc := &policy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk}
+	pc := &policy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk, Metrics: rec}
 	if prom != nil {
 		pc.Prometheus = prom
 	}

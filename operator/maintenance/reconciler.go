@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/metrics"
 )
 
 // NodeNameField indexes NodeMaintenances by spec.nodeName.
@@ -41,6 +42,8 @@ type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
+	// Metrics records phase changes; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
@@ -73,8 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	pool := r.poolOf(ctx, node)
 	for i := range items {
-		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i), w))
+		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i), w, pool))
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
@@ -134,7 +138,7 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 }
 
 // advance patches one NodeMaintenance's status to where its node says it is.
-func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string, w waiting) error {
+func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string, w waiting, pool func() string) error {
 	if nm.Status.Phase.Done() {
 		return nil
 	}
@@ -150,6 +154,7 @@ func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, 
 	if err := r.Status().Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
+	r.count(base, nm, pool)
 	if base.Status.Phase != nm.Status.Phase {
 		ctrl.LoggerFrom(ctx).Info("Maintenance phase changed", "maintenance", nm.Name, "from", base.Status.Phase, "to", nm.Status.Phase)
 		switch nm.Status.Phase {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -32,6 +33,8 @@ type Reconciler struct {
 	Prometheus policies.Querier
 	Recorder   events.EventRecorder
 	Clock      clock.PassiveClock
+	// Metrics records evaluations; nil records nothing.
+	Metrics *metrics.Recorder
 
 	// written remembers the status last written per policy: the
 	// cache may not show it yet, and a reconcile reading an older
@@ -86,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.Name)
+			r.Metrics.ForgetPolicy(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
@@ -132,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	out.facts, out.interval = f, s.interval
 	out.eval = r.evaluate(ctx, &p, &last, s, f, out.now)
+	r.record(&p, out.eval)
 	if out.eval.err != nil {
 		return r.requeue(out), nil
 	}
@@ -146,6 +151,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	out.raised, err = r.raise(ctx, &p, s, byNode(out.eval.candidates), f.boot, out.selection.Raise)
 	return r.requeue(out), err
+}
+
+// record counts an evaluation that ran, and keeps a Prometheus trigger's
+// values per node.
+func (r *Reconciler) record(p *v1alpha1.RebootPolicy, ev evaluation) {
+	if !ev.ran {
+		return
+	}
+	reason := ""
+	if ev.err != nil {
+		reason = "unreachable"
+		if policies.IsQueryError(ev.err) {
+			reason = "query"
+		} else if p.Spec.Alert != nil {
+			reason = "invalid"
+		}
+	}
+	r.Metrics.PolicyEvaluated(p.Name, reason)
+	if p.Spec.Prometheus != nil && ev.err == nil {
+		r.Metrics.PolicyQueried(p.Name, ev.took)
+		r.Metrics.PolicyValues(p.Name, ev.values)
+	}
 }
 
 // selectNodes applies the guards. A node whose request for this episode

@@ -1,0 +1,92 @@
+package maintenance
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
+)
+
+// poolOf returns a function naming the node's pool for metrics, computed
+// the first time a phase change needs it: most reconciles change nothing.
+// A node in two pools is counted under both names joined by "+", a node
+// that no longer exists under "".
+func (r *Reconciler) poolOf(ctx context.Context, node *corev1.Node) func() string {
+	return sync.OnceValue(func() string {
+		if node == nil {
+			return ""
+		}
+		var list v1alpha1.MaintenancePoolList
+		if err := r.List(ctx, &list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list pools for metrics")
+			return ""
+		}
+		return strings.Join(pools.Of(node, pools.Selectors(list.Items)), "+")
+	})
+}
+
+// count records what a status change means for the metrics. It runs after
+// the change is written, so each change counts once: a write that fails is
+// computed and counted again by the next reconcile.
+func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() string) {
+	if r.Metrics == nil {
+		return
+	}
+	from, to := base.Status.Phase, nm.Status.Phase
+	now := r.Clock.Now()
+	source := string(nm.Spec.Source)
+	if source == "" {
+		source = string(v1alpha1.SourceAPI)
+	}
+	if from == "" && to != "" {
+		r.Metrics.RequestSeen(source, pool(), nm.Spec.Policy)
+	}
+	if !admitted(from) && admitted(to) {
+		r.Metrics.Admitted(pool())
+	}
+	times := nm.Status.PhaseTimes
+	switch {
+	case from == to:
+	case to == v1alpha1.PhaseRebooting && from == v1alpha1.PhaseDraining && times.Draining != nil:
+		r.Metrics.Drained(pool(), now.Sub(times.Draining.Time))
+	case to == v1alpha1.PhaseSucceeded:
+		if times.Rebooting != nil {
+			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
+		}
+		r.Metrics.Completed(pool(), source, "succeeded")
+	case to == v1alpha1.PhaseFailed:
+		reason := failedReason(nm)
+		switch from {
+		case v1alpha1.PhaseDraining:
+			r.Metrics.DrainFailed(pool(), reason)
+		case v1alpha1.PhaseRebooting, v1alpha1.PhaseApproved:
+			r.Metrics.RebootFailed(pool(), reason)
+		}
+		r.Metrics.Completed(pool(), source, "failed")
+	}
+	if !meta.IsStatusConditionTrue(base.Status.Conditions, ConditionDegraded) && meta.IsStatusConditionTrue(nm.Status.Conditions, ConditionDegraded) {
+		r.Metrics.RebootFailed(pool(), "RebootNotObserved")
+	}
+}
+
+// admitted reports whether a phase lies past the gate's admission.
+func admitted(p v1alpha1.Phase) bool {
+	switch p {
+	case v1alpha1.PhaseDraining, v1alpha1.PhaseApproved, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded:
+		return true
+	}
+	return false
+}
+
+func failedReason(nm *v1alpha1.NodeMaintenance) string {
+	if c := meta.FindStatusCondition(nm.Status.Conditions, ConditionSucceeded); c != nil && c.Reason != "" {
+		return c.Reason
+	}
+	return "Unknown"
+}

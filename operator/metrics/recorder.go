@@ -1,0 +1,175 @@
+package metrics
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Recorder records the operator's event metrics. A nil *Recorder records
+// nothing, so controllers built without one (in unit tests) need no checks.
+type Recorder struct {
+	requests       *prometheus.CounterVec
+	admissions     *prometheus.CounterVec
+	drainDuration  *prometheus.HistogramVec
+	drainFailures  *prometheus.CounterVec
+	rebootDuration *prometheus.HistogramVec
+	rebootFailures *prometheus.CounterVec
+	completed      *prometheus.CounterVec
+	evaluations    *prometheus.CounterVec
+	evalErrors     *prometheus.CounterVec
+	evalDuration   *prometheus.HistogramVec
+	queryValue     *prometheus.GaugeVec
+}
+
+// NewRecorder registers the event metrics with reg. Metrics registered
+// already, as when a test runs several operators in one process, are
+// shared.
+func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
+	// Drains take seconds to tens of minutes, reboots tens of seconds to
+	// tens of minutes.
+	drainBuckets := []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
+	rebootBuckets := []float64{5, 15, 30, 60, 90, 120, 180, 300, 600, 1200, 1800}
+	r := &Recorder{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: RequestsTotal,
+			Help: "Reboot requests (NodeMaintenances) seen by the operator, by source, the node's pool and the policy that raised them (empty for none)."},
+			[]string{"source", "pool", "policy"}),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: AdmissionsTotal,
+			Help: "Requests admitted by the gate (the node cordoned and draining), by pool."}, []string{"pool"}),
+		drainDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: DrainDurationSeconds,
+			Help: "Time from admission to a drained, approved node, by pool.", Buckets: drainBuckets}, []string{"pool"}),
+		drainFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: DrainFailuresTotal,
+			Help: "Drains abandoned, by pool and reason (e.g. DrainTimeout)."}, []string{"pool", "reason"}),
+		rebootDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: RebootDurationSeconds,
+			Help: "Time from approval to the node back Ready with a new boot ID, by pool.", Buckets: rebootBuckets}, []string{"pool"}),
+		rebootFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: RebootFailuresTotal,
+			Help: "Approved reboots that did not happen in time (the daemon reported degraded) or failed, by pool and reason."}, []string{"pool", "reason"}),
+		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MaintenancesCompletedTotal,
+			Help: "NodeMaintenances that reached Succeeded or Failed, by pool, source and result."}, []string{"pool", "source", "result"}),
+		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: PolicyEvaluationsTotal,
+			Help: "Evaluations of a RebootPolicy's trigger (Prometheus queries run, schedules and alerts read)."}, []string{"policy"}),
+		evalErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: PolicyEvaluationErrorsTotal,
+			Help: "Failed evaluations of a RebootPolicy, by reason: query (Prometheus refused it), unreachable, or invalid (the spec or a record cannot be used)."}, []string{"policy", "reason"}),
+		evalDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: PolicyEvaluationDurationSecs,
+			Help: "Time a RebootPolicy's Prometheus query took.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"policy"}),
+		queryValue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: PolicyQueryValue,
+			Help: "A RebootPolicy's last query value for each selected node it names."}, []string{"policy", "node"}),
+	}
+	var err error
+	r.requests = register(reg, r.requests, &err)
+	r.admissions = register(reg, r.admissions, &err)
+	r.drainDuration = register(reg, r.drainDuration, &err)
+	r.drainFailures = register(reg, r.drainFailures, &err)
+	r.rebootDuration = register(reg, r.rebootDuration, &err)
+	r.rebootFailures = register(reg, r.rebootFailures, &err)
+	r.completed = register(reg, r.completed, &err)
+	r.evaluations = register(reg, r.evaluations, &err)
+	r.evalErrors = register(reg, r.evalErrors, &err)
+	r.evalDuration = register(reg, r.evalDuration, &err)
+	r.queryValue = register(reg, r.queryValue, &err)
+	return r, err
+}
+
+// register registers c, or returns the collector registered already under
+// its name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	*errp = errors.Join(*errp, err)
+	return c
+}
+
+// RequestSeen counts a new request.
+func (r *Recorder) RequestSeen(source, pool, policy string) {
+	if r != nil {
+		r.requests.WithLabelValues(source, pool, policy).Inc()
+	}
+}
+
+// Admitted counts an admission.
+func (r *Recorder) Admitted(pool string) {
+	if r != nil {
+		r.admissions.WithLabelValues(pool).Inc()
+	}
+}
+
+// Drained observes a finished drain.
+func (r *Recorder) Drained(pool string, d time.Duration) {
+	if r != nil {
+		r.drainDuration.WithLabelValues(pool).Observe(d.Seconds())
+	}
+}
+
+// DrainFailed counts an abandoned drain.
+func (r *Recorder) DrainFailed(pool, reason string) {
+	if r != nil {
+		r.drainFailures.WithLabelValues(pool, reason).Inc()
+	}
+}
+
+// Rebooted observes a completed reboot.
+func (r *Recorder) Rebooted(pool string, d time.Duration) {
+	if r != nil {
+		r.rebootDuration.WithLabelValues(pool).Observe(d.Seconds())
+	}
+}
+
+// RebootFailed counts a reboot that did not happen.
+func (r *Recorder) RebootFailed(pool, reason string) {
+	if r != nil {
+		r.rebootFailures.WithLabelValues(pool, reason).Inc()
+	}
+}
+
+// Completed counts a NodeMaintenance done, with result succeeded or failed.
+func (r *Recorder) Completed(pool, source, result string) {
+	if r != nil {
+		r.completed.WithLabelValues(pool, source, result).Inc()
+	}
+}
+
+// PolicyEvaluated counts an evaluation; reason is empty for a good one.
+func (r *Recorder) PolicyEvaluated(policy, reason string) {
+	if r == nil {
+		return
+	}
+	r.evaluations.WithLabelValues(policy).Inc()
+	if reason != "" {
+		r.evalErrors.WithLabelValues(policy, reason).Inc()
+	}
+}
+
+// PolicyQueried observes how long a policy's query took.
+func (r *Recorder) PolicyQueried(policy string, d time.Duration) {
+	if r != nil {
+		r.evalDuration.WithLabelValues(policy).Observe(d.Seconds())
+	}
+}
+
+// PolicyValues replaces a policy's per-node values with those of its last
+// evaluation: a node that left the result leaves the metric.
+func (r *Recorder) PolicyValues(policy string, values map[string]float64) {
+	if r == nil {
+		return
+	}
+	r.queryValue.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	for node, v := range values {
+		r.queryValue.WithLabelValues(policy, node).Set(v)
+	}
+}
+
+// ForgetPolicy drops a deleted policy's per-node values.
+func (r *Recorder) ForgetPolicy(policy string) {
+	if r != nil {
+		r.queryValue.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	}
+}

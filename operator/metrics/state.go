@@ -1,0 +1,190 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// State collects the per-pool and per-policy gauges from the operator's
+// cache at scrape time. It registers itself when started by the manager and
+// unregisters when the manager stops, so that an operator restarted in the
+// same process (as the simulated cluster does) does not report twice.
+type State struct {
+	Reader   client.Reader
+	Registry prometheus.Registerer
+	Clock    clock.PassiveClock
+
+	descs map[string]*prometheus.Desc
+}
+
+// NewState returns a collector reading from reader.
+func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.PassiveClock) *State {
+	s := &State{Reader: reader, Registry: reg, Clock: clk, descs: map[string]*prometheus.Desc{}}
+	pool := []string{"pool"}
+	s.desc(PoolNodes, "Nodes in the pool.", pool)
+	s.desc(PoolReadyNodes, "Ready nodes in the pool.", pool)
+	s.desc(PoolUpdatedNodes, "Nodes running the pool's desired config.", pool)
+	s.desc(PoolUnavailableNodes, "Nodes counted against the pool's budget: admitted, draining, rebooting, not Ready or cordoned.", pool)
+	s.desc(PoolMaxUnavailable, "The pool's budget, maxUnavailable resolved to nodes.", pool)
+	s.desc(PoolDrainingNodes, "Nodes being drained.", pool)
+	s.desc(PoolRebootingNodes, "Nodes approved to reboot and not yet back.", pool)
+	s.desc(PoolDegradedNodes, "Nodes whose approved reboot did not happen.", pool)
+	s.desc(PoolPendingRequests, "Nodes with requests waiting for admission.", pool)
+	s.desc(PoolBlocked, "1 while the pool admits nothing new, with the reason (Paused, BudgetExhausted, OutsideWindow, BlockingQuery ...).", []string{"pool", "reason"})
+	s.desc(PoolWindowOpen, "1 while one of the pool's maintenance windows is open, or the pool has none.", pool)
+	s.desc(PoolPaused, "1 while the pool is paused.", pool)
+	policy := []string{"policy"}
+	s.desc(PolicyCandidates, "Nodes meeting a policy's trigger, by what they wait for.", []string{"policy", "state"})
+	s.desc(PolicyOpenRequests, "A policy's requests not yet Succeeded or Failed.", policy)
+	s.desc(PolicyRequestsRaised, "Requests a policy has raised since it was created.", policy)
+	s.desc(PolicyThreshold, "A Prometheus policy's threshold.", policy)
+	s.desc(PolicyCondition, "1 while a policy's condition is True.", []string{"policy", "condition"})
+	s.desc(PolicyLastEvaluation, "When a policy was last evaluated, in seconds since the epoch.", policy)
+	return s
+}
+
+func (s *State) desc(name, help string, labels []string) {
+	s.descs[name] = prometheus.NewDesc(name, help, labels, nil)
+}
+
+// Describe implements prometheus.Collector.
+func (s *State) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range s.descs {
+		ch <- d
+	}
+}
+
+// Start registers the collector until ctx ends; it implements
+// manager.Runnable.
+func (s *State) Start(ctx context.Context) error {
+	err := s.Registry.Register(s)
+	var already prometheus.AlreadyRegisteredError
+	switch {
+	case errors.As(err, &already):
+		// Another operator in this process reports the same cache
+		// contents; one report is enough.
+		<-ctx.Done()
+		return nil
+	case err != nil:
+		return fmt.Errorf("register state metrics: %w", err)
+	}
+	<-ctx.Done()
+	s.Registry.Unregister(s)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica reports what its cache holds,
+// and status is written by the leader alone, so they agree.
+func (s *State) NeedLeaderElection() bool { return false }
+
+// Collect implements prometheus.Collector.
+func (s *State) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	log := ctrl.Log.WithName("metrics")
+	var pools v1alpha1.MaintenancePoolList
+	if err := s.Reader.List(ctx, &pools); err != nil {
+		log.Error(err, "list pools for metrics")
+	}
+	for i := range pools.Items {
+		s.collectPool(ch, &pools.Items[i])
+	}
+	var list v1alpha1.RebootPolicyList
+	if err := s.Reader.List(ctx, &list); err != nil {
+		log.Error(err, "list policies for metrics")
+	}
+	var nms v1alpha1.NodeMaintenanceList
+	if err := s.Reader.List(ctx, &nms); err != nil {
+		log.Error(err, "list node maintenances for metrics")
+	}
+	open := map[string]int{}
+	for _, nm := range nms.Items {
+		if nm.Spec.Policy != "" && !nm.Status.Phase.Done() {
+			open[nm.Spec.Policy]++
+		}
+	}
+	for i := range list.Items {
+		s.collectPolicy(ch, &list.Items[i], open[list.Items[i].Name])
+	}
+}
+
+func (s *State) gauge(ch chan<- prometheus.Metric, name string, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(s.descs[name], prometheus.GaugeValue, v, labels...)
+}
+
+func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.MaintenancePool) {
+	st, name := p.Status, p.Name
+	s.gauge(ch, PoolNodes, float64(st.Nodes), name)
+	s.gauge(ch, PoolReadyNodes, float64(st.Ready), name)
+	s.gauge(ch, PoolUpdatedNodes, float64(st.Updated), name)
+	s.gauge(ch, PoolUnavailableNodes, float64(st.Unavailable), name)
+	s.gauge(ch, PoolMaxUnavailable, float64(st.MaxUnavailable), name)
+	s.gauge(ch, PoolDrainingNodes, float64(st.Draining), name)
+	s.gauge(ch, PoolRebootingNodes, float64(st.Rebooting), name)
+	s.gauge(ch, PoolDegradedNodes, float64(st.Degraded), name)
+	s.gauge(ch, PoolPendingRequests, float64(st.PendingRequests), name)
+	reason, blocked := "", 0.0
+	if c := meta.FindStatusCondition(st.Conditions, "Blocked"); c != nil && c.Status == metav1.ConditionTrue {
+		reason, blocked = c.Reason, 1
+	}
+	s.gauge(ch, PoolBlocked, blocked, name, reason)
+	s.gauge(ch, PoolWindowOpen, bool01(windowOpen(p.Spec.Windows, s.Clock.Now())), name)
+	s.gauge(ch, PoolPaused, bool01(p.Spec.Paused), name)
+}
+
+// windowOpen evaluates the pool's windows; unreadable ones count as shut,
+// as the gate treats them.
+func windowOpen(ws []v1alpha1.MaintenanceWindow, now time.Time) bool {
+	parsed, err := policies.ParseWindows(ws)
+	if err != nil {
+		return false
+	}
+	return policies.AnyOpen(parsed, now).Open
+}
+
+func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPolicy, open int) {
+	name := p.Name
+	states := map[v1alpha1.CandidateState]int{
+		v1alpha1.CandidatePending: 0, v1alpha1.CandidateCooldown: 0, v1alpha1.CandidateOverCap: 0,
+		v1alpha1.CandidateRequested: 0, v1alpha1.CandidateWouldRequest: 0,
+	}
+	for _, c := range p.Status.Candidates {
+		states[c.State]++
+	}
+	for state, n := range states {
+		s.gauge(ch, PolicyCandidates, float64(n), name, string(state))
+	}
+	s.gauge(ch, PolicyOpenRequests, float64(open), name)
+	ch <- prometheus.MustNewConstMetric(s.descs[PolicyRequestsRaised], prometheus.CounterValue, float64(p.Status.RequestsRaised), name)
+	if t := p.Spec.Prometheus; t != nil {
+		if v, err := strconv.ParseFloat(t.Threshold, 64); err == nil {
+			s.gauge(ch, PolicyThreshold, v, name)
+		}
+	}
+	for _, c := range []string{"Ready", "QueryFailing", "PrometheusUnreachable", "CapReached", "UnmatchedSeries"} {
+		s.gauge(ch, PolicyCondition, bool01(meta.IsStatusConditionTrue(p.Status.Conditions, c)), name, c)
+	}
+	if t := p.Status.LastEvaluationTime; t != nil {
+		s.gauge(ch, PolicyLastEvaluation, float64(t.Unix()), name)
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
