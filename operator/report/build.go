@@ -14,7 +14,7 @@ import (
 
 // GonePool names the group of maintenances whose node is no longer in the
 // cluster, so that no pool can be told for them.
-const GonePool = "(nodes no longer in the cluster)"
+const GonePool = "(deleted nodes)"
 
 // Report is a cluster's reboot history, ready to be written as a page.
 type Report struct {

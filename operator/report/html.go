@@ -62,7 +62,7 @@ rect.bar.open { fill-opacity: 0.55; stroke: #6b7280; stroke-dasharray: 2 2; stro
 rect.bar.failed { stroke: #dc2626; stroke-width: 1.5; }
 circle.back { fill: #16a34a; stroke: #fff; stroke-width: 1; }
 path.fail { stroke: #dc2626; stroke-width: 2.2; }
-text.fail { fill: #b91c1c; font-size: 11px; }
+text.fail { fill: #b91c1c; font-size: 11px; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 line.now { stroke: #7c3aed; stroke-dasharray: 4 3; }
 text.now { fill: #7c3aed; font-size: 11px; }
 .chart path.area { fill: #93c5fd; stroke: #2563eb; stroke-width: 1.5; }
@@ -97,10 +97,10 @@ text.now { fill: #7c3aed; font-size: 11px; }
 {{range .Rows}}<g class="row" data-node="{{.Title}}"><title>{{.Title}}</title>{{if not $.Timeline.Compact}}<line x1="200" x2="{{$.Timeline.Width}}" y1="{{f .LineY}}" y2="{{f .LineY}}"/><text x="12" y="{{f .TextY}}">{{.Label}}</text>{{end}}
 {{range .Bars}}<rect class="{{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" rx="2"><title>{{.Title}}</title></rect>{{end}}
 {{range .Backs}}<circle class="back" cx="{{f .X}}" cy="{{f .Y}}" r="4"><title>{{.Title}}</title></circle>{{end}}
-{{range .Fails}}<g class="failmark"><title>{{.Title}}</title><path class="fail" d="M{{f .X}} {{f .Y}} m-4 -4 l8 8 m0 -8 l-8 8"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="8" dy="4">{{.Text}}</text>{{end}}</g>{{end}}
+{{range .Fails}}<g class="failmark"><title>{{.Title}}</title><path class="fail" d="M{{f .X}} {{f .Y}} m-4 -4 l8 8 m0 -8 l-8 8"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}</g>{{end}}
 </g>
 {{end}}</g>
-{{end}}{{if .ShowNow}}<line class="now" x1="{{f .NowX}}" x2="{{f .NowX}}" y1="18" y2="{{.Height}}"/><text class="now" x="{{f .NowX}}" y="26" dx="-3" text-anchor="end">now</text>{{end}}
+{{end}}{{if .ShowNow}}<line class="now" x1="{{f .NowX}}" x2="{{f .NowX}}" y1="18" y2="{{.Height}}"/><text class="now" x="{{f .NowX}}" y="{{.Height}}" dx="-3" dy="-2" text-anchor="end">now</text>{{end}}
 </svg>{{end}}
 
 <h2>Unavailable nodes against the budget</h2>

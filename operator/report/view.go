@@ -68,6 +68,8 @@ type markView struct {
 	X, Y  float64
 	Title string
 	Text  string
+	// Left puts the text left of the mark, where the page ends too soon.
+	Left bool
 }
 
 type chartView struct {
@@ -165,7 +167,7 @@ func (r *Report) timeline(sc scale) timelineView {
 		if len(pl.Rows) == 0 {
 			continue
 		}
-		g := groupView{Y: y, TextY: y + 17, Name: pl.Name, Info: poolInfo(pl)}
+		g := groupView{Y: y, TextY: y + 17, Name: ellipsis(pl.Name, 22), Info: poolInfo(pl)}
 		y += groupHeight
 		for _, row := range pl.Rows {
 			rv := rowView{Y: y, TextY: y + rh/2 + 4, LineY: y + rh/2, Label: ellipsis(row.Node, 28), Title: row.Node}
@@ -193,6 +195,7 @@ func (r *Report) timeline(sc scale) timelineView {
 					m := markView{X: sc.x(t.Failed), Y: rv.LineY, Title: title}
 					if !v.Compact {
 						m.Text = ellipsis(t.FailReason+": "+t.FailMessage, 60)
+						m.Left = m.X > labelWidth+plotWidth*0.6
 					}
 					rv.Fails = append(rv.Fails, m)
 				}
@@ -212,7 +215,7 @@ func (r *Report) timeline(sc scale) timelineView {
 
 func poolInfo(pl Pool) string {
 	if pl.Name == GonePool {
-		return fmt.Sprintf("%d nodes", len(pl.Rows))
+		return fmt.Sprintf("%d node(s) with maintenances, pool unknown", len(pl.Rows))
 	}
 	s := fmt.Sprintf("%d of %d nodes rebooted or asked to · maxUnavailable %s = %d", len(pl.Rows), pl.Nodes, pl.Budget, pl.MaxUnavailable)
 	if pl.BudgetError != "" {
