@@ -86,9 +86,9 @@ func (s *State) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection is false: every replica reports what its cache holds,
-// and status is written by the leader alone, so they agree.
-func (s *State) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is true: only the leader reports the gauges, so that a
+// sum over replicas does not count a pool twice.
+func (s *State) NeedLeaderElection() bool { return true }
 
 // Collect implements prometheus.Collector.
 func (s *State) Collect(ch chan<- prometheus.Metric) {
