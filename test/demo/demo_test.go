@@ -13,6 +13,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/node"
+	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
 )
@@ -55,4 +56,32 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	for _, nm := range list.Items {
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
 	}
+}
+
+// TestDemoRebootsFragmentedNodesInsideTheWindow runs the demo with its
+// metric part, on an API server of its own: the one node no other request
+// reboots fragments, the policy asks for it, and it is rebooted once the
+// policy's window opens, with its fragmentation before and after.
+func TestDemoRebootsFragmentedNodesInsideTheWindow(t *testing.T) {
+	promtest.Binary(t) // skip (or fail on CI) without Prometheus
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, options{
+		Nodes: 4, Pools: 2, RebootTime: 500 * time.Millisecond, Journal: sim.Memory, Metrics: true,
+		ExitWhenDone: true, KubeconfigOut: filepath.Join(t.TempDir(), "kubeconfig"),
+	}, &out)
+	t.Log("\n" + out.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the demo ran out of time before every request was done")
+
+	text := out.String()
+	g.Expect(text).To(ContainSubstring("fragmentation rises on web-001 (to 0.97)"))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+policy memory-fragmentation: pending`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+waiting\s+metric\b.*\(OutsideWindow\)$`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\S+\s+window of policy memory-fragmentation: open until`))
+	g.Expect(text).To(ContainSubstring("All 4 requests done: 4 Succeeded, 0 Failed."))
+	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 host reboot; the policy's is summarized on its own")
+	g.Expect(text).To(MatchRegexp(`(?m)^\s+web-001\s+0\.9\d* → 0\.0\d*\s+\S+ UTC, inside the window\s+\S+ UTC$`))
 }

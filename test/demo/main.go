@@ -1,9 +1,13 @@
 // Command demo runs kmaint's main job on a cluster it makes up: a real
 // kube-apiserver and etcd (envtest), the real operator, and simulated nodes
-// running the real daemon. Reboot requests arrive from two sources, a host
-// command on some nodes of one pool and a config rollout of another, and the
-// demo shows them pass the gate, live, as read from the API server. `make demo`
-// runs it; `make demo DEMO_FLAGS=--help` lists its flags.
+// running the real daemon. Reboot requests arrive from three sources, a host
+// command on some nodes of one pool, a config rollout of another, and a
+// metric: node_exporters report memory fragmentation to a real Prometheus,
+// it rises on a few nodes, and the sample memory-fragmentation RebootPolicy
+// asks for those that stay past its threshold, to be rebooted inside its
+// window. The demo shows them pass the gate, live, as read from the API
+// server and Prometheus. `make demo` runs it; `make demo DEMO_FLAGS=--help`
+// lists its flags.
 package main
 
 import (
@@ -34,6 +38,7 @@ func main() {
 	fs.StringVar(&opts.MaxUnavailable, "max-unavailable", "", `maxUnavailable of every pool, an integer or a percentage such as 50% (default: web 2, batch 50%, others 25%).`)
 	fs.DurationVar(&opts.RebootTime, "reboot-time", 3*time.Second, "How long a simulated node is down for a reboot.")
 	fs.StringVar(&journal, "journal", string(sim.Memory), "Node journals: memory (in this process), or journald (a real systemd-journald and daemon process per node; needs root).")
+	fs.BoolVar(&opts.Metrics, "metrics", true, "Add the metric part: node exporters, a real Prometheus (/usr/bin/prometheus or $KMAINT_PROMETHEUS) and the memory-fragmentation RebootPolicy rebooting fragmented nodes inside its window. Off by itself without Prometheus.")
 	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "Exit after the summary instead of running on for kubectl until Ctrl-C.")
 	fs.StringVar(&opts.KubeconfigOut, "kubeconfig-out", "./demo-kubeconfig", "Where to write a cluster-admin kubeconfig for the demo's API server.")
 	fs.StringVar(&opts.LogOut, "log-out", "./demo-kmaint.log", "Where the operator's and the daemons' logs go.")

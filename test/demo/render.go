@@ -7,6 +7,10 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // display shows the cluster: on a terminal a frame redrawn in place (pools'
@@ -19,6 +23,16 @@ type display struct {
 	lines int
 	// shown is each node as last reported, to tell what changed.
 	shown map[string]nodeRow
+	// shownCandidate is each node's candidate state as last reported.
+	shownCandidate map[string]string
+	// shownOutcome holds the policy's outcomes reported, by request and
+	// value after.
+	shownOutcome map[string]bool
+	// windowOpen is the policy's window as last reported.
+	windowOpen bool
+	// rolloutEnd is when the demo first saw the host and config requests
+	// done.
+	rolloutEnd time.Time
 }
 
 // redrawEvery is how often a live frame is redrawn.
@@ -28,13 +42,13 @@ const redrawEvery = 500 * time.Millisecond
 const maxRows = 16
 
 func newDisplay(out io.Writer, live bool, start time.Time) *display {
-	return &display{out: out, live: live, start: start, shown: map[string]nodeRow{}}
+	return &display{out: out, live: live, start: start, shown: map[string]nodeRow{}, shownCandidate: map[string]string{}, shownOutcome: map[string]bool{}}
 }
 
-// untilDone shows the cluster until the expected requests are done, and
+// untilDone shows the cluster until what the demo waits for is done, and
 // returns the last state and when the demo saw it done. It returns a zero
 // time when ctx ended first.
-func (d *display) untilDone(ctx context.Context, w *watcher, expected int) (view, clusterState, time.Time, error) {
+func (d *display) untilDone(ctx context.Context, w *watcher, expected goal) (view, clusterState, time.Time, error) {
 	var tick <-chan time.Time
 	if d.live {
 		fmt.Fprint(d.out, "\x1b[?25l") // hide the cursor while redrawing
@@ -50,8 +64,11 @@ func (d *display) untilDone(ctx context.Context, w *watcher, expected int) (view
 		}
 		v := buildView(s)
 		d.report(v)
-		done := v.done(expected)
+		done := v.settled(expected)
 		now := time.Now()
+		if d.rolloutEnd.IsZero() && v.rolloutDone(expected) {
+			d.rolloutEnd = now
+		}
 		if d.live && (done || d.lines == 0) {
 			d.draw(v, now)
 		}
@@ -113,7 +130,45 @@ func (d *display) report(v view) {
 		if p, ok := pools[n.pool]; ok {
 			line += fmt.Sprintf("  %s %d/%d back, unavailable %d/%d", p.name, p.back, p.todo, p.unavailable, p.maxUnavailable)
 		}
+		if n.waiting != "" {
+			line += "  (" + n.waiting + ")"
+		}
 		fmt.Fprintln(d.out, strings.TrimRight(line, " "))
+	}
+	d.reportPolicy(v)
+}
+
+// reportPolicy prints a line when a node becomes the policy's candidate or
+// changes state, and when the policy's window opens or closes, unless the
+// view is live.
+func (d *display) reportPolicy(v view) {
+	if v.policy == nil {
+		return
+	}
+	now := time.Now()
+	if ws := v.policy.window(now); ws.Open != d.windowOpen {
+		d.windowOpen = ws.Open
+		if !d.live {
+			fmt.Fprintf(d.out, "%8s  window of policy %s: %s\n", "+"+elapsed(now.Sub(d.start)), v.policy.name, windowText(ws, now))
+		}
+	}
+	for _, o := range v.policy.outcomes {
+		key := o.NodeMaintenance + "/" + o.ValueAfter
+		if d.shownOutcome[key] || o.ValueAfter == "" || d.live {
+			continue
+		}
+		d.shownOutcome[key] = true
+		fmt.Fprintf(d.out, "%8s  %-12s policy %s: outcome of the reboot: fragmentation %s → %s\n", "+"+elapsed(now.Sub(d.start)), o.Node,
+			v.policy.name, o.ValueBefore, o.ValueAfter)
+	}
+	for _, n := range v.nodes {
+		was := d.shownCandidate[n.name]
+		d.shownCandidate[n.name] = n.candidate.state
+		if was == n.candidate.state || d.live {
+			continue
+		}
+		fmt.Fprintf(d.out, "%8s  %-12s %-8s policy %s: %s (fragmentation %s)\n", "+"+elapsed(now.Sub(d.start)), n.name, n.pool,
+			v.policy.name, candidateText(n.candidate, now, d.start), fragText(n))
 	}
 }
 
@@ -131,8 +186,15 @@ func (d *display) draw(v view, now time.Time) {
 		}
 		fmt.Fprintf(&b, "%-8s %s %-11s unavailable %d/%s\n", p.name, bar(p.back+p.failed, p.todo, 24), fmt.Sprintf("%d/%d back", p.back, p.todo), p.unavailable, limit)
 	}
+	if p := v.policy; p != nil {
+		fmt.Fprintf(&b, "\npolicy %s: %s %s %s for %s\n  window %s\n", p.name, p.query, p.comparison, p.threshold, p.forDur, windowText(p.window(now), now))
+	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "%-12s %-8s %-10s %-11s %s\n", "NODE", "POOL", "STEP", "SOURCE", "FOR")
+	header := fmt.Sprintf("%-12s %-8s %-10s %-11s %-5s", "NODE", "POOL", "STEP", "SOURCE", "FOR")
+	if v.policy != nil {
+		header += fmt.Sprintf(" %-5s %s", "FRAG", "POLICY")
+	}
+	b.WriteString(strings.TrimRight(header, " ") + "\n")
 	rows, hidden := tableRows(v.nodes)
 	for _, n := range rows {
 		// phaseTimes have a resolution of a second.
@@ -140,7 +202,11 @@ func (d *display) draw(v view, now time.Time) {
 		if !n.since.IsZero() {
 			dur = fmt.Sprintf("%ds", max(0, int(now.Sub(n.since).Seconds())))
 		}
-		fmt.Fprintf(&b, "%-12s %-8s %s %-11s %s\n", n.name, n.pool, colored(n.step, fmt.Sprintf("%-10s", n.step)), cmp.Or(n.source, "-"), dur)
+		line := fmt.Sprintf("%-12s %-8s %s %-11s %-5s", n.name, n.pool, colored(n.step, fmt.Sprintf("%-10s", n.step)), cmp.Or(n.source, "-"), dur)
+		if v.policy != nil {
+			line += fmt.Sprintf(" %-5s %s", fragText(n), policyText(n, v.policy, now, d.start))
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	if hidden != "" {
 		b.WriteString(hidden + "\n")
@@ -148,6 +214,62 @@ func (d *display) draw(v view, now time.Time) {
 	frame := b.String()
 	d.lines = strings.Count(frame, "\n")
 	fmt.Fprint(d.out, frame)
+}
+
+// windowText says how a window stands at now.
+func windowText(ws policies.WindowState, now time.Time) string {
+	switch {
+	case ws.Open && ws.Until.IsZero():
+		return "open"
+	case ws.Open:
+		return fmt.Sprintf("open until %s UTC (%s left)", ws.Until.UTC().Format(time.TimeOnly), ws.Until.Sub(now).Round(time.Second))
+	case ws.Next.IsZero():
+		return "shut, never opens"
+	default:
+		return fmt.Sprintf("shut, opens at %s UTC (in %s)", ws.Next.UTC().Format(time.TimeOnly), ws.Next.Sub(now).Round(time.Second))
+	}
+}
+
+// fragText is the node's fragmentation, or - while Prometheus has none
+// (e.g. the node is rebooting).
+func fragText(n nodeRow) string {
+	if !n.hasFrag {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", n.frag)
+}
+
+// candidateText is the node's candidate state in words.
+func candidateText(c candidateRow, now, start time.Time) string {
+	switch {
+	case c.state == "":
+		return "no longer a candidate"
+	case c.state == string(v1alpha1.CandidatePending) && !c.until.IsZero():
+		return fmt.Sprintf("pending, qualifies in %s", max(0, c.until.Sub(now)).Round(time.Second))
+	case !c.until.IsZero():
+		return fmt.Sprintf("%s until +%s", strings.ToLower(c.state), elapsed(c.until.Sub(start)))
+	default:
+		return strings.ToLower(c.state)
+	}
+}
+
+// policyText is the node's line in the POLICY column: its candidate state,
+// and for a request raised, what it waits for.
+func policyText(n nodeRow, p *policyRow, now, start time.Time) string {
+	if n.candidate.state == "" {
+		if n.hasFrag && n.source == string(v1alpha1.SourceMetric) && n.step == stepBack {
+			return "rebooted: fresh memory"
+		}
+		return ""
+	}
+	text := candidateText(n.candidate, now, start)
+	if n.waiting == maintenance.ReasonOutsideWindow {
+		text += ", waiting for the window"
+		if ws := p.window(now); !ws.Open && !ws.Next.IsZero() {
+			text += fmt.Sprintf(" (opens in %s)", ws.Next.Sub(now).Round(time.Second))
+		}
+	}
+	return text
 }
 
 // tableRows picks the nodes a frame has room for: nodes in the middle of a
@@ -158,7 +280,7 @@ func tableRows(nodes []nodeRow) (rows []nodeRow, hidden string) {
 	}
 	keep := map[string]bool{}
 	for _, pass := range []func(nodeRow) bool{
-		func(n nodeRow) bool { return n.step != stepIdle && n.step != stepBack },
+		func(n nodeRow) bool { return (n.step != stepIdle && n.step != stepBack) || n.candidate.state != "" },
 		func(n nodeRow) bool { return n.step == stepBack },
 		func(nodeRow) bool { return true },
 	} {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
 )
@@ -43,6 +44,10 @@ type options struct {
 	// Live redraws the view in place with ANSI escapes (stdout is a
 	// terminal); otherwise each change is one line.
 	Live bool
+	// Metrics adds the metric part: node exporters, a real Prometheus and
+	// the memory-fragmentation RebootPolicy. Without a prometheus binary
+	// the demo says so and goes on without it.
+	Metrics bool
 	// Bed, when set, is a running API server to use instead of starting one;
 	// the demo leaves it running. Tests share theirs this way.
 	Bed *testbed.Bed
@@ -67,6 +72,14 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "kmaint demo: %d simulated nodes in %d pools, %s reboots, %s journals\n", opts.Nodes, len(pools), opts.RebootTime, opts.Journal)
 	defer fmt.Fprintln(out, "Stopped.")
+	var metrics *sim.MetricsConfig
+	if opts.Metrics {
+		if _, err := promtest.LookBinary(); err != nil {
+			fmt.Fprintf(out, "No metric part: %v.\n", err)
+		} else {
+			metrics = &sim.MetricsConfig{Interval: time.Second}
+		}
+	}
 
 	bed := opts.Bed
 	if bed == nil {
@@ -87,13 +100,18 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	defer os.Remove(opts.KubeconfigOut)
 	printKubectlHowTo(out, opts)
 
-	fmt.Fprintf(out, "Starting the operator and %d nodes (2 pods each, PodDisruptionBudgets) ...\n", opts.Nodes)
+	what := ""
+	if metrics != nil {
+		what = ", node_exporters and Prometheus with config/prometheus/fragmentation-rules.yaml"
+	}
+	fmt.Fprintf(out, "Starting the operator and %d nodes (2 pods each, PodDisruptionBudgets%s) ...\n", opts.Nodes, what)
 	c, err := sim.Start(ctx, bed, sim.Config{
 		Pools:       pools,
 		Journal:     opts.Journal,
 		Timing:      sim.Timing{Reboot: opts.RebootTime},
 		PodsPerNode: 2,
 		Log:         ctrl.Log.WithName("sim"),
+		Metrics:     metrics,
 	})
 	if err != nil {
 		return ignoreEnded(ctx, fmt.Errorf("start the simulated cluster: %w", err))
@@ -117,16 +135,43 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	}()
 
 	start := time.Now()
+	var plan *metricPlan
+	if metrics != nil {
+		if plan, err = planMetric(c, untouchedNodes(c, hostNodes(c, pools), configPool(pools).Name), start); err != nil {
+			return err
+		}
+	}
 	expected, err := request(ctx, bed.Client, c, pools, out)
 	if err != nil {
 		return ignoreEnded(ctx, err)
 	}
+	target := goal{rollout: expected}
+	switch {
+	case plan != nil:
+		if err := plan.start(ctx, bed.Client, c, out); err != nil {
+			return ignoreEnded(ctx, err)
+		}
+		target.metric = plan.over()
+		go w.watchFragmentation(ctx, c.Prometheus().Querier(), plan.instances, time.Second)
+	case metrics != nil:
+		fmt.Fprintln(out, "  metric  none: every node is rebooted by the requests above")
+	}
+	fmt.Fprintln(out)
 	d := newDisplay(out, opts.Live, start)
-	final, state, end, err := d.untilDone(ctx, w, expected)
+	final, state, end, err := d.untilDone(ctx, w, target)
 	if err != nil || end.IsZero() {
 		return ignoreEnded(ctx, err)
 	}
-	printSummary(out, summarize(final, state.maintenances, end.Sub(start), opts.RebootTime))
+	// The policy's reboots wait for its window: the makespan and the pools'
+	// ideal are the host and config requests'.
+	makespan := end.Sub(start)
+	if plan != nil {
+		makespan = d.rolloutEnd.Sub(start)
+	}
+	printSummary(out, summarize(final, state.maintenances, makespan, opts.RebootTime))
+	if plan != nil {
+		printMetricSummary(out, final, state, plan)
+	}
 	if opts.ExitWhenDone {
 		return nil
 	}
@@ -194,18 +239,15 @@ func planPools(opts options) ([]sim.PoolSpec, error) {
 // of the second (of the first, when there is one pool). It returns the
 // number of requests made.
 func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []sim.PoolSpec, out io.Writer) (int, error) {
-	hostPool, configPool := pools[0], pools[min(1, len(pools)-1)]
-	// The cluster lists its nodes in pool order.
-	hosts := c.Nodes()[:(hostPool.Nodes+1)/2]
+	configPool := configPool(pools)
+	hosts := hostNodes(c, pools)
 	const reason = "kernel update"
-	var names []string
 	for _, n := range hosts {
-		if err := n.RequestReboot(reason); err != nil {
+		if err := c.Node(n).RequestReboot(reason); err != nil {
 			return 0, err
 		}
-		names = append(names, n.Name())
 	}
-	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(names, ", "))
+	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(hosts, ", "))
 
 	pool := &v1alpha1.MaintenancePool{}
 	if err := kube.Get(ctx, types.NamespacedName{Name: configPool.Name}, pool); err != nil {
@@ -216,8 +258,24 @@ func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []si
 	if err := kube.Patch(ctx, pool, client.MergeFrom(base)); err != nil {
 		return 0, fmt.Errorf("roll pool %s to %s: %w", configPool.Name, newConfig, err)
 	}
-	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n\n", configPool.Name, newConfig, configPool.Nodes)
+	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n", configPool.Name, newConfig, configPool.Nodes)
 	return len(hosts) + configPool.Nodes, nil
+}
+
+// hostNodes are the nodes the host requests go to: half the first pool's.
+func hostNodes(c *sim.Cluster, pools []sim.PoolSpec) []string {
+	var names []string
+	// The cluster lists its nodes in pool order.
+	for _, n := range c.Nodes()[:(pools[0].Nodes+1)/2] {
+		names = append(names, n.Name())
+	}
+	return names
+}
+
+// configPool is the pool the rollout goes to: the second (the first, when
+// there is one).
+func configPool(pools []sim.PoolSpec) sim.PoolSpec {
+	return pools[min(1, len(pools)-1)]
 }
 
 // writeKubeconfig writes a cluster-admin kubeconfig for a person's kubectl.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -16,6 +17,8 @@ import (
 // summary is how the requests went, against the best the budgets allow.
 type summary struct {
 	requests, succeeded, failed int
+	// metric counts the requests a policy's metric raised.
+	metric int
 	// makespan runs from the first request to the demo seeing the last done.
 	makespan time.Duration
 	// ideal is the slowest pool's ideal: pools reboot side by side.
@@ -60,9 +63,10 @@ func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time
 		if p.todo == 0 {
 			continue
 		}
-		ps := poolSummary{name: p.name, rebooted: p.back, maxUnavailable: p.maxUnavailable, spec: p.spec}
+		// Reboots the policy asked for are summarized on their own.
+		ps := poolSummary{name: p.name, rebooted: p.back - p.backByMetric, maxUnavailable: p.maxUnavailable, spec: p.spec}
 		if p.maxUnavailable > 0 {
-			ps.waves = (p.back + p.maxUnavailable - 1) / p.maxUnavailable
+			ps.waves = (ps.rebooted + p.maxUnavailable - 1) / p.maxUnavailable
 		}
 		ps.ideal = time.Duration(ps.waves) * rebootTime
 		s.ideal = max(s.ideal, ps.ideal)
@@ -70,6 +74,9 @@ func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time
 	}
 	var succeeded []v1alpha1.NodeMaintenance
 	for _, nm := range nms {
+		if nm.Spec.Source == v1alpha1.SourceMetric {
+			s.metric++
+		}
 		switch nm.Status.Phase {
 		case v1alpha1.PhaseSucceeded:
 			succeeded = append(succeeded, nm)
@@ -114,6 +121,9 @@ func printSummary(out io.Writer, s summary) {
 	}
 	fmt.Fprintf(out, "\nmakespan %s, ideal %s, ratio %s\n", elapsed(s.makespan), s.ideal, ratio)
 	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s)\n", s.rebootTime)
+	if s.metric > 0 {
+		fmt.Fprintf(out, "  (host and config requests; the %d the policy raised waited for its window, below)\n", s.metric)
+	}
 
 	fmt.Fprintf(out, "\nPhase latencies over %d succeeded requests (phaseTimes have a resolution of 1s):\n", s.succeeded)
 	tw = tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
@@ -126,4 +136,47 @@ func printSummary(out io.Writer, s summary) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", l.name, l.span, l.p50, l.max)
 	}
 	_ = tw.Flush()
+}
+
+// printMetricSummary says what the policy's reboots did: each fragmented
+// node's value before and after, and that it was approved inside the window;
+// and which fragmented node was left alone.
+func printMetricSummary(out io.Writer, v view, s clusterState, plan *metricPlan) {
+	p := v.policy
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(out, "\nRebootPolicy %s: %s %s %s for %s", p.name, p.query, p.comparison, p.threshold, p.forDur)
+	for _, w := range p.windows {
+		fmt.Fprintf(out, ", window %q %s for %s", w.Schedule, cmp.Or(w.TimeZone, "UTC"), w.Duration.Duration)
+	}
+	fmt.Fprintln(out)
+	byName := map[string]*v1alpha1.NodeMaintenance{}
+	for i := range s.maintenances {
+		byName[s.maintenances[i].Name] = &s.maintenances[i]
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tFRAGMENTATION BEFORE → AFTER\tAPPROVED\tREBOOTED")
+	for _, o := range p.outcomes {
+		approved := "-"
+		if nm := byName[o.NodeMaintenance]; nm != nil && nm.Status.PhaseTimes.Approved != nil {
+			at := nm.Status.PhaseTimes.Approved.Time
+			where := "inside the window"
+			if !p.window(at).Open {
+				where = "OUTSIDE the window"
+			}
+			approved = fmt.Sprintf("%s UTC, %s", at.UTC().Format(time.TimeOnly), where)
+		}
+		fmt.Fprintf(tw, "  %s\t%s → %s\t%s\t%s UTC\n", o.Node, cmp.Or(o.ValueBefore, "-"), cmp.Or(o.ValueAfter, "-"), approved, o.RebootedAt.UTC().Format(time.TimeOnly))
+	}
+	_ = tw.Flush()
+	for _, r := range plan.rises {
+		if r.over {
+			continue
+		}
+		i := slices.IndexFunc(v.nodes, func(n nodeRow) bool { return n.name == r.node })
+		if i >= 0 && v.nodes[i].step == stepIdle {
+			fmt.Fprintf(out, "  %s rose to %s, under the threshold: left alone.\n", r.node, fragText(v.nodes[i]))
+		}
+	}
 }

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/maintenance"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // clusterState is what the API server holds, as kubectl would show it.
@@ -21,6 +24,10 @@ type clusterState struct {
 	nodes        []corev1.Node
 	maintenances []v1alpha1.NodeMaintenance
 	pools        []v1alpha1.MaintenancePool
+	policies     []v1alpha1.RebootPolicy
+	// frag is each node's fragmentation as Prometheus has it; nil without
+	// the metric part.
+	frag map[string]float64
 }
 
 // step is a node's place on the reboot path, in the demo's words.
@@ -61,6 +68,21 @@ type nodeRow struct {
 	unavailable bool
 	// todo: something asked this node to reboot.
 	todo bool
+	// frag is the node's fragmentation, when hasFrag.
+	frag    float64
+	hasFrag bool
+	// candidate is the node as the policy's status has it: its state
+	// (Pending, Requested, ...) and until when; empty if no candidate.
+	candidate candidateRow
+	// waiting is the reason an open request of the node waits (e.g.
+	// OutsideWindow), from its Waiting condition.
+	waiting string
+}
+
+// candidateRow is a node as a candidate of the policy.
+type candidateRow struct {
+	state string
+	until time.Time
 }
 
 // poolRow is one pool's progress.
@@ -70,6 +92,23 @@ type poolRow struct {
 	unavailable, maxUnavailable int
 	// spec is spec.maxUnavailable as written, e.g. 50%.
 	spec string
+	// backByMetric counts the nodes back from reboots only a policy's
+	// metric asked for.
+	backByMetric int
+}
+
+// policyRow is the demo's RebootPolicy and what its status says.
+type policyRow struct {
+	name, query, comparison, threshold string
+	forDur                             time.Duration
+	windows                            []v1alpha1.MaintenanceWindow
+	parsed                             []policies.Window
+	outcomes                           []v1alpha1.RebootOutcome
+}
+
+// window is the policy's windows' state at now.
+func (p *policyRow) window(now time.Time) policies.WindowState {
+	return policies.AnyOpen(p.parsed, now)
 }
 
 // view is the cluster in the demo's terms.
@@ -80,6 +119,44 @@ type view struct {
 	requests, open int
 	// raised counts nodes whose requests are raised and not yet recorded.
 	raised int
+	// rolloutRequests and rolloutOpen count the requests of sources other
+	// than metric, and those not yet final.
+	rolloutRequests, rolloutOpen int
+	// policy is the demo's RebootPolicy; nil without the metric part.
+	policy *policyRow
+}
+
+// goal is what the demo waits for: the host and config requests, and the
+// reboots of the nodes whose fragmentation goes past the threshold, with
+// their outcomes recorded.
+type goal struct {
+	rollout int
+	metric  []string
+}
+
+// rolloutDone reports whether the host and config requests are all done.
+func (v view) rolloutDone(g goal) bool {
+	return v.rolloutRequests >= g.rollout && v.rolloutOpen == 0
+}
+
+// settled reports whether everything the demo waits for is done.
+func (v view) settled(g goal) bool {
+	if !v.done(g.rollout + len(g.metric)) {
+		return false
+	}
+	if len(g.metric) == 0 {
+		return true
+	}
+	if v.policy == nil {
+		return false
+	}
+	for _, node := range g.metric {
+		i := slices.IndexFunc(v.policy.outcomes, func(o v1alpha1.RebootOutcome) bool { return o.Node == node })
+		if i < 0 || v.policy.outcomes[i].ValueAfter == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // done reports whether the expected requests all exist and are final, and
@@ -106,6 +183,12 @@ func buildView(s clusterState) view {
 		if !nm.Status.Phase.Done() {
 			v.open++
 		}
+		if nm.Spec.Source != v1alpha1.SourceMetric {
+			v.rolloutRequests++
+			if !nm.Status.Phase.Done() {
+				v.rolloutOpen++
+			}
+		}
 	}
 	pools := slices.Clone(s.pools)
 	slices.SortFunc(pools, func(a, b v1alpha1.MaintenancePool) int { return cmp.Compare(a.Name, b.Name) })
@@ -126,6 +209,8 @@ func buildView(s clusterState) view {
 			v.raised++
 		}
 		row.todo = row.step != stepIdle || wantsConfig(n, pools, pool)
+		row.frag, row.hasFrag = s.frag[n.Name]
+		row.waiting = waitingReason(byNode[n.Name])
 		v.nodes = append(v.nodes, row)
 		p := rows[pool]
 		if p == nil {
@@ -141,6 +226,9 @@ func buildView(s clusterState) view {
 		switch row.step {
 		case stepBack:
 			p.back++
+			if row.source == string(v1alpha1.SourceMetric) {
+				p.backByMetric++
+			}
 		case stepFailed:
 			p.failed++
 		}
@@ -151,7 +239,47 @@ func buildView(s clusterState) view {
 		r.maxUnavailable = resolveMaxUnavailable(p.Spec.MaxUnavailable, r.nodes)
 		v.pools = append(v.pools, *r)
 	}
+	if len(s.policies) > 0 {
+		v.policy = buildPolicy(&s.policies[0], v.nodes)
+	}
 	return v
+}
+
+// buildPolicy reads the policy's spec and status, and puts its candidates on
+// the node rows.
+func buildPolicy(p *v1alpha1.RebootPolicy, nodes []nodeRow) *policyRow {
+	row := &policyRow{name: p.Name, windows: p.Spec.Windows, outcomes: p.Status.Outcomes}
+	if tr := p.Spec.Prometheus; tr != nil {
+		row.query, row.comparison, row.threshold = tr.Query, string(tr.Comparison), tr.Threshold
+		if tr.For != nil {
+			row.forDur = tr.For.Duration
+		}
+	}
+	row.parsed, _ = policies.ParseWindows(p.Spec.Windows)
+	for _, c := range p.Status.Candidates {
+		i := slices.IndexFunc(nodes, func(n nodeRow) bool { return n.name == c.Node })
+		if i < 0 {
+			continue
+		}
+		nodes[i].candidate = candidateRow{state: string(c.State)}
+		if c.Until != nil {
+			nodes[i].candidate.until = c.Until.Time
+		}
+	}
+	return row
+}
+
+// waitingReason is why the node's open requests wait, if they say.
+func waitingReason(nms []*v1alpha1.NodeMaintenance) string {
+	for _, nm := range nms {
+		if nm.Status.Phase.Done() {
+			continue
+		}
+		if c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting); c != nil && c.Status == metav1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // nodeStep reads a node's step off its NodeMaintenances: the furthest open
