@@ -153,8 +153,13 @@ func TestWriteHTML(t *testing.T) {
 				}
 			case n.Data == "circle" && cls == "back":
 				count["back"]++
-			case n.Data == "g" && cls == "failmark":
+			case n.Data == "path" && cls == "fail":
 				count["failmark"]++
+			case n.Data == "g" && cls == "nm":
+				count["nm"]++
+				if !hasTitle(n) {
+					t.Errorf("a maintenance without a hover title")
+				}
 			case n.Data == "svg" && cls == "chart":
 				count["chart"]++
 			case n.Data == "script", n.Data == "link", n.Data == "img", n.Data == "iframe":
@@ -179,7 +184,7 @@ func TestWriteHTML(t *testing.T) {
 	// for the failed drain (waiting, draining), 2 for the open one.
 	want := map[string]int{
 		"bar": 28, "k-daemon": 6, "k-gate": 8, "k-draining": 8, "k-rebooting": 6,
-		"open": 1, "failed": 2, "back": 6, "failmark": 1, "chart": 3,
+		"open": 1, "failed": 2, "back": 6, "failmark": 1, "chart": 3, "nm": 8,
 	}
 	if diff := cmp.Diff(want, count); diff != "" {
 		t.Errorf("element counts (-want +got):\n%s", diff)
@@ -202,4 +207,14 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// hasTitle reports whether n has an SVG <title> child with text.
+func hasTitle(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.Data == "title" && c.FirstChild != nil && strings.TrimSpace(c.FirstChild.Data) != "" {
+			return true
+		}
+	}
+	return false
 }

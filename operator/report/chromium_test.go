@@ -97,33 +97,12 @@ func TestRenderInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	f, err := os.Create(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WriteHTML(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	url := "file://" + page
+	url := writePage(t, r, dir)
 
 	shot := filepath.Join(dir, "report.png")
 	_, took := runChromium(t, bin, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", shotWidth, shotHeight), url)
-	raw, err := os.ReadFile(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	t.Logf("screenshot: %d bytes of PNG in %v", len(raw), took.Round(time.Millisecond))
-	if b := img.Bounds(); b.Dx() != shotWidth || b.Dy() != shotHeight {
-		t.Fatalf("screenshot is %dx%d, want %dx%d", b.Dx(), b.Dy(), shotWidth, shotHeight)
-	}
+	img := readPNG(t, shot)
+	t.Logf("screenshot in %v", took.Round(time.Millisecond))
 	// The plot starts past the body's margin and the label column. The
 	// legend's swatches have these colors too, but only 140 pixels each.
 	plot := image.Rect(24+labelWidth, 0, shotWidth, shotHeight)
@@ -152,6 +131,63 @@ func TestRenderInChromium(t *testing.T) {
 	if n := strings.Count(string(dom), `class="row"`); n != 7 {
 		t.Errorf("the DOM has %d rows, want 7", n)
 	}
+}
+
+// TestRenderLargeInChromium: a browser renders a 2000-node rollout's page
+// in reasonable time, and the thin rows still show.
+func TestRenderLargeInChromium(t *testing.T) {
+	bin := chromiumBinary(t)
+	items, mpools, nodes := rollout(2000, 50)
+	r, err := Build(items, mpools, nodes, at(3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	url := writePage(t, r, dir)
+	shot := filepath.Join(dir, "large.png")
+	_, took := runChromium(t, bin, "--screenshot="+shot, fmt.Sprintf("--window-size=%d,%d", shotWidth, shotHeight), url)
+	img := readPNG(t, shot)
+	// Compact, the budget chart comes first and the timeline starts lower.
+	plot := image.Rect(24+labelWidth, 0, shotWidth, shotHeight)
+	rebooting := countNear(img, plot, color.RGBA{0x3b, 0x82, 0xf6, 0xff})
+	t.Logf("screenshot of 2000 rows in %v; %d rebooting-blue pixels in the plot", took.Round(time.Millisecond), rebooting)
+	if rebooting < 500 {
+		t.Errorf("%d rebooting-blue pixels in the plot, want 500", rebooting)
+	}
+}
+
+// writePage writes the report into dir and returns its file:// URL.
+func writePage(t *testing.T, r *Report, dir string) string {
+	t.Helper()
+	page := filepath.Join(dir, "report.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + page
+}
+
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != shotWidth || b.Dy() != shotHeight {
+		t.Fatalf("screenshot is %dx%d, want %dx%d", b.Dx(), b.Dy(), shotWidth, shotHeight)
+	}
+	t.Logf("screenshot: %d bytes of PNG", len(raw))
+	return img
 }
 
 // countNear counts the pixels in r within a small distance of c.

@@ -44,7 +44,7 @@ func nm(name, node string, source v1alpha1.Source, phase v1alpha1.Phase, stamps 
 // failedWith marks m failed for reason.
 func failedWith(m v1alpha1.NodeMaintenance, reason, message string) v1alpha1.NodeMaintenance {
 	m.Status.Message = message
-	m.Status.Conditions = []metav1.Condition{{Type: "Succeeded", Status: metav1.ConditionFalse, Reason: reason, Message: message}}
+	m.Status.Conditions = []metav1.Condition{{Type: "Succeeded", Status: metav1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(m.Status.PhaseTimes.Failed.Time)}}
 	return m
 }
 

@@ -89,21 +89,28 @@ text.now { fill: #7c3aed; font-size: 11px; }
 {{end}}</table>
 </div>
 
+{{if .Timeline.Compact}}{{template "charts" .}}{{end}}
 <h2>Timeline</h2>
 <div class="legend">{{range .Legend}}<span><span class="sw {{.Class}}"></span>{{.Label}}</span>{{end}}</div>
 {{with .Timeline}}<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <g class="axis">{{range .Ticks}}<line class="grid" x1="{{f .X}}" x2="{{f .X}}" y1="20" y2="{{$.Timeline.Height}}"/><text x="{{f .X}}" y="14" text-anchor="middle">{{.Label}}</text>{{end}}</g>
 {{range .Groups}}<g class="group"><rect class="head" x="0" y="{{f .Y}}" width="{{$.Timeline.Width}}" height="24" fill-opacity="0.8"/><text class="name" x="6" y="{{f .TextY}}">{{.Name}}</text><text class="info" x="200" y="{{f .TextY}}">{{.Info}}</text>
 {{range .Rows}}<g class="row" data-node="{{.Title}}"><title>{{.Title}}</title>{{if not $.Timeline.Compact}}<line x1="200" x2="{{$.Timeline.Width}}" y1="{{f .LineY}}" y2="{{f .LineY}}"/><text x="12" y="{{f .TextY}}">{{.Label}}</text>{{end}}
-{{range .Bars}}<rect class="{{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" rx="2"><title>{{.Title}}</title></rect>{{end}}
-{{range .Backs}}<circle class="back" cx="{{f .X}}" cy="{{f .Y}}" r="4"><title>{{.Title}}</title></circle>{{end}}
-{{range .Fails}}<g class="failmark"><title>{{.Title}}</title><path class="fail" d="M{{f .X}} {{f .Y}} m-4 -4 l8 8 m0 -8 l-8 8"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}</g>{{end}}
-</g>
+{{range .Maintenances}}<g class="nm"><title>{{.Title}}</title>{{range .Bars}}<rect class="{{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" rx="1.5"/>{{end}}
+{{with .Back}}<circle class="back" cx="{{f .X}}" cy="{{f .Y}}" r="{{f .R}}"/>{{end}}{{with .Fail}}<path class="fail" d="{{.Cross}}"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{end}}</g>
+{{end}}</g>
 {{end}}</g>
 {{end}}{{if .ShowNow}}<line class="now" x1="{{f .NowX}}" x2="{{f .NowX}}" y1="18" y2="{{.Height}}"/><text class="now" x="{{f .NowX}}" y="{{.Height}}" dx="-3" dy="-2" text-anchor="end">now</text>{{end}}
 </svg>{{end}}
 
-<h2>Unavailable nodes against the budget</h2>
+{{if not .Timeline.Compact}}{{template "charts" .}}{{end}}
+{{if .Failures}}<h2>Failures</h2>
+<table id="failures"><tr><th>failed at (UTC)</th><th>node</th><th>NodeMaintenance</th><th>source</th><th>reason</th><th>message</th></tr>
+{{range .Failures}}<tr><td>{{.At}}</td><td>{{.Node}}</td><td>{{.Name}}</td><td>{{.Source}}</td><td>{{.Reason}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
+</body>
+</html>
+{{define "charts"}}<h2>Unavailable nodes against the budget</h2>
 <p class="note">Nodes admitted, draining or rebooting, per pool, as the NodeMaintenances' phase times tell (nodes down or cordoned for other reasons are not in the history); the dashed line is the pool's maxUnavailable resolved for its size today. Phase times are when the operator saw each phase, so an edge may lag the node by a reconcile.</p>
 {{range $c := .Charts}}<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <text class="name" x="6" y="{{f .PlotTop}}" dy="8">{{.Name}}</text><text class="info" x="6" y="{{f .PlotTop}}" dy="24">{{.Info}}</text>
@@ -115,10 +122,4 @@ text.now { fill: #7c3aed; font-size: 11px; }
 {{range .Hover}}<rect class="hover" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}"><title>{{.Title}}</title></rect>{{end}}
 </svg>
 {{end}}
-{{if .Failures}}<h2>Failures</h2>
-<table id="failures"><tr><th>failed at (UTC)</th><th>node</th><th>NodeMaintenance</th><th>source</th><th>reason</th><th>message</th></tr>
-{{range .Failures}}<tr><td>{{.At}}</td><td>{{.Node}}</td><td>{{.Name}}</td><td>{{.Source}}</td><td>{{.Reason}}</td><td>{{.Message}}</td></tr>
-{{end}}</table>{{end}}
-</body>
-</html>
-`
+{{end}}`

@@ -53,9 +53,15 @@ type groupView struct {
 type rowView struct {
 	Y, TextY, LineY float64
 	Label, Title    string
-	Bars            []barView
-	Backs           []markView
-	Fails           []markView
+	Maintenances    []nmView
+}
+
+// nmView is one maintenance's bars and end mark, under one hover title.
+type nmView struct {
+	Title string
+	Bars  []barView
+	Back  *markView
+	Fail  *markView
 }
 
 type barView struct {
@@ -65,8 +71,9 @@ type barView struct {
 }
 
 type markView struct {
-	X, Y  float64
-	Title string
+	X, Y, R float64
+	// Cross is the path of a failure's ✕.
+	Cross string
 	Text  string
 	// Left puts the text left of the mark, where the page ends too soon.
 	Left bool
@@ -176,29 +183,31 @@ func (r *Report) timeline(sc scale) timelineView {
 			}
 			for i := range row.Timelines {
 				t := &row.Timelines[i]
-				title := describe(t)
+				m := nmView{Title: describe(t)}
 				for _, s := range t.Segments {
 					x0, x1 := sc.x(s.Start), sc.x(s.End)
-					b := barView{X: x0, Y: y + (rh-barH)/2, W: max(x1-x0, 1), H: barH, Class: "bar k-" + string(s.Kind), Title: title}
+					b := barView{X: x0, Y: y + (rh-barH)/2, W: max(x1-x0, 1), H: barH, Class: "bar k-" + string(s.Kind)}
 					if s.Open {
 						b.Class += " open"
 					}
 					if !t.Failed.IsZero() {
 						b.Class += " failed"
 					}
-					rv.Bars = append(rv.Bars, b)
+					m.Bars = append(m.Bars, b)
 				}
 				switch {
 				case !t.Back.IsZero():
-					rv.Backs = append(rv.Backs, markView{X: sc.x(t.Back), Y: rv.LineY, Title: title})
+					m.Back = &markView{X: sc.x(t.Back), Y: rv.LineY, R: min(4, rh/2)}
 				case !t.Failed.IsZero():
-					m := markView{X: sc.x(t.Failed), Y: rv.LineY, Title: title}
+					x, r := sc.x(t.Failed), min(4, rh/2)
+					m.Fail = &markView{X: x, Y: rv.LineY, R: r, Cross: fmt.Sprintf("M%.1f %.1f L%.1f %.1f M%.1f %.1f L%.1f %.1f",
+						x-r, rv.LineY-r, x+r, rv.LineY+r, x+r, rv.LineY-r, x-r, rv.LineY+r)}
 					if !v.Compact {
-						m.Text = ellipsis(t.FailReason+": "+t.FailMessage, 60)
-						m.Left = m.X > labelWidth+plotWidth*0.6
+						m.Fail.Text = ellipsis(t.FailReason+": "+t.FailMessage, 60)
+						m.Fail.Left = m.Fail.X > labelWidth+plotWidth*0.6
 					}
-					rv.Fails = append(rv.Fails, m)
 				}
+				rv.Maintenances = append(rv.Maintenances, m)
 			}
 			g.Rows = append(g.Rows, rv)
 			y += rh
