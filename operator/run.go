@@ -123,7 +123,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := mgr.Add(metrics.NewState(mgr.GetClient(), ctrlmetrics.Registry, clk)); err != nil {
 		return nil, fmt.Errorf("add state metrics: %w", err)
 	}
-	copts := controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}
+	copts := controller.Options{
+		SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames),
+		// A request that hangs (a stalled connection to the API server or
+		// Prometheus) fails the reconcile and is retried, rather than
+		// stalling every pool queued behind it.
+		ReconciliationTimeout: time.Minute,
+	}
 	g := &gate.Reconciler{
 		Client:            mgr.GetClient(),
 		Drainer:           &drain.Drainer{Client: clientset},
