@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,10 +41,15 @@ type memNode struct {
 	onDown, onReboot func(name string)
 	// mapper is shared by all in-process daemons.
 	mapper meta.RESTMapper
+	// registry holds the running daemon's metrics: a new one per daemon
+	// start, as a new process would have after a reboot.
+	registry *prometheus.Registry
+	// bootTime is when the current simulated boot began.
+	bootTime time.Time
 }
 
 func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onDown, onReboot func(string)) *memNode {
-	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onDown: onDown, onReboot: onReboot}
+	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onDown: onDown, onReboot: onReboot, bootTime: time.Now()}
 	n.journal = journal.NewMemory(n.BootID)
 	return n
 }
@@ -78,7 +84,9 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	n.stop, n.done = cancel, done
+	n.registry = prometheus.NewRegistry()
 	opts := daemon.Options{
+		BootTime:                      n.bootTime,
 		NodeName:                      n.name,
 		BootID:                        n.bootID,
 		Journal:                       n.journal,
@@ -86,7 +94,7 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 		RebootTimeout:                 n.timing.DaemonRebootTimeout,
 		MetricsAddr:                   "0",
 		ProbeAddr:                     "0",
-		Registerer:                    prometheus.NewRegistry(),
+		Registerer:                    n.registry,
 		AllowDuplicateControllerNames: true,
 		Logger:                        &n.log,
 		RESTMapper:                    n.mapper,
@@ -154,6 +162,7 @@ func (n *memNode) reboot(ctx context.Context) {
 	n.mu.Lock()
 	n.reboots++
 	n.bootID = uuid.NewString()
+	n.bootTime = time.Now()
 	boot := n.bootID
 	n.mu.Unlock()
 	if !n.fast(n.name) {
@@ -190,4 +199,16 @@ func (t Timing) jittered() time.Duration {
 		d += time.Duration(rand.Int64N(int64(t.Jitter)))
 	}
 	return d
+}
+
+// Gather implements prometheus.Gatherer with the running daemon's metrics;
+// a node whose daemon is down has none, as a scrape of it would find.
+func (n *memNode) Gather() ([]*dto.MetricFamily, error) {
+	n.mu.Lock()
+	reg, running := n.registry, n.stop != nil
+	n.mu.Unlock()
+	if reg == nil || !running {
+		return nil, nil
+	}
+	return reg.Gather()
 }

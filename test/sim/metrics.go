@@ -15,7 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -51,6 +54,9 @@ type metrics struct {
 	dir      string
 	srv      *http.Server
 	listener net.Listener
+	// kmaint serves the operator's and the daemons' own metrics.
+	kmaint         *http.Server
+	kmaintListener net.Listener
 
 	mu sync.Mutex
 	// hosts is each node's buddyinfo by node name; a node that is down has
@@ -89,6 +95,17 @@ func (c *Cluster) startMetrics(cfg MetricsConfig, nodes map[string]string, initi
 	go func() { _ = m.srv.Serve(m.listener) }()
 	c.metrics = m
 
+	// kmaint's own metrics: the in-process operator registers in
+	// controller-runtime's registry, each in-process daemon in its own,
+	// with its node as a label; one target serves them all.
+	if m.kmaintListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return fmt.Errorf("kmaint metrics: %w", err)
+	}
+	kmux := http.NewServeMux()
+	kmux.Handle("/metrics", promhttp.HandlerFor(prometheus.GathererFunc(c.gatherKmaint), promhttp.HandlerOpts{}))
+	m.kmaint = &http.Server{Handler: kmux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = m.kmaint.Serve(m.kmaintListener) }()
+
 	if m.dir, err = os.MkdirTemp("", "kmaint-sim-prometheus-"); err != nil {
 		return err
 	}
@@ -97,7 +114,7 @@ func (c *Cluster) startMetrics(cfg MetricsConfig, nodes map[string]string, initi
 		rules = []string{filepath.Join(testbed.RepoRoot(), "config", "prometheus", "fragmentation-rules.yaml")}
 	}
 	m.prom, err = promtest.Run(m.dir, promtest.Options{
-		Targets:     []string{m.listener.Addr().String()},
+		Targets:     []string{m.listener.Addr().String(), m.kmaintListener.Addr().String()},
 		HonorLabels: true,
 		RuleFiles:   rules,
 		Interval:    cfg.Interval,
@@ -120,6 +137,9 @@ func (m *metrics) stop() {
 	}
 	if m.srv != nil {
 		_ = m.srv.Close()
+	}
+	if m.kmaint != nil {
+		_ = m.kmaint.Close()
 	}
 	if m.dir != "" {
 		_ = os.RemoveAll(m.dir)
@@ -255,4 +275,16 @@ func (m *metrics) hostUp(node string) {
 		h.down = false
 		h.set(FreshBootFragmentation)
 	}
+}
+
+// gatherKmaint gathers the operator's metrics and those of every daemon that
+// runs in this process.
+func (c *Cluster) gatherKmaint() ([]*dto.MetricFamily, error) {
+	gs := prometheus.Gatherers{ctrlmetrics.Registry}
+	for _, n := range c.Nodes() {
+		if g, ok := n.(prometheus.Gatherer); ok {
+			gs = append(gs, g)
+		}
+	}
+	return gs.Gather()
 }
