@@ -272,7 +272,7 @@ func summarize(timelines []Timeline) Summary {
 		if !t.Done() {
 			continue
 		}
-		for _, k := range Kinds {
+		for _, k := range Kinds() {
 			if d, ok := t.Time(k); ok {
 				durations[string(k)] = append(durations[string(k)], d)
 			}

@@ -33,7 +33,7 @@ const (
 )
 
 // Kinds lists the kinds in phase order.
-var Kinds = []Kind{KindDaemon, KindGate, KindDraining, KindRebooting}
+func Kinds() []Kind { return []Kind{KindDaemon, KindGate, KindDraining, KindRebooting} }
 
 // Unavailable reports whether a node in a stretch of this kind counts
 // against its pool's budget, as the gate counts it.

@@ -132,7 +132,7 @@ func (r *Report) page() page {
 	for _, t := range s.Failures {
 		p.Failures = append(p.Failures, failureRow{At: t.Failed.UTC().Format("2006-01-02 15:04:05"), Node: t.Node, Name: t.Name, Source: string(t.Source), Reason: t.FailReason, Message: t.FailMessage})
 	}
-	for _, k := range Kinds {
+	for _, k := range Kinds() {
 		p.Legend = append(p.Legend, legendItem{"k-" + string(k), kindLabel(string(k))})
 	}
 	p.Legend = append(p.Legend, legendItem{"back", "back (new boot, Ready)"}, legendItem{"fail", "failed"}, legendItem{"open", "still in progress"})
