@@ -65,6 +65,11 @@ func Start() (*Bed, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}
+	// Test data need not survive a crash: without fsync, etcd does not
+	// stall behind the disk when several test packages write at once (a
+	// stall of seconds shows up as a controller that seems stuck).
+	env.ControlPlane.Etcd = &envtest.Etcd{}
+	env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest from %s: %w", assets, err)
