@@ -34,7 +34,11 @@ manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases) and
 	"$(CONTROLLER_GEN)" crd rbac:roleName=kmaint-operator paths=./operator/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
-generate: manifests ## Same as manifests
+generate: manifests dashboards ## manifests, then dashboards
+
+.PHONY: dashboards
+dashboards: ## Generate the Grafana dashboards (dashboards/*.json) from dashboards/*.go
+	go run ./dashboards/gen -out dashboards
 
 ##@ Testing
 
@@ -72,13 +76,13 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 # The files controller-gen writes. An untracked one is a generated file
 # nobody committed; other untracked files (a test being written) are not
 # verify's business.
-GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|operator/api/.*zz_generated\..*)$$
+GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|operator/api/.*zz_generated\..*|dashboards/.*\.json)$$
 
 .PHONY: verify
-verify: test-deps manifests ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
+verify: test-deps manifests dashboards ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
 	@echo "verify: generated files are committed and up to date"
-	@git diff --exit-code -- config/ operator/api/ || { echo "verify: generated files differ from the commit; run make manifests and commit the result" >&2; exit 1; }
-	@untracked="$$(git ls-files --others --exclude-standard -- config operator/api | grep -E '$(GENERATED_UNTRACKED)' || true)"; \
+	@git diff --exit-code -- config/ operator/api/ 'dashboards/*.json' || { echo "verify: generated files differ from the commit; run make generate and commit the result" >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- config operator/api dashboards | grep -E '$(GENERATED_UNTRACKED)' || true)"; \
 	if [[ -n "$$untracked" ]]; then echo "$$untracked"; echo "verify: make manifests wrote these files and git does not track them; commit them" >&2; exit 1; fi
 	@echo "verify: gofmt"
 	@unformatted="$$(find . \( -path ./bin -o -path ./.git -o -path ./.cache \) -prune -o -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \
