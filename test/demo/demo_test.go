@@ -33,9 +33,11 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
+	reportPath := filepath.Join(t.TempDir(), "report.html")
 	err := run(ctx, options{
 		Nodes: 4, Pools: 2, RebootTime: 500 * time.Millisecond, Journal: sim.Memory,
 		ExitWhenDone: true, KubeconfigOut: filepath.Join(t.TempDir(), "kubeconfig"), Bed: bed,
+		ReportOut: reportPath,
 	}, &out)
 	t.Log("\n" + out.String())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -49,6 +51,15 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
 	g.Expect(text).To(MatchRegexp(`makespan \d+\.\ds, ideal 1s, ratio \d+\.\d\d`))
 	g.Expect(text).To(MatchRegexp(`waiting for admission\s+requested → approved\s+\S+\s+\S+`))
+
+	// The report is written and its path printed; its content is
+	// operator/report's to test (down to a render in Chromium).
+	g.Expect(text).To(ContainSubstring("Rollout report (timeline per node, unavailable against budget): file://" + reportPath))
+	html, err := os.ReadFile(reportPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, node := range []string{"web-000", "batch-000", "batch-001"} {
+		g.Expect(string(html)).To(ContainSubstring(`data-node="`+node+`"`), "a timeline row for %s", node)
+	}
 
 	var list v1alpha1.NodeMaintenanceList
 	g.Expect(bed.Client.List(ctx, &list)).To(Succeed())

@@ -41,6 +41,7 @@ func main() {
 	fs.BoolVar(&opts.Metrics, "metrics", true, "Add the metric part: node exporters, a real Prometheus (/usr/bin/prometheus or $KMAINT_PROMETHEUS) and the memory-fragmentation RebootPolicy rebooting fragmented nodes inside its window. Off by itself without Prometheus.")
 	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "Exit after the summary instead of running on for kubectl until Ctrl-C.")
 	fs.StringVar(&opts.KubeconfigOut, "kubeconfig-out", "./demo-kubeconfig", "Where to write a cluster-admin kubeconfig for the demo's API server.")
+	fs.StringVar(&opts.ReportOut, "report-out", "./demo-report.html", `Where to write the HTML rollout report at the end; "" writes none.`)
 	fs.StringVar(&opts.LogOut, "log-out", "./demo-kmaint.log", "Where the operator's and the daemons' logs go.")
 	_ = fs.Parse(os.Args[1:])
 	opts.Journal = sim.JournalMode(journal)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/report"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -39,6 +40,9 @@ type options struct {
 	ExitWhenDone bool
 	// KubeconfigOut is where the cluster-admin kubeconfig is written.
 	KubeconfigOut string
+	// ReportOut is where the HTML rollout report is written at the end;
+	// empty writes none.
+	ReportOut string
 	// LogOut is where main sends the logs; run only names it.
 	LogOut string
 	// Live redraws the view in place with ANSI escapes (stdout is a
@@ -172,11 +176,41 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if plan != nil {
 		printMetricSummary(out, final, state, plan)
 	}
+	if opts.ReportOut != "" {
+		if err := writeReport(ctx, bed.Client, opts.ReportOut); err != nil {
+			fmt.Fprintln(out, "No rollout report:", err)
+		} else {
+			path, _ := filepath.Abs(opts.ReportOut)
+			fmt.Fprintf(out, "\nRollout report (timeline per node, unavailable against budget): file://%s\n", path)
+		}
+	}
 	if opts.ExitWhenDone {
 		return nil
 	}
 	fmt.Fprintf(out, "\nkmaint keeps running: try kubectl with %s (above). Changes from here on print one line each. Ctrl-C stops everything.\n", opts.KubeconfigOut)
 	return ignoreEnded(ctx, d.follow(ctx, w))
+}
+
+// writeReport writes the HTML rollout report of everything the cluster's
+// NodeMaintenances record.
+func writeReport(ctx context.Context, c client.Reader, path string) error {
+	items, pools, nodes, err := report.Collect(ctx, c)
+	if err != nil {
+		return err
+	}
+	r, err := report.Build(items, pools, nodes, time.Now())
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := r.WriteHTML(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ignoreEnded turns an error into nil once ctx has ended: the error is then
