@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type agent struct {
 	mu       sync.Mutex
 	entries  []journal.Entry
 	caughtUp bool
+	// written are entries this daemon appended that the follower has not
+	// read back yet. A sync in between must see them: without them it would
+	// journal a request again, or ask for a second reboot in the same boot.
+	written []journal.Entry
 	// ignored is the last approval for another boot that was logged, so
 	// that it is logged once, not on every sync.
 	ignored string
@@ -51,6 +56,7 @@ type agent struct {
 func (a *agent) onEntry(e journal.Entry) {
 	a.mu.Lock()
 	a.entries = append(a.entries, e)
+	a.written = slices.DeleteFunc(a.written, func(w journal.Entry) bool { return sameEntry(w, e) })
 	caughtUp := a.caughtUp
 	a.mu.Unlock()
 	if e.Kind == journal.KindRequest && e.BootID == a.bootID {
@@ -82,7 +88,29 @@ func (a *agent) wake() {
 func (a *agent) snapshot() ([]journal.Entry, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]journal.Entry(nil), a.entries...), a.caughtUp
+	return slices.Concat(a.entries, a.written), a.caughtUp
+}
+
+// append journals an entry and remembers it until it is read back.
+func (a *agent) append(e journal.Entry) error {
+	if err := a.journal.Append(e); err != nil {
+		return err
+	}
+	// As the journal stamps it: this boot, root.
+	e.BootID, e.UID = a.bootID, 0
+	a.mu.Lock()
+	a.written = append(a.written, e)
+	a.mu.Unlock()
+	return nil
+}
+
+// sameEntry reports whether a read-back entry is one this daemon wrote: a
+// request by its id, a rebooting entry by its boot.
+func sameEntry(written, read journal.Entry) bool {
+	if written.Kind != read.Kind || written.BootID != read.BootID {
+		return false
+	}
+	return written.Kind != journal.KindRequest || written.ID == read.ID
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -113,7 +141,7 @@ func (a *agent) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 
 	var errs []error
 	for _, e := range p.write {
-		if err := a.journal.Append(e); err != nil {
+		if err := a.append(e); err != nil {
 			errs = append(errs, fmt.Errorf("journal request %s: %w", e.ID, err))
 			continue
 		}
@@ -147,7 +175,7 @@ func (a *agent) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 // reboot journals that it is rebooting, so that it never asks twice in one
 // boot, then asks the rebooter.
 func (a *agent) reboot(ctx context.Context, node *corev1.Node, e journal.Entry) error {
-	if err := a.journal.Append(e); err != nil {
+	if err := a.append(e); err != nil {
 		return fmt.Errorf("journal reboot: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Rebooting", "bootID", a.bootID, "requests", e.Requests)
