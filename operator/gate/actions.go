@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // defaultDrainTimeout applies when a pool leaves drain.timeout unset, as the
@@ -222,7 +223,7 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 // admit plans admissions and cordons each admitted node in one patch that
 // also records the admission, then remembers the write until the cache has it.
 func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
-	mu, err := resolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views))
+	mu, err := policies.ResolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -32,15 +31,6 @@ func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
 
 const timeout = 30 * time.Second
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func scrape(g Gomega, addr string) string {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -59,7 +49,7 @@ func TestOperatorMetrics(t *testing.T) {
 	g.Expect(bed.Client.Create(ctx, pool)).To(Succeed())
 	nodes := harness.CreateNodes(t, bed, "metrics", "metrics", 2)
 	harness.RunDaemons(t, bed, "metrics", false)
-	addr := freeAddr(t)
+	addr := harness.FreeAddr(t)
 	op, err := sim.StartOperator(ctx, bed.Config, operator.Options{MetricsAddr: addr})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -20,15 +19,6 @@ import (
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/sim"
 )
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // alert is one alert of an Alertmanager webhook payload.
 func alert(status, name, node, severity string) map[string]any {
@@ -70,7 +60,7 @@ func TestAlertWebhookRaisesRequests(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alert-token"},
 		StringData: map[string]string{"token": "s3cret"},
 	})
-	addr := freeAddr(t)
+	addr := harness.FreeAddr(t)
 	op, err := sim.StartOperator(context.Background(), bed.Config, operator.Options{
 		AlertWebhookAddr:        addr,
 		AlertWebhookTokenSecret: "default/alert-token",

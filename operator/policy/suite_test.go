@@ -20,7 +20,6 @@ import (
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
-	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -35,17 +34,7 @@ const timeout = 30 * time.Second
 // end.
 func startOperator(t *testing.T, promURL string, clk clock.PassiveClock) (stop func()) {
 	t.Helper()
-	op, err := sim.StartOperator(context.Background(), bed.Config, operator.Options{PrometheusURL: promURL, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop = func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return harness.StartOperatorWith(t, bed, operator.Options{PrometheusURL: promURL, Clock: clk})
 }
 
 // metrics is a real Prometheus scraping an exporter the test moves, every

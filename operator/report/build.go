@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/pools"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // GonePool names the group of maintenances whose node is no longer in the
@@ -180,7 +181,7 @@ func buildPool(name string, spec *v1alpha1.MaintenancePool, size int, rows map[s
 	p := Pool{Name: name, Nodes: size, MaxUnavailable: 1, Budget: "1"}
 	if spec != nil && spec.Spec.MaxUnavailable != nil {
 		p.Budget = spec.Spec.MaxUnavailable.String()
-		n, err := resolveMaxUnavailable(spec.Spec.MaxUnavailable, size)
+		n, err := policies.ResolveMaxUnavailable(spec.Spec.MaxUnavailable, size)
 		if err != nil {
 			p.BudgetError = err.Error()
 		}

@@ -2,14 +2,11 @@ package report
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -302,26 +299,6 @@ func overBudget(steps []Step, budget int) time.Duration {
 		}
 	}
 	return d
-}
-
-// resolveMaxUnavailable turns a pool's maxUnavailable into a node count for a
-// pool of n nodes as the gate does (operator/gate): a percentage rounds down,
-// but to at least 1 unless it is 0%.
-func resolveMaxUnavailable(maxUnavailable *intstr.IntOrString, n int) (int, error) {
-	if maxUnavailable == nil {
-		return 1, nil
-	}
-	v, err := intstr.GetScaledValueFromIntOrPercent(maxUnavailable, n, false)
-	if err != nil {
-		return 0, fmt.Errorf("maxUnavailable %q: %w", maxUnavailable.String(), err)
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("maxUnavailable %q is negative", maxUnavailable.String())
-	}
-	if v == 0 && maxUnavailable.Type == intstr.String && strings.TrimSuffix(maxUnavailable.StrVal, "%") != "0" {
-		v = 1
-	}
-	return v, nil
 }
 
 // percentile is the nearest-rank p-th percentile (0 < p <= 100) of ds, which

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -189,35 +188,6 @@ func TestOverBudget(t *testing.T) {
 	}
 	if p := peak(steps); p != 3 {
 		t.Errorf("peak %d, want 3", p)
-	}
-}
-
-func TestResolveMaxUnavailable(t *testing.T) {
-	ptr := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
-	tests := map[string]struct {
-		max  *intstr.IntOrString
-		size int
-		// want is the node count; wantErr whether it cannot be resolved.
-		want    int
-		wantErr bool
-	}{
-		"unset is 1":                      {nil, 10, 1, false},
-		"an integer is itself":            {ptr(intstr.FromInt32(3)), 10, 3, false},
-		"0 admits nothing":                {ptr(intstr.FromInt32(0)), 10, 0, false},
-		"a percentage rounds down":        {ptr(intstr.FromString("25%")), 10, 2, false},
-		"but to at least 1":               {ptr(intstr.FromString("10%")), 5, 1, false},
-		"0% is 0":                         {ptr(intstr.FromString("0%")), 10, 0, false},
-		"a percentage of an empty pool":   {ptr(intstr.FromString("50%")), 0, 1, false},
-		"not a number nor a percentage":   {ptr(intstr.FromString("half")), 10, 0, true},
-		"a negative integer is a mistake": {ptr(intstr.FromInt32(-1)), 10, 0, true},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := resolveMaxUnavailable(tt.max, tt.size)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("got %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
-			}
-		})
 	}
 }
 

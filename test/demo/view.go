@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -236,7 +235,9 @@ func buildView(s clusterState) view {
 	slices.SortFunc(v.nodes, func(a, b nodeRow) int { return cmp.Compare(a.name, b.name) })
 	for _, p := range pools {
 		r := rows[p.Name]
-		r.maxUnavailable = resolveMaxUnavailable(p.Spec.MaxUnavailable, r.nodes)
+		if mu, err := policies.ResolveMaxUnavailable(p.Spec.MaxUnavailable, r.nodes); err == nil {
+			r.maxUnavailable = mu
+		}
 		v.pools = append(v.pools, *r)
 	}
 	if len(s.policies) > 0 {
@@ -384,21 +385,4 @@ func unavailable(n *corev1.Node) bool {
 	_, admitted := n.Annotations[protocol.Admitted]
 	_, approved := n.Annotations[protocol.RebootApproved]
 	return admitted || approved || n.Spec.Unschedulable || !protocol.Ready(n)
-}
-
-// resolveMaxUnavailable resolves a pool's maxUnavailable against its node
-// count as the gate does: a percentage rounds down, but to at least 1 unless
-// it is 0.
-func resolveMaxUnavailable(mu *intstr.IntOrString, nodes int) int {
-	if mu == nil {
-		return 1
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(mu, nodes, false)
-	if err != nil {
-		return 1
-	}
-	if n == 0 && mu.String() != "0" && mu.String() != "0%" {
-		return 1
-	}
-	return n
 }

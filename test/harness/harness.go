@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -59,7 +60,14 @@ func Main(m *testing.M, bed **testbed.Bed) int {
 // can start another one, as a restarted pod would.
 func StartOperator(t testing.TB, bed *testbed.Bed) (stop func()) {
 	t.Helper()
-	op, err := sim.StartOperator(context.Background(), bed.Config, operator.Options{})
+	return StartOperatorWith(t, bed, operator.Options{})
+}
+
+// StartOperatorWith is StartOperator with options, e.g. a Prometheus URL or
+// a fake clock.
+func StartOperatorWith(t testing.TB, bed *testbed.Bed, opts operator.Options) (stop func()) {
+	t.Helper()
+	op, err := sim.StartOperator(context.Background(), bed.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +78,17 @@ func StartOperator(t testing.TB, bed *testbed.Bed) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// FreeAddr returns a free address on 127.0.0.1 for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // CreateNodes creates n nodes named prefix-0 ... labelled pool=pool.
