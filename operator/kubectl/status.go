@@ -1,0 +1,337 @@
+package kubectl
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
+)
+
+// StatusOptions are the status command's.
+type StatusOptions struct {
+	// Pool limits the output to one pool; empty shows all.
+	Pool string
+	// Output is the format.
+	Output Output
+	// Now is the moment ages are measured to; zero is the time of the call.
+	Now time.Time
+}
+
+func newStatusCommand(k *kube) *cobra.Command {
+	o := StatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show pools' rollout progress and each node's reboot phase",
+		Long: `Show every MaintenancePool's progress, then every node's reboot phase.
+
+Pools: nodes, a progress bar (nodes on the pool's desiredConfig, or nodes rebooted
+out of those asked to reboot since the oldest open request), unavailable nodes
+against maxUnavailable, pending requests, and whether the pool is paused, blocked
+(and why) or degraded, as the operator last reported it.
+
+Nodes: their pool and phase (idle, requested, waiting, draining, rebooting,
+degraded) with the reasons of their requests or what went wrong, read from the
+node's kmaint.io/ annotations and its open NodeMaintenances.
+
+-o wide adds each pool's desiredConfig and message and each node's boot ID and
+how long it has been in its phase; -o json|yaml prints the pools, nodes and open
+NodeMaintenances the status is read from, as one List.`,
+		Example: `  kubectl kmaint status
+  kubectl kmaint status --pool workers -o wide`,
+		Args: cobra.NoArgs,
+		RunE: k.run(func(cmd *cobra.Command, c client.Client, _ []string) error {
+			return Status(cmd.Context(), c, out(cmd), o)
+		}),
+	}
+	cmd.Flags().StringVar(&o.Pool, "pool", "", "Show only this pool and its nodes.")
+	_ = cmd.RegisterFlagCompletionFunc("pool", k.completePools)
+	addOutputFlag(cmd, &o.Output)
+	return cmd
+}
+
+// cluster is what the status command reads.
+type cluster struct {
+	pools []v1alpha1.MaintenancePool
+	nodes []corev1.Node
+	nms   []v1alpha1.NodeMaintenance
+}
+
+// poolRow is one pool and the nodes it selects.
+type poolRow struct {
+	name string
+	// pool is nil for the built-in default pool without an object.
+	pool  *v1alpha1.MaintenancePool
+	nodes []*corev1.Node
+}
+
+// Status writes the pools' progress and the nodes' phases.
+func Status(ctx context.Context, c client.Client, w io.Writer, o StatusOptions) error {
+	if err := o.Output.check(); err != nil {
+		return err
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	var cl cluster
+	var mps v1alpha1.MaintenancePoolList
+	if err := c.List(ctx, &mps); err != nil {
+		return fmt.Errorf("list MaintenancePools: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	var nms v1alpha1.NodeMaintenanceList
+	if err := c.List(ctx, &nms); err != nil {
+		return fmt.Errorf("list NodeMaintenances: %w", err)
+	}
+	cl.pools, cl.nodes, cl.nms = mps.Items, nodes.Items, nms.Items
+	if o.Pool != "" && o.Pool != v1alpha1.DefaultPoolName && !slices.ContainsFunc(cl.pools, named(o.Pool)) {
+		return unknownPool(o.Pool, cl.pools)
+	}
+	rows := poolRows(cl, o.Pool)
+	open := openByNode(cl.nms)
+
+	if o.Output.structured() {
+		var objs []client.Object
+		for _, r := range rows {
+			if r.pool != nil {
+				objs = append(objs, r.pool)
+			}
+		}
+		for _, r := range rows {
+			for _, n := range r.nodes {
+				objs = append(objs, n)
+			}
+		}
+		for _, r := range rows {
+			for _, n := range r.nodes {
+				for i := range open[n.Name] {
+					objs = append(objs, &open[n.Name][i])
+				}
+			}
+		}
+		return printObjects(w, c, o.Output, objs)
+	}
+	return writeStatus(w, rows, open, cl.nms, o)
+}
+
+// poolRows groups the nodes by pool: every MaintenancePool, then the
+// built-in default pool when it has nodes and no object. A node that two
+// pools select is listed under both. only keeps one pool.
+func poolRows(cl cluster, only string) []poolRow {
+	selectors := pools.Selectors(cl.pools)
+	byPool := map[string][]*corev1.Node{}
+	for i := range cl.nodes {
+		for _, p := range pools.Of(&cl.nodes[i], selectors) {
+			byPool[p] = append(byPool[p], &cl.nodes[i])
+		}
+	}
+	var rows []poolRow
+	for i := range cl.pools {
+		p := &cl.pools[i]
+		rows = append(rows, poolRow{name: p.Name, pool: p, nodes: byPool[p.Name]})
+	}
+	if !slices.ContainsFunc(cl.pools, named(v1alpha1.DefaultPoolName)) && len(byPool[v1alpha1.DefaultPoolName]) > 0 {
+		rows = append(rows, poolRow{name: v1alpha1.DefaultPoolName, nodes: byPool[v1alpha1.DefaultPoolName]})
+	}
+	rows = slices.DeleteFunc(rows, func(r poolRow) bool { return only != "" && r.name != only })
+	for _, r := range rows {
+		slices.SortFunc(r.nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	}
+	slices.SortFunc(rows, func(a, b poolRow) int { return cmp.Compare(a.name, b.name) })
+	return rows
+}
+
+// openByNode returns each node's open NodeMaintenances, oldest first.
+func openByNode(nms []v1alpha1.NodeMaintenance) map[string][]v1alpha1.NodeMaintenance {
+	open := map[string][]v1alpha1.NodeMaintenance{}
+	for _, nm := range nms {
+		if !nm.Status.Phase.Done() {
+			open[nm.Spec.NodeName] = append(open[nm.Spec.NodeName], nm)
+		}
+	}
+	for _, list := range open {
+		slices.SortFunc(list, oldestFirst)
+	}
+	return open
+}
+
+func oldestFirst(a, b v1alpha1.NodeMaintenance) int {
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+}
+
+func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMaintenance, nms []v1alpha1.NodeMaintenance, o StatusOptions) error {
+	wide := o.Output == OutputWide
+	tw := newTable(w)
+	header := "POOL\tNODES\tPROGRESS\tUNAVAILABLE\tPENDING\tSTATE"
+	if wide {
+		header += "\tCONFIG\tMESSAGE"
+	}
+	tw.line(header)
+	states := map[string]nodeState{}
+	for _, r := range rows {
+		for _, n := range r.nodes {
+			states[n.Name] = phaseOf(n, open[n.Name])
+		}
+	}
+	for _, r := range rows {
+		s := summarize(r, states, nms)
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s", r.name, len(r.nodes), s.progress, s.unavailable, s.pending, s.state)
+		if wide {
+			line += fmt.Sprintf("\t%s\t%s", or(s.config), or(s.message))
+		}
+		tw.line(line)
+	}
+	tw.line("")
+	header = "NODE\tPOOL\tPHASE\tREASON"
+	if wide {
+		header += "\tREADY\tBOOT ID\tSINCE"
+	}
+	tw.line(header)
+	for _, r := range rows {
+		for _, n := range r.nodes {
+			st := states[n.Name]
+			reason := st.Reason
+			if !wide {
+				reason = ellipsis(reason, 80)
+			}
+			line := fmt.Sprintf("%s\t%s\t%s\t%s", n.Name, r.name, st.Phase, or(reason))
+			if wide {
+				line += fmt.Sprintf("\t%t\t%s\t%s", protocol.Ready(n), or(n.Status.NodeInfo.BootID), age(o.Now, st.Since))
+			}
+			tw.line(line)
+		}
+	}
+	return tw.flush()
+}
+
+// poolSummary is one pool's row of cells.
+type poolSummary struct {
+	progress, unavailable, pending, state, config, message string
+}
+
+// summarize fills a pool's cells: from the status the operator wrote, or,
+// for the built-in default pool without an object, from its nodes.
+func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMaintenance) poolSummary {
+	var s poolSummary
+	if r.pool == nil {
+		unavailable, waiting := 0, 0
+		for _, n := range r.nodes {
+			switch st := states[n.Name]; {
+			case st.Phase == NodeDraining || st.Phase == NodeRebooting || !protocol.Ready(n) || n.Spec.Unschedulable:
+				unavailable++
+			case st.Phase == NodeWaiting:
+				waiting++
+			}
+		}
+		s.progress = rebootProgress(r, states, nms)
+		s.unavailable = fmt.Sprintf("%d/1", unavailable)
+		s.pending = fmt.Sprint(waiting)
+		s.state = "built-in"
+		s.message = "no MaintenancePool named default: one node at a time, any time"
+		return s
+	}
+	p := r.pool
+	st := p.Status
+	s.config = p.Spec.DesiredConfig
+	if p.Spec.DesiredConfig != "" {
+		s.progress = bar(int(st.Updated), int(st.Nodes)) + " updated"
+	} else {
+		s.progress = rebootProgress(r, states, nms)
+	}
+	s.unavailable = fmt.Sprintf("%d/%d", st.Unavailable, st.MaxUnavailable)
+	s.pending = fmt.Sprint(st.PendingRequests)
+	var state []string
+	if p.Spec.Paused {
+		state = append(state, "Paused")
+	}
+	for _, t := range []string{"Blocked", "Degraded", "Conflicting"} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == "True" {
+			if t != "Blocked" || c.Reason != "Paused" {
+				state = append(state, t+": "+c.Reason)
+			}
+			if s.message == "" {
+				s.message = c.Message
+			}
+		}
+	}
+	if c := meta.FindStatusCondition(st.Conditions, "Draining"); c != nil && c.Status == "True" && len(state) == 0 {
+		state = append(state, "Draining")
+	}
+	switch {
+	case len(st.Conditions) == 0 && st.ObservedGeneration == 0:
+		state = append(state, "no status yet: is kmaint-operator running?")
+	case st.ObservedGeneration < p.Generation:
+		state = append(state, "(status is of an older spec)")
+	}
+	s.state = or(strings.Join(state, ", "))
+	if len(state) == 0 {
+		s.state = "OK"
+	}
+	return s
+}
+
+// rebootProgress counts, out of the pool's nodes asked to reboot since its
+// oldest open request, those that have rebooted.
+func rebootProgress(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMaintenance) string {
+	members := map[string]bool{}
+	for _, n := range r.nodes {
+		members[n.Name] = true
+	}
+	var start time.Time
+	todo := 0
+	for _, n := range r.nodes {
+		if st := states[n.Name]; st.Phase != NodeIdle {
+			todo++
+			if !st.Since.IsZero() && (start.IsZero() || st.Since.Before(start)) {
+				start = st.Since
+			}
+		}
+	}
+	for _, nm := range nms {
+		if members[nm.Spec.NodeName] && !nm.Status.Phase.Done() && (start.IsZero() || nm.CreationTimestamp.Time.Before(start)) {
+			start = nm.CreationTimestamp.Time
+		}
+	}
+	if todo == 0 {
+		return "nothing to reboot"
+	}
+	done := map[string]bool{}
+	for _, nm := range nms {
+		if members[nm.Spec.NodeName] && nm.Status.Phase == v1alpha1.PhaseSucceeded &&
+			!nm.CreationTimestamp.Time.Before(start) && states[nm.Spec.NodeName].Phase == NodeIdle {
+			done[nm.Spec.NodeName] = true
+		}
+	}
+	return bar(len(done), len(done)+todo) + " rebooted"
+}
+
+// bar draws done out of total as a bar of 20 cells.
+func bar(done, total int) string {
+	const width = 20
+	filled := 0
+	if total > 0 {
+		filled = min(width, done*width/total)
+	}
+	return fmt.Sprintf("[%s%s] %d/%d", strings.Repeat("#", filled), strings.Repeat("-", width-filled), done, total)
+}
+
+func ellipsis(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
