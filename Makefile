@@ -9,6 +9,13 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUBECTL ?= kubectl
 
+# The image `make deploy` runs: it holds both binaries, /kmaint-operator and
+# /kmaint-daemon (Dockerfile). Override it with e.g.
+# make deploy IMG=registry.example/kmaint:dev (a tag or @sha256:digest; no tag
+# means latest). Tagged with $(VERSION) where the Makefile defines one, else
+# with the release config/default names.
+IMG ?= ghcr.io/kmaint/kmaint:$(or $(VERSION),v0.1.0)
+
 # Extra targets `make test` needs before it runs; later work hooks its
 # prerequisites in here (e.g. TEST_PREREQS += demo-assets).
 TEST_PREREQS ?=
@@ -29,10 +36,12 @@ controller-gen: ## Install controller-gen at the pinned version into bin/ if mis
 	fi
 
 .PHONY: manifests generate
-manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases) and the operator's ClusterRole (config/rbac)
+manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases), the operator's and the daemon's roles (config/rbac)
 	"$(CONTROLLER_GEN)" object paths=./operator/api/...
 	"$(CONTROLLER_GEN)" crd rbac:roleName=kmaint-operator paths=./operator/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	"$(CONTROLLER_GEN)" rbac:roleName=kmaint-daemon paths=./daemon/... \
+		output:rbac:artifacts:config=config/rbac/daemon
 
 generate: manifests dashboards ## manifests, then dashboards
 
@@ -76,7 +85,7 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 # The files controller-gen writes. An untracked one is a generated file
 # nobody committed; other untracked files (a test being written) are not
 # verify's business.
-GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|operator/api/.*zz_generated\..*|dashboards/.*\.json)$$
+GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|config/rbac/daemon/role\.yaml|operator/api/.*zz_generated\..*|dashboards/.*\.json)$$
 
 .PHONY: verify
 verify: test-deps manifests dashboards ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
@@ -103,6 +112,27 @@ install: ## Install the CRDs into the cluster of the current kubeconfig
 .PHONY: uninstall
 uninstall: ## Remove the CRDs from the cluster, and with them every kmaint object
 	$(KUBECTL) delete --ignore-not-found -f config/crd/bases
+
+# deploy-manifests renders config/default with the image set to $(IMG),
+# through an overlay in a temporary directory: kubectl kustomize cannot edit
+# a kustomization, and config/default stays as committed. (Kustomize takes
+# only relative paths to other kustomizations.)
+.PHONY: deploy-manifests deploy undeploy
+deploy-manifests: ## Print what make deploy applies: config/default with the image $(IMG)
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	img='$(IMG)'; name="$$img"; ref="newTag: latest"; \
+	if [[ "$$img" == *@* ]]; then name="$${img%@*}"; ref="digest: $${img#*@}"; \
+	elif [[ "$${img##*/}" == *:* ]]; then name="$${img%:*}"; ref="newTag: $${img##*:}"; fi; \
+	printf '%s\n' 'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
+		'resources:' "- $$(realpath --relative-to="$$tmp" config/default)" \
+		'images:' '- name: ghcr.io/kmaint/kmaint' "  newName: $$name" "  $$ref" >"$$tmp/kustomization.yaml"; \
+	$(KUBECTL) kustomize "$$tmp"
+
+deploy: install ## Install the CRDs, then kmaint (config/default, image $(IMG)) into the cluster of the current kubeconfig
+	$(MAKE) --no-print-directory -s deploy-manifests | $(KUBECTL) apply --server-side -f -
+
+undeploy: ## Remove kmaint (config/default: namespace kmaint-system and all in it) but not the CRDs (make uninstall)
+	$(KUBECTL) delete --ignore-not-found -k config/default
 
 .PHONY: run
 run: ## Run the operator against the current kubeconfig (make install first)

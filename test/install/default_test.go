@@ -1,0 +1,195 @@
+package install
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+
+const namespace = "kmaint-system"
+
+// TestDefaultObjects pins what config/default installs, by kind and name:
+// other installers (the Helm chart) and the admission policy, which names
+// the daemon's service account, depend on these names.
+func TestDefaultObjects(t *testing.T) {
+	var got []string
+	for _, u := range render(t, "default") {
+		got = append(got, id(u))
+	}
+	want := []string{
+		"Namespace/kmaint-system",
+		"ServiceAccount/kmaint-system/kmaint-daemon",
+		"ServiceAccount/kmaint-system/kmaint-operator",
+		"Role/kmaint-system/kmaint-operator",
+		"ClusterRole/kmaint-daemon",
+		"ClusterRole/kmaint-operator",
+		"RoleBinding/kmaint-system/kmaint-operator",
+		"ClusterRoleBinding/kmaint-daemon",
+		"ClusterRoleBinding/kmaint-operator",
+		"Service/kmaint-system/kmaint-operator",
+		"Deployment/kmaint-system/kmaint-operator",
+		"PodDisruptionBudget/kmaint-system/kmaint-operator",
+		"ValidatingAdmissionPolicy/kmaint-daemon-own-node",
+		"ValidatingAdmissionPolicyBinding/kmaint-daemon-own-node",
+		"DaemonSet/kmaint-system/kmaint-daemon",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config/default renders other objects (-want +got):\n%s", diff)
+	}
+}
+
+// TestDefaultAppliesDryRun applies every object config/default renders
+// with a server-side dry run, after creating its namespace for real: the
+// API server's validation, defaulting and admission accept them all.
+func TestDefaultAppliesDryRun(t *testing.T) {
+	ctx := context.Background()
+	objs := render(t, "default")
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			if err := apply(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, u := range objs {
+		t.Run(id(u), func(t *testing.T) {
+			if err := apply(ctx, u, client.DryRunAll); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestKubectlDeployDryRun runs make deploy's apply, kubectl's own kustomize
+// and server-side apply, as a server-side dry run.
+func TestKubectlDeployDryRun(t *testing.T) {
+	ctx := context.Background()
+	for _, u := range render(t, "namespace") {
+		if err := apply(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := bed.Kubeconfig("install-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// --force-conflicts: the admission test applies some of these objects
+	// for real, as another field manager; make deploy is the only manager
+	// of its objects.
+	cmd := exec.Command(kubectl(t), "--kubeconfig", path, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+		"-k", filepath.Join(testbed.RepoRoot(), "config", "default"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side --dry-run=server -k config/default: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestPodsLockedDown checks the pod specs keep what their comments promise:
+// no privileged container, no privilege escalation, a read-only root, every
+// capability dropped and none added, RuntimeDefault seccomp; the operator
+// not root; the daemon root (see config/daemon) without host namespaces,
+// every host path read-only.
+func TestPodsLockedDown(t *testing.T) {
+	var deploy appsv1.Deployment
+	var ds appsv1.DaemonSet
+	for _, u := range render(t, "default") {
+		switch u.GetKind() {
+		case "Deployment":
+			fromUnstructured(t, u, &deploy)
+		case "DaemonSet":
+			fromUnstructured(t, u, &ds)
+		}
+	}
+	for name, spec := range map[string]corev1.PodSpec{"operator": deploy.Spec.Template.Spec, "daemon": ds.Spec.Template.Spec} {
+		if spec.HostPID || spec.HostNetwork || spec.HostIPC {
+			t.Errorf("%s uses a host namespace", name)
+		}
+		if sc := spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: seccomp profile is not RuntimeDefault", name)
+		}
+		for _, c := range spec.Containers {
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				t.Errorf("%s/%s has no security context", name, c.Name)
+				continue
+			case ptr.Deref(sc.Privileged, false):
+				t.Errorf("%s/%s is privileged", name, c.Name)
+			case ptr.Deref(sc.AllowPrivilegeEscalation, true):
+				t.Errorf("%s/%s allows privilege escalation", name, c.Name)
+			case !ptr.Deref(sc.ReadOnlyRootFilesystem, false):
+				t.Errorf("%s/%s has a writable root file system", name, c.Name)
+			case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+				t.Errorf("%s/%s: capabilities %+v, want drop ALL and add none", name, c.Name, sc.Capabilities)
+			}
+			if c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Errorf("%s/%s has no memory request or limit", name, c.Name)
+			}
+			if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+					e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+			}) {
+				t.Errorf("%s/%s: GOMEMLIMIT does not follow the memory limit", name, c.Name)
+			}
+			if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+				t.Errorf("%s/%s lacks a liveness or readiness probe", name, c.Name)
+			}
+		}
+	}
+	if sc := deploy.Spec.Template.Spec.SecurityContext; sc == nil || !ptr.Deref(sc.RunAsNonRoot, false) {
+		t.Error("the operator may run as root")
+	}
+	daemon := ds.Spec.Template.Spec
+	if sc := daemon.SecurityContext; sc == nil || ptr.Deref(sc.RunAsUser, -1) != 0 {
+		t.Error("the daemon does not run as root: the journal's trusted _UID and logind need uid 0")
+	}
+	if !slices.ContainsFunc(daemon.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Operator == corev1.TolerationOpExists && tol.Key == "" && tol.Effect == ""
+	}) {
+		t.Error("the daemon does not tolerate every taint")
+	}
+	for _, c := range daemon.Containers {
+		for _, m := range c.VolumeMounts {
+			if !m.ReadOnly {
+				t.Errorf("daemon mount %s (%s) is writable", m.Name, m.MountPath)
+			}
+		}
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+		}) {
+			t.Error("the daemon's NODE_NAME does not come from spec.nodeName")
+		}
+	}
+}
+
+func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
+		t.Fatalf("%s: %v", id(u), err)
+	}
+}
