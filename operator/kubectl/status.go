@@ -195,7 +195,13 @@ func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMai
 		}
 		tw.line(line)
 	}
-	tw.line("")
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	tw = newTable(w)
 	header = "NODE\tPOOL\tPHASE\tREASON"
 	if wide {
 		header += "\tREADY\tBOOT ID\tSINCE"

@@ -1,0 +1,4 @@
+package kubectl
+
+// Explain lets the tests check how errors are explained to people.
+var Explain = explain

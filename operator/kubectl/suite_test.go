@@ -1,0 +1,98 @@
+package kubectl_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/kubectl"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+// bed is the real API server all tests in this package share. Each test
+// works in its own pool, with its own nodes.
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+
+const timeout = 30 * time.Second
+
+var (
+	kubeconfigOnce sync.Once
+	kubeconfigPath string
+)
+
+// kubeconfig writes, once, a kubeconfig of a cluster admin of the bed, for
+// the plugin's --kubeconfig.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	kubeconfigOnce.Do(func() {
+		kc, err := bed.Kubeconfig("plugin-user", "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "kubectl-kmaint-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubeconfigPath = filepath.Join(dir, "kubeconfig")
+		if err := os.WriteFile(kubeconfigPath, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if kubeconfigPath == "" {
+		t.Fatal("no kubeconfig")
+	}
+	return kubeconfigPath
+}
+
+// run runs `kubectl kmaint args...` against the bed, as a person would,
+// and returns what it printed.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := kubectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr})
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig(t)}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	if stderr.Len() > 0 {
+		t.Logf("stderr of %v: %s", args, stderr.String())
+	}
+	return stdout.String(), err
+}
+
+// createPool creates a pool and deletes it when the test ends.
+func createPool(t *testing.T, pool *v1alpha1.MaintenancePool) {
+	t.Helper()
+	if err := bed.Client.Create(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), pool) })
+}
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := bed.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getPool(t *testing.T, name string) *v1alpha1.MaintenancePool {
+	t.Helper()
+	p := &v1alpha1.MaintenancePool{}
+	if err := bed.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
