@@ -136,6 +136,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
 		Clock:             clk,
 		DrainPollInterval: opts.DrainPollInterval,
+		Metrics:           rec,
 
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 	}

@@ -189,6 +189,7 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) err
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.node.Name, "bootID", boot)
+	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.admission.Time))
 	r.event(st, v.node, corev1.EventTypeNormal, "RebootApproved", "Approve",
 		"Node %s is drained; reboot approved for boot %s", v.node.Name, boot)
 	return nil
@@ -216,6 +217,7 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.node.Name, "timeout", timeout, "blockers", blockers)
+	r.Metrics.DrainFailed(st.pool.Name, failure.Reason)
 	r.event(st, v.node, corev1.EventTypeWarning, "DrainFailed", "Drain", "%s", msg)
 	return nil
 }
@@ -248,6 +250,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 			continue
 		}
 		r.inflight.add(name, node.ResourceVersion, st.now)
+		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
 		r.event(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), mu)

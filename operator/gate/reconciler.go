@@ -22,6 +22,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -42,6 +43,8 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	// DrainPollInterval is how often a drain in progress is stepped.
 	DrainPollInterval time.Duration
+	// Metrics records admissions and drains; nil records nothing.
+	Metrics *metrics.Recorder
 	// Prometheus runs pools' blocking queries. Nil blocks every pool that
 	// has some, and says that no Prometheus is configured.
 	Prometheus policies.Querier

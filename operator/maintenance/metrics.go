@@ -31,7 +31,8 @@ func (r *Reconciler) poolOf(ctx context.Context, node *corev1.Node) func() strin
 	})
 }
 
-// count records what a status change means for the metrics. It runs after
+// count records what a status change means for the metrics: requests,
+// reboots and completions (admissions and drains are the gate's). It runs after
 // the change is written, so each change counts once: a write that fails is
 // computed and counted again by the next reconcile.
 func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() string) {
@@ -47,41 +48,24 @@ func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() strin
 	if from == "" && to != "" {
 		r.Metrics.RequestSeen(source, pool(), nm.Spec.Policy)
 	}
-	if !admitted(from) && admitted(to) {
-		r.Metrics.Admitted(pool())
-	}
 	times := nm.Status.PhaseTimes
 	switch {
 	case from == to:
-	case to == v1alpha1.PhaseRebooting && from == v1alpha1.PhaseDraining && times.Draining != nil:
-		r.Metrics.Drained(pool(), now.Sub(times.Draining.Time))
 	case to == v1alpha1.PhaseSucceeded:
 		if times.Rebooting != nil {
 			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
 		}
 		r.Metrics.Completed(pool(), source, "succeeded")
 	case to == v1alpha1.PhaseFailed:
-		reason := failedReason(nm)
-		switch from {
-		case v1alpha1.PhaseDraining:
-			r.Metrics.DrainFailed(pool(), reason)
-		case v1alpha1.PhaseRebooting, v1alpha1.PhaseApproved:
-			r.Metrics.RebootFailed(pool(), reason)
+		// Abandoned drains are counted by the gate, which abandons them.
+		if from == v1alpha1.PhaseRebooting || from == v1alpha1.PhaseApproved {
+			r.Metrics.RebootFailed(pool(), failedReason(nm))
 		}
 		r.Metrics.Completed(pool(), source, "failed")
 	}
 	if !meta.IsStatusConditionTrue(base.Status.Conditions, ConditionDegraded) && meta.IsStatusConditionTrue(nm.Status.Conditions, ConditionDegraded) {
 		r.Metrics.RebootFailed(pool(), "RebootNotObserved")
 	}
-}
-
-// admitted reports whether a phase lies past the gate's admission.
-func admitted(p v1alpha1.Phase) bool {
-	switch p {
-	case v1alpha1.PhaseDraining, v1alpha1.PhaseApproved, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded:
-		return true
-	}
-	return false
 }
 
 func failedReason(nm *v1alpha1.NodeMaintenance) string {
