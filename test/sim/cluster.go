@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kmaint/kmaint/operator"
@@ -115,6 +116,10 @@ type Cluster struct {
 	mapper meta.RESTMapper
 	// addresses are the nodes' InternalIPs, by name.
 	addresses map[string]string
+	// subnet is the second octet of the cluster's 10.x.0.0/16: one no
+	// node on the API server uses yet, so that clusters sharing an API
+	// server (tests in one package) never give two nodes one address.
+	subnet int
 	// metrics are the node exporters and Prometheus, when Config.Metrics.
 	metrics *metrics
 }
@@ -156,6 +161,9 @@ func (c *Cluster) start() error {
 	}
 	if err := runDisruptionController(c.ctx, cs); err != nil {
 		return fmt.Errorf("simulated disruption controller: %w", err)
+	}
+	if c.subnet, err = freeSubnet(c.ctx, c.Bed.Client); err != nil {
+		return err
 	}
 	dcfg := c.daemonConfig()
 	httpClient, err := rest.HTTPClientFor(dcfg)
@@ -206,16 +214,40 @@ func (c *Cluster) initialFragmentation(name string) float64 {
 }
 
 // nodeAddress is the InternalIP of the cluster's i-th node (from 0), in
-// 10.0.0.0/8.
-func nodeAddress(i int) string {
+// 10.subnet.0.0/16.
+func nodeAddress(subnet, i int) string {
 	k := i + 1
-	return fmt.Sprintf("10.%d.%d.%d", k>>16&255, k>>8&255, k&255)
+	return fmt.Sprintf("10.%d.%d.%d", subnet, k>>8&255, k&255)
+}
+
+// freeSubnet picks the lowest 10.x.0.0/16 no node on the API server has an
+// address in.
+func freeSubnet(ctx context.Context, c client.Client) (int, error) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return 0, fmt.Errorf("list nodes: %w", err)
+	}
+	used := map[int]bool{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			var x, y, z, w int
+			if _, err := fmt.Sscanf(a.Address, "%d.%d.%d.%d", &x, &y, &z, &w); err == nil && x == 10 {
+				used[y] = true
+			}
+		}
+	}
+	for subnet := range 256 {
+		if !used[subnet] {
+			return subnet, nil
+		}
+	}
+	return 0, errors.New("every 10.x.0.0/16 is used by some node")
 }
 
 // startNode registers a Node, creates its pods, and starts its daemon.
 func (c *Cluster) startNode(name, pool string) (Node, error) {
 	boot := uuid.NewString()
-	addr := nodeAddress(len(c.addresses))
+	addr := nodeAddress(c.subnet, len(c.addresses))
 	c.addresses[name] = addr
 	kn := gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))
 	kn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
