@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // metrics are the daemon's Prometheus metrics. Labels stay bounded: a source
@@ -51,6 +52,12 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 		}),
 	}
 	m.bootTime.Set(float64(bootTime.Unix()))
+	// Every source's series starts at 0, so that a boot's first request
+	// shows in increase() and rate(): a series born at 1 never rose.
+	for _, s := range []v1alpha1.Source{v1alpha1.SourceAPI, v1alpha1.SourceHost, v1alpha1.SourceConfig,
+		v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert} {
+		m.requests.WithLabelValues(string(s))
+	}
 	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -44,7 +44,7 @@ func fleet() *dashboard.DashboardBuilder {
 			unitShort, q("count(max by (pool) ("+m(metrics.PoolBlocked)+") == 1) or vector(0)", "blocked"),
 			thresholds(colorGood, step(1, colorBad)))).
 		WithPanel(statPanel("Degraded nodes",
-			"Nodes whose daemon reports degraded in the selected pools (kmaint_pool_degraded_nodes): e.g. an approved reboot that did not happen.",
+			"Degraded nodes in the selected pools (kmaint_pool_degraded_nodes): an approved reboot that did not happen (the daemon reports degraded), or a drain abandoned at its timeout.",
 			unitShort, q("sum("+m(metrics.PoolDegradedNodes)+")", "degraded"),
 			thresholds(colorGood, step(1, colorBad))))
 

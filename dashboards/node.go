@@ -39,9 +39,8 @@ func node() *dashboard.DashboardBuilder {
 			unitShort,
 			q("sum by (source) (increase("+m(metrics.DaemonRequestsTotal)+"[$__rate_interval]))", "{{source}}"))).
 		WithPanel(bars("Reboots",
-			"Reboots the daemon started (kmaint_daemon_reboots_total) and boots it saw begin (changes of kmaint_daemon_boot_time_seconds) per interval. A boot without a kmaint reboot is a reboot someone else made (or a crash).",
+			"Boots the node began per interval (changes of kmaint_daemon_boot_time_seconds, which the daemon reads once at start), whatever caused them. The daemon's own count of reboots it started (kmaint_daemon_reboots_total) rarely shows: it rises moments before the node goes down, and the next boot's daemon counts from 0; the Fleet dashboard's reboot durations count kmaint's reboots.",
 			unitShort,
-			q("increase("+m(metrics.DaemonRebootsTotal)+"[$__rate_interval])", "reboots by kmaint"),
 			q("changes("+m(metrics.DaemonBootTimeSeconds)+"[$__rate_interval])", "new boots")).
 			Stacking(stackNone())).
 		WithPanel(statPanel("Uptime",

@@ -95,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pool", pool.Name))
+	r.Metrics.InitPool(pool.Name)
 
 	st, err := r.observe(ctx, pool)
 	if err != nil {

@@ -76,6 +76,10 @@ func TestOperatorMetrics(t *testing.T) {
 			`kmaint_drain_duration_seconds_count{pool="metrics"} 1`,
 			`kmaint_reboot_duration_seconds_count{pool="metrics"} 1`,
 			`kmaint_maintenances_completed_total{pool="metrics",result="succeeded",source="host"} 1`,
+			// Created at 0 before they happen, so the first one shows in
+			// increase() and rate().
+			`kmaint_drain_failures_total{pool="metrics",reason="DrainTimeout"} 0`,
+			`kmaint_maintenances_completed_total{pool="metrics",result="failed",source="api"} 0`,
 			`kmaint_pool_nodes{pool="metrics"} 2`,
 			`kmaint_pool_max_unavailable{pool="metrics"} 1`,
 			`kmaint_pool_unavailable_nodes{pool="metrics"} 0`,

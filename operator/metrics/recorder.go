@@ -88,6 +88,26 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *erro
 	return c
 }
 
+// InitPool creates a pool's event series at 0. A counter series that first
+// appears at 1 never rises as far as increase() and rate() can tell, so the
+// pool's first admission, completion or failure would show as nothing.
+func (r *Recorder) InitPool(pool string) {
+	if r == nil {
+		return
+	}
+	r.admissions.WithLabelValues(pool)
+	r.drainFailures.WithLabelValues(pool, "DrainTimeout")
+	r.rebootFailures.WithLabelValues(pool, "RebootNotObserved")
+	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert"} {
+		for _, result := range []string{"succeeded", "failed"} {
+			r.completed.WithLabelValues(pool, source, result)
+		}
+		if source != "metric" && source != "schedule" && source != "alert" {
+			r.requests.WithLabelValues(source, pool, "")
+		}
+	}
+}
+
 // RequestSeen counts a new request.
 func (r *Recorder) RequestSeen(source, pool, policy string) {
 	if r != nil {
