@@ -19,6 +19,7 @@ IMG ?= ghcr.io/kmaint/kmaint:$(or $(VERSION),v0.1.0)
 # Extra targets `make test` needs before it runs; later work hooks its
 # prerequisites in here (e.g. TEST_PREREQS += demo-assets).
 TEST_PREREQS ?=
+TEST_PREREQS += helm
 
 .PHONY: help
 help: ## List the targets
@@ -43,11 +44,23 @@ manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases), th
 	"$(CONTROLLER_GEN)" rbac:roleName=kmaint-daemon paths=./daemon/... \
 		output:rbac:artifacts:config=config/rbac/daemon
 
-generate: manifests dashboards ## manifests, then dashboards
+generate: manifests dashboards helm-files ## manifests, dashboards, then the chart's copies of them
 
 .PHONY: dashboards
 dashboards: ## Generate the Grafana dashboards (dashboards/*.json) from dashboards/*.go
 	go run ./dashboards/gen -out dashboards
+
+# Helm reads only files inside the chart: it gets copies of the CRDs, the
+# dashboards and the PrometheusRule. test/helm fails when they differ.
+HELM_CHART := config/helm/kmaint
+
+.PHONY: helm-files
+helm-files: ## Copy the CRDs, dashboards and PrometheusRule into the Helm chart ($(HELM_CHART))
+	rm -f $(HELM_CHART)/crds/*.yaml $(HELM_CHART)/dashboards/*.json
+	mkdir -p $(HELM_CHART)/crds $(HELM_CHART)/dashboards $(HELM_CHART)/files
+	cp config/crd/bases/*.yaml $(HELM_CHART)/crds/
+	cp dashboards/*.json $(HELM_CHART)/dashboards/
+	cp config/prometheus/prometheusrule.yaml $(HELM_CHART)/files/
 
 ##@ Testing
 
@@ -58,6 +71,10 @@ mod-download: ## Download the Go modules the build and tests need
 .PHONY: test-deps
 test-deps: ## Install the system packages the tests need (hack/install-test-deps.sh)
 	hack/install-test-deps.sh
+
+.PHONY: helm
+helm: ## Print the dir of helm and the Prometheus Operator CRDs test/helm uses, building helm into bin/helm first if missing
+	hack/helm-assets.sh bin
 
 .PHONY: envtest
 envtest: ## Print the kube-apiserver/etcd/kubectl dir, building them into bin/k8s first if missing (~11 min)

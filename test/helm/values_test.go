@@ -1,0 +1,291 @@
+package helm
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// rendered is one render of the chart, by id, with typed accessors.
+type rendered struct {
+	t    *testing.T
+	objs map[string]*unstructured.Unstructured
+}
+
+func render(t *testing.T, ns, values string) rendered {
+	t.Helper()
+	return rendered{t: t, objs: byID(t, template(t, ns, values))}
+}
+
+func (r rendered) into(key string, obj any) {
+	r.t.Helper()
+	u, ok := r.objs[key]
+	if !ok {
+		r.t.Fatalf("%s not rendered; rendered: %v", key, ids(r.objs))
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		r.t.Fatalf("%s: %v", key, err)
+	}
+}
+
+func (r rendered) operator() *appsv1.Deployment {
+	r.t.Helper()
+	d := &appsv1.Deployment{}
+	r.into("Deployment/"+namespaceOf(r)+"/kmaint-operator", d)
+	return d
+}
+
+func (r rendered) daemon() *appsv1.DaemonSet {
+	r.t.Helper()
+	d := &appsv1.DaemonSet{}
+	r.into("DaemonSet/"+namespaceOf(r)+"/kmaint-daemon", d)
+	return d
+}
+
+// namespaceOf is the release namespace of a render, the Deployment's.
+func namespaceOf(r rendered) string {
+	for _, u := range r.objs {
+		if u.GetKind() == "Deployment" {
+			return u.GetNamespace()
+		}
+	}
+	r.t.Fatal("no Deployment rendered")
+	return ""
+}
+
+func appVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(chartDir() + "/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	return chart.AppVersion
+}
+
+// TestChartImage: one image for the operator and the daemon, tagged with
+// the chart's appVersion unless image.tag or image.digest says otherwise.
+func TestChartImage(t *testing.T) {
+	for name, c := range map[string]struct {
+		values string
+		// image is the image both containers run, "" for the appVersion tag.
+		image  string
+		policy corev1.PullPolicy
+	}{
+		"defaults": {"", "", ""},
+		"tag":      {"image: {tag: v9.9.9, pullPolicy: Always}", "ghcr.io/kmaint/kmaint:v9.9.9", corev1.PullAlways},
+		"digest": {"image: {repository: registry.example/kmaint, tag: v1, digest: 'sha256:" + strings.Repeat("ab", 32) + "'}",
+			"registry.example/kmaint@sha256:" + strings.Repeat("ab", 32), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if c.image == "" {
+				c.image = "ghcr.io/kmaint/kmaint:" + appVersion(t)
+			}
+			r := render(t, namespace, c.values)
+			for _, spec := range []corev1.PodSpec{r.operator().Spec.Template.Spec, r.daemon().Spec.Template.Spec} {
+				for _, ctr := range spec.Containers {
+					if ctr.Image != c.image || ctr.ImagePullPolicy != c.policy {
+						t.Errorf("container %s: image %q pull policy %q, want %q %q", ctr.Name, ctr.Image, ctr.ImagePullPolicy, c.image, c.policy)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChartValues renders the chart with each set of values and checks
+// the objects they change.
+func TestChartValues(t *testing.T) {
+	for name, c := range map[string]struct {
+		values string
+		ns     string
+		check  func(t *testing.T, r rendered)
+	}{
+		"operator": {
+			values: `
+operator:
+  replicas: 3
+  resources: {limits: {memory: 1Gi}}
+  extraArgs: [--zap-log-level=debug]
+  nodeSelector: {kubernetes.io/os: linux}
+prometheus: {url: "http://prometheus-operated.monitoring:9090"}
+`,
+			check: func(t *testing.T, r rendered) {
+				d := r.operator()
+				if *d.Spec.Replicas != 3 {
+					t.Errorf("replicas %d, want 3", *d.Spec.Replicas)
+				}
+				ctr := d.Spec.Template.Spec.Containers[0]
+				for _, arg := range []string{"--zap-log-level=debug", "--prometheus-url=http://prometheus-operated.monitoring:9090"} {
+					if !slices.Contains(ctr.Args, arg) {
+						t.Errorf("args %q lack %s", ctr.Args, arg)
+					}
+				}
+				if got := ctr.Resources.Limits.Memory(); !got.Equal(resource.MustParse("1Gi")) {
+					t.Errorf("memory limit %s, want 1Gi", got)
+				}
+				if got := d.Spec.Template.Spec.NodeSelector["kubernetes.io/os"]; got != "linux" {
+					t.Errorf("nodeSelector %v", d.Spec.Template.Spec.NodeSelector)
+				}
+			},
+		},
+		"webhook off": {
+			values: "alertWebhook: {enabled: false, tokenSecret: {create: true}}",
+			check: func(t *testing.T, r rendered) {
+				ctr := r.operator().Spec.Template.Spec.Containers[0]
+				for _, arg := range ctr.Args {
+					if strings.HasPrefix(arg, "--alert-webhook") {
+						t.Errorf("webhook off, yet arg %s", arg)
+					}
+				}
+				if slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == "alerts" }) {
+					t.Error("webhook off, yet the container has port alerts")
+				}
+				svc := &corev1.Service{}
+				r.into("Service/kmaint-system/kmaint-operator", svc)
+				if slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "alerts" }) {
+					t.Error("webhook off, yet the Service has port alerts")
+				}
+				for _, k := range []string{"Role/kmaint-system/kmaint-operator", "RoleBinding/kmaint-system/kmaint-operator", "Secret/kmaint-system/kmaint-alert-webhook"} {
+					if _, ok := r.objs[k]; ok {
+						t.Errorf("webhook off, yet %s (it only reads the token Secret)", k)
+					}
+				}
+			},
+		},
+		"webhook secret from value": {
+			values: "alertWebhook: {port: 9444, tokenSecret: {name: am-token, key: bearer, create: true, token: s3cret}}",
+			check: func(t *testing.T, r rendered) {
+				ctr := r.operator().Spec.Template.Spec.Containers[0]
+				for _, arg := range []string{"--alert-webhook-bind-address=:9444", "--alert-webhook-token-secret=kmaint-system/am-token", "--alert-webhook-token-key=bearer"} {
+					if !slices.Contains(ctr.Args, arg) {
+						t.Errorf("args %q lack %s", ctr.Args, arg)
+					}
+				}
+				s := &corev1.Secret{}
+				r.into("Secret/kmaint-system/am-token", s)
+				if diff := cmp.Diff(map[string][]byte{"bearer": []byte("s3cret")}, s.Data); diff != "" {
+					t.Errorf("Secret data (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"webhook secret generated": {
+			values: "alertWebhook: {tokenSecret: {create: true}}",
+			check: func(t *testing.T, r rendered) {
+				s := &corev1.Secret{}
+				r.into("Secret/kmaint-system/kmaint-alert-webhook", s)
+				if got := len(s.Data["token"]); got < 32 {
+					t.Errorf("generated token has %d bytes, want at least 32", got)
+				}
+			},
+		},
+		"daemon scheduling": {
+			values: `
+daemon:
+  nodeSelector: {kubernetes.io/os: linux}
+  tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule}]
+  priorityClassName: ""
+  extraArgs: [--zap-log-level=debug]
+  maxUnavailable: 1
+`,
+			check: func(t *testing.T, r rendered) {
+				ds := r.daemon()
+				spec := ds.Spec.Template.Spec
+				if diff := cmp.Diff(map[string]string{"kubernetes.io/os": "linux"}, spec.NodeSelector); diff != "" {
+					t.Errorf("nodeSelector (-want +got):\n%s", diff)
+				}
+				want := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+				if diff := cmp.Diff(want, spec.Tolerations); diff != "" {
+					t.Errorf("tolerations (-want +got):\n%s", diff)
+				}
+				if spec.PriorityClassName != "" {
+					t.Errorf("priorityClassName %q, want none", spec.PriorityClassName)
+				}
+				if !slices.Contains(spec.Containers[0].Args, "--zap-log-level=debug") {
+					t.Errorf("args %q lack --zap-log-level=debug", spec.Containers[0].Args)
+				}
+				if got := ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.String(); got != "1" {
+					t.Errorf("maxUnavailable %s, want 1", got)
+				}
+			},
+		},
+		"pools": {
+			values: `
+pools:
+  - name: workers
+    spec:
+      nodeSelector: {matchLabels: {node-role.kubernetes.io/worker: ""}}
+      maxUnavailable: 10%
+  - name: default
+`,
+			check: func(t *testing.T, r rendered) {
+				for key, spec := range map[string]map[string]any{
+					"MaintenancePool/workers": {
+						"nodeSelector":   map[string]any{"matchLabels": map[string]any{"node-role.kubernetes.io/worker": ""}},
+						"maxUnavailable": "10%",
+					},
+					"MaintenancePool/default": {},
+				} {
+					u, ok := r.objs[key]
+					if !ok {
+						t.Errorf("%s not rendered", key)
+						continue
+					}
+					got, _, _ := unstructured.NestedMap(u.Object, "spec")
+					if diff := cmp.Diff(spec, got); diff != "" {
+						t.Errorf("%s spec (-want +got):\n%s", key, diff)
+					}
+				}
+			},
+		},
+		// Everything that names the namespace follows the release's: the
+		// admission policy's service account most of all, else the daemon
+		// would be confined by a policy that never matches it.
+		"other namespace": {
+			ns: "maintenance",
+			check: func(t *testing.T, r rendered) {
+				for _, u := range r.objs {
+					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" {
+						t.Errorf("%s is not in the release namespace", id(u))
+					}
+				}
+				vap := r.objs["ValidatingAdmissionPolicy/kmaint-daemon-own-node"]
+				conds, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
+				if len(conds) != 1 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), "'system:serviceaccount:maintenance:kmaint-daemon'") {
+					t.Errorf("the admission policy does not match the daemon's service account in maintenance: %v", conds)
+				}
+				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator"} {
+					subjects, _, _ := unstructured.NestedSlice(r.objs[key].Object, "subjects")
+					if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "maintenance" {
+						t.Errorf("%s: subjects %v", key, subjects)
+					}
+				}
+				if !slices.Contains(r.operator().Spec.Template.Spec.Containers[0].Args, "--alert-webhook-token-secret=maintenance/kmaint-alert-webhook") {
+					t.Error("the webhook's token Secret is not in the release namespace")
+				}
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ns := c.ns
+			if ns == "" {
+				ns = namespace
+			}
+			c.check(t, render(t, ns, c.values))
+		})
+	}
+}
