@@ -55,7 +55,7 @@ dashboards: ## Generate the Grafana dashboards (dashboards/*.json) from dashboar
 HELM_CHART := config/helm/kmaint
 
 .PHONY: helm-files
-helm-files: ## Copy the CRDs, dashboards and PrometheusRule into the Helm chart ($(HELM_CHART))
+helm-files: ## Copy the CRDs, dashboards and PrometheusRule into the Helm chart (config/helm/kmaint)
 	rm -f $(HELM_CHART)/crds/*.yaml $(HELM_CHART)/dashboards/*.json
 	mkdir -p $(HELM_CHART)/crds $(HELM_CHART)/dashboards $(HELM_CHART)/files
 	cp config/crd/bases/*.yaml $(HELM_CHART)/crds/
