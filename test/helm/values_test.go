@@ -78,18 +78,21 @@ func appVersion(t *testing.T) string {
 }
 
 // TestChartImage: one image for the operator and the daemon, tagged with
-// the chart's appVersion unless image.tag or image.digest says otherwise.
+// the chart's appVersion unless image.tag or image.digest says otherwise,
+// with the pull policy and secrets of image.
 func TestChartImage(t *testing.T) {
 	for name, c := range map[string]struct {
 		values string
 		// image is the image both containers run, "" for the appVersion tag.
-		image  string
-		policy corev1.PullPolicy
+		image   string
+		policy  corev1.PullPolicy
+		secrets []corev1.LocalObjectReference
 	}{
-		"defaults": {"", "", ""},
-		"tag":      {"image: {tag: v9.9.9, pullPolicy: Always}", "ghcr.io/kmaint/kmaint:v9.9.9", corev1.PullAlways},
+		"defaults": {"", "", "", nil},
+		"tag": {"image: {tag: v9.9.9, pullPolicy: Always, pullSecrets: [{name: regcred}]}", "ghcr.io/kmaint/kmaint:v9.9.9", corev1.PullAlways,
+			[]corev1.LocalObjectReference{{Name: "regcred"}}},
 		"digest": {"image: {repository: registry.example/kmaint, tag: v1, digest: 'sha256:" + strings.Repeat("ab", 32) + "'}",
-			"registry.example/kmaint@sha256:" + strings.Repeat("ab", 32), ""},
+			"registry.example/kmaint@sha256:" + strings.Repeat("ab", 32), "", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if c.image == "" {
@@ -97,6 +100,9 @@ func TestChartImage(t *testing.T) {
 			}
 			r := render(t, namespace, c.values)
 			for _, spec := range []corev1.PodSpec{r.operator().Spec.Template.Spec, r.daemon().Spec.Template.Spec} {
+				if !slices.Equal(spec.ImagePullSecrets, c.secrets) {
+					t.Errorf("image pull secrets %v, want %v", spec.ImagePullSecrets, c.secrets)
+				}
 				for _, ctr := range spec.Containers {
 					if ctr.Image != c.image || ctr.ImagePullPolicy != c.policy {
 						t.Errorf("container %s: image %q pull policy %q, want %q %q", ctr.Name, ctr.Image, ctr.ImagePullPolicy, c.image, c.policy)

@@ -20,16 +20,3 @@ app.kubernetes.io/part-of: kmaint
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end }}
-
-{{/* imagePullPolicy and imagePullSecrets, when set. */}}
-{{- define "kmaint.pullPolicy" -}}
-{{- with .Values.image.pullPolicy }}
-imagePullPolicy: {{ . }}
-{{- end }}
-{{- end }}
-{{- define "kmaint.pullSecrets" -}}
-{{- with .Values.image.pullSecrets }}
-imagePullSecrets:
-{{- toYaml . | nindent 2 }}
-{{- end }}
-{{- end }}
