@@ -9,6 +9,14 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUBECTL ?= kubectl
 
+# What the binaries report (--version, and at start): stamped in by `make
+# build` and `make docker-build` through operator/version.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/kmaint/kmaint/operator/version
+LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
+CONTAINER_TOOL ?= docker
+
 # The image `make deploy` runs: it holds both binaries, /kmaint-operator and
 # /kmaint-daemon (Dockerfile). Override it with e.g.
 # make deploy IMG=registry.example/kmaint:dev (a tag or @sha256:digest; no tag
@@ -119,8 +127,15 @@ verify: test-deps manifests dashboards ## Fail if generated files drift, gofmt f
 ##@ Building and running
 
 .PHONY: build
-build: ## Build every binary under cmd/ into bin/
-	go build -o bin/ ./cmd/...
+build: ## Build every binary under cmd/ into bin/, stamped with $(VERSION)
+	go build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+
+.PHONY: docker-build docker-push
+docker-build: ## Build the image $(IMG) (both binaries) with $(CONTAINER_TOOL)
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+docker-push: ## Push the image $(IMG)
+	$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig

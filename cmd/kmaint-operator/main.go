@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// Maintenance windows name IANA time zones; the image need not ship them.
+	_ "time/tzdata"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/version"
 )
 
 func main() {
@@ -33,10 +36,17 @@ func main() {
 	fs.StringVar(&opts.AlertWebhookTokenKey, "alert-webhook-token-key", "token", "Key of the token in that Secret.")
 	fs.StringVar(&opts.AlertWebhookCertFile, "alert-webhook-cert-file", "", "PEM certificate to serve the receiver over TLS (reloaded when it changes).")
 	fs.StringVar(&opts.AlertWebhookKeyFile, "alert-webhook-key-file", "", "PEM key for --alert-webhook-cert-file.")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
+	v := version.Get()
+	if *showVersion {
+		fmt.Println(v)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.Log.WithName("setup").Info("Starting kmaint-operator", "version", v.Version, "commit", v.Commit, "go", v.GoVersion)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -16,6 +16,7 @@ import (
 	"github.com/kmaint/kmaint/daemon"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/operator/version"
 )
 
 // Hooks replace parts of the host for tests and the simulated cluster.
@@ -29,6 +30,7 @@ const usage = `kmaint-daemon is kmaint's node agent.
 Usage:
   kmaint-daemon run [flags]               run the agent for this node (the DaemonSet's command)
   kmaint-daemon request-reboot <reason>   ask for a reboot of this node
+  kmaint-daemon version                   print the version (also --version)
 
 request-reboot writes one entry to this node's systemd journal and nothing
 else: it needs root and the journal, not the API server. kmaint-daemon run
@@ -54,6 +56,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, hooks Ho
 		return run(ctx, args[1:], stderr, hooks)
 	case "request-reboot":
 		return requestReboot(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version.Get())
+		return 0
 	default:
 		fmt.Fprintf(stderr, "kmaint-daemon: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -101,6 +106,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	v := version.Get()
+	ctrl.Log.WithName("setup").Info("Starting kmaint-daemon", "version", v.Version, "commit", v.Commit, "go", v.GoVersion)
 	if *kubeconfig != "" {
 		os.Setenv("KUBECONFIG", *kubeconfig)
 	}
