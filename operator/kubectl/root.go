@@ -12,11 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/version"
 )
-
-// Version is the plugin's version, set when it is built with
-// -ldflags "-X github.com/kmaint/kmaint/operator/kubectl.Version=v1.2.3".
-var Version = "dev"
 
 // ErrNotInstalled is returned when the cluster serves no kmaint.io API.
 var ErrNotInstalled = errors.New("kmaint is not installed in this cluster (no kmaint.io API)")
@@ -75,7 +72,7 @@ func (k *kube) Client() (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to talk to: %w", err)
 	}
-	cfg.UserAgent = "kubectl-kmaint/" + Version
+	cfg.UserAgent = "kubectl-kmaint/" + version.Get().Version
 	s, err := operator.NewScheme()
 	if err != nil {
 		return nil, err
@@ -114,7 +111,7 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the plugin's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubectl-kmaint %s\n", Version)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kubectl-kmaint: %s\n", version.Get())
 			return err
 		},
 	}
