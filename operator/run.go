@@ -72,7 +72,7 @@ type Options struct {
 
 // Leader election and events need these besides what the controllers' own
 // markers ask for.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kmaint-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // NewManager builds a manager with kmaint's controllers.
