@@ -226,9 +226,6 @@ type wholeStatus struct{}
 
 func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
 
-// clearable are the status fields that may become empty.
-var clearable = []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"}
-
 func (wholeStatus) Data(obj client.Object) ([]byte, error) {
 	p, ok := obj.(*v1alpha1.RebootPolicy)
 	if !ok {
@@ -242,7 +239,8 @@ func (wholeStatus) Data(obj client.Object) ([]byte, error) {
 	if err := json.Unmarshal(raw, &status); err != nil {
 		return nil, err
 	}
-	for _, key := range clearable {
+	// The status fields that may become empty.
+	for _, key := range []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"} {
 		if _, ok := status[key]; !ok {
 			status[key] = nil
 		}
