@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -345,25 +344,14 @@ func printKubectlHowTo(out io.Writer, opts options) {
 // hack/envtest-assets.sh puts one, relative to the working directory when it
 // is below it.
 func envtestKubectl() string {
-	candidates := []string{filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		candidates, _ = filepath.Glob(filepath.Join(testbed.RepoRoot(), "bin", "k8s", "*", "kubectl"))
-		slices.Reverse(candidates) // the newest build first, as testbed picks it
+	k, err := testbed.Kubectl()
+	if err != nil {
+		return ""
 	}
-	for _, k := range candidates {
-		if st, err := os.Stat(k); err != nil || st.IsDir() {
-			continue
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, k); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
 		}
-		abs, err := filepath.Abs(k)
-		if err != nil {
-			return k
-		}
-		if wd, err := os.Getwd(); err == nil {
-			if rel, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				return rel
-			}
-		}
-		return abs
 	}
-	return ""
+	return k
 }

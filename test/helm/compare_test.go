@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kmaint/kmaint/test/manifests"
 )
 
 // helmLabels are the labels the chart puts on every object and kustomize
@@ -118,7 +120,7 @@ func compare(t *testing.T, chart, want []*unstructured.Unstructured, onlyChart, 
 // TestChartMatchesKustomize renders the chart with its default values and
 // config/default, and compares them object by object.
 func TestChartMatchesKustomize(t *testing.T) {
-	compare(t, template(t, namespace, ""), kustomize(t, "default"), onlyInChart, onlyInKustomize, helmLabels...)
+	compare(t, template(t, namespace, ""), manifests.Kustomize(t, "default"), onlyInChart, onlyInKustomize, helmLabels...)
 }
 
 // TestChartNamespace renders the chart with namespace.create: its
@@ -130,7 +132,7 @@ func TestChartNamespace(t *testing.T) {
 			chart = append(chart, u)
 		}
 	}
-	for _, u := range kustomize(t, "default") {
+	for _, u := range manifests.Kustomize(t, "default") {
 		if u.GetKind() == "Namespace" {
 			want = append(want, u)
 		}
@@ -159,5 +161,5 @@ prometheus:
 	// so it lacks config/default's app.kubernetes.io/part-of label, which
 	// the chart puts on all its objects alike.
 	labels := append([]string{"app.kubernetes.io/part-of"}, helmLabels...)
-	compare(t, chart, kustomize(t, "prometheus"), nil, nil, labels...)
+	compare(t, chart, manifests.Kustomize(t, "prometheus"), nil, nil, labels...)
 }

@@ -2,13 +2,14 @@ package helm
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kmaint/kmaint/test/manifests"
 )
 
 // allValues turns on every optional object the chart has.
@@ -62,7 +63,7 @@ func TestChartAppliesDryRun(t *testing.T) {
 		}
 	}
 	for _, u := range objs {
-		t.Run(id(u), func(t *testing.T) {
+		t.Run(manifests.ID(u), func(t *testing.T) {
 			if err := apply(ctx, u, client.DryRunAll); err != nil {
 				t.Error(err)
 			}
@@ -70,12 +71,7 @@ func TestChartAppliesDryRun(t *testing.T) {
 	}
 }
 
-// apply server-side applies the object, for real or, with client.DryRunAll,
-// only through admission and validation.
+// apply server-side applies the object as the chart's objects are applied.
 func apply(ctx context.Context, u *unstructured.Unstructured, opts ...client.ApplyOption) error {
-	opts = append([]client.ApplyOption{client.FieldOwner("kmaint-helm-test"), client.ForceOwnership}, opts...)
-	if err := bed.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
-		return fmt.Errorf("apply %s: %w", id(u), err)
-	}
-	return nil
+	return manifests.Apply(ctx, bed.Client, "kmaint-helm-test", u, opts...)
 }

@@ -2,9 +2,6 @@ package helm
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +10,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/manifests"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -74,74 +71,11 @@ func template(t testing.TB, namespace, values string) []*unstructured.Unstructur
 		}
 		args = append(args, "--values", f)
 	}
-	objs, err := decode(helm(t, args...))
+	objs, err := manifests.Decode(helm(t, args...))
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
 	return objs
-}
-
-// kubectl finds the kubectl cached next to kube-apiserver, as test/install.
-func kubectl(t testing.TB) string {
-	t.Helper()
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		if p := filepath.Join(dir, "kubectl"); fileExists(p) {
-			return p
-		}
-	}
-	matches, _ := filepath.Glob(filepath.Join(testbed.RepoRoot(), "bin", "k8s", "*", "kubectl"))
-	if len(matches) == 0 {
-		t.Fatal("no kubectl in KUBEBUILDER_ASSETS or bin/k8s/*/: run hack/envtest-assets.sh bin (make test does)")
-	}
-	return matches[len(matches)-1]
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// kustomize returns the objects `kubectl kustomize config/<dir>` builds.
-func kustomize(t testing.TB, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	cmd := exec.Command(kubectl(t), "kustomize", filepath.Join(testbed.RepoRoot(), "config", dir))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, stderr.String())
-	}
-	objs, err := decode(out)
-	if err != nil {
-		t.Fatalf("config/%s: %v", dir, err)
-	}
-	return objs
-}
-
-func decode(manifests []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decode rendered objects: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
-}
-
-// id names an object as kubectl does: Kind/namespace/name.
-func id(u *unstructured.Unstructured) string {
-	if u.GetNamespace() == "" {
-		return u.GetKind() + "/" + u.GetName()
-	}
-	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
 }
 
 // byID indexes objects by id, failing on duplicates (kubectl apply would
@@ -150,10 +84,10 @@ func byID(t testing.TB, objs []*unstructured.Unstructured) map[string]*unstructu
 	t.Helper()
 	m := make(map[string]*unstructured.Unstructured, len(objs))
 	for _, u := range objs {
-		if _, dup := m[id(u)]; dup {
-			t.Errorf("%s rendered twice", id(u))
+		if _, dup := m[manifests.ID(u)]; dup {
+			t.Errorf("%s rendered twice", manifests.ID(u))
 		}
-		m[id(u)] = u
+		m[manifests.ID(u)] = u
 	}
 	return m
 }

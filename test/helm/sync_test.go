@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kmaint/kmaint/test/manifests"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -81,18 +82,18 @@ func TestChartDashboards(t *testing.T) {
 					continue
 				}
 				if u.GetNamespace() != values.ns {
-					t.Errorf("%s: namespace %q, want %q", id(u), u.GetNamespace(), values.ns)
+					t.Errorf("%s: namespace %q, want %q", manifests.ID(u), u.GetNamespace(), values.ns)
 				}
 				if v, ok := u.GetLabels()[values.label]; !ok || v != values.val {
-					t.Errorf("%s: label %s=%q, want %q", id(u), values.label, v, values.val)
+					t.Errorf("%s: label %s=%q, want %q", manifests.ID(u), values.label, v, values.val)
 				}
 				if diff := cmp.Diff(values.annotations, u.GetAnnotations()); diff != "" {
-					t.Errorf("%s: annotations (-want +got):\n%s", id(u), diff)
+					t.Errorf("%s: annotations (-want +got):\n%s", manifests.ID(u), diff)
 				}
 				data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 				for k, v := range data {
 					if u.GetName() != "kmaint-dashboard-"+k[:len(k)-len(filepath.Ext(k))] {
-						t.Errorf("%s holds %s", id(u), k)
+						t.Errorf("%s holds %s", manifests.ID(u), k)
 					}
 					got[k] = []byte(v)
 				}
@@ -104,7 +105,7 @@ func TestChartDashboards(t *testing.T) {
 	}
 	for _, u := range template(t, namespace, "") {
 		if u.GetKind() == "ConfigMap" {
-			t.Errorf("dashboards are off by default, yet %s is rendered", id(u))
+			t.Errorf("dashboards are off by default, yet %s is rendered", manifests.ID(u))
 		}
 	}
 }

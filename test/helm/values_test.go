@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kmaint/kmaint/test/manifests"
 )
 
 // rendered is one render of the chart, by id, with typed accessors.
@@ -272,7 +274,7 @@ pools:
 			check: func(t *testing.T, r rendered) {
 				for _, u := range r.objs {
 					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" {
-						t.Errorf("%s is not in the release namespace", id(u))
+						t.Errorf("%s is not in the release namespace", manifests.ID(u))
 					}
 				}
 				vap := r.objs["ValidatingAdmissionPolicy/kmaint-daemon-own-node"]

@@ -21,6 +21,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/manifests"
 )
 
 const policyName = "kmaint-daemon-own-node"
@@ -149,7 +150,7 @@ func TestDaemonConfinedToItsNode(t *testing.T) {
 func installIdentities(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	for _, u := range render(t, "default") {
+	for _, u := range manifests.Kustomize(t, "default") {
 		switch u.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":

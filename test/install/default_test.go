@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/manifests"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -31,8 +32,8 @@ const namespace = "kmaint-system"
 // the daemon's service account, depend on these names.
 func TestDefaultObjects(t *testing.T) {
 	var got []string
-	for _, u := range render(t, "default") {
-		got = append(got, id(u))
+	for _, u := range manifests.Kustomize(t, "default") {
+		got = append(got, manifests.ID(u))
 	}
 	want := []string{
 		"Namespace/kmaint-system",
@@ -63,7 +64,7 @@ func TestDefaultObjects(t *testing.T) {
 // API server's validation, defaulting and admission accept them all.
 func TestDefaultAppliesDryRun(t *testing.T) {
 	ctx := context.Background()
-	objs := render(t, "default")
+	objs := manifests.Kustomize(t, "default")
 	for _, u := range objs {
 		if u.GetKind() == "Namespace" {
 			if err := apply(ctx, u); err != nil {
@@ -72,7 +73,7 @@ func TestDefaultAppliesDryRun(t *testing.T) {
 		}
 	}
 	for _, u := range objs {
-		t.Run(id(u), func(t *testing.T) {
+		t.Run(manifests.ID(u), func(t *testing.T) {
 			if err := apply(ctx, u, client.DryRunAll); err != nil {
 				t.Error(err)
 			}
@@ -84,7 +85,7 @@ func TestDefaultAppliesDryRun(t *testing.T) {
 // and server-side apply, as a server-side dry run.
 func TestKubectlDeployDryRun(t *testing.T) {
 	ctx := context.Background()
-	for _, u := range render(t, "namespace") {
+	for _, u := range manifests.Kustomize(t, "namespace") {
 		if err := apply(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestKubectlDeployDryRun(t *testing.T) {
 	// --force-conflicts: the admission test applies some of these objects
 	// for real, as another field manager; make deploy is the only manager
 	// of its objects.
-	cmd := exec.Command(kubectl(t), "--kubeconfig", path, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+	cmd := exec.Command(manifests.Kubectl(t), "--kubeconfig", path, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
 		"-k", filepath.Join(testbed.RepoRoot(), "config", "default"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -117,7 +118,7 @@ func TestKubectlDeployDryRun(t *testing.T) {
 func TestPodsLockedDown(t *testing.T) {
 	var deploy appsv1.Deployment
 	var ds appsv1.DaemonSet
-	for _, u := range render(t, "default") {
+	for _, u := range manifests.Kustomize(t, "default") {
 		switch u.GetKind() {
 		case "Deployment":
 			fromUnstructured(t, u, &deploy)
@@ -190,6 +191,6 @@ func TestPodsLockedDown(t *testing.T) {
 func fromUnstructured(t testing.TB, u *unstructured.Unstructured, into any) {
 	t.Helper()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
-		t.Fatalf("%s: %v", id(u), err)
+		t.Fatalf("%s: %v", manifests.ID(u), err)
 	}
 }

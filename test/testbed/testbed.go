@@ -36,9 +36,9 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// assetsDir finds kube-apiserver and etcd: KUBEBUILDER_ASSETS when set, else
-// the newest build that hack/envtest-assets.sh cached under bin/k8s.
-func assetsDir() (string, error) {
+// AssetsDir finds kube-apiserver, etcd and kubectl: KUBEBUILDER_ASSETS when
+// set, else the newest build that hack/envtest-assets.sh cached under bin/k8s.
+func AssetsDir() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir, nil
 	}
@@ -49,9 +49,23 @@ func assetsDir() (string, error) {
 	return filepath.Dir(matches[len(matches)-1]), nil
 }
 
+// Kubectl returns the kubectl built with the API server, the one whose
+// `kubectl kustomize` and `kubectl apply --server-side` make deploy runs.
+func Kubectl() (string, error) {
+	dir, err := AssetsDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no kubectl beside kube-apiserver: %w (hack/envtest-assets.sh builds one; make test runs it)", err)
+	}
+	return p, nil
+}
+
 // Start starts etcd and kube-apiserver and installs kmaint's CRDs.
 func Start() (*Bed, error) {
-	assets, err := assetsDir()
+	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
 	}
