@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/statuspatch"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if r.written.same(pool.UID, pool.Status) {
 			return
 		}
-		if err := r.Status().Patch(ctx, pool, wholeStatus{}); err != nil {
+		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}
@@ -146,21 +146,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		wake(r.recheckAfter(st))
 	}
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
-}
-
-// wholeStatus patches the pool's entire status. A merge patch computed from
-// the old status would leave out counts that are zero in both, and the API
-// server would then store no value where a person expects a 0.
-type wholeStatus struct{}
-
-func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
-
-func (wholeStatus) Data(obj client.Object) ([]byte, error) {
-	pool, ok := obj.(*v1alpha1.MaintenancePool)
-	if !ok {
-		return nil, fmt.Errorf("status patch of %T", obj)
-	}
-	return json.Marshal(map[string]any{"status": pool.Status})
 }
 
 // SetupWithManager registers the gate with the manager. Node changes that

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -16,13 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/statuspatch"
 	"github.com/kmaint/kmaint/policies"
 )
+
+// clearableFields are the status fields that may become empty between two
+// evaluations.
+func clearableFields() []string {
+	return []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"}
+}
 
 // Reconciler evaluates one RebootPolicy per reconcile and raises its
 // NodeMaintenances.
@@ -109,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		p.Status = status
-		if err := r.Status().Patch(ctx, &p, wholeStatus{}); err != nil {
+		if err := r.Status().Patch(ctx, &p, statuspatch.Whole{Clear: clearableFields()}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
 			return
 		}
@@ -219,35 +226,6 @@ func byNode(cs []policies.Candidate) map[string]policies.Candidate {
 	return m
 }
 
-// wholeStatus patches the policy's entire status. A merge patch leaves out
-// what omitempty drops, so fields that have become empty are set to null
-// explicitly: otherwise the last candidate of a list would never leave it.
-type wholeStatus struct{}
-
-func (wholeStatus) Type() types.PatchType { return types.MergePatchType }
-
-func (wholeStatus) Data(obj client.Object) ([]byte, error) {
-	p, ok := obj.(*v1alpha1.RebootPolicy)
-	if !ok {
-		return nil, fmt.Errorf("status patch of %T", obj)
-	}
-	raw, err := json.Marshal(p.Status)
-	if err != nil {
-		return nil, err
-	}
-	status := map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return nil, err
-	}
-	// The status fields that may become empty.
-	for _, key := range []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"} {
-		if _, ok := status[key]; !ok {
-			status[key] = nil
-		}
-	}
-	return json.Marshal(map[string]any{"status": status})
-}
-
 // SetupWithManager registers the controller. Policies reconcile on spec and
 // annotation changes (the alert webhook writes an annotation), and when a
 // NodeMaintenance of theirs changes; time-driven evaluations requeue.
@@ -261,8 +239,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		For(&v1alpha1.RebootPolicy{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.policiesOf)).
+		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.policiesOf),
+			builder.WithPredicates(phaseChanged())).
 		Complete(r)
+}
+
+// phaseChanged passes the NodeMaintenance changes a policy reads: one
+// appearing or going, and a phase change (open to done is what frees a slot
+// under the cap and starts a cooldown); not every status write of a rollout.
+func phaseChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.NodeMaintenance)
+			n, okNew := e.ObjectNew.(*v1alpha1.NodeMaintenance)
+			return !okOld || !okNew || o.Status.Phase != n.Status.Phase
+		},
+	}
 }
 
 // policiesOf maps a NodeMaintenance to the policies it matters to: its own

@@ -1,0 +1,31 @@
+package statuspatch
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+func TestWholeWritesZerosAndClearsEmptied(t *testing.T) {
+	g := NewWithT(t)
+	pool := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	pool.Status.Nodes = 3
+	data, err := Whole{}.Data(pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"nodes":3`))
+	g.Expect(string(data)).To(ContainSubstring(`"unavailable":0`), "a zero count is written, not left out")
+
+	policy := &v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rp"}}
+	data, err = Whole{Clear: []string{"candidates", "wouldRequest"}}.Data(policy)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"candidates":null`), "an emptied list is removed")
+	g.Expect(string(data)).NotTo(ContainSubstring("metadata"), "only the status")
+
+	policy.Status.WouldRequest = []string{"n1"}
+	data, err = Whole{Clear: []string{"wouldRequest"}}.Data(policy)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"wouldRequest":["n1"]`))
+}
