@@ -99,23 +99,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	setPoolPaused(g, held)
 	g.Expect(c.StartOperator()).To(Succeed())
 
-	p := &v1alpha1.RebootPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: v1alpha1.RebootPolicySpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
-			Prometheus: &v1alpha1.PrometheusTrigger{
-				Query:       sim.FragmentationRecord,
-				Threshold:   "0.9",
-				Comparison:  v1alpha1.GreaterThan,
-				For:         &metav1.Duration{Duration: time.Second},
-				Interval:    &metav1.Duration{Duration: time.Second},
-				NodeLabel:   "instance",
-				MatchNodeBy: v1alpha1.MatchNodeAddress,
-			},
-			Cooldown:              &metav1.Duration{Duration: time.Hour},
-			MaxConcurrentRequests: ptr.To(intstr.FromString("100%")),
-		},
-	}
+	p := fragmentationPolicy(policyName, pool, time.Second, intstr.FromString("100%"))
 	g.Expect(bed.Client.Create(ctx, p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, policy.ConditionReady)).To(BeTrue())

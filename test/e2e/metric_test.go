@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -49,23 +48,7 @@ func TestFragmentedNodesRebootInsideTheWindow(t *testing.T) {
 	t.Cleanup(c.Stop)
 	g.Expect(c.StartOperator()).To(Succeed())
 
-	p := &v1alpha1.RebootPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: v1alpha1.RebootPolicySpec{
-			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
-			Prometheus: &v1alpha1.PrometheusTrigger{
-				Query:       sim.FragmentationRecord,
-				Threshold:   "0.9",
-				Comparison:  v1alpha1.GreaterThan,
-				For:         &metav1.Duration{Duration: 3 * time.Second},
-				Interval:    &metav1.Duration{Duration: time.Second},
-				NodeLabel:   "instance",
-				MatchNodeBy: v1alpha1.MatchNodeAddress,
-			},
-			Cooldown:              &metav1.Duration{Duration: time.Hour},
-			MaxConcurrentRequests: ptr.To(intstr.FromInt32(2)),
-		},
-	}
+	p := fragmentationPolicy(policyName, pool, 3*time.Second, intstr.FromInt32(2))
 	g.Expect(bed.Client.Create(ctx, p)).To(Succeed())
 
 	nodes := []string{"frag-000", "frag-001", "frag-002", "frag-003"}
@@ -208,5 +191,28 @@ func cleanUpPolicy(t *testing.T, name string) {
 	}
 	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}, client.MatchingLabels{policy.PolicyLabel: name}); err != nil {
 		t.Error(err)
+	}
+}
+
+// fragmentationPolicy is the memory-fragmentation sample's policy for the
+// simulated cluster: the recording rule past 0.9 for forDur, mapped to nodes
+// by instance address, evaluated every second, with a long cooldown.
+func fragmentationPolicy(name, pool string, forDur time.Duration, maxRequests intstr.IntOrString) *v1alpha1.RebootPolicy {
+	return &v1alpha1.RebootPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.RebootPolicySpec{
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}},
+			Prometheus: &v1alpha1.PrometheusTrigger{
+				Query:       sim.FragmentationRecord,
+				Threshold:   "0.9",
+				Comparison:  v1alpha1.GreaterThan,
+				For:         &metav1.Duration{Duration: forDur},
+				Interval:    &metav1.Duration{Duration: time.Second},
+				NodeLabel:   "instance",
+				MatchNodeBy: v1alpha1.MatchNodeAddress,
+			},
+			Cooldown:              &metav1.Duration{Duration: time.Hour},
+			MaxConcurrentRequests: &maxRequests,
+		},
 	}
 }
