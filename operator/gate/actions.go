@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -24,16 +25,16 @@ const defaultDrainTimeout = 10 * time.Minute
 // With lock, the patch fails with a conflict if the node changed since the
 // gate read it, so that a decision taken on an old copy is never applied.
 func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, mutate func(*corev1.Node)) (*corev1.Node, error) {
-	node := v.node.DeepCopy()
+	node := v.Node.DeepCopy()
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
 	mutate(node)
 	var patch client.Patch
 	if lock {
-		patch = client.MergeFromWithOptions(v.node, client.MergeFromWithOptimisticLock{})
+		patch = client.MergeFromWithOptions(v.Node, client.MergeFromWithOptimisticLock{})
 	} else {
-		patch = client.MergeFrom(v.node)
+		patch = client.MergeFrom(v.Node)
 	}
 	if err := r.Patch(ctx, node, patch); err != nil {
 		return nil, fmt.Errorf("patch node %s: %w", node.Name, err)
@@ -56,7 +57,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	want := st.pool.Spec.DesiredConfig
 	var errs []error
 	for _, v := range st.views {
-		have, ok := v.node.Annotations[protocol.DesiredConfig]
+		have, ok := v.Node.Annotations[protocol.DesiredConfig]
 		if len(v.otherPools) > 0 || have == want && (ok || want == "") {
 			continue
 		}
@@ -79,8 +80,8 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, v := range st.views {
 		switch {
-		case v.rebootDone():
-			approved := v.approved
+		case v.RebootDone():
+			approved := v.Approved
 			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 				delete(n.Annotations, protocol.RebootApproved)
 				delete(n.Annotations, protocol.Admitted)
@@ -91,10 +92,10 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.node.Name, "bootID", v.bootID)
-			r.event(st, v.node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
-				"Node %s is back and Ready with boot %s (approved for boot %s)", v.node.Name, v.bootID, approved)
-		case v.admissionVoid():
+			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID)
+			r.event(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
+				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
+		case v.AdmissionVoid():
 			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 				delete(n.Annotations, protocol.Admitted)
 				uncordonIfOurs(n)
@@ -103,8 +104,8 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			r.event(st, v.node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
-				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.node.Name)
+			r.event(st, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
+				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 		}
 	}
 	return errors.Join(errs...)
@@ -121,10 +122,12 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	var requeue time.Duration
 	var errs []error
 	for _, v := range st.views {
-		if !v.draining() || v.admission.BootID == "" {
+		// A node whose annotations cannot be read is never approved: what
+		// its admission stands for cannot be told.
+		if !v.Draining() || v.Admission.BootID == "" || v.Unreadable != nil {
 			continue
 		}
-		if !v.unschedulable {
+		if !v.Unschedulable {
 			// Someone uncordoned a node kmaint is draining; pods would land
 			// on it again, so the cordon goes back on.
 			if _, err := r.patchNode(ctx, st, v, true, cordon); err != nil {
@@ -132,15 +135,15 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 				continue
 			}
 		}
-		progress, err := r.Drainer.Step(ctx, v.node.Name, st.pool.Spec.Drain)
+		progress, err := r.Drainer.Step(ctx, v.Node.Name, st.pool.Spec.Drain)
 		switch {
 		case err == nil && progress.Done:
 			errs = append(errs, r.approve(ctx, st, v))
-		case st.now.Sub(v.admission.Time) >= timeout:
+		case st.now.Sub(v.Admission.Time) >= timeout:
 			errs = append(errs, r.abandon(ctx, st, v, timeout, progress.Blockers, err))
 		default:
-			st.drains[v.node.Name] = report(progress, err)
-			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.admission.Time))
+			st.drains[v.Node.Name] = report(progress, err)
+			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.Admission.Time))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
 			}
@@ -179,19 +182,19 @@ func report(p drain.Progress, err error) drainReport {
 // approve writes reboot-approved for the boot the requests were made in, the
 // last step before the daemon reboots.
 func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) error {
-	if v.requested == nil || v.requested.BootID != v.admission.BootID {
+	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
 		return nil // finish releases it on the next pass
 	}
-	boot := v.admission.BootID
+	boot := v.Admission.BootID
 	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 		n.Annotations[protocol.RebootApproved] = boot
 	}); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.node.Name, "bootID", boot)
-	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.admission.Time))
-	r.event(st, v.node, corev1.EventTypeNormal, "RebootApproved", "Approve",
-		"Node %s is drained; reboot approved for boot %s", v.node.Name, boot)
+	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot)
+	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.Admission.Time))
+	r.event(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+		"Node %s is drained; reboot approved for boot %s", v.Node.Name, boot)
 	return nil
 }
 
@@ -199,15 +202,15 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) err
 // uncordoned if kmaint cordoned it, and its current requests are marked as
 // failed so the same requests do not start the same drain again.
 func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, blockers []string, stepErr error) error {
-	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.node.Name, timeout)
+	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.Node.Name, timeout)
 	if len(blockers) > 0 {
 		msg += ": " + strings.Join(blockers, "; ")
 	} else if stepErr != nil {
 		msg += ": " + stepErr.Error()
 	}
-	failure := protocol.DrainFailure{BootID: v.admission.BootID, Requests: v.admission.Requests, Time: st.now, Reason: "DrainTimeout", Message: msg}
-	if v.requested != nil && v.requested.BootID == v.admission.BootID {
-		failure.Requests = v.requested.IDs()
+	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.DrainTimeoutReason, Message: msg}
+	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
+		failure.Requests = cur.IDs()
 	}
 	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 		delete(n.Annotations, protocol.Admitted)
@@ -216,9 +219,9 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 	}); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.node.Name, "timeout", timeout, "blockers", blockers)
+	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.Node.Name, "timeout", timeout, "blockers", blockers)
 	r.Metrics.DrainFailed(st.pool.Name, failure.Reason)
-	r.event(st, v.node, corev1.EventTypeWarning, "DrainFailed", "Drain", "%s", msg)
+	r.event(st, v.Node, corev1.EventTypeWarning, "DrainFailed", "Drain", "%s", msg)
 	return nil
 }
 
@@ -240,7 +243,8 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, name := range st.plan.admit {
 		v := st.view(name)
-		admission := protocol.Admission{BootID: v.requested.BootID, Requests: v.requested.IDs(), Time: st.now}
+		cur := v.Current()
+		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now}
 		node, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
 			cordon(n)
@@ -260,7 +264,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 
 func (st *poolState) view(name string) nodeView {
 	for _, v := range st.views {
-		if v.node.Name == name {
+		if v.Node.Name == name {
 			return v
 		}
 	}

@@ -15,15 +15,6 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// Reasons of a Blocked condition set by blocking queries.
-const (
-	// ReasonBlockingQuery: a blocking query returns a result.
-	ReasonBlockingQuery = "BlockingQuery"
-	// ReasonBlockingQueryFailed: a blocking query cannot be run; a query
-	// that cannot be run is taken for one that blocks.
-	ReasonBlockingQueryFailed = "BlockingQueryFailed"
-)
-
 // maxSeriesText bounds how much of a series' labels a message quotes.
 const maxSeriesText = 256
 
@@ -33,7 +24,7 @@ type blockResult struct {
 	at time.Time
 	// generation is the pool's generation they were evaluated for.
 	generation int64
-	// reason is ReasonBlockingQuery or ReasonBlockingQueryFailed while the
+	// reason is v1alpha1.BlockingQueryReason or v1alpha1.BlockingQueryFailedReason while the
 	// pool is blocked, empty when no query blocks.
 	reason string
 	// query names the query that blocks.
@@ -82,10 +73,10 @@ func (r *Reconciler) blocking(ctx context.Context, st *poolState) blockResult {
 	b := r.evaluateBlocking(ctx, pool, st.now)
 	r.blocks.put(pool.UID, b, 10*r.BlockingQueryInterval)
 	switch {
-	case b.reason == ReasonBlockingQueryFailed:
+	case b.reason == v1alpha1.BlockingQueryFailedReason:
 		ctrl.LoggerFrom(ctx).Info("Blocking query failed", "query", b.query, "message", b.message)
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, ReasonBlockingQueryFailed, "Admit", "%s", b.message)
-	case b.reason == ReasonBlockingQuery && (last.reason != b.reason || last.query != b.query):
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.BlockingQueryFailedReason, "Admit", "%s", b.message)
+	case b.reason == v1alpha1.BlockingQueryReason && (last.reason != b.reason || last.query != b.query):
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "BlockingQueryStarted", "Admit", "%s", b.message)
 	case b.reason == "" && last.reason != "":
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "BlockingQueryCleared", "Admit",
@@ -100,7 +91,7 @@ func (r *Reconciler) blocking(ctx context.Context, st *poolState) blockResult {
 func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.MaintenancePool, now time.Time) blockResult {
 	b := blockResult{at: now, generation: pool.Generation}
 	if r.Prometheus == nil {
-		b.reason, b.query = ReasonBlockingQueryFailed, pool.Spec.BlockingQueries[0].Name
+		b.reason, b.query = v1alpha1.BlockingQueryFailedReason, pool.Spec.BlockingQueries[0].Name
 		b.message = "The pool has blocking queries and the operator has no Prometheus URL configured; nothing is admitted until one is"
 		return b
 	}
@@ -109,11 +100,11 @@ func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.Mainte
 		var qe *policies.QueryError
 		switch {
 		case errors.As(err, &qe):
-			b.reason, b.query = ReasonBlockingQueryFailed, q.Name
+			b.reason, b.query = v1alpha1.BlockingQueryFailedReason, q.Name
 			b.message = fmt.Sprintf("Blocking query %q is refused by Prometheus: %s; nothing is admitted until it runs", q.Name, qe.Msg)
 			return b
 		case err != nil:
-			b.reason, b.query = ReasonBlockingQueryFailed, q.Name
+			b.reason, b.query = v1alpha1.BlockingQueryFailedReason, q.Name
 			b.message = fmt.Sprintf("Blocking query %q cannot be run, Prometheus is unreachable: %v; nothing is admitted until it runs", q.Name, err)
 			return b
 		case len(vec) > 0:
@@ -121,7 +112,7 @@ func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.Mainte
 			if len(series) > maxSeriesText {
 				series = series[:maxSeriesText] + "…"
 			}
-			b.reason, b.query = ReasonBlockingQuery, q.Name
+			b.reason, b.query = v1alpha1.BlockingQueryReason, q.Name
 			b.message = fmt.Sprintf("Blocking query %q returns %d series, first %s; nothing is admitted while it returns any", q.Name, len(vec), series)
 			return b
 		}

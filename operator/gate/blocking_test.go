@@ -118,7 +118,7 @@ func poolWithQuery(name, query string) *v1alpha1.MaintenancePool {
 // every one of the substrings.
 func expectBlocked(g Gomega, pool, reason string, substrings ...string) {
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, pool).Status.Conditions, gate.ConditionBlocked)
+		c := meta.FindStatusCondition(getPool(g, pool).Status.Conditions, v1alpha1.BlockedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(reason), "message %q", c.Message)
 		for _, s := range substrings {
@@ -150,15 +150,15 @@ func TestBlockingQueryHoldsAdmissionsWhileItReturnsResults(t *testing.T) {
 	startGate(t, gateOptions{prometheus: q, interval: 200 * time.Millisecond})
 
 	request(t, nodes[0], "bq-0", time.Now())
-	expectBlocked(g, "bq", gate.ReasonBlockingQuery, `"critical-alerts"`, "1 series", `alertname="NodeDown"`)
+	expectBlocked(g, "bq", v1alpha1.BlockingQueryReason, `"critical-alerts"`, "1 series", `alertname="NodeDown"`)
 	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
 	g.Eventually(func(g Gomega) []string { return poolEvents(g, "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryStarted"))
 	// The waiting request's NodeMaintenance quotes the query.
 	g.Eventually(func(g Gomega) {
 		nm := hostMaintenance(g, nodes[0])
-		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting)
+		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(maintenance.ReasonBlockingQuery))
+		g.Expect(c.Reason).To(Equal(v1alpha1.BlockingQueryReason))
 		g.Expect(c.Message).To(ContainSubstring("critical-alerts"))
 	}, timeout).Should(Succeed())
 
@@ -202,14 +202,14 @@ func TestBlockingQueryIsAskedOnlyWhenItMatters(t *testing.T) {
 	g.Expect(q.count()).To(Equal(0))
 
 	request(t, nodes[0], "once-0", time.Now())
-	expectBlocked(g, "bq-once", gate.ReasonBlockingQuery, `job="db"`)
+	expectBlocked(g, "bq-once", v1alpha1.BlockingQueryReason, `job="db"`)
 	// More events for the pool: a second request, a label on a node.
 	request(t, nodes[1], "once-1", time.Now())
 	g.Eventually(func(g Gomega) int32 { return getPool(g, "bq-once").Status.PendingRequests }, timeout).Should(BeEquivalentTo(2))
 	n := getNode(g, nodes[1])
 	n.Labels["touched"] = "yes"
 	g.Expect(bed.Client.Update(ctx, n)).To(Succeed())
-	g.Eventually(func(g Gomega) { expectBlocked(g, "bq-once", gate.ReasonBlockingQuery) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectBlocked(g, "bq-once", v1alpha1.BlockingQueryReason) }, timeout).Should(Succeed())
 	g.Expect(q.count()).To(Equal(1), "one evaluation per interval")
 }
 
@@ -256,8 +256,8 @@ func TestFailingBlockingQueriesBlock(t *testing.T) {
 			node := createNodes(t, pool, pool, 1)[0]
 			startGate(t, gateOptions{prometheus: tc.querier(t), interval: 200 * time.Millisecond})
 			request(t, node, pool+"-r", time.Now())
-			expectBlocked(g, pool, gate.ReasonBlockingQueryFailed, tc.wantMessage...)
-			g.Eventually(func(g Gomega) []string { return poolEvents(g, pool, "Warning") }, timeout).Should(ContainElement(gate.ReasonBlockingQueryFailed))
+			expectBlocked(g, pool, v1alpha1.BlockingQueryFailedReason, tc.wantMessage...)
+			g.Eventually(func(g Gomega) []string { return poolEvents(g, pool, "Warning") }, timeout).Should(ContainElement(v1alpha1.BlockingQueryFailedReason))
 			g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 			g.Expect(getPool(g, pool).Status.PendingRequests).To(BeEquivalentTo(1))
 		})
@@ -282,7 +282,7 @@ func TestBlockingQueryOnARealPrometheus(t *testing.T) {
 	startGate(t, gateOptions{prometheus: srv.Querier(), interval: 200 * time.Millisecond})
 
 	request(t, node, "prom-0", time.Now())
-	expectBlocked(g, "bq-prom", gate.ReasonBlockingQuery, `service="payments"`)
+	expectBlocked(g, "bq-prom", v1alpha1.BlockingQueryReason, `service="payments"`)
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 
 	exp.Set("kmaint_test_incident", map[string]string{"service": "payments"}, 0)

@@ -50,7 +50,7 @@ func planAdmissions(views []nodeView, maxUnavailable int, paused, held bool) pla
 		if c := a.requestTime().Compare(b.requestTime()); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.node.Name, b.node.Name)
+		return cmp.Compare(a.Node.Name, b.Node.Name)
 	})
 	free := maxUnavailable - p.unavailable
 	blocked := paused || maxUnavailable == 0
@@ -60,7 +60,7 @@ func planAdmissions(views []nodeView, maxUnavailable int, paused, held bool) pla
 			cost = 0
 		}
 		if !v.windowOpen && !blocked {
-			p.waiting = append(p.waiting, v.node.Name)
+			p.waiting = append(p.waiting, v.Node.Name)
 			p.outsideWindow++
 			if !v.nextOpening.IsZero() && (p.nextOpening.IsZero() || v.nextOpening.Before(p.nextOpening)) {
 				p.nextOpening = v.nextOpening
@@ -68,17 +68,17 @@ func planAdmissions(views []nodeView, maxUnavailable int, paused, held bool) pla
 			continue
 		}
 		if blocked || cost > free {
-			p.waiting = append(p.waiting, v.node.Name)
+			p.waiting = append(p.waiting, v.Node.Name)
 			continue
 		}
 		if held {
-			p.waiting = append(p.waiting, v.node.Name)
+			p.waiting = append(p.waiting, v.Node.Name)
 			p.held++
 			free -= cost
 			continue
 		}
 		free -= cost
-		p.admit = append(p.admit, v.node.Name)
+		p.admit = append(p.admit, v.Node.Name)
 	}
 	return p
 }

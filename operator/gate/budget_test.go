@@ -329,7 +329,7 @@ func TestPlanAdmissions(t *testing.T) {
 			cost := 0
 			for _, v := range views {
 				for _, a := range got.admit {
-					if v.node.Name == a && !v.unavailable() {
+					if v.Node.Name == a && !v.unavailable() {
 						cost++
 					}
 				}

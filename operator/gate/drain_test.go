@@ -18,7 +18,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -113,7 +112,7 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 		n := getNode(g, node)
 		g.Expect(n.Annotations).To(HaveKey(protocol.Admitted))
 		g.Expect(n.Spec.Unschedulable).To(BeTrue())
-		c := meta.FindStatusCondition(getPool(g, "drain-pdb").Status.Conditions, gate.ConditionDraining)
+		c := meta.FindStatusCondition(getPool(g, "drain-pdb").Status.Conditions, v1alpha1.DrainingCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("DrainBlocked"))
 		g.Expect(c.Message).To(ContainSubstring("drain-pdb/db-0"))
@@ -135,7 +134,7 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "drain-pdb")
-		c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionDegraded)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.DegradedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(BeEquivalentTo("True"))
 		g.Expect(c.Message).To(ContainSubstring("did not finish within 4s"))
@@ -225,7 +224,7 @@ func TestOperatorRestartMidDrainLosesAndLeaksNothing(t *testing.T) {
 		request(t, n, "r"+n, t0.Add(time.Duration(i)*time.Second))
 	}
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, "restart").Status.Conditions, gate.ConditionDraining)
+		c := meta.FindStatusCondition(getPool(g, "restart").Status.Conditions, v1alpha1.DrainingCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("DrainBlocked"))
 	}, timeout).Should(Succeed())
@@ -260,7 +259,7 @@ func TestMalformedRequestIsReportedNotAdmitted(t *testing.T) {
 	n.Annotations = map[string]string{protocol.RebootRequested: "{not json"}
 	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, "malformed").Status.Conditions, gate.ConditionDegraded)
+		c := meta.FindStatusCondition(getPool(g, "malformed").Status.Conditions, v1alpha1.DegradedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("MalformedAnnotation"))
 		g.Expect(c.Message).To(ContainSubstring(protocol.RebootRequested))

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -87,7 +86,7 @@ func TestPercentBudgetCountsNotReadyAndPersonCordonedNodes(t *testing.T) {
 		g.Expect(p.Status.MaxUnavailable).To(BeEquivalentTo(2))
 		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(2))
 		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(1))
-		c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionBlocked)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.BlockedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("BudgetExhausted"))
 		g.Expect(c.Message).To(ContainSubstring(nodes[0]))
@@ -125,7 +124,7 @@ func TestPausedPoolAdmitsNothingUntilResumed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "paused")
 		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(1))
-		c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionBlocked)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.BlockedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("Paused"))
 	}, timeout).Should(Succeed())
@@ -177,7 +176,7 @@ func TestNodeInTwoPoolsIsReportedAndNeverAdmitted(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			p := getPool(g, name)
 			g.Expect(p.Status.Conflicting).To(BeEquivalentTo(1))
-			c := meta.FindStatusCondition(p.Status.Conditions, gate.ConditionConflicting)
+			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConflictingCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(BeEquivalentTo("True"))
 			g.Expect(c.Message).To(ContainSubstring(node))

@@ -66,28 +66,25 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 			return st, nil
 		}
 	}
-	var windows []policies.Window
-	windows, st.windowErr = policies.ParseWindows(pool.Spec.Windows)
-	if st.windowErr != nil {
-		// Reported, and nothing is admitted: a window that cannot be read
-		// is not taken for an open one.
-		st.windowErr = fmt.Errorf("spec.%w", st.windowErr)
-	} else {
-		st.window = policies.AnyOpen(windows, st.now)
-	}
 	var rebootPolicies v1alpha1.RebootPolicyList
 	if err := r.List(ctx, &rebootPolicies); err != nil {
 		return nil, fmt.Errorf("list reboot policies: %w", err)
 	}
-	wins := pools.NewWindows(st.now, windows, rebootPolicies.Items)
+	var poolObj *v1alpha1.MaintenancePool
+	if pool.UID != "" {
+		poolObj = pool
+	}
+	wins := pools.NewWindows(st.now, poolObj, rebootPolicies.Items)
+	st.windowErr, st.window = wins.PoolErr(), wins.Pool()
 	// Which requests ignore windows or fall under a policy's windows
 	// matters only while the pool's windows are shut or a policy has some.
-	var requests map[string]requestInfo
+	var settings map[string]pools.RequestSettings
 	if !st.window.Open || wins.PolicyWindows() {
-		var err error
-		if requests, err = r.openRequests(ctx); err != nil {
-			return nil, err
+		var list v1alpha1.NodeMaintenanceList
+		if err := r.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("list maintenances: %w", err)
 		}
+		settings = pools.Settings(list.Items, func(nm *v1alpha1.NodeMaintenance) string { return string(nm.UID) })
 	}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
@@ -106,66 +103,22 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		v := newNodeView(node)
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
-		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.admission != nil, st.now)
-		if v.requested != nil && st.windowErr == nil {
-			setWindows(&v, wins, requests)
+		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
+		if cur := v.Current(); cur != nil && st.windowErr == nil {
+			ww := wins.Node(cur.Requests, settings)
+			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
 		}
 		st.views = append(st.views, v)
 	}
-	slices.SortFunc(st.views, func(a, b nodeView) int { return cmp.Compare(a.node.Name, b.node.Name) })
+	slices.SortFunc(st.views, func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) })
 	return st, nil
-}
-
-// requestInfo is what the gate needs to know of an open NodeMaintenance to
-// place its request in time.
-type requestInfo struct {
-	ignoreWindows bool
-	policy        string
-}
-
-// openRequests returns, by request id (NodeMaintenance UID), the open
-// NodeMaintenances' window settings.
-func (r *Reconciler) openRequests(ctx context.Context) (map[string]requestInfo, error) {
-	var list v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list maintenances: %w", err)
-	}
-	ids := map[string]requestInfo{}
-	for _, nm := range list.Items {
-		if !nm.Status.Phase.Done() {
-			ids[string(nm.UID)] = requestInfo{ignoreWindows: nm.Spec.IgnoreWindows, policy: nm.Spec.Policy}
-		}
-	}
-	return ids, nil
-}
-
-// setWindows works out whether the node may be admitted now as far as
-// windows go: when any of its requests may be, since the one reboot
-// satisfies them all; else when the first of them may be.
-func setWindows(v *nodeView, wins *pools.Windows, requests map[string]requestInfo) {
-	v.windowOpen = false
-	for _, req := range v.requested.Requests {
-		info := requests[req.ID]
-		verdict := wins.Request(info.ignoreWindows, info.policy)
-		switch {
-		case verdict.Open:
-			v.windowOpen, v.nextOpening, v.windowProblems = true, time.Time{}, nil
-			return
-		case verdict.Problem != "":
-			if !slices.Contains(v.windowProblems, verdict.Problem) {
-				v.windowProblems = append(v.windowProblems, verdict.Problem)
-			}
-		case !verdict.Next.IsZero() && (v.nextOpening.IsZero() || verdict.Next.Before(v.nextOpening)):
-			v.nextOpening = verdict.Next
-		}
-	}
 }
 
 // replace puts a node the gate just wrote back into the state, so that later
 // phases and the status see the write.
 func (st *poolState) replace(node *corev1.Node) {
 	for i := range st.views {
-		if st.views[i].node.Name == node.Name {
+		if st.views[i].Node.Name == node.Name {
 			v := newNodeView(node)
 			v.otherPools = st.views[i].otherPools
 			st.views[i] = v

@@ -15,8 +15,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/gate"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -82,16 +80,16 @@ func TestPolicyWindowHoldsItsRequestsOnly(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		nm := getMaintenance(g, "pw-nightly-0")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
-		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting)
+		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(maintenance.ReasonOutsideWindow))
+		g.Expect(c.Reason).To(Equal(v1alpha1.OutsideWindowReason))
 		g.Expect(c.Message).To(ContainSubstring("RebootPolicy pw-nightly"))
 		g.Expect(nm.Status.Message).To(ContainSubstring("the next opens at 2025-03-01T05:00:00Z"))
 
 		nm = getMaintenance(g, "pw-broken-2")
-		c = meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting)
+		c = meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(maintenance.ReasonInvalidWindow))
+		g.Expect(c.Reason).To(Equal(v1alpha1.InvalidWindowReason))
 		g.Expect(c.Message).To(ContainSubstring("Mars/Olympus"))
 	}, timeout).Should(Succeed())
 	for _, n := range []string{nodes[0], nodes[2]} {
@@ -111,10 +109,10 @@ func TestPolicyWindowHoldsItsRequestsOnly(t *testing.T) {
 		expectClean(g, nodes[0], false)
 		nm := getMaintenance(g, "pw-nightly-0")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
-		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting)).To(BeNil())
+		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)).To(BeNil())
 	}, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[2])).To(Equal(0), "an unreadable policy window admits nothing")
 	expectBlocked(g, "pw", "OutsideWindow", "1 nodes waiting", "pw-broken")
-	c := meta.FindStatusCondition(getPool(g, "pw").Status.Conditions, gate.ConditionBlocked)
+	c := meta.FindStatusCondition(getPool(g, "pw").Status.Conditions, v1alpha1.BlockedCondition)
 	g.Expect(c.Message).NotTo(ContainSubstring("open until"), "no opening of an unreadable window is known")
 }

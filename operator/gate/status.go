@@ -4,28 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-)
-
-// The pool's condition types.
-const (
-	// ConditionBlocked is True while requests wait and the pool admits none.
-	ConditionBlocked = "Blocked"
-	// ConditionDraining is True while nodes are being drained.
-	ConditionDraining = "Draining"
-	// ConditionDegraded is True while a node's drain failed or its reboot did
-	// not happen, or the pool's spec or a node's annotations cannot be used.
-	ConditionDegraded = "Degraded"
-	// ConditionConflicting is True while another pool selects some of the
-	// pool's nodes too.
-	ConditionConflicting = "Conflicting"
+	"github.com/kmaint/kmaint/policies"
 )
 
 // setStatus fills the pool's status from the reconcile's final picture.
@@ -37,32 +22,36 @@ func (r *Reconciler) setStatus(st *poolState) {
 	s.Draining, s.Rebooting, s.Degraded, s.Conflicting = 0, 0, 0, 0
 	s.MaxUnavailable = int32(st.plan.maxUnavailable)
 	s.PendingRequests = int32(len(st.plan.waiting))
+	s.BlockingQuery = nil
+	if st.plan.held > 0 {
+		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: st.block.query, Reason: st.block.reason, Message: st.block.message,
+			LastEvaluationTime: metav1.NewTime(st.block.at)}
+	}
 
 	var degraded, malformed, conflicting []string
 	for _, v := range st.views {
 		s.Nodes++
-		count(&s.Ready, v.ready)
-		count(&s.Updated, pool.Spec.DesiredConfig == "" || v.node.Annotations[protocol.CurrentConfig] == pool.Spec.DesiredConfig)
+		count(&s.Ready, v.Ready)
+		count(&s.Updated, pool.Spec.DesiredConfig == "" || v.CurrentConfig == pool.Spec.DesiredConfig)
 		count(&s.Unavailable, v.unavailable())
-		count(&s.Draining, v.draining())
-		count(&s.Rebooting, v.rebooting())
-		count(&s.Degraded, v.degraded())
+		count(&s.Draining, v.Draining())
+		count(&s.Rebooting, v.Rebooting())
+		count(&s.Degraded, v.Degraded())
 		count(&s.Conflicting, len(v.otherPools) > 0)
-		if v.degraded() {
+		if v.Unreadable != nil {
+			malformed = append(malformed, v.Unreadable.Error())
+		} else if v.Degraded() {
 			degraded = append(degraded, degradedMessage(v))
 		}
-		if v.malformed != nil {
-			malformed = append(malformed, v.malformed.Error())
-		}
 		if len(v.otherPools) > 0 {
-			conflicting = append(conflicting, fmt.Sprintf("%s (also in %s)", v.node.Name, strings.Join(v.otherPools, ", ")))
+			conflicting = append(conflicting, fmt.Sprintf("%s (also in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
 		}
 	}
 
 	r.setBlocked(st)
 	setDraining(st)
-	setDegraded(st, degraded, malformed)
-	setCondition(pool, ConditionConflicting, len(conflicting) > 0, "NodesInOtherPools", "NoConflicts",
+	r.setDegraded(st, degraded, malformed)
+	setCondition(pool, v1alpha1.ConflictingCondition, len(conflicting) > 0, v1alpha1.NodesInOtherPoolsReason, v1alpha1.NoConflictsReason,
 		"Nodes selected by another pool too are never admitted: "+strings.Join(conflicting, "; "))
 }
 
@@ -73,102 +62,103 @@ func count(n *int32, ok bool) {
 }
 
 func degradedMessage(v nodeView) string {
-	if v.daemon != nil && v.daemon.Phase == protocol.DaemonDegraded {
-		return fmt.Sprintf("%s: %s", v.node.Name, v.daemon.Message)
+	if v.DaemonDegraded() {
+		return fmt.Sprintf("%s: %s", v.Node.Name, v.Daemon.Message)
 	}
-	return fmt.Sprintf("%s: %s", v.node.Name, v.drainFailure.Message)
+	return fmt.Sprintf("%s: %s", v.Node.Name, v.DrainFailure.Message)
+}
+
+// waitInput is what the pool's waiting nodes wait for, as the gate decided.
+func (st *poolState) waitInput() policies.WaitInput {
+	p := st.plan
+	in := policies.WaitInput{
+		Pool:        st.pool.Name,
+		SelectorErr: st.selectorErr,
+		WindowErr:   st.windowErr,
+		Paused:      st.pool.Spec.Paused,
+		Windows: policies.WindowWait{
+			Shut: p.outsideWindow > 0 && p.outsideWindow == len(p.waiting),
+			Next: p.nextOpening,
+		},
+		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
+	}
+	for _, v := range st.views {
+		for _, pr := range v.windowProblems {
+			if !slices.Contains(in.Windows.Problems, pr) {
+				in.Windows.Problems = append(in.Windows.Problems, pr)
+			}
+		}
+	}
+	if p.held > 0 {
+		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
+	}
+	return in
 }
 
 // setBlocked reports why waiting requests are not admitted, with a Warning
 // event when the budget first runs out.
 func (r *Reconciler) setBlocked(st *poolState) {
 	pool := st.pool
-	p := st.plan
-	var reason, msg string
-	switch {
-	case st.selectorErr != nil:
-		reason, msg = "InvalidSelector", st.selectorErr.Error()
-	case st.windowErr != nil:
-		reason, msg = "InvalidWindow", st.windowErr.Error()
-	case pool.Spec.Paused:
-		reason, msg = "Paused", fmt.Sprintf("The pool is paused; %d nodes waiting", len(p.waiting))
-	case p.held > 0:
-		reason, msg = st.block.reason, st.block.message
-	case p.outsideWindow > 0 && p.outsideWindow == len(p.waiting):
-		reason, msg = "OutsideWindow", outsideWindowMessage(st)
-	case len(p.waiting) > 0:
-		reason = "BudgetExhausted"
-		msg = fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
-			p.maxUnavailable, len(st.views), st.unavailable(), strings.Join(p.waiting, ", "))
-	}
-	if reason == "" {
-		setCondition(pool, ConditionBlocked, false, "", "NotBlocked", "")
+	reason, msg, blocked := policies.Wait(st.waitInput())
+	if !blocked {
+		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
 	}
-	was := meta.FindStatusCondition(pool.Status.Conditions, ConditionBlocked)
-	setCondition(pool, ConditionBlocked, true, reason, "", msg)
-	if reason == "BudgetExhausted" && (was == nil || was.Reason != reason) {
+	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.BlockedCondition)
+	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
+	if reason == v1alpha1.BudgetExhaustedReason && (was == nil || was.Reason != reason) {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
 	}
-}
-
-// outsideWindowMessage says until when the pool's waiting nodes wait for
-// windows (their pool's, or their requests' policies'), and which policies'
-// windows cannot be read.
-func outsideWindowMessage(st *poolState) string {
-	msg := "No maintenance window is open"
-	if next := st.plan.nextOpening; !next.IsZero() {
-		msg = fmt.Sprintf("No maintenance window is open until %s", next.UTC().Format(time.RFC3339))
-	}
-	msg += fmt.Sprintf("; %d nodes waiting", len(st.plan.waiting))
-	var problems []string
-	for _, v := range st.views {
-		for _, pr := range v.windowProblems {
-			if !slices.Contains(problems, pr) {
-				problems = append(problems, pr)
-			}
-		}
-	}
-	if len(problems) > 0 {
-		msg += "; requests of these policies are not admitted until their windows can be read: " + strings.Join(problems, "; ")
-	}
-	return msg
 }
 
 func setDraining(st *poolState) {
 	var parts []string
 	blocked := false
 	for _, v := range st.views {
-		if !v.draining() {
+		if !v.Draining() {
 			continue
 		}
-		d, stepped := st.drains[v.node.Name]
+		d, stepped := st.drains[v.Node.Name]
 		msg := d.message
 		if !stepped {
 			msg = "starting"
 		}
 		blocked = blocked || d.blocked
-		parts = append(parts, fmt.Sprintf("%s: %s", v.node.Name, msg))
+		parts = append(parts, fmt.Sprintf("%s: %s", v.Node.Name, msg))
 	}
-	reason := "Evicting"
+	reason := v1alpha1.EvictingReason
 	if blocked {
-		reason = "DrainBlocked"
+		reason = v1alpha1.DrainBlockedReason
 	}
-	setCondition(st.pool, ConditionDraining, len(parts) > 0, reason, "NoDrains", strings.Join(parts, "; "))
+	setCondition(st.pool, v1alpha1.DrainingCondition, len(parts) > 0, reason, v1alpha1.NoDrainsReason, strings.Join(parts, "; "))
 }
 
-func setDegraded(st *poolState, degraded, malformed []string) {
+// setDegraded reports what needs a person, with a Warning event on each
+// node whose annotations turn unreadable, once.
+func (r *Reconciler) setDegraded(st *poolState, degraded, malformed []string) {
+	pool := st.pool
+	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.DegradedCondition)
 	switch {
 	case st.selectorErr != nil:
-		setCondition(st.pool, ConditionDegraded, true, "InvalidSelector", "", st.selectorErr.Error())
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", st.selectorErr.Error())
 	case st.windowErr != nil:
-		setCondition(st.pool, ConditionDegraded, true, "InvalidWindow", "", st.windowErr.Error())
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
 	case len(malformed) > 0:
-		setCondition(st.pool, ConditionDegraded, true, "MalformedAnnotation", "", strings.Join(malformed, "; "))
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(degraded) > 0:
-		setCondition(st.pool, ConditionDegraded, true, "NodesDegraded", "", strings.Join(degraded, "; "))
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodesDegradedReason, "", strings.Join(degraded, "; "))
 	default:
-		setCondition(st.pool, ConditionDegraded, false, "", "AsExpected", "")
+		setCondition(pool, v1alpha1.DegradedCondition, false, "", v1alpha1.AsExpectedReason, "")
+	}
+	for _, v := range st.views {
+		if v.Unreadable == nil {
+			continue
+		}
+		if was != nil && was.Reason == v1alpha1.MalformedAnnotationReason && strings.Contains(was.Message, v.Unreadable.Error()) {
+			continue // reported already
+		}
+		r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.MalformedAnnotationReason, "Read",
+			"%v; kmaint does nothing to node %s until its annotations can be read", v.Unreadable, v.Node.Name)
 	}
 }
 

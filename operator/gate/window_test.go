@@ -13,7 +13,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -35,7 +34,7 @@ func TestClosedWindowHoldsRequestsUnlessTheyIgnoreWindows(t *testing.T) {
 
 	request(t, nodes[0], "routine", time.Now())
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, "window").Status.Conditions, gate.ConditionBlocked)
+		c := meta.FindStatusCondition(getPool(g, "window").Status.Conditions, v1alpha1.BlockedCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal("OutsideWindow"))
 		g.Expect(c.Message).To(ContainSubstring("until"))
@@ -83,7 +82,7 @@ func TestUnreadableWindowAdmitsNothingAndSaysWhy(t *testing.T) {
 	request(t, node, "b", time.Now())
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "bad-window")
-		for _, typ := range []string{gate.ConditionBlocked, gate.ConditionDegraded} {
+		for _, typ := range []string{v1alpha1.BlockedCondition, v1alpha1.DegradedCondition} {
 			c := meta.FindStatusCondition(p.Status.Conditions, typ)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal("InvalidWindow"))

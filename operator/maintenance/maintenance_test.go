@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -61,13 +60,13 @@ func TestMaintenanceForMissingNodeFailsClearly(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		nm := getMaintenance(g, "ghost")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
-		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded)
+		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(maintenance.ReasonNodeNotFound))
+		g.Expect(c.Reason).To(Equal(v1alpha1.NodeNotFoundReason))
 		g.Expect(nm.Status.Message).To(ContainSubstring("no-such-node does not exist"))
 		g.Expect(nm.Status.PhaseTimes.Failed).NotTo(BeNil())
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return warnings(g, "ghost") }, timeout).Should(ContainElement(maintenance.ReasonNodeNotFound))
+	g.Eventually(func(g Gomega) []string { return warnings(g, "ghost") }, timeout).Should(ContainElement(v1alpha1.NodeNotFoundReason))
 }
 
 func TestSecondOpenMaintenanceForANodeIsRefused(t *testing.T) {
@@ -84,10 +83,10 @@ func TestSecondOpenMaintenanceForANodeIsRefused(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		nm := getMaintenance(g, "dup-second")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
-		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded).Reason).To(Equal(maintenance.ReasonDuplicate))
+		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition).Reason).To(Equal(v1alpha1.DuplicateReason))
 		g.Expect(nm.Status.Message).To(ContainSubstring("dup-first"))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return warnings(g, "dup-second") }, timeout).Should(ContainElement(maintenance.ReasonDuplicate))
+	g.Eventually(func(g Gomega) []string { return warnings(g, "dup-second") }, timeout).Should(ContainElement(v1alpha1.DuplicateReason))
 	g.Expect(getMaintenance(g, "dup-first").Status.Phase).To(Equal(v1alpha1.PhasePending), "the first one is unaffected")
 }
 
@@ -122,7 +121,7 @@ func TestAPIRequestFollowsTheNodeThroughEveryPhase(t *testing.T) {
 		}
 		g.Expect(times.Failed).To(BeNil())
 		g.Expect(times.Pending.Time).NotTo(BeTemporally(">", times.Succeeded.Time))
-		c := meta.FindStatusCondition(got.Status.Conditions, maintenance.ConditionSucceeded)
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
 	harness.ExpectClean(g, bed, node, false)
@@ -207,10 +206,10 @@ func TestWaitingRequestSaysUntilWhen(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := getMaintenance(g, "wait")
 		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
-		c := meta.FindStatusCondition(got.Status.Conditions, maintenance.ConditionWaiting)
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.WaitingCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(maintenance.ReasonOutsideWindow))
+		g.Expect(c.Reason).To(Equal(v1alpha1.OutsideWindowReason))
 		g.Expect(got.Status.Message).To(ContainSubstring("the next opens at " + opens.Format(time.RFC3339)))
 	}, timeout).Should(Succeed())
 
@@ -221,6 +220,6 @@ func TestWaitingRequestSaysUntilWhen(t *testing.T) {
 	p.Spec.Paused = true
 	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) string {
-		return meta.FindStatusCondition(getMaintenance(g, "wait").Status.Conditions, maintenance.ConditionWaiting).Reason
-	}, timeout).Should(Equal(maintenance.ReasonPaused))
+		return meta.FindStatusCondition(getMaintenance(g, "wait").Status.Conditions, v1alpha1.WaitingCondition).Reason
+	}, timeout).Should(Equal(v1alpha1.PausedReason))
 }

@@ -63,13 +63,13 @@ func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() strin
 		}
 		r.Metrics.Completed(pool(), source, "failed")
 	}
-	if !meta.IsStatusConditionTrue(base.Status.Conditions, ConditionDegraded) && meta.IsStatusConditionTrue(nm.Status.Conditions, ConditionDegraded) {
+	if !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DegradedCondition) && meta.IsStatusConditionTrue(nm.Status.Conditions, v1alpha1.DegradedCondition) {
 		r.Metrics.RebootFailed(pool(), "RebootNotObserved")
 	}
 }
 
 func failedReason(nm *v1alpha1.NodeMaintenance) string {
-	if c := meta.FindStatusCondition(nm.Status.Conditions, ConditionSucceeded); c != nil && c.Reason != "" {
+	if c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition); c != nil && c.Reason != "" {
 		return c.Reason
 	}
 	return "Unknown"

@@ -51,6 +51,15 @@ func daemonState(phase protocol.DaemonPhase, boot, message string) gen.NodeOptio
 	return annotate(protocol.State, protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: t0}))
 }
 
+// read is protocol.Read as the reconciler calls it: nil for no node.
+func read(node *corev1.Node) *protocol.NodeState {
+	if node == nil {
+		return nil
+	}
+	st, _ := protocol.Read(node)
+	return &st
+}
+
 // maintenanceIn returns the NodeMaintenance under test with this status.
 func maintenanceIn(s v1alpha1.NodeMaintenanceStatus) *v1alpha1.NodeMaintenance {
 	return &v1alpha1.NodeMaintenance{
@@ -92,22 +101,22 @@ func TestDecide(t *testing.T) {
 	}{
 		"requested and outside its windows says until when": {
 			node:        gen.Node("n1", raised("boot-0", reqID)),
-			wait:        waiting{reason: ReasonOutsideWindow, message: "outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z", next: t0.Add(3 * time.Hour)},
+			wait:        waiting{reason: v1alpha1.OutsideWindowReason, message: "outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z", next: t0.Add(3 * time.Hour)},
 			wantPhase:   v1alpha1.PhaseRequested,
 			wantBefore:  "boot-0",
 			wantMessage: "waits: outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z",
-			wantWait:    ReasonOutsideWindow,
+			wantWait:    v1alpha1.OutsideWindowReason,
 		},
 		"a wait is not shown once the node is admitted": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
 			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID)),
-			wait:       waiting{reason: ReasonBudgetExhausted, message: "pool p is full"},
+			wait:       waiting{reason: v1alpha1.BudgetExhaustedReason, message: "pool p is full"},
 			wantPhase:  v1alpha1.PhaseDraining,
 			wantBefore: "boot-0",
 		},
 		"a wait is not shown while the daemon has not raised the request": {
 			node:      gen.Node("n1", raised("boot-0", "host-1")),
-			wait:      waiting{reason: ReasonPaused, message: "pool p is paused"},
+			wait:      waiting{reason: v1alpha1.PausedReason, message: "pool p is paused"},
 			wantPhase: v1alpha1.PhasePending,
 		},
 		"pending until the node raises the request": {
@@ -149,10 +158,10 @@ func TestDecide(t *testing.T) {
 			wantPhase:  v1alpha1.PhaseDraining,
 			wantBefore: "boot-0",
 		},
-		"rebooting when approved": {
+		"approved when drained and approved, until the daemon says it reboots": {
 			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
 			node:        gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")),
-			wantPhase:   v1alpha1.PhaseRebooting,
+			wantPhase:   v1alpha1.PhaseApproved,
 			wantBefore:  "boot-0",
 			wantMessage: "drained and approved to reboot",
 		},
@@ -212,21 +221,21 @@ func TestDecide(t *testing.T) {
 		"failed when the node does not exist": {
 			node:        nil,
 			wantPhase:   v1alpha1.PhaseFailed,
-			wantReason:  ReasonNodeNotFound,
+			wantReason:  v1alpha1.NodeNotFoundReason,
 			wantMessage: "node n1 does not exist",
 		},
 		"failed when the node goes away mid-way": {
 			status:     raisedIn(v1alpha1.PhaseDraining, "boot-0"),
 			node:       nil,
 			wantPhase:  v1alpha1.PhaseFailed,
-			wantReason: ReasonNodeNotFound,
+			wantReason: v1alpha1.NodeNotFoundReason,
 			wantBefore: "boot-0",
 		},
 		"failed as a duplicate of an older open request": {
 			node:        gen.Node("n1", raised("boot-0", "older-uid")),
 			older:       "nm-0",
 			wantPhase:   v1alpha1.PhaseFailed,
-			wantReason:  ReasonDuplicate,
+			wantReason:  v1alpha1.DuplicateReason,
 			wantMessage: "already has an open request, NodeMaintenance nm-0",
 		},
 		"not a duplicate once raised and recorded": {
@@ -311,13 +320,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var facts nodeFacts
-			if tc.node != nil {
-				facts = readNode(tc.node)
-			} else {
-				facts = readNode(nil)
-			}
-			got := decide(maintenanceIn(tc.status), reqID, facts, tc.older, tc.wait)
+			got := decide(maintenanceIn(tc.status), reqID, read(tc.node), tc.older, tc.wait)
 			g.Expect(got.phase).To(Equal(tc.wantPhase), "phase (message %q)", got.message)
 			g.Expect(got.reason).To(Equal(tc.wantReason), "reason")
 			g.Expect(got.message).To(ContainSubstring(tc.wantMessage), "message")
@@ -383,7 +386,7 @@ func TestApply(t *testing.T) {
 			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
 			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseSucceeded},
 			wantSucceeded:       metav1.ConditionTrue,
-			wantSucceededReason: ReasonRebooted,
+			wantSucceededReason: v1alpha1.RebootedReason,
 		},
 		"succeeded unobserved stamps the skipped phases": {
 			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier}},
@@ -391,13 +394,13 @@ func TestApply(t *testing.T) {
 			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
 			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded},
 			wantSucceeded:       metav1.ConditionTrue,
-			wantSucceededReason: ReasonRebooted,
+			wantSucceededReason: v1alpha1.RebootedReason,
 		},
 		"failed stamps only the failure and sets Succeeded False": {
-			verdict:             verdict{phase: v1alpha1.PhaseFailed, reason: ReasonNodeNotFound, message: "node n1 does not exist"},
+			verdict:             verdict{phase: v1alpha1.PhaseFailed, reason: v1alpha1.NodeNotFoundReason, message: "node n1 does not exist"},
 			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseFailed},
 			wantSucceeded:       metav1.ConditionFalse,
-			wantSucceededReason: ReasonNodeNotFound,
+			wantSucceededReason: v1alpha1.NodeNotFoundReason,
 		},
 		"failed mid-way keeps the phases reached": {
 			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseDraining, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier}},
@@ -419,7 +422,7 @@ func TestApply(t *testing.T) {
 			status: v1alpha1.NodeMaintenanceStatus{
 				Phase:      v1alpha1.PhaseRebooting,
 				PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier, Rebooting: &earlier},
-				Conditions: []metav1.Condition{{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: "old", LastTransitionTime: earlier}},
+				Conditions: []metav1.Condition{{Type: v1alpha1.DegradedCondition, Status: metav1.ConditionTrue, Reason: "RebootNotObserved", Message: "old", LastTransitionTime: earlier}},
 			},
 			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0"},
 			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
@@ -464,13 +467,13 @@ func TestApply(t *testing.T) {
 				g.Expect(got.Time).To(BeTemporally("==", w), "time of phase %s", p)
 			}
 
-			c := meta.FindStatusCondition(s.Conditions, ConditionSucceeded)
+			c := meta.FindStatusCondition(s.Conditions, v1alpha1.SucceededCondition)
 			g.Expect(c).NotTo(BeNil(), "Succeeded condition")
 			g.Expect(c.Status).To(Equal(tc.wantSucceeded), "Succeeded status")
 			g.Expect(c.Reason).To(Equal(tc.wantSucceededReason), "Succeeded reason")
 			g.Expect(c.Message).To(Equal(tc.verdict.message), "Succeeded message")
 
-			d := meta.FindStatusCondition(s.Conditions, ConditionDegraded)
+			d := meta.FindStatusCondition(s.Conditions, v1alpha1.DegradedCondition)
 			if tc.wantDegraded == "" {
 				g.Expect(d).To(BeNil(), "no Degraded condition")
 				return
@@ -496,8 +499,8 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 		{gen.Node("n1"), v1alpha1.PhasePending},
 		{gen.Node("n1", raised("boot-0", reqID)), v1alpha1.PhaseRequested},
 		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID)), v1alpha1.PhaseDraining},
-		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
-		{gen.Node("n1", gen.Unschedulable(), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseApproved},
+		{gen.Node("n1", gen.Unschedulable(), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonRebooting, "boot-0", "rebooting")), v1alpha1.PhaseRebooting},
 		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
 		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseSucceeded},
 		// After success nothing the node does changes the record.
@@ -505,7 +508,7 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 	}
 	for i, step := range steps {
 		now := t0.Add(time.Duration(i) * time.Minute)
-		v := decide(nm, reqID, readNode(step.node), "", waiting{})
+		v := decide(nm, reqID, read(step.node), "", waiting{})
 		if !nm.Status.Phase.Done() {
 			apply(&nm.Status, v, now)
 		}
@@ -516,10 +519,10 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 	pt := nm.Status.PhaseTimes
 	g.Expect(pt.Pending.Time).To(Equal(t0))
 	g.Expect(pt.Requested.Time).To(Equal(t0.Add(time.Minute)))
-	g.Expect(pt.Approved.Time).To(Equal(t0.Add(2*time.Minute)), "approved is noticed with draining")
 	g.Expect(pt.Draining.Time).To(Equal(t0.Add(2 * time.Minute)))
-	g.Expect(pt.Rebooting.Time).To(Equal(t0.Add(3 * time.Minute)))
+	g.Expect(pt.Approved.Time).To(Equal(t0.Add(3*time.Minute)), "approved once drained, before the daemon reboots")
+	g.Expect(pt.Rebooting.Time).To(Equal(t0.Add(4 * time.Minute)))
 	g.Expect(pt.Succeeded.Time).To(Equal(t0.Add(6 * time.Minute)))
 	g.Expect(pt.Failed).To(BeNil())
-	g.Expect(meta.IsStatusConditionTrue(nm.Status.Conditions, ConditionSucceeded)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionTrue(nm.Status.Conditions, v1alpha1.SucceededCondition)).To(BeTrue())
 }

@@ -24,16 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/metrics"
 )
 
 // NodeNameField indexes NodeMaintenances by spec.nodeName.
 const NodeNameField = "spec.nodeName"
-
-// RequestIDLabel carries the request id on NodeMaintenances that record
-// requests raised on the node.
-const RequestIDLabel = "kmaint.io/request-id"
 
 // Reconciler moves the NodeMaintenances of one node per reconcile: the node's
 // name is the key, so a request for a node that does not exist is handled
@@ -69,39 +66,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	items := list.Items
 	slices.SortFunc(items, byAge)
 
-	errs := []error{r.record(ctx, node, items)}
-	facts := readNode(node)
+	// Observe: the node as the protocol reads it (nil when it does not
+	// exist), and why its raised requests wait.
+	var state *protocol.NodeState
+	if node != nil {
+		st, _ := protocol.Read(node)
+		state = &st
+	}
+	errs := []error{r.record(ctx, state, items)}
 	now := r.Clock.Now()
-	w, err := r.waitFor(ctx, node, facts, items, now)
+	w, err := r.waitFor(ctx, state, items, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Decide and act, one NodeMaintenance at a time.
 	pool := r.poolOf(ctx, node)
 	for i := range items {
-		errs = append(errs, r.advance(ctx, &items[i], facts, olderOpen(items, i), w, pool))
+		errs = append(errs, r.advance(ctx, &items[i], state, olderOpen(items, i), w, pool))
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
-	if w.reason == ReasonOutsideWindow && !w.next.IsZero() {
+	if w.reason == v1alpha1.OutsideWindowReason && !w.next.IsZero() {
 		result.RequeueAfter = max(w.next.Sub(now), time.Second)
 	}
 	return result, errors.Join(errs...)
-}
-
-// waitFor says why the node's raised requests wait, when the node has some
-// in its current boot and an open NodeMaintenance may show it.
-func (r *Reconciler) waitFor(ctx context.Context, node *corev1.Node, f nodeFacts, items []v1alpha1.NodeMaintenance, now time.Time) (waiting, error) {
-	if node == nil || f.requested == nil || f.requested.BootID != f.bootID || f.admission != nil || f.approved != "" {
-		return waiting{}, nil
-	}
-	if !slices.ContainsFunc(items, func(nm v1alpha1.NodeMaintenance) bool { return !nm.Status.Phase.Done() }) {
-		return waiting{}, nil
-	}
-	pf, err := r.readPool(ctx, node, items, now)
-	if err != nil {
-		return waiting{}, err
-	}
-	return waitOf(pf, f.requested), nil
 }
 
 func byAge(a, b v1alpha1.NodeMaintenance) int {
@@ -116,7 +104,7 @@ func requestID(nm *v1alpha1.NodeMaintenance) string {
 	if nm.Status.RequestID != "" {
 		return nm.Status.RequestID
 	}
-	if id := nm.Labels[RequestIDLabel]; id != "" {
+	if id := nm.Labels[v1alpha1.RequestIDLabel]; id != "" {
 		return id
 	}
 	return string(nm.UID)
@@ -138,7 +126,7 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 }
 
 // advance patches one NodeMaintenance's status to where its node says it is.
-func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f nodeFacts, older string, w waiting, pool func() string) error {
+func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string) error {
 	if nm.Status.Phase.Done() {
 		return nil
 	}
@@ -161,7 +149,7 @@ func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, 
 		case v1alpha1.PhaseFailed:
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v.reason, "Fail", "%s", nm.Status.Message)
 		case v1alpha1.PhaseSucceeded:
-			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, ReasonRebooted, "Complete", "%s", nm.Status.Message)
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, v1alpha1.RebootedReason, "Complete", "%s", nm.Status.Message)
 		default:
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, string(nm.Status.Phase), "Progress", "%s", nm.Status.Message)
 		}
@@ -204,7 +192,7 @@ func protocolChanged() predicate.Predicate {
 			}
 			return !maps.Equal(o.Annotations, n.Annotations) ||
 				o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
-				readNode(o).ready != readNode(n).ready
+				protocol.Ready(o) != protocol.Ready(n)
 		},
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,10 +17,17 @@ import (
 )
 
 // poolChanged passes pool changes that can change why a request waits: the
-// spec, or the Blocked condition's status or reason (and its message for
-// blocking queries, which a waiting request quotes). The gate rewrites the
+// spec, whether the budget is exhausted, or the blocking query that holds
+// the pool (whose message a waiting request quotes). The gate rewrites the
 // pool's counts on every admission; those alone wake no one.
 func poolChanged() predicate.Predicate {
+	exhausted := func(p *v1alpha1.MaintenancePool) bool { return p.Status.Unavailable >= p.Status.MaxUnavailable }
+	blocking := func(p *v1alpha1.MaintenancePool) v1alpha1.BlockingQueryStatus {
+		if b := p.Status.BlockingQuery; b != nil {
+			return v1alpha1.BlockingQueryStatus{Name: b.Name, Reason: b.Reason, Message: b.Message}
+		}
+		return v1alpha1.BlockingQueryStatus{}
+	}
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
@@ -29,13 +35,7 @@ func poolChanged() predicate.Predicate {
 			if !okOld || !okNew || o.Generation != n.Generation {
 				return true
 			}
-			co := meta.FindStatusCondition(o.Status.Conditions, poolBlocked)
-			cn := meta.FindStatusCondition(n.Status.Conditions, poolBlocked)
-			if co == nil || cn == nil {
-				return co != cn
-			}
-			quoted := cn.Reason == ReasonBlockingQuery || cn.Reason == ReasonBlockingQueryFailed
-			return co.Status != cn.Status || co.Reason != cn.Reason || quoted && co.Message != cn.Message
+			return exhausted(o) != exhausted(n) || blocking(o) != blocking(n)
 		},
 	}
 }

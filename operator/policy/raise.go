@@ -18,21 +18,13 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// PolicyLabel on a NodeMaintenance names the RebootPolicy that raised it.
-const PolicyLabel = "kmaint.io/policy"
-
 // requestName is deterministic for one node's episode of meeting the
 // trigger in one boot, so a restarted operator, or a reconcile that has not
 // seen its own create yet, cannot raise a second request for it, while the
 // next boot's episode gets a name of its own.
 func requestName(policy, node, bootID string, since time.Time) string {
 	boot := sha256.Sum256([]byte(bootID))
-	name := fmt.Sprintf("%s-%s-%s-%s", policy, node, strconv.FormatInt(since.Unix(), 36), hex.EncodeToString(boot[:3]))
-	if len(name) <= 253 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:236] + "-" + hex.EncodeToString(sum[:8])
+	return v1alpha1.ObjectName(policy, node, strconv.FormatInt(since.Unix(), 36), hex.EncodeToString(boot[:3]))
 }
 
 // raise creates a NodeMaintenance for each node in order. It stops at the
@@ -43,7 +35,7 @@ func (r *Reconciler) raise(ctx context.Context, p *v1alpha1.RebootPolicy, s spec
 		nm := &v1alpha1.NodeMaintenance{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   requestName(p.Name, node, boots[node], c.Since),
-				Labels: map[string]string{PolicyLabel: labelSafe(p.Name)},
+				Labels: map[string]string{v1alpha1.PolicyLabel: v1alpha1.LabelValue(p.Name)},
 			},
 			Spec: v1alpha1.NodeMaintenanceSpec{
 				NodeName: node,
@@ -94,11 +86,7 @@ func reason(p *v1alpha1.RebootPolicy, s spec, c policies.Candidate) string {
 	case p.Spec.Alert != nil:
 		why = fmt.Sprintf("alert %s firing since %s", p.Spec.Alert.AlertName, c.Since.UTC().Format(time.RFC3339))
 	}
-	out := fmt.Sprintf("policy %s: %s", p.Name, why)
-	if len(out) > 512 {
-		out = out[:509] + "..."
-	}
-	return out
+	return v1alpha1.FitReason(fmt.Sprintf("policy %s: %s", p.Name, why))
 }
 
 func formatValue(v float64) string {
@@ -115,14 +103,4 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
-}
-
-// labelSafe keeps a policy name usable as a label value (names may be up
-// to 253 characters, label values 63).
-func labelSafe(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:46] + "-" + hex.EncodeToString(sum[:8])
 }

@@ -71,7 +71,7 @@ func TestScheduleFiresOnceForEveryNode(t *testing.T) {
 	// The operator is down for three fires; a person clears the requests.
 	stop()
 	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{policy.PolicyLabel: "sched"})).To(Succeed())
+	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PolicyLabel: "sched"})).To(Succeed())
 	for i := range list.Items {
 		g.Expect(bed.Client.Delete(context.Background(), &list.Items[i])).To(Succeed())
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -106,7 +105,7 @@ func getPolicy(g Gomega, name string) *v1alpha1.RebootPolicy {
 // requests lists the NodeMaintenances the policy raised, by node.
 func requests(g Gomega, name string) map[string][]v1alpha1.NodeMaintenance {
 	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{policy.PolicyLabel: name})).To(Succeed())
+	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PolicyLabel: name})).To(Succeed())
 	out := map[string][]v1alpha1.NodeMaintenance{}
 	for _, nm := range list.Items {
 		g.Expect(nm.Spec.Policy).To(Equal(name))

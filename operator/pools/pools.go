@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -65,10 +66,12 @@ type Verdict struct {
 }
 
 // Windows evaluates requests' windows at one moment for one pool, parsing
-// each policy's windows once.
+// the pool's windows and each policy's once.
 type Windows struct {
 	now      time.Time
-	pool     []policies.Window
+	pool     string
+	windows  []policies.Window
+	poolErr  error
 	policies map[string]policyWindows
 }
 
@@ -77,10 +80,17 @@ type policyWindows struct {
 	err     error
 }
 
-// NewWindows prepares the evaluation at now of requests in a pool with these
-// (parsed) windows, given the cluster's RebootPolicies.
-func NewWindows(now time.Time, pool []policies.Window, rebootPolicies []v1alpha1.RebootPolicy) *Windows {
-	w := &Windows{now: now, pool: pool, policies: map[string]policyWindows{}}
+// NewWindows prepares the evaluation at now of requests in a pool (nil for
+// the built-in default pool without an object), given the cluster's
+// RebootPolicies.
+func NewWindows(now time.Time, pool *v1alpha1.MaintenancePool, rebootPolicies []v1alpha1.RebootPolicy) *Windows {
+	w := &Windows{now: now, pool: v1alpha1.DefaultPoolName, policies: map[string]policyWindows{}}
+	if pool != nil {
+		w.pool = pool.Name
+		if w.windows, w.poolErr = policies.ParseWindows(pool.Spec.Windows); w.poolErr != nil {
+			w.poolErr = fmt.Errorf("spec.%w", w.poolErr)
+		}
+	}
 	for _, p := range rebootPolicies {
 		if len(p.Spec.Windows) == 0 {
 			continue
@@ -91,6 +101,20 @@ func NewWindows(now time.Time, pool []policies.Window, rebootPolicies []v1alpha1
 	return w
 }
 
+// PoolErr says why the pool's windows cannot be read, naming the field;
+// nil when they can. Nothing is admitted then: a window that cannot be
+// read is not taken for an open one.
+func (w *Windows) PoolErr() error { return w.poolErr }
+
+// Pool is the state of the pool's own windows: open when one is (or the
+// pool has none), shut when they cannot be read.
+func (w *Windows) Pool() policies.WindowState {
+	if w.poolErr != nil {
+		return policies.WindowState{}
+	}
+	return policies.AnyOpen(w.windows, w.now)
+}
+
 // PolicyWindows reports whether any policy has windows, i.e. whether a
 // request's policy can matter.
 func (w *Windows) PolicyWindows() bool { return len(w.policies) > 0 }
@@ -98,11 +122,18 @@ func (w *Windows) PolicyWindows() bool { return len(w.policies) > 0 }
 // Request evaluates one request: ignoreWindows passes at once; otherwise the
 // pool's windows, and those of the named policy (a policy without windows,
 // or one that no longer exists, adds none), must be open together.
-func (w *Windows) Request(ignoreWindows bool, policy string) Verdict {
-	if ignoreWindows {
+//
+// While the pool's own windows cannot be read, no request passes, not even
+// one that ignores windows: the pool admits nothing until they can be read.
+func (w *Windows) Request(s RequestSettings) Verdict {
+	if w.poolErr != nil {
+		return Verdict{Problem: fmt.Sprintf("pool %s %v", w.pool, w.poolErr)}
+	}
+	if s.IgnoreWindows {
 		return Verdict{Open: true}
 	}
-	sets := [][]policies.Window{w.pool}
+	sets := [][]policies.Window{w.windows}
+	policy := s.Policy
 	pw, ok := w.policies[policy]
 	if ok && policy != "" {
 		if pw.err != nil {
@@ -112,6 +143,55 @@ func (w *Windows) Request(ignoreWindows bool, policy string) Verdict {
 	} else {
 		policy = ""
 	}
-	s := policies.AllOpen(w.now, sets...)
-	return Verdict{Open: s.Open, Next: s.Next, Policy: policy}
+	st := policies.AllOpen(w.now, sets...)
+	return Verdict{Open: st.Open, Next: st.Next, Policy: policy}
+}
+
+// RequestSettings are what a request's NodeMaintenance says of its windows.
+type RequestSettings struct {
+	IgnoreWindows bool
+	Policy        string
+}
+
+// Settings returns, by request id, the window settings of open
+// NodeMaintenances; requestID tells a NodeMaintenance's id on the node.
+func Settings(items []v1alpha1.NodeMaintenance, requestID func(*v1alpha1.NodeMaintenance) string) map[string]RequestSettings {
+	out := make(map[string]RequestSettings, len(items))
+	for i := range items {
+		nm := &items[i]
+		if !nm.Status.Phase.Done() {
+			out[requestID(nm)] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, Policy: nm.Spec.Policy}
+		}
+	}
+	return out
+}
+
+// Node evaluates the windows of a node's requests: the node may be admitted
+// when any of its requests may be, since the one reboot satisfies them all.
+// A request without settings (no NodeMaintenance known) falls under the
+// pool's windows alone.
+func (w *Windows) Node(requests []protocol.Request, settings map[string]RequestSettings) policies.WindowWait {
+	ww := policies.WindowWait{Shut: len(requests) > 0}
+	for _, req := range requests {
+		v := w.Request(settings[req.ID])
+		switch {
+		case v.Open:
+			return policies.WindowWait{}
+		case v.Problem != "":
+			if !slices.Contains(ww.Problems, v.Problem) {
+				ww.Problems = append(ww.Problems, v.Problem)
+			}
+			continue
+		case !v.Next.IsZero() && (ww.Next.IsZero() || v.Next.Before(ww.Next)):
+			ww.Next = v.Next
+		}
+		what := "pool " + w.pool
+		if v.Policy != "" {
+			what += " and RebootPolicy " + v.Policy
+		}
+		if !slices.Contains(ww.Closed, what) {
+			ww.Closed = append(ww.Closed, what)
+		}
+	}
+	return ww
 }

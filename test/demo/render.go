@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -263,7 +262,7 @@ func policyText(n nodeRow, p *policyRow, now, start time.Time) string {
 		return ""
 	}
 	text := candidateText(n.candidate, now, start)
-	if n.waiting == maintenance.ReasonOutsideWindow {
+	if n.waiting == v1alpha1.OutsideWindowReason {
 		text += ", waiting for the window"
 		if ws := p.window(now); !ws.Open && !ws.Next.IsZero() {
 			text += fmt.Sprintf(" (opens in %s)", ws.Next.Sub(now).Round(time.Second))

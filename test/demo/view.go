@@ -14,7 +14,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -276,7 +275,7 @@ func waitingReason(nms []*v1alpha1.NodeMaintenance) string {
 		if nm.Status.Phase.Done() {
 			continue
 		}
-		if c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting); c != nil && c.Status == metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition); c != nil && c.Status == metav1.ConditionTrue {
 			return c.Reason
 		}
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/kmaint/kmaint/dashboards"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/promtest"
@@ -144,7 +143,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 		g.Expect(phaseOf(g, waiting)).To(ConsistOf(v1alpha1.PhaseRequested), waiting)
 	}, timeout).Should(Succeed())
 	for _, nm := range maintenancesOf(g, undrained) {
-		failed := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded)
+		failed := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(failed).NotTo(BeNil(), nm.Name)
 		g.Expect(failed.Reason).To(Equal("DrainTimeout"), nm.Name)
 	}

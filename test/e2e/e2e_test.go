@@ -19,7 +19,6 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/node"
 	"github.com/kmaint/kmaint/test/sim"
@@ -138,7 +137,7 @@ func TestEveryPromiseOnTwentyNodes(t *testing.T) {
 	g.Expect(list.Items).To(HaveLen(16), "6 host, 2 api and 8 config requests")
 	for _, nm := range list.Items {
 		g.Expect(nm.Status.Phase).To(BeElementOf(v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed), nm.Name)
-		c := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionSucceeded)
+		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c).NotTo(BeNil(), nm.Name)
 		g.Expect(c.Reason).NotTo(BeEmpty(), nm.Name)
 	}
@@ -180,7 +179,7 @@ func maintenancesOf(g Gomega, node string) []v1alpha1.NodeMaintenance {
 }
 
 func degradedCondition(nm v1alpha1.NodeMaintenance) *metav1.Condition {
-	return meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionDegraded)
+	return meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.DegradedCondition)
 }
 
 // killOnApproval kills a node's daemon the moment its reboot is approved,

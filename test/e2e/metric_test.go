@@ -17,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/maintenance"
-	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 )
@@ -70,9 +68,9 @@ func TestFragmentedNodesRebootInsideTheWindow(t *testing.T) {
 			nm := reqs[n]
 			g.Expect(nm.Spec.Source).To(Equal(v1alpha1.SourceMetric))
 			g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
-			w := meta.FindStatusCondition(nm.Status.Conditions, maintenance.ConditionWaiting)
+			w := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
 			g.Expect(w).NotTo(BeNil(), "%s says why it waits", nm.Name)
-			g.Expect(w.Reason).To(Equal(maintenance.ReasonOutsideWindow))
+			g.Expect(w.Reason).To(Equal(v1alpha1.OutsideWindowReason))
 		}
 	}, timeout).Should(Succeed())
 	for _, n := range nodes {
@@ -167,7 +165,7 @@ func getPolicy(g Gomega, name string) *v1alpha1.RebootPolicy {
 // for a node fails.
 func policyRequests(g Gomega, name string) map[string]v1alpha1.NodeMaintenance {
 	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{policy.PolicyLabel: name})).To(Succeed())
+	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PolicyLabel: name})).To(Succeed())
 	out := map[string]v1alpha1.NodeMaintenance{}
 	for _, nm := range list.Items {
 		g.Expect(out).NotTo(HaveKey(nm.Spec.NodeName), "two requests for %s", nm.Spec.NodeName)
@@ -189,7 +187,7 @@ func cleanUpPolicy(t *testing.T, name string) {
 	if err := bed.Client.Delete(ctx, &v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
 		t.Error(err)
 	}
-	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}, client.MatchingLabels{policy.PolicyLabel: name}); err != nil {
+	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}, client.MatchingLabels{v1alpha1.PolicyLabel: name}); err != nil {
 		t.Error(err)
 	}
 }

@@ -148,6 +148,28 @@ type MaintenancePoolStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// BlockingQuery is the blocking query that holds the pool's admissions,
+	// as the gate last evaluated it; absent while none does.
+	// +optional
+	BlockingQuery *BlockingQueryStatus `json:"blockingQuery,omitempty"`
+}
+
+// BlockingQueryStatus is a blocking query that holds a pool's admissions.
+type BlockingQueryStatus struct {
+	// Name is the query's name in spec.blockingQueries.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Reason is BlockingQuery (it returns a result) or BlockingQueryFailed
+	// (it cannot be run, which blocks too).
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// Message says what the query returned or why it cannot be run.
+	// +kubebuilder:validation:MaxLength=32768
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastEvaluationTime is when the query was last run.
+	LastEvaluationTime metav1.Time `json:"lastEvaluationTime"`
 }
 
 // MaintenancePool groups nodes that share a reboot budget, maintenance windows

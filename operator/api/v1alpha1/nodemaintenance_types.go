@@ -74,7 +74,7 @@ type NodeMaintenanceSpec struct {
 }
 
 // Phase is where a NodeMaintenance is on the reboot path.
-// +kubebuilder:validation:Enum=Pending;Requested;Approved;Draining;Rebooting;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Requested;Draining;Approved;Rebooting;Succeeded;Failed
 type Phase string
 
 // The phases of a NodeMaintenance, in order.
@@ -83,11 +83,16 @@ const (
 	PhasePending Phase = "Pending"
 	// PhaseRequested: the node's daemon raised it; waiting for admission.
 	PhaseRequested Phase = "Requested"
-	// PhaseApproved: the gate admitted the node within its pool's budget.
-	PhaseApproved Phase = "Approved"
-	// PhaseDraining: the node is cordoned and its pods are being evicted.
+	// PhaseDraining: the gate admitted the node within its pool's budget;
+	// it is cordoned and its pods are being evicted.
 	PhaseDraining Phase = "Draining"
-	// PhaseRebooting: the node is drained and its reboot is approved.
+	// PhaseApproved: the node is drained and its reboot is approved for the
+	// boot the request was made in (the node's reboot-approved annotation);
+	// its daemon has not yet said it is rebooting. A request that stays
+	// here has a daemon that does not act on the approval.
+	PhaseApproved Phase = "Approved"
+	// PhaseRebooting: the daemon asked for the reboot, or the node is coming
+	// back with a new boot.
 	PhaseRebooting Phase = "Rebooting"
 	// PhaseSucceeded: the node came back Ready with a new boot ID.
 	PhaseSucceeded Phase = "Succeeded"
@@ -95,6 +100,12 @@ const (
 	// condition for why.
 	PhaseFailed Phase = "Failed"
 )
+
+// PhaseOrder lists the phases a successful request passes through, in
+// order; Failed can follow any of them but Succeeded.
+func PhaseOrder() []Phase {
+	return []Phase{PhasePending, PhaseRequested, PhaseDraining, PhaseApproved, PhaseRebooting, PhaseSucceeded}
+}
 
 // Done reports whether the phase is final.
 func (p Phase) Done() bool { return p == PhaseSucceeded || p == PhaseFailed }
@@ -106,10 +117,12 @@ type PhaseTimes struct {
 	Pending *metav1.Time `json:"pending,omitempty"`
 	// +optional
 	Requested *metav1.Time `json:"requested,omitempty"`
-	// +optional
-	Approved *metav1.Time `json:"approved,omitempty"`
+	// Draining is when the gate admitted the node and began its drain.
 	// +optional
 	Draining *metav1.Time `json:"draining,omitempty"`
+	// Approved is when the drained node's reboot was approved.
+	// +optional
+	Approved *metav1.Time `json:"approved,omitempty"`
 	// +optional
 	Rebooting *metav1.Time `json:"rebooting,omitempty"`
 	// +optional

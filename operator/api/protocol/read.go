@@ -1,0 +1,242 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NodeState is everything kmaint reads off one Node: what its kubelet
+// reports and the decoded protocol annotations. Read is the one way to get
+// one, so that every reader (the gate, the NodeMaintenance controller, the
+// daemon, the plugin, metrics, the report and the demo) sees a node the same
+// way and treats a malformed annotation by the same rule.
+type NodeState struct {
+	// Node is the object read; its annotations are not to be decoded again.
+	Node *corev1.Node
+
+	// BootID is the boot the kubelet reports.
+	BootID string
+	// Ready is the node's Ready condition.
+	Ready bool
+	// Unschedulable is true while the node is cordoned, by anyone.
+	Unschedulable bool
+	// Cordoned is true when kmaint's cordon marker is on the node.
+	Cordoned bool
+
+	// Requested is the daemon's reboot-requested value, whatever boot it
+	// names; nil when absent. See Current for this boot's requests.
+	Requested *Requested
+	// Admission is the gate's admission; nil when absent.
+	Admission *Admission
+	// Approved is the boot ID whose reboot is approved; empty when none.
+	Approved string
+	// DrainFailure is the abandoned drain; nil when none.
+	DrainFailure *DrainFailure
+	// Daemon is what the daemon last reported; nil when absent.
+	Daemon *DaemonState
+	// DesiredConfig and CurrentConfig are the config identities the pool
+	// wants and the node runs; empty when absent.
+	DesiredConfig, CurrentConfig string
+
+	// Unreadable says which annotations could not be read; nil when all
+	// could. A node with unreadable annotations is never admitted, never
+	// approved and never taken for rebooted (see the predicates), and its
+	// slot in the pool's budget stays taken while it may be in flight.
+	Unreadable error
+}
+
+// Read decodes a node's kmaint annotations. It never fails half-way: the
+// returned state holds every annotation that could be read, and the error
+// (also in NodeState.Unreadable) names each one that could not. A present
+// but unreadable admission reads as an admission of no boot, so that the node
+// keeps its slot: counting it available could put its pool over budget.
+func Read(node *corev1.Node) (NodeState, error) {
+	s := NodeState{
+		Node:          node,
+		BootID:        BootID(node),
+		Ready:         Ready(node),
+		Unschedulable: node.Spec.Unschedulable,
+		Cordoned:      node.Annotations[Cordoned] == "true",
+		Approved:      node.Annotations[RebootApproved],
+		DesiredConfig: node.Annotations[DesiredConfig],
+		CurrentConfig: node.Annotations[CurrentConfig],
+	}
+	var errs []error
+	var req Requested
+	if ok, err := Decode(node, RebootRequested, &req); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		s.Requested = &req
+	}
+	var adm Admission
+	if ok, err := Decode(node, Admitted, &adm); err != nil {
+		errs = append(errs, err)
+		s.Admission = &Admission{}
+	} else if ok {
+		s.Admission = &adm
+	}
+	var failure DrainFailure
+	if ok, err := Decode(node, DrainFailed, &failure); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		s.DrainFailure = &failure
+	}
+	var daemon DaemonState
+	if ok, err := Decode(node, State, &daemon); err != nil {
+		errs = append(errs, err)
+	} else if ok {
+		s.Daemon = &daemon
+	}
+	s.Unreadable = errors.Join(errs...)
+	return s, s.Unreadable
+}
+
+// Name is the node's name.
+func (s NodeState) Name() string { return s.Node.Name }
+
+// Current returns the requests the node made in its current boot; nil when
+// there are none. Requests of an earlier boot were satisfied by its reboot.
+func (s NodeState) Current() *Requested {
+	if s.Requested == nil || s.Requested.BootID != s.BootID || len(s.Requested.Requests) == 0 {
+		return nil
+	}
+	return s.Requested
+}
+
+// Unavailable reports whether the node counts against its pool's budget:
+// admitted, approved, not Ready or cordoned.
+func (s NodeState) Unavailable() bool {
+	return s.Admission != nil || s.Approved != "" || !s.Ready || s.Unschedulable
+}
+
+// Draining reports whether the node is admitted and not yet approved.
+func (s NodeState) Draining() bool { return s.Admission != nil && s.Approved == "" }
+
+// Rebooting reports whether the node is approved and not yet back.
+func (s NodeState) Rebooting() bool { return s.Approved != "" }
+
+// DrainFailedForCurrent reports whether an abandoned drain covers every
+// request of the current boot, so that admitting them again would repeat it.
+func (s NodeState) DrainFailedForCurrent() bool {
+	cur := s.Current()
+	return cur != nil && s.DrainFailure != nil && s.DrainFailure.Covers(*cur)
+}
+
+// WantsAdmission reports whether the node asks its pool to admit it: it has
+// requests in its current boot that no failed drain covers, it is not
+// admitted or approved already, and all its annotations can be read.
+func (s NodeState) WantsAdmission() bool {
+	return s.Current() != nil && s.Admission == nil && s.Approved == "" && s.Unreadable == nil && !s.DrainFailedForCurrent()
+}
+
+// DaemonDegraded reports whether the daemon says the approved reboot did not
+// happen.
+func (s NodeState) DaemonDegraded() bool {
+	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded
+}
+
+// Degraded reports whether the node needs a person: its daemon says the
+// approved reboot did not happen, the drain for its current requests failed,
+// or its annotations cannot be read.
+func (s NodeState) Degraded() bool {
+	return s.DaemonDegraded() || s.DrainFailedForCurrent() || s.Unreadable != nil
+}
+
+// RebootDone reports whether the approved reboot has completed: the node is
+// Ready with a boot ID other than the approved one, and its daemon no longer
+// shows a request of the approved boot. A Ready node with the old boot ID has
+// not rebooted, however it looks; a node whose annotations cannot be read is
+// not taken for done.
+func (s NodeState) RebootDone() bool {
+	if s.Approved == "" || !s.Ready || s.BootID == "" || s.BootID == s.Approved || s.Unreadable != nil {
+		return false
+	}
+	return s.Requested == nil || s.Requested.BootID != s.Approved
+}
+
+// AdmissionVoid reports whether an admission that was not yet approved no
+// longer stands for anything: the node rebooted by other means, or its
+// requests are gone. An unreadable node's admission is never void: what it
+// stands for cannot be told.
+func (s NodeState) AdmissionVoid() bool {
+	if s.Admission == nil || s.Approved != "" || s.Unreadable != nil {
+		return false
+	}
+	return s.BootID != s.Admission.BootID || s.Current() == nil
+}
+
+// Stage is where a node, or a NodeMaintenance, is on the reboot path. The
+// values a NodeMaintenance takes are its phases' (v1alpha1.Phase); a node
+// has no phase of its own, only the stage of the reboot it is in.
+type Stage string
+
+// The stages, in the order a reboot passes through them.
+const (
+	// StageIdle: nothing asked for.
+	StageIdle Stage = "Idle"
+	// StagePending: a NodeMaintenance is open that the node's daemon has
+	// not raised yet. Read alone cannot tell it; see Position.
+	StagePending Stage = "Pending"
+	// StageRequested: the daemon raised the node's requests; its pool has
+	// not admitted it.
+	StageRequested Stage = "Requested"
+	// StageDraining: admitted, cordoned, pods being evicted.
+	StageDraining Stage = "Draining"
+	// StageApproved: drained, and the reboot is approved for the node's
+	// boot; the daemon has not yet said it is rebooting.
+	StageApproved Stage = "Approved"
+	// StageRebooting: the daemon is rebooting the node, or the node is
+	// coming back with a new boot.
+	StageRebooting Stage = "Rebooting"
+	// StageDegraded: the approved reboot did not happen, the drain failed,
+	// or the node's kmaint annotations cannot be read.
+	StageDegraded Stage = "Degraded"
+)
+
+// Position is where a node is on the reboot path, why, and since when.
+type Position struct {
+	Stage Stage
+	// Message says why, for a person; empty when there is nothing to say.
+	Message string
+	// Since is when the node entered the stage; zero when unknown.
+	Since time.Time
+}
+
+// Position tells the node's stage from its annotations. pending is whether
+// the node has an open NodeMaintenance its daemon has not raised yet, which
+// only the API knows.
+func (s NodeState) Position(pending bool) Position {
+	cur := s.Current()
+	switch {
+	case s.Unreadable != nil:
+		return Position{Stage: StageDegraded, Message: s.Unreadable.Error()}
+	case s.DaemonDegraded():
+		return Position{Stage: StageDegraded, Message: s.Daemon.Message, Since: s.Daemon.Since}
+	case s.DrainFailedForCurrent():
+		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}
+	case s.Approved != "" && s.Approved == s.BootID:
+		if s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID {
+			return Position{Stage: StageRebooting, Since: s.Daemon.Since}
+		}
+		return Position{Stage: StageApproved}
+	case s.Approved != "":
+		return Position{Stage: StageRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
+	case s.Admission != nil:
+		return Position{Stage: StageDraining, Since: s.Admission.Time}
+	case cur != nil:
+		return Position{Stage: StageRequested, Since: cur.Earliest()}
+	case pending:
+		return Position{Stage: StagePending}
+	}
+	return Position{Stage: StageIdle}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,221 @@
+package protocol_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
+
+// node builds a Ready node in boot-0 with these annotations.
+func node(ann map[string]string, opts ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: ann},
+		Status: corev1.NodeStatus{
+			NodeInfo:   corev1.NodeSystemInfo{BootID: "boot-0"},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
+
+func requested(boot string, ids ...string) string {
+	r := protocol.Requested{BootID: boot}
+	for _, id := range ids {
+		r.Requests = append(r.Requests, protocol.Request{ID: id, Source: v1alpha1.SourceHost, Reason: "r", Time: t0})
+	}
+	return protocol.Encode(r)
+}
+
+func admitted(boot string, ids ...string) string {
+	return protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0})
+}
+
+func daemon(phase protocol.DaemonPhase, boot string) string {
+	return protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: "m", Since: t0})
+}
+
+// TestReadMalformed: every malformed form of every JSON annotation is
+// reported by name, and the node it is on is never admitted, approved or
+// taken for rebooted, and keeps its slot when it may be in flight.
+func TestReadMalformed(t *testing.T) {
+	every := map[string]string{
+		"empty":        "",
+		"truncated":    "{",
+		"not JSON":     "garbage",
+		"a string":     `"boot-0"`,
+		"a number":     "1e400",
+		"an array":     "[]",
+		"a bad bootID": `{"bootID": 7}`,
+	}
+	forms := map[string]map[string]string{
+		protocol.RebootRequested: {
+			"requests not a list": `{"bootID":"boot-0","requests":{"id":"x"}}`,
+			"a bad request time":  `{"bootID":"boot-0","requests":[{"id":"x","time":"yesterday"}]}`,
+		},
+		protocol.Admitted:    {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`, "requests not a list": `{"bootID":"boot-0","requests":"x"}`},
+		protocol.DrainFailed: {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`},
+		protocol.State:       {"a bad since": `{"phase":"idle","since":"yesterday"}`, "a bad phase": `{"phase":1}`},
+	}
+	for key, extra := range forms {
+		for form, value := range every {
+			extra[form] = value
+		}
+		for form, value := range extra {
+			t.Run(key+"/"+form, func(t *testing.T) {
+				g := NewWithT(t)
+				// A node that would otherwise be taken for rebooted: Ready
+				// in a new boot, approved for the old one, with requests in
+				// its current boot.
+				ann := map[string]string{
+					protocol.RebootRequested: requested("boot-1", "h1"),
+					protocol.RebootApproved:  "boot-0",
+				}
+				ann[key] = value
+				st, err := protocol.Read(node(ann, func(n *corev1.Node) { n.Status.NodeInfo.BootID = "boot-1" }))
+				g.Expect(err).To(MatchError(ContainSubstring("annotation " + key + " on node n is malformed")))
+				g.Expect(st.Unreadable).To(Equal(err))
+				g.Expect(st.WantsAdmission()).To(BeFalse(), "never admitted")
+				g.Expect(st.RebootDone()).To(BeFalse(), "never taken for rebooted")
+				g.Expect(st.AdmissionVoid()).To(BeFalse(), "its admission is never released on a guess")
+				g.Expect(st.Degraded()).To(BeTrue(), "degraded: it needs a person")
+				pos := st.Position(false)
+				g.Expect(pos.Stage).To(Equal(protocol.StageDegraded))
+				g.Expect(pos.Message).To(ContainSubstring(key))
+				if key == protocol.Admitted {
+					g.Expect(st.Unavailable()).To(BeTrue(), "an unreadable admission keeps its slot")
+				}
+			})
+		}
+	}
+}
+
+// TestReadKeepsWhatItCan: one unreadable annotation does not hide the rest.
+func TestReadKeepsWhatItCan(t *testing.T) {
+	g := NewWithT(t)
+	st, err := protocol.Read(node(map[string]string{
+		protocol.RebootRequested: requested("boot-0", "h"),
+		protocol.State:           "{",
+		protocol.CurrentConfig:   "v2",
+	}))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(st.Current()).NotTo(BeNil())
+	g.Expect(st.CurrentConfig).To(Equal("v2"))
+	g.Expect(st.WantsAdmission()).To(BeFalse())
+}
+
+func TestReadPredicates(t *testing.T) {
+	cases := map[string]struct {
+		node *corev1.Node
+
+		wantCurrent     bool
+		wantWants       bool
+		wantUnavailable bool
+		wantDone        bool
+		wantVoid        bool
+		wantDegraded    bool
+		wantStage       protocol.Stage
+	}{
+		"idle": {node: node(nil), wantStage: protocol.StageIdle},
+		"requests of an earlier boot are satisfied": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-old", "h")}), wantStage: protocol.StageIdle,
+		},
+		"an empty request list asks nothing": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-0")}), wantStage: protocol.StageIdle,
+		},
+		"requested": {
+			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}),
+			wantCurrent: true, wantWants: true, wantStage: protocol.StageRequested,
+		},
+		"admitted: draining": {
+			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h")}),
+			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageDraining,
+		},
+		"approved, daemon not yet rebooting": {
+			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"), protocol.RebootApproved: "boot-0"}),
+			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageApproved,
+		},
+		"approved, daemon rebooting": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"),
+				protocol.RebootApproved: "boot-0", protocol.State: daemon(protocol.DaemonRebooting, "boot-0")}),
+			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageRebooting,
+		},
+		"back with a new boot, Ready: done": {
+			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.Admitted: admitted("boot-old", "h")}),
+			wantUnavailable: true, wantDone: true, wantStage: protocol.StageRebooting,
+		},
+		"back but not Ready: not done": {
+			node: node(map[string]string{protocol.RebootApproved: "boot-old"}, func(n *corev1.Node) {
+				n.Status.Conditions[0].Status = corev1.ConditionFalse
+			}),
+			wantUnavailable: true, wantStage: protocol.StageRebooting,
+		},
+		"back, but the daemon still shows the old boot's requests: not done": {
+			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.RebootRequested: requested("boot-old", "h")}),
+			wantUnavailable: true, wantStage: protocol.StageRebooting,
+		},
+		"Ready with the approved boot: not rebooted": {
+			node:            node(map[string]string{protocol.RebootApproved: "boot-0"}),
+			wantUnavailable: true, wantStage: protocol.StageApproved,
+		},
+		"an admission whose requests are gone is void": {
+			node:            node(map[string]string{protocol.Admitted: admitted("boot-0", "h")}),
+			wantUnavailable: true, wantVoid: true, wantStage: protocol.StageDraining,
+		},
+		"an admission of another boot is void": {
+			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-old", "h")}),
+			wantCurrent: true, wantUnavailable: true, wantVoid: true, wantStage: protocol.StageDraining,
+		},
+		"a failed drain of these requests: degraded, not asked again": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"),
+				protocol.DrainFailed: protocol.Encode(protocol.DrainFailure{BootID: "boot-0", Requests: []string{"h"}, Reason: "DrainTimeout", Message: "pdb"})}),
+			wantCurrent: true, wantDegraded: true, wantStage: protocol.StageDegraded,
+		},
+		"a new request after a failed drain asks again": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h", "h2"),
+				protocol.DrainFailed: protocol.Encode(protocol.DrainFailure{BootID: "boot-0", Requests: []string{"h"}, Reason: "DrainTimeout"})}),
+			wantCurrent: true, wantWants: true, wantStage: protocol.StageRequested,
+		},
+		"the daemon says the reboot did not happen": {
+			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.RebootApproved: "boot-0",
+				protocol.State: daemon(protocol.DaemonDegraded, "boot-0")}),
+			wantCurrent: true, wantUnavailable: true, wantDegraded: true, wantStage: protocol.StageDegraded,
+		},
+		"cordoned by a person: unavailable, still asks": {
+			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}, func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: protocol.StageRequested,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			st, err := protocol.Read(tc.node)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.Current() != nil).To(Equal(tc.wantCurrent), "current")
+			g.Expect(st.WantsAdmission()).To(Equal(tc.wantWants), "wants admission")
+			g.Expect(st.Unavailable()).To(Equal(tc.wantUnavailable), "unavailable")
+			g.Expect(st.RebootDone()).To(Equal(tc.wantDone), "reboot done")
+			g.Expect(st.AdmissionVoid()).To(Equal(tc.wantVoid), "admission void")
+			g.Expect(st.Degraded()).To(Equal(tc.wantDegraded), "degraded")
+			g.Expect(st.Position(false).Stage).To(Equal(tc.wantStage), "stage")
+		})
+	}
+}
+
+func TestPositionPending(t *testing.T) {
+	g := NewWithT(t)
+	st, _ := protocol.Read(node(nil))
+	g.Expect(st.Position(true).Stage).To(Equal(protocol.StagePending), "an open NodeMaintenance not yet raised")
+	st, _ = protocol.Read(node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}))
+	g.Expect(st.Position(true).Stage).To(Equal(protocol.StageRequested), "raised requests are further along")
+}

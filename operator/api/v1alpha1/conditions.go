@@ -1,0 +1,103 @@
+package v1alpha1
+
+// Condition types and reasons of kmaint's objects, defined once here so that
+// the controllers that set them and the tools that read them (the plugin,
+// metrics, dashboards, the report) spell them the same way.
+
+// MaintenancePool condition types.
+const (
+	// BlockedCondition is True while requests wait and the pool admits none;
+	// its reason is the first of the wait reasons below that holds.
+	BlockedCondition = "Blocked"
+	// DrainingCondition is True while nodes are being drained.
+	DrainingCondition = "Draining"
+	// DegradedCondition is True while a node's drain failed or its reboot
+	// did not happen, or the pool's spec or a node's annotations cannot be
+	// used. On a NodeMaintenance it is True while the node's daemon reports
+	// that the approved reboot did not happen.
+	DegradedCondition = "Degraded"
+	// ConflictingCondition is True while another pool selects some of the
+	// pool's nodes too.
+	ConflictingCondition = "Conflicting"
+)
+
+// NodeMaintenance condition types (and DegradedCondition above).
+const (
+	// SucceededCondition is Unknown while the request is open, True once
+	// the node rebooted, False with the reason it failed.
+	SucceededCondition = "Succeeded"
+	// WaitingCondition is True while a Requested NodeMaintenance waits for
+	// something other than its turn; its reason is one of the wait reasons
+	// below, its message says until when.
+	WaitingCondition = "Waiting"
+)
+
+// RebootPolicy condition types.
+const (
+	// ReadyCondition is True while the policy's trigger is evaluated.
+	ReadyCondition = "Ready"
+	// QueryFailingCondition is True while Prometheus refuses the query.
+	QueryFailingCondition = "QueryFailing"
+	// PrometheusUnreachableCondition is True while Prometheus cannot be
+	// reached, or none is configured.
+	PrometheusUnreachableCondition = "PrometheusUnreachable"
+	// CapReachedCondition is True while more nodes qualify than the cap on
+	// open requests lets through.
+	CapReachedCondition = "CapReached"
+	// UnmatchedSeriesCondition is True while series name no known node.
+	UnmatchedSeriesCondition = "UnmatchedSeries"
+)
+
+// Why a request waits: the reasons of a pool's Blocked condition and of a
+// NodeMaintenance's Waiting condition, in the order they are checked
+// (policies.Wait).
+const (
+	// ConflictingReason: more than one pool selects the node.
+	ConflictingReason = "Conflicting"
+	// InvalidSelectorReason: the pool's nodeSelector cannot be used.
+	InvalidSelectorReason = "InvalidSelector"
+	// InvalidWindowReason: a window that applies cannot be read.
+	InvalidWindowReason = "InvalidWindow"
+	// PausedReason: the pool is paused.
+	PausedReason = "Paused"
+	// OutsideWindowReason: no window that applies is open.
+	OutsideWindowReason = "OutsideWindow"
+	// BlockingQueryReason: a blocking query returns a result.
+	BlockingQueryReason = "BlockingQuery"
+	// BlockingQueryFailedReason: a blocking query cannot be run, which is
+	// taken for one that blocks.
+	BlockingQueryFailedReason = "BlockingQueryFailed"
+	// BudgetExhaustedReason: the pool has as many nodes unavailable as its
+	// maxUnavailable allows.
+	BudgetExhaustedReason = "BudgetExhausted"
+)
+
+// Other reasons of MaintenancePool conditions.
+const (
+	// MalformedAnnotationReason: a node's kmaint annotations cannot be read.
+	MalformedAnnotationReason = "MalformedAnnotation"
+	NotBlockedReason          = "NotBlocked"
+	EvictingReason            = "Evicting"
+	DrainBlockedReason        = "DrainBlocked"
+	NoDrainsReason            = "NoDrains"
+	NodesDegradedReason       = "NodesDegraded"
+	AsExpectedReason          = "AsExpected"
+	NodesInOtherPoolsReason   = "NodesInOtherPools"
+	NoConflictsReason         = "NoConflicts"
+)
+
+// Reasons of NodeMaintenance conditions.
+const (
+	// NodeNotFoundReason: the node does not exist.
+	NodeNotFoundReason = "NodeNotFound"
+	// DuplicateReason: the node already has an open request from the API.
+	DuplicateReason = "Duplicate"
+	// RebootedReason: the node came back with a new boot ID.
+	RebootedReason = "Rebooted"
+	// DrainTimeoutReason: the drain did not finish within the pool's
+	// timeout and was abandoned.
+	DrainTimeoutReason = "DrainTimeout"
+	// RebootNotObservedReason: the daemon asked for the reboot and the boot
+	// ID did not change.
+	RebootNotObservedReason = "RebootNotObserved"
+)

@@ -1,0 +1,103 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// The request model: what every reboot request carries, whichever side
+// writes it (the daemon's journal entry and annotation, the operator's
+// NodeMaintenances, the plugin's requests), defined once.
+
+// MaxReasonLength is the longest reason a request carries, in bytes: in a
+// NodeMaintenance's spec.reason, in the node's journal and in its
+// reboot-requested annotation.
+const MaxReasonLength = 512
+
+// Labels kmaint puts on NodeMaintenances.
+const (
+	// RequestIDLabel carries the request id on NodeMaintenances that record
+	// requests raised on the node (status.requestID carries every id; the
+	// label only those that are valid label values).
+	RequestIDLabel = "kmaint.io/request-id"
+	// PolicyLabel names the RebootPolicy that raised a NodeMaintenance.
+	PolicyLabel = "kmaint.io/policy"
+)
+
+// FitReason makes s a request's reason: trimmed, never empty, valid UTF-8,
+// and at most MaxReasonLength bytes, with "…" marking a cut.
+func FitReason(s string) string {
+	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
+	if s == "" {
+		return "no reason given"
+	}
+	if len(s) <= MaxReasonLength {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxReasonLength - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// ObjectName joins parts with "-" into a name for a kmaint object, the same
+// for the same parts, so that a restarted operator finds the object it made
+// instead of making a second one. Characters a name cannot hold become "-";
+// a name that would be too long or invalid is cut and ends in a hash of the
+// whole, so that distinct parts keep distinct names.
+func ObjectName(parts ...string) string {
+	joined := strings.Join(parts, "-")
+	name := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, joined), "-.")
+	if len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(joined))
+	suffix := "-" + hex.EncodeToString(sum[:8])
+	name = strings.ReplaceAll(name, ".", "-")
+	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return strings.Trim(name, "-") + suffix
+}
+
+// LabelValue returns s when it is a valid label value; otherwise a value
+// that is, cut and ending in a hash of s, so that it still tells values
+// apart (but cannot be turned back into s).
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := "-" + hex.EncodeToString(sum[:8])
+	v := ObjectName(s)
+	if max := validation.LabelValueMaxLength - len(suffix); len(v) > max {
+		v = v[:max]
+	}
+	v = strings.Trim(strings.ReplaceAll(v, ".", "-"), "-")
+	if v == "" {
+		return suffix[1:]
+	}
+	return v + suffix
+}
+
+// ConfigRequestID is the id of the config request for a config in a boot;
+// derived from both, it lets the daemon journal it exactly once, restarts
+// or not.
+func ConfigRequestID(bootID, config string) string {
+	sum := sha256.Sum256([]byte(bootID + "\x00" + config))
+	return "config-" + hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,211 @@
+package policies
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// WaitInput is what tells why requests wait: those of one node (for its
+// NodeMaintenances' Waiting condition), or those of a whole pool (for the
+// pool's Blocked condition). The gate fills it from what it sees and
+// decides; the NodeMaintenance controller from the node and its pool's
+// spec and status.
+type WaitInput struct {
+	// Pool names the node's pool, or the pool.
+	Pool string
+	// Node is the node whose requests wait, as the protocol reads it; nil
+	// for the whole pool.
+	Node *protocol.NodeState
+	// Pools are the pools that select the node; more than one admits it
+	// nowhere. Unused for the whole pool, whose Conflicting condition
+	// says which nodes are in other pools.
+	Pools []string
+	// SelectorErr says why the pool's nodeSelector cannot be used.
+	SelectorErr error
+	// WindowErr says why the pool's windows cannot be read.
+	WindowErr error
+	// Paused is the pool's spec.paused.
+	Paused bool
+	// Windows is what the maintenance windows say.
+	Windows WindowWait
+	// Blocking is the blocking query that holds admissions; nil when none.
+	Blocking *Blocking
+	// Budget is the pool's budget and what waits for it.
+	Budget Budget
+}
+
+// WindowWait is what the maintenance windows say of the waiting requests.
+type WindowWait struct {
+	// Shut is true when windows hold the node (none of its requests'
+	// windows is open), or every waiting node of the pool.
+	Shut bool
+	// Next is the earliest moment one of them may be admitted; zero when
+	// unknown or never.
+	Next time.Time
+	// Closed names whose windows are shut, e.g. "pool p and RebootPolicy
+	// x"; for one node only.
+	Closed []string
+	// Problems say which policies' windows cannot be read.
+	Problems []string
+}
+
+// Blocking is a blocking query that holds admissions.
+type Blocking struct {
+	// Reason is BlockingQueryReason or BlockingQueryFailedReason.
+	Reason string
+	// Message says which query and what it returned.
+	Message string
+}
+
+// Budget is a pool's budget and what waits for it.
+type Budget struct {
+	// Max is maxUnavailable resolved to nodes.
+	Max int
+	// Unavailable is how many of the pool's nodes count against it.
+	Unavailable int
+	// Nodes is how many nodes the pool has.
+	Nodes int
+	// Waiting names the nodes not admitted; for one node, just it.
+	Waiting []string
+}
+
+// WaitFunc is one reason to wait: it returns the condition's reason and
+// message and true when it holds.
+type WaitFunc func(WaitInput) (reason, message string, wait bool)
+
+// WaitChain is every reason to wait, in the order they are checked: what
+// makes the node or the pool unusable first, then what holds every request
+// (a pause, closed windows), then what holds those the windows let through
+// (a blocking query, the budget). The first that holds is the one reported.
+func WaitChain() []WaitFunc {
+	return []WaitFunc{
+		ConflictingPools,
+		InvalidSelector,
+		InvalidWindow,
+		Paused,
+		OutsideWindow,
+		BlockingQuery,
+		BudgetExhausted,
+	}
+}
+
+// Wait runs the chain and returns the first reason that holds.
+func Wait(in WaitInput) (reason, message string, wait bool) {
+	for _, f := range WaitChain() {
+		if reason, message, wait = f(in); wait {
+			return reason, message, true
+		}
+	}
+	return "", "", false
+}
+
+func (in WaitInput) forNode() bool { return in.Node != nil }
+
+// ConflictingPools: a node selected by more than one pool is admitted by none.
+func ConflictingPools(in WaitInput) (string, string, bool) {
+	if len(in.Pools) < 2 {
+		return "", "", false
+	}
+	return v1alpha1.ConflictingReason, fmt.Sprintf("its node is selected by pools %s, and no pool admits it until only one does", strings.Join(in.Pools, ", ")), true
+}
+
+// InvalidSelector: a pool whose selector cannot be used admits nothing.
+func InvalidSelector(in WaitInput) (string, string, bool) {
+	if in.SelectorErr == nil {
+		return "", "", false
+	}
+	if in.forNode() {
+		return v1alpha1.InvalidSelectorReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be used", in.Pool, in.SelectorErr), true
+	}
+	return v1alpha1.InvalidSelectorReason, in.SelectorErr.Error(), true
+}
+
+// InvalidWindow: a window that cannot be read is not taken for an open one.
+func InvalidWindow(in WaitInput) (string, string, bool) {
+	if in.WindowErr == nil {
+		return "", "", false
+	}
+	if in.forNode() {
+		return v1alpha1.InvalidWindowReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be read", in.Pool, in.WindowErr), true
+	}
+	return v1alpha1.InvalidWindowReason, in.WindowErr.Error(), true
+}
+
+// Paused: a paused pool admits nothing.
+func Paused(in WaitInput) (string, string, bool) {
+	if !in.Paused {
+		return "", "", false
+	}
+	if in.forNode() {
+		return v1alpha1.PausedReason, fmt.Sprintf("pool %s is paused", in.Pool), true
+	}
+	return v1alpha1.PausedReason, fmt.Sprintf("The pool is paused; %d nodes waiting", len(in.Budget.Waiting)), true
+}
+
+// OutsideWindow: requests wait for a window of their pool (and of their
+// policy) to open, unless they ignore windows.
+func OutsideWindow(in WaitInput) (string, string, bool) {
+	w := in.Windows
+	if !w.Shut {
+		return "", "", false
+	}
+	if !in.forNode() {
+		msg := "No maintenance window is open"
+		if !w.Next.IsZero() {
+			msg = "No maintenance window is open until " + w.Next.UTC().Format(time.RFC3339)
+		}
+		msg += fmt.Sprintf("; %d nodes waiting", len(in.Budget.Waiting))
+		if len(w.Problems) > 0 {
+			msg += "; requests of these policies are not admitted until their windows can be read: " + strings.Join(w.Problems, "; ")
+		}
+		return v1alpha1.OutsideWindowReason, msg, true
+	}
+	var parts []string
+	if len(w.Closed) > 0 {
+		msg := "outside the maintenance windows of " + strings.Join(w.Closed, "; of ")
+		if w.Next.IsZero() {
+			msg += "; no coming opening is known"
+		} else {
+			msg += "; the next opens at " + w.Next.UTC().Format(time.RFC3339)
+		}
+		parts = append(parts, msg)
+	}
+	if len(w.Problems) > 0 {
+		parts = append(parts, "windows that cannot be read: "+strings.Join(w.Problems, "; "))
+	}
+	reason := v1alpha1.OutsideWindowReason
+	if len(w.Closed) == 0 {
+		reason = v1alpha1.InvalidWindowReason
+	}
+	return reason, strings.Join(parts, "; "), true
+}
+
+// BlockingQuery: while a blocking query returns a result, or cannot be run,
+// nothing new is admitted.
+func BlockingQuery(in WaitInput) (string, string, bool) {
+	if in.Blocking == nil {
+		return "", "", false
+	}
+	if in.forNode() {
+		return in.Blocking.Reason, fmt.Sprintf("pool %s: %s", in.Pool, in.Blocking.Message), true
+	}
+	return in.Blocking.Reason, in.Blocking.Message, true
+}
+
+// BudgetExhausted: the pool has as many nodes unavailable as it allows, so
+// waiting nodes wait their turn.
+func BudgetExhausted(in WaitInput) (string, string, bool) {
+	b := in.Budget
+	if len(b.Waiting) == 0 || b.Unavailable < b.Max {
+		return "", "", false
+	}
+	if in.forNode() {
+		return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("pool %s has as many nodes unavailable as it allows (%d); it waits its turn", in.Pool, b.Max), true
+	}
+	return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
+		b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", ")), true
+}

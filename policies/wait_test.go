@@ -1,0 +1,98 @@
+package policies_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+func TestWait(t *testing.T) {
+	next := time.Date(2025, 3, 1, 5, 0, 0, 0, time.UTC)
+	n, _ := protocol.Read(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	node := &n
+	budgetFull := policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Waiting: []string{"n1", "n2"}}
+	blocking := &policies.Blocking{Reason: v1alpha1.BlockingQueryReason, Message: `Blocking query "alerts" returns 1 series`}
+	cases := map[string]struct {
+		in policies.WaitInput
+
+		// wantReason is empty when nothing holds.
+		wantReason  string
+		wantMessage string
+	}{
+		"nothing holds":                      {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 2, Unavailable: 1, Waiting: []string{"n1"}}}},
+		"no one waits: the budget is silent": {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1}}},
+		"a node in two pools": {
+			in:         policies.WaitInput{Pool: "a", Node: node, Pools: []string{"a", "b"}, Paused: true},
+			wantReason: v1alpha1.ConflictingReason, wantMessage: "selected by pools a, b",
+		},
+		"an invalid selector, for the pool": {
+			in:         policies.WaitInput{Pool: "p", SelectorErr: errors.New("spec.nodeSelector: bad"), Paused: true},
+			wantReason: v1alpha1.InvalidSelectorReason, wantMessage: "spec.nodeSelector: bad",
+		},
+		"an invalid window comes before a pause": {
+			in:         policies.WaitInput{Pool: "p", Node: node, WindowErr: errors.New("spec.windows[0]: bad"), Paused: true},
+			wantReason: v1alpha1.InvalidWindowReason, wantMessage: "pool p's spec.windows[0]: bad; nothing is admitted until it can be read",
+		},
+		"paused, for the pool": {
+			in:         policies.WaitInput{Pool: "p", Paused: true, Windows: policies.WindowWait{Shut: true}, Budget: budgetFull},
+			wantReason: v1alpha1.PausedReason, wantMessage: "The pool is paused; 2 nodes waiting",
+		},
+		"paused, for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Paused: true},
+			wantReason: v1alpha1.PausedReason, wantMessage: "pool p is paused",
+		},
+		"windows come before a blocking query and the budget": {
+			in:         policies.WaitInput{Pool: "p", Windows: policies.WindowWait{Shut: true, Next: next}, Blocking: blocking, Budget: budgetFull},
+			wantReason: v1alpha1.OutsideWindowReason, wantMessage: "No maintenance window is open until 2025-03-01T05:00:00Z; 2 nodes waiting",
+		},
+		"windows shut for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Windows: policies.WindowWait{Shut: true, Next: next, Closed: []string{"pool p and RebootPolicy x"}}},
+			wantReason: v1alpha1.OutsideWindowReason, wantMessage: "outside the maintenance windows of pool p and RebootPolicy x; the next opens at 2025-03-01T05:00:00Z",
+		},
+		"only unreadable policy windows hold a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Windows: policies.WindowWait{Shut: true, Problems: []string{"RebootPolicy x spec.windows[0]: bad"}}},
+			wantReason: v1alpha1.InvalidWindowReason, wantMessage: "windows that cannot be read: RebootPolicy x",
+		},
+		"a blocking query comes before the budget": {
+			in:         policies.WaitInput{Pool: "p", Blocking: blocking, Budget: budgetFull},
+			wantReason: v1alpha1.BlockingQueryReason, wantMessage: `Blocking query "alerts"`,
+		},
+		"a blocking query, quoted for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Blocking: blocking},
+			wantReason: v1alpha1.BlockingQueryReason, wantMessage: `pool p: Blocking query "alerts"`,
+		},
+		"the budget, for the pool": {
+			in:         policies.WaitInput{Pool: "p", Budget: budgetFull},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 3 nodes may be unavailable and 1 are; waiting: n1, n2",
+		},
+		"the budget, for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 1, Waiting: []string{"n1"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "pool p has as many nodes unavailable as it allows (1); it waits its turn",
+		},
+		"a pool over its budget": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 3, Waiting: []string{"n1"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason,
+		},
+		"a budget of zero admits nothing": {
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 0, Unavailable: 0, Waiting: []string{"n1"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			reason, message, wait := policies.Wait(tc.in)
+			g.Expect(wait).To(Equal(tc.wantReason != ""), "waits (reason %q, message %q)", reason, message)
+			g.Expect(reason).To(Equal(tc.wantReason))
+			g.Expect(message).To(ContainSubstring(tc.wantMessage))
+		})
+	}
+}
