@@ -111,18 +111,16 @@ func History(ctx context.Context, c client.Client, w io.Writer, o HistoryOptions
 // clock time it was entered and how long it lasted (to now for the last of
 // an open one): "Pending 10:00:00 2s, Requested 10:00:02 1m5s, ...".
 func phases(s v1alpha1.NodeMaintenanceStatus, now time.Time) string {
-	t := s.PhaseTimes
 	type stamp struct {
 		phase v1alpha1.Phase
 		at    *metav1.Time
 	}
-	stamps := []stamp{
-		{v1alpha1.PhasePending, t.Pending}, {v1alpha1.PhaseRequested, t.Requested},
-		{v1alpha1.PhaseApproved, t.Approved}, {v1alpha1.PhaseDraining, t.Draining},
-		{v1alpha1.PhaseRebooting, t.Rebooting}, {v1alpha1.PhaseSucceeded, t.Succeeded},
-		{v1alpha1.PhaseFailed, t.Failed},
+	var stamps []stamp
+	for _, p := range append(v1alpha1.PhaseOrder(), v1alpha1.PhaseFailed) {
+		if at := s.PhaseTimes.Get(p); at != nil {
+			stamps = append(stamps, stamp{p, at})
+		}
 	}
-	stamps = slices.DeleteFunc(stamps, func(st stamp) bool { return st.at == nil })
 	var parts []string
 	for i, st := range stamps {
 		part := fmt.Sprintf("%s %s", st.phase, st.at.UTC().Format("15:04:05"))

@@ -236,10 +236,10 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 	if r.pool == nil {
 		unavailable, waiting := 0, 0
 		for _, n := range r.nodes {
-			switch st := states[n.Name]; {
-			case st.Phase == NodeDraining || st.Phase == NodeRebooting || !protocol.Ready(n) || n.Spec.Unschedulable:
+			switch st, _ := protocol.Read(n); {
+			case st.Unavailable():
 				unavailable++
-			case st.Phase == NodeWaiting:
+			case st.WantsAdmission():
 				waiting++
 			}
 		}
@@ -264,9 +264,9 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 	if p.Spec.Paused {
 		state = append(state, "Paused")
 	}
-	for _, t := range []string{"Blocked", "Degraded", "Conflicting"} {
+	for _, t := range []string{v1alpha1.BlockedCondition, v1alpha1.DegradedCondition, v1alpha1.ConflictingCondition} {
 		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == "True" {
-			if t != "Blocked" || c.Reason != "Paused" {
+			if t != v1alpha1.BlockedCondition || c.Reason != v1alpha1.PausedReason {
 				state = append(state, t+": "+c.Reason)
 			}
 			if s.message == "" {
@@ -274,7 +274,7 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 			}
 		}
 	}
-	if c := meta.FindStatusCondition(st.Conditions, "Draining"); c != nil && c.Status == "True" && len(state) == 0 {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.DrainingCondition); c != nil && c.Status == "True" && len(state) == 0 {
 		state = append(state, "Draining")
 	}
 	switch {
@@ -300,7 +300,7 @@ func rebootProgress(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeM
 	var start time.Time
 	todo := 0
 	for _, n := range r.nodes {
-		if st := states[n.Name]; st.Phase != NodeIdle {
+		if st := states[n.Name]; st.Phase != protocol.StageIdle {
 			todo++
 			if !st.Since.IsZero() && (start.IsZero() || st.Since.Before(start)) {
 				start = st.Since
@@ -318,7 +318,7 @@ func rebootProgress(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeM
 	done := map[string]bool{}
 	for _, nm := range nms {
 		if members[nm.Spec.NodeName] && nm.Status.Phase == v1alpha1.PhaseSucceeded &&
-			!nm.CreationTimestamp.Time.Before(start) && states[nm.Spec.NodeName].Phase == NodeIdle {
+			!nm.CreationTimestamp.Time.Before(start) && states[nm.Spec.NodeName].Phase == protocol.StageIdle {
 			done[nm.Spec.NodeName] = true
 		}
 	}

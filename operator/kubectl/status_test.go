@@ -45,7 +45,7 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var buf bytes.Buffer
 		g.Expect(kubectl.Status(ctx, bed.Client, &buf, kubectl.StatusOptions{Pool: "st"})).To(Succeed())
-		g.Expect(buf.String()).To(MatchRegexp(`st-0\s+st\s+draining\s+api: `))
+		g.Expect(buf.String()).To(MatchRegexp(`st-0\s+st\s+Draining\s+api: `))
 	}, timeout).Should(Succeed())
 	_, err = kubectl.Request(ctx, bed.Client, &bytes.Buffer{}, kubectl.RequestOptions{Node: nodes[1], Reason: "firmware"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -54,9 +54,9 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 		out, err := run(t, "status", "--pool", "st")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out).To(MatchRegexp(`(?m)^st\s+3\s+\[-{20}\] 0/2 rebooted\s+1/1\s+1\s+Blocked: BudgetExhausted`))
-		g.Expect(out).To(MatchRegexp(`st-0\s+st\s+draining\s+api: `))
-		g.Expect(out).To(MatchRegexp(`st-1\s+st\s+waiting\s+api: `))
-		g.Expect(out).To(MatchRegexp(`st-2\s+st\s+idle\s+-`))
+		g.Expect(out).To(MatchRegexp(`st-0\s+st\s+Draining\s+api: `))
+		g.Expect(out).To(MatchRegexp(`st-1\s+st\s+Requested\s+api: `))
+		g.Expect(out).To(MatchRegexp(`st-2\s+st\s+Idle\s+-`))
 	}, timeout).Should(Succeed())
 	t.Log(run(t, "status", "--pool", "st"))
 
@@ -104,7 +104,7 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	g.Expect(lines[0]).To(MatchRegexp(`^NAME\s+CREATED\s+SOURCE\s+PHASE\s+REASON`))
 	g.Expect(lines[1]).To(HavePrefix(second.Name))
 	g.Expect(lines[2]).To(HavePrefix(first.Items[0].Name))
-	g.Expect(lines[2]).To(MatchRegexp(`api\s+Succeeded\s+kernel 6.12.9\s+boot-0 -> boot-0-r1\s+Pending \d\d:\d\d:\d\d \d+s, .*Draining \d\d:\d\d:\d\d \d+s, Rebooting \d\d:\d\d:\d\d \d+s, Succeeded \d\d:\d\d:\d\d$`))
+	g.Expect(lines[2]).To(MatchRegexp(`api\s+Succeeded\s+kernel 6.12.9\s+boot-0 -> boot-0-r1\s+Pending \d\d:\d\d:\d\d \d+s, .*Draining \d\d:\d\d:\d\d \d+s, (Approved \d\d:\d\d:\d\d \d+s, )?Rebooting \d\d:\d\d:\d\d \d+s, Succeeded \d\d:\d\d:\d\d$`))
 
 	// -o yaml is the NodeMaintenances, newest first.
 	out, err = run(t, "history", nodes[0], "-o", "yaml")

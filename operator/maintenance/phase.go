@@ -114,24 +114,16 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 	s.Phase, s.Message = v.phase, v.message
 	s.BootIDBefore, s.BootIDAfter = v.bootIDBefore, v.bootIDAfter
 	t := metav1.NewTime(now)
-	stamp := func(p **metav1.Time) {
-		if *p == nil {
-			*p = &t
+	stamp := func(p v1alpha1.Phase) {
+		if s.PhaseTimes.Get(p) == nil {
+			s.PhaseTimes.Set(p, t)
 		}
 	}
-	times := map[v1alpha1.Phase]**metav1.Time{
-		v1alpha1.PhasePending:   &s.PhaseTimes.Pending,
-		v1alpha1.PhaseRequested: &s.PhaseTimes.Requested,
-		v1alpha1.PhaseApproved:  &s.PhaseTimes.Approved,
-		v1alpha1.PhaseDraining:  &s.PhaseTimes.Draining,
-		v1alpha1.PhaseRebooting: &s.PhaseTimes.Rebooting,
-		v1alpha1.PhaseSucceeded: &s.PhaseTimes.Succeeded,
-	}
 	if v.phase == v1alpha1.PhaseFailed {
-		stamp(&s.PhaseTimes.Failed)
+		stamp(v1alpha1.PhaseFailed)
 	} else {
 		for _, p := range v1alpha1.PhaseOrder() {
-			stamp(times[p])
+			stamp(p)
 			if p == v.phase {
 				break
 			}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/operator/pools"
 )
 
 // State collects the per-pool and per-policy gauges from the operator's
@@ -137,22 +137,13 @@ func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.Maintenance
 	s.gauge(ch, PoolDegradedNodes, float64(st.Degraded), name)
 	s.gauge(ch, PoolPendingRequests, float64(st.PendingRequests), name)
 	reason, blocked := "", 0.0
-	if c := meta.FindStatusCondition(st.Conditions, "Blocked"); c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.BlockedCondition); c != nil && c.Status == metav1.ConditionTrue {
 		reason, blocked = c.Reason, 1
 	}
 	s.gauge(ch, PoolBlocked, blocked, name, reason)
-	s.gauge(ch, PoolWindowOpen, bool01(windowOpen(p.Spec.Windows, s.Clock.Now())), name)
+	// Unreadable windows count as shut, as the gate treats them.
+	s.gauge(ch, PoolWindowOpen, bool01(pools.NewWindows(s.Clock.Now(), p, nil).Pool().Open), name)
 	s.gauge(ch, PoolPaused, bool01(p.Spec.Paused), name)
-}
-
-// windowOpen evaluates the pool's windows; unreadable ones count as shut,
-// as the gate treats them.
-func windowOpen(ws []v1alpha1.MaintenanceWindow, now time.Time) bool {
-	parsed, err := policies.ParseWindows(ws)
-	if err != nil {
-		return false
-	}
-	return policies.AnyOpen(parsed, now).Open
 }
 
 func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPolicy, open int) {
@@ -174,7 +165,8 @@ func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPol
 			s.gauge(ch, PolicyThreshold, v, name)
 		}
 	}
-	for _, c := range []string{"Ready", "QueryFailing", "PrometheusUnreachable", "CapReached", "UnmatchedSeries"} {
+	for _, c := range []string{v1alpha1.ReadyCondition, v1alpha1.QueryFailingCondition, v1alpha1.PrometheusUnreachableCondition,
+		v1alpha1.CapReachedCondition, v1alpha1.UnmatchedSeriesCondition} {
 		s.gauge(ch, PolicyCondition, bool01(meta.IsStatusConditionTrue(p.Status.Conditions, c)), name, c)
 	}
 	if t := p.Status.LastEvaluationTime; t != nil {

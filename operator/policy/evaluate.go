@@ -140,7 +140,7 @@ var errNoPrometheus = errors.New("no Prometheus is configured: start the operato
 // healthy.
 func carriedError(last *v1alpha1.RebootPolicyStatus) error {
 	for _, c := range last.Conditions {
-		if c.Status == "True" && (c.Type == ConditionQueryFailing || c.Type == ConditionPrometheusUnreachable) {
+		if c.Status == "True" && (c.Type == v1alpha1.QueryFailingCondition || c.Type == v1alpha1.PrometheusUnreachableCondition) {
 			return &carried{condition: c.Type, msg: c.Message}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/harness"
 )
 
@@ -50,7 +50,7 @@ func TestOneQueryPerInterval(t *testing.T) {
 	create(t, p)
 	g.Eventually(func(g Gomega) {
 		g.Expect(requests(g, "perint")).To(HaveLen(12))
-		g.Expect(condition(g, "perint", policy.ConditionReady).Reason).To(Equal("Evaluated"))
+		g.Expect(condition(g, "perint", v1alpha1.ReadyCondition).Reason).To(Equal("Evaluated"))
 	}, timeout).Should(Succeed())
 	// Wait for evaluations several intervals on, the policy reconciling
 	// meanwhile as its requests change.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/harness"
 )
 
@@ -27,7 +26,7 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	const forDur = 6 * time.Second
 	create(t, newPolicy("held", "held", promTrigger(query("held"), "0.9", forDur)))
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(g, "held", policy.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(condition(g, "held", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
 
 	// held-0 crosses, and falls back before `for` is up.
@@ -92,7 +91,7 @@ func TestCapHoldsAndIsReported(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(requests(g, "cap")).To(HaveLen(2))
-		c := condition(g, "cap", policy.ConditionCapReached)
+		c := condition(g, "cap", v1alpha1.CapReachedCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("3 more nodes qualify than the cap of 2"))
 	}, timeout).Should(Succeed())
@@ -142,10 +141,10 @@ func TestPrometheusDownRaisesNothing(t *testing.T) {
 	startOperator(t, m.prom.URL(), nil)
 	create(t, newPolicy("down", "down", promTrigger(query("down"), "0.9", 0)))
 	g.Eventually(func(g Gomega) {
-		c := condition(g, "down", policy.ConditionPrometheusUnreachable)
+		c := condition(g, "down", v1alpha1.PrometheusUnreachableCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("connection refused"))
-		g.Expect(condition(g, "down", policy.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(g, "down", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(requests(g, "down")).To(BeEmpty())
@@ -154,7 +153,7 @@ func TestPrometheusDownRaisesNothing(t *testing.T) {
 
 	m.prom.Restart()
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(g, "down", policy.ConditionPrometheusUnreachable).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(g, "down", v1alpha1.PrometheusUnreachableCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(requests(g, "down")).To(HaveLen(1), "the default cap is 1")
 	}, timeout).Should(Succeed())
 }
@@ -166,7 +165,7 @@ func TestNoPrometheusConfigured(t *testing.T) {
 	startOperator(t, "", nil)
 	create(t, newPolicy("noprom", "noprom", promTrigger("up", "0", 0)))
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(g, "noprom", policy.ConditionPrometheusUnreachable).Message).To(ContainSubstring("--prometheus-url"))
+		g.Expect(condition(g, "noprom", v1alpha1.PrometheusUnreachableCondition).Message).To(ContainSubstring("--prometheus-url"))
 	}, timeout).Should(Succeed())
 	g.Expect(requests(g, "noprom")).To(BeEmpty())
 }
@@ -184,17 +183,17 @@ func TestBadQueryAndUnmatchedSeriesAreReported(t *testing.T) {
 
 	create(t, newPolicy("badq", "badq", promTrigger("sum(kmaint_test_value", "0.9", 0)))
 	g.Eventually(func(g Gomega) {
-		c := condition(g, "badq", policy.ConditionQueryFailing)
+		c := condition(g, "badq", v1alpha1.QueryFailingCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("parse error"))
-		g.Expect(condition(g, "badq", policy.ConditionPrometheusUnreachable).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(g, "badq", v1alpha1.PrometheusUnreachableCondition).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout).Should(Succeed())
 	g.Expect(events(g, "badq")).To(ContainElement("QueryFailing"))
 	g.Expect(requests(g, "badq")).To(BeEmpty())
 
 	create(t, newPolicy("unmatched", "badq", promTrigger(query("badq")+` or kmaint_test_unlabelled{test="badq"}`, "0.9", time.Hour)))
 	g.Eventually(func(g Gomega) {
-		c := condition(g, "unmatched", policy.ConditionUnmatchedSeries)
+		c := condition(g, "unmatched", v1alpha1.UnmatchedSeriesCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring(`2 series name no known node by label "node"`))
 		g.Expect(c.Message).To(ContainSubstring(`not-a-node`))
@@ -255,7 +254,7 @@ func TestSuspendedPolicyRaisesNothing(t *testing.T) {
 	p.Spec.Suspend = true
 	create(t, p)
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(g, "susp", policy.ConditionReady).Reason).To(Equal("Suspended"))
+		g.Expect(condition(g, "susp", v1alpha1.ReadyCondition).Reason).To(Equal("Suspended"))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		g.Expect(requests(g, "susp")).To(BeEmpty())

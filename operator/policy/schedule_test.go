@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/harness"
 )
 
@@ -45,7 +44,7 @@ func TestScheduleFiresOnceForEveryNode(t *testing.T) {
 	create(t, p)
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(condition(g, "sched", policy.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(condition(g, "sched", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
 	g.Expect(requests(g, "sched")).To(BeEmpty(), "no fire between the policy's creation and now")
 
@@ -109,10 +108,10 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "every night"}
 	}))
 	g.Eventually(func(g Gomega) {
-		c := condition(g, "badcron", policy.ConditionReady)
+		c := condition(g, "badcron", v1alpha1.ReadyCondition)
 		g.Expect(c.Reason).To(Equal("InvalidSpec"))
 		g.Expect(c.Message).To(ContainSubstring(`spec.schedule: timeZone "Mars/Olympus" is not a known IANA time zone`))
-		c = condition(g, "badcron2", policy.ConditionReady)
+		c = condition(g, "badcron2", v1alpha1.ReadyCondition)
 		g.Expect(c.Reason).To(Equal("InvalidSpec"))
 		g.Expect(strings.Contains(c.Message, `"every night" is not a five-field cron expression`)).To(BeTrue(), c.Message)
 	}, timeout).Should(Succeed())

@@ -19,15 +19,6 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// The policy's condition types.
-const (
-	ConditionReady                 = "Ready"
-	ConditionQueryFailing          = "QueryFailing"
-	ConditionPrometheusUnreachable = "PrometheusUnreachable"
-	ConditionCapReached            = "CapReached"
-	ConditionUnmatchedSeries       = "UnmatchedSeries"
-)
-
 // outcome is what one reconcile found and did, for the status.
 type outcome struct {
 	now       time.Time
@@ -57,12 +48,12 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 	switch {
 	case out.suspended:
 		st.Candidates, st.WouldRequest = nil, nil
-		cond(ConditionReady, false, "Suspended", "The policy is suspended and evaluates nothing")
+		cond(v1alpha1.ReadyCondition, false, "Suspended", "The policy is suspended and evaluates nothing")
 		return st
 	case out.specErr != nil:
 		st.Candidates, st.WouldRequest = nil, nil
-		cond(ConditionReady, false, "InvalidSpec", out.specErr.Error())
-		r.warnOnce(p, out.last, ConditionReady, "InvalidSpec", out.specErr.Error())
+		cond(v1alpha1.ReadyCondition, false, "InvalidSpec", out.specErr.Error())
+		r.warnOnce(p, out.last, v1alpha1.ReadyCondition, "InvalidSpec", out.specErr.Error())
 		return st
 	}
 
@@ -78,22 +69,22 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 	}
 	if p.Spec.Prometheus != nil {
 		queryFailing, unreachable := classify(ev.err)
-		cond(ConditionQueryFailing, queryFailing != "", "QueryError", queryFailing)
-		cond(ConditionPrometheusUnreachable, unreachable != "", "Unreachable", unreachable)
+		cond(v1alpha1.QueryFailingCondition, queryFailing != "", "QueryError", queryFailing)
+		cond(v1alpha1.PrometheusUnreachableCondition, unreachable != "", "Unreachable", unreachable)
 		if ev.ran {
-			r.warnOnce(p, out.last, ConditionQueryFailing, "QueryFailing", queryFailing)
-			r.warnOnce(p, out.last, ConditionPrometheusUnreachable, "PrometheusUnreachable", unreachable)
+			r.warnOnce(p, out.last, v1alpha1.QueryFailingCondition, "QueryFailing", queryFailing)
+			r.warnOnce(p, out.last, v1alpha1.PrometheusUnreachableCondition, "PrometheusUnreachable", unreachable)
 			msg := ""
 			if ev.unmatchedCount > 0 {
 				msg = fmt.Sprintf("%d series name no known node by label %q (matched by %s), e.g. %s",
 					ev.unmatchedCount, nodeLabel(p), matchBy(p), strings.Join(ev.unmatched, ", "))
 			}
-			cond(ConditionUnmatchedSeries, msg != "", "NoNode", msg)
-			r.warnOnce(p, out.last, ConditionUnmatchedSeries, "UnmatchedSeries", msg)
+			cond(v1alpha1.UnmatchedSeriesCondition, msg != "", "NoNode", msg)
+			r.warnOnce(p, out.last, v1alpha1.UnmatchedSeriesCondition, "UnmatchedSeries", msg)
 		}
 	}
 	if ev.err != nil {
-		cond(ConditionReady, false, "EvaluationFailed", fmt.Sprintf("No requests are raised while the trigger cannot be evaluated: %v", ev.err))
+		cond(v1alpha1.ReadyCondition, false, "EvaluationFailed", fmt.Sprintf("No requests are raised while the trigger cannot be evaluated: %v", ev.err))
 		st.Candidates = candidatesStatus(ev.candidates, nil, out)
 		return st
 	}
@@ -103,9 +94,9 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 		capMsg = fmt.Sprintf("%d more nodes qualify than the cap of %d open requests (%d of %d selected nodes) allows; waiting: %s",
 			len(sel.OverCap), out.cap, out.facts.ownOpen+len(sel.Raise), len(out.facts.selected), strings.Join(first(sel.OverCap, 10), ", "))
 	}
-	cond(ConditionCapReached, capMsg != "", "TooManyCandidates", capMsg)
-	r.warnOnce(p, out.last, ConditionCapReached, "CapReached", capMsg)
-	cond(ConditionReady, true, "Evaluated", fmt.Sprintf("%d candidates, %d open requests", len(ev.candidates), out.facts.ownOpen+len(sel.Raise)))
+	cond(v1alpha1.CapReachedCondition, capMsg != "", "TooManyCandidates", capMsg)
+	r.warnOnce(p, out.last, v1alpha1.CapReachedCondition, "CapReached", capMsg)
+	cond(v1alpha1.ReadyCondition, true, "Evaluated", fmt.Sprintf("%d candidates, %d open requests", len(ev.candidates), out.facts.ownOpen+len(sel.Raise)))
 
 	st.WouldRequest = nil
 	if p.Spec.DryRun {
@@ -198,7 +189,7 @@ func classify(err error) (queryFailing, unreachable string) {
 	}
 	var c *carried
 	if errors.As(err, &c) {
-		if c.condition == ConditionQueryFailing {
+		if c.condition == v1alpha1.QueryFailingCondition {
 			return c.msg, ""
 		}
 		return "", c.msg

@@ -22,10 +22,10 @@ const (
 	// KindGate: Requested, waiting for the pool's gate to admit the node
 	// (budget, windows, blocking queries, pause).
 	KindGate Kind = "gate"
-	// KindDraining: admitted (Approved, Draining): cordoned, pods evicted.
+	// KindDraining: admitted (Draining): cordoned, pods evicted.
 	KindDraining Kind = "draining"
-	// KindRebooting: drained, reboot approved, until the node is back Ready
-	// with a new boot ID.
+	// KindRebooting: drained, reboot approved (Approved, Rebooting), until
+	// the node is back Ready with a new boot ID.
 	KindRebooting Kind = "rebooting"
 )
 
@@ -142,9 +142,16 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 		Policy: nm.Spec.Policy, Phase: s.Phase, BootBefore: s.BootIDBefore, BootAfter: s.BootIDAfter,
 	}
 	pt := s.PhaseTimes
+	// Approved ends the drain. Records written before Approved came after
+	// Draining stamped it at admission, with Draining: such a time marks
+	// nothing.
+	approved := pt.Approved
+	if approved != nil && pt.Draining != nil && !approved.After(pt.Draining.Time) {
+		approved = nil
+	}
 	marks := []mark{
-		{KindDaemon, pt.Pending}, {KindGate, pt.Requested}, {KindDraining, pt.Approved},
-		{KindDraining, pt.Draining}, {KindRebooting, pt.Rebooting},
+		{KindDaemon, pt.Pending}, {KindGate, pt.Requested}, {KindDraining, pt.Draining},
+		{KindRebooting, approved}, {KindRebooting, pt.Rebooting},
 	}
 	var end *metav1.Time
 	switch s.Phase {
@@ -154,7 +161,7 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 		end = pt.Failed
 		t.FailMessage = s.Message
 		t.FailReason = "Failed"
-		if c := meta.FindStatusCondition(s.Conditions, "Succeeded"); c != nil && c.Reason != "" {
+		if c := meta.FindStatusCondition(s.Conditions, v1alpha1.SucceededCondition); c != nil && c.Reason != "" {
 			t.FailReason = c.Reason
 		}
 	}

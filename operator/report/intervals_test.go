@@ -44,6 +44,18 @@ func TestTimelineOf(t *testing.T) {
 			back:     30, failed: -1,
 			unavailable: &[2]int{7, 30},
 		},
+		"approved after the drain: the reboot's stretch starts at Approved": {
+			nm:       nm("m", "n", v1alpha1.SourceHost, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 7, v1alpha1.PhaseApproved: 12, v1alpha1.PhaseRebooting: 13, v1alpha1.PhaseSucceeded: 30}),
+			segments: []Segment{seg(KindGate, 5, 7), seg(KindDraining, 7, 12), seg(KindRebooting, 12, 30)},
+			back:     30, failed: -1,
+			unavailable: &[2]int{7, 30},
+		},
+		"a daemon that never acts: Approved runs on": {
+			nm:       nm("m", "n", v1alpha1.SourceHost, v1alpha1.PhaseApproved, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 7, v1alpha1.PhaseApproved: 12}),
+			segments: []Segment{seg(KindGate, 5, 7), seg(KindDraining, 7, 12), {Kind: KindRebooting, Interval: Interval{Start: at(12), End: now}, Open: true}},
+			back:     -1, failed: -1,
+			unavailable: &[2]int{7, 1000},
+		},
 		"admitted at once: Approved and Draining at the time of Requested": {
 			nm:       nm("m", "n", v1alpha1.SourceHost, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseApproved: 5, v1alpha1.PhaseDraining: 5, v1alpha1.PhaseRebooting: 9, v1alpha1.PhaseSucceeded: 30}),
 			segments: []Segment{seg(KindDraining, 5, 9), seg(KindRebooting, 9, 30)},

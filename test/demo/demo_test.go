@@ -45,12 +45,12 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 
 	text := out.String()
 	g.Expect(text).NotTo(ContainSubstring("\x1b"), "no escape codes when output is not a terminal")
-	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-000\s+web\s+rebooting\s+host\b`), "a line per change")
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-000\s+web\s+Rebooting\s+host\b`), "a line per change")
 	g.Expect(text).To(ContainSubstring("All 3 requests done: 3 Succeeded, 0 Failed."))
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 node rebooted, maxUnavailable 2, 1 wave")
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
 	g.Expect(text).To(MatchRegexp(`makespan \d+\.\ds, ideal 1s, ratio \d+\.\d\d`))
-	g.Expect(text).To(MatchRegexp(`waiting for admission\s+requested → approved\s+\S+\s+\S+`))
+	g.Expect(text).To(MatchRegexp(`waiting for admission\s+requested → draining\s+\S+\s+\S+`))
 
 	// The report is written and its path printed; its content is
 	// operator/report's to test (down to a render in Chromium).
@@ -90,7 +90,7 @@ func TestDemoRebootsFragmentedNodesInsideTheWindow(t *testing.T) {
 	text := out.String()
 	g.Expect(text).To(ContainSubstring("fragmentation rises on web-001 (to 0.97)"))
 	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+policy memory-fragmentation: pending`))
-	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+waiting\s+metric\b.*\(OutsideWindow\)$`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+Requested\s+metric\b.*\(OutsideWindow\)$`))
 	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\S+\s+window of policy memory-fragmentation: open until`))
 	g.Expect(text).To(ContainSubstring("All 4 requests done: 4 Succeeded, 0 Failed."))
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 host reboot; the policy's is summarized on its own")

@@ -298,7 +298,7 @@ func tableRows(nodes []nodeRow) (rows []nodeRow, hidden string) {
 		}
 	}
 	var parts []string
-	for _, st := range []step{stepIdle, stepRequested, stepWaiting, stepDraining, stepRebooting, stepBack, stepFailed} {
+	for _, st := range steps() {
 		if counts[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 		}
@@ -316,13 +316,26 @@ func bar(done, total, width int) string {
 }
 
 // stepColors are ANSI SGR codes for the live table.
-var stepColors = map[step]string{
-	stepIdle: "2", stepRequested: "34", stepWaiting: "33", stepDraining: "36",
-	stepRebooting: "35", stepBack: "32", stepFailed: "31",
+func stepColor(st step) string {
+	switch st {
+	case stepPending:
+		return "34"
+	case stepRequested:
+		return "33"
+	case stepDraining:
+		return "36"
+	case stepApproved, stepRebooting:
+		return "35"
+	case stepBack:
+		return "32"
+	case stepFailed:
+		return "31"
+	}
+	return "2"
 }
 
 func colored(st step, s string) string {
-	return "\x1b[" + stepColors[st] + "m" + s + "\x1b[0m"
+	return "\x1b[" + stepColor(st) + "m" + s + "\x1b[0m"
 }
 
 // elapsed formats a duration the way the demo prints all of them.

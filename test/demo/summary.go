@@ -49,8 +49,8 @@ var spans = []struct {
 	name, span string
 	from, to   func(*v1alpha1.PhaseTimes) *metav1.Time
 }{
-	{"waiting for admission", "requested → approved",
-		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Requested }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Approved }},
+	{"waiting for admission", "requested → draining",
+		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Requested }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Draining }},
 	{"draining", "draining → rebooting",
 		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Draining }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Rebooting }},
 	{"rebooting", "rebooting → succeeded",
@@ -156,11 +156,11 @@ func printMetricSummary(out io.Writer, v view, s clusterState, plan *metricPlan)
 		byName[s.maintenances[i].Name] = &s.maintenances[i]
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "  NODE\tFRAGMENTATION BEFORE → AFTER\tAPPROVED\tREBOOTED")
+	fmt.Fprintln(tw, "  NODE\tFRAGMENTATION BEFORE → AFTER\tADMITTED\tREBOOTED")
 	for _, o := range p.outcomes {
 		approved := "-"
-		if nm := byName[o.NodeMaintenance]; nm != nil && nm.Status.PhaseTimes.Approved != nil {
-			at := nm.Status.PhaseTimes.Approved.Time
+		if nm := byName[o.NodeMaintenance]; nm != nil && nm.Status.PhaseTimes.Draining != nil {
+			at := nm.Status.PhaseTimes.Draining.Time
 			where := "inside the window"
 			if !p.window(at).Open {
 				where = "OUTSIDE the window"

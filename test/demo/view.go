@@ -28,32 +28,27 @@ type clusterState struct {
 	frag map[string]float64
 }
 
-// step is a node's place on the reboot path, in the demo's words.
-type step string
+// step is a node's place on the reboot path: the phase of its furthest open
+// NodeMaintenance, the phase its last one ended in, or Idle. The demo shows
+// the API's words, not words of its own.
+type step v1alpha1.Phase
 
-// The steps, in order. Each is read off the node's NodeMaintenances, or off
-// the node when its request is raised but not yet recorded.
+// The steps, in order.
 const (
-	stepIdle      step = "idle"
-	stepRequested step = "requested" // raised on the node, or Pending
-	stepWaiting   step = "waiting"   // Requested: waiting for admission
-	stepDraining  step = "draining"  // Approved or Draining: cordoned, pods evicted
-	stepRebooting step = "rebooting" // Rebooting: approved for its boot
-	stepBack      step = "back"      // Succeeded: a new boot ID and Ready
-	stepFailed    step = "failed"    // Failed
+	stepIdle      step = step(protocol.StageIdle)
+	stepPending   step = step(v1alpha1.PhasePending)   // accepted, not yet raised by the daemon
+	stepRequested step = step(v1alpha1.PhaseRequested) // raised on the node: waiting for admission
+	stepDraining  step = step(v1alpha1.PhaseDraining)  // admitted: cordoned, pods evicted
+	stepApproved  step = step(v1alpha1.PhaseApproved)  // drained, reboot approved for its boot
+	stepRebooting step = step(v1alpha1.PhaseRebooting) // the daemon asked for the reboot
+	stepBack      step = step(v1alpha1.PhaseSucceeded) // a new boot ID and Ready
+	stepFailed    step = step(v1alpha1.PhaseFailed)
 )
 
-// openSteps maps the phases of open NodeMaintenances to steps.
-var openSteps = map[v1alpha1.Phase]step{
-	v1alpha1.PhasePending:   stepRequested,
-	v1alpha1.PhaseRequested: stepWaiting,
-	v1alpha1.PhaseApproved:  stepDraining,
-	v1alpha1.PhaseDraining:  stepDraining,
-	v1alpha1.PhaseRebooting: stepRebooting,
+// steps lists the steps in order.
+func steps() []step {
+	return []step{stepIdle, stepPending, stepRequested, stepDraining, stepApproved, stepRebooting, stepBack, stepFailed}
 }
-
-var phaseOrder = []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved,
-	v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed}
 
 // nodeRow is one node as the demo shows it.
 type nodeRow struct {
@@ -295,19 +290,19 @@ func nodeStep(n *corev1.Node, nms []*v1alpha1.NodeMaintenance) (st step, source 
 		}
 	}
 	if len(open) > 0 {
+		order := v1alpha1.PhaseOrder()
 		furthest := slices.MaxFunc(open, func(a, b *v1alpha1.NodeMaintenance) int {
-			return cmp.Compare(slices.Index(phaseOrder, a.Status.Phase), slices.Index(phaseOrder, b.Status.Phase))
+			return cmp.Compare(slices.Index(order, a.Status.Phase), slices.Index(order, b.Status.Phase))
 		})
 		phase := cmp.Or(furthest.Status.Phase, v1alpha1.PhasePending)
-		return openSteps[phase], sources(open), phaseTime(furthest, phase), false
+		return step(phase), sources(open), phaseTime(furthest, phase), false
 	}
-	var req protocol.Requested
-	if ok, err := protocol.Decode(n, protocol.RebootRequested, &req); ok && err == nil && req.BootID == protocol.BootID(n) && len(req.Requests) > 0 {
+	if state, _ := protocol.Read(n); state.Current() != nil {
 		var srcs []string
-		for _, r := range req.Requests {
+		for _, r := range state.Current().Requests {
 			srcs = append(srcs, string(r.Source))
 		}
-		return stepRequested, joinSet(srcs), req.Earliest(), true
+		return stepRequested, joinSet(srcs), state.Current().Earliest(), true
 	}
 	if len(final) > 0 {
 		last := slices.MaxFunc(final, func(a, b *v1alpha1.NodeMaintenance) int {
@@ -324,15 +319,7 @@ func nodeStep(n *corev1.Node, nms []*v1alpha1.NodeMaintenance) (st step, source 
 
 // phaseTime is when nm entered phase, or when it was created.
 func phaseTime(nm *v1alpha1.NodeMaintenance, phase v1alpha1.Phase) time.Time {
-	t := map[v1alpha1.Phase]*metav1.Time{
-		v1alpha1.PhasePending:   nm.Status.PhaseTimes.Pending,
-		v1alpha1.PhaseRequested: nm.Status.PhaseTimes.Requested,
-		v1alpha1.PhaseApproved:  nm.Status.PhaseTimes.Approved,
-		v1alpha1.PhaseDraining:  nm.Status.PhaseTimes.Draining,
-		v1alpha1.PhaseRebooting: nm.Status.PhaseTimes.Rebooting,
-		v1alpha1.PhaseSucceeded: nm.Status.PhaseTimes.Succeeded,
-		v1alpha1.PhaseFailed:    nm.Status.PhaseTimes.Failed,
-	}[phase]
+	t := nm.Status.PhaseTimes.Get(phase)
 	if t == nil {
 		return nm.CreationTimestamp.Time
 	}
@@ -381,7 +368,6 @@ func wantsConfig(n *corev1.Node, pools []v1alpha1.MaintenancePool, pool string) 
 // unavailable is the gate's reading of a node that counts against its
 // pool's budget: admitted, approved, cordoned or not Ready.
 func unavailable(n *corev1.Node) bool {
-	_, admitted := n.Annotations[protocol.Admitted]
-	_, approved := n.Annotations[protocol.RebootApproved]
-	return admitted || approved || n.Spec.Unschedulable || !protocol.Ready(n)
+	st, _ := protocol.Read(n)
+	return st.Unavailable()
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/kmaint/kmaint/dashboards"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
@@ -101,7 +100,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	p := fragmentationPolicy(policyName, pool, time.Second, intstr.FromString("100%"))
 	g.Expect(bed.Client.Create(ctx, p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, policy.ConditionReady)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 
 	// Prometheus goes away for a moment: the policy's evaluations fail as
@@ -111,11 +110,11 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	prom := c.Prometheus()
 	prom.Stop()
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, policy.ConditionPrometheusUnreachable)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.PrometheusUnreachableCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 	g.Expect(prom.Resume()).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, policy.ConditionReady)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 
 	// The rollout: two host requests, then a fragmented node the policy asks

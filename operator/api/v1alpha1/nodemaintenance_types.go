@@ -131,6 +131,41 @@ type PhaseTimes struct {
 	Failed *metav1.Time `json:"failed,omitempty"`
 }
 
+// Get returns when the phase was entered; nil when it was not.
+func (t *PhaseTimes) Get(p Phase) *metav1.Time {
+	if f := t.field(p); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// Set records when the phase was entered.
+func (t *PhaseTimes) Set(p Phase, at metav1.Time) {
+	if f := t.field(p); f != nil {
+		*f = &at
+	}
+}
+
+func (t *PhaseTimes) field(p Phase) **metav1.Time {
+	switch p {
+	case PhasePending:
+		return &t.Pending
+	case PhaseRequested:
+		return &t.Requested
+	case PhaseDraining:
+		return &t.Draining
+	case PhaseApproved:
+		return &t.Approved
+	case PhaseRebooting:
+		return &t.Rebooting
+	case PhaseSucceeded:
+		return &t.Succeeded
+	case PhaseFailed:
+		return &t.Failed
+	}
+	return nil
+}
+
 // NodeMaintenanceStatus is where the request is.
 type NodeMaintenanceStatus struct {
 	// Phase is where the request is on the reboot path.
