@@ -63,7 +63,7 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	// -o wide adds the boot ID and how long each node has been so.
 	out, err = run(t, "status", "--pool", "st", "-o", "wide")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(MatchRegexp(`st-0\s+st\s+draining\s+api: test \S+\s+true\s+boot-0\s+\d+s`))
+	g.Expect(out).To(MatchRegexp(`st-0\s+st\s+Draining\s+api: test \S+\s+true\s+boot-0\s+\d+s`))
 	g.Expect(out).To(ContainSubstring("BOOT ID"))
 
 	// -o json and -o yaml parse back into the objects they came from.

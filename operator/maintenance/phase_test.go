@@ -364,13 +364,21 @@ func TestApply(t *testing.T) {
 			wantSucceeded:       metav1.ConditionUnknown,
 			wantSucceededReason: "Requested",
 		},
-		"draining stamps approved on the way": {
+		"draining stamps draining only: approval comes after the drain": {
 			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier}},
 			verdict:             verdict{phase: v1alpha1.PhaseDraining, bootIDBefore: "boot-0"},
 			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
-			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseApproved, v1alpha1.PhaseDraining},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseDraining},
 			wantSucceeded:       metav1.ConditionUnknown,
 			wantSucceededReason: "Draining",
+		},
+		"approved stamps draining on the way": {
+			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier}},
+			verdict:             verdict{phase: v1alpha1.PhaseApproved, bootIDBefore: "boot-0"},
+			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested},
+			wantStamped:         []v1alpha1.Phase{v1alpha1.PhaseDraining, v1alpha1.PhaseApproved},
+			wantSucceeded:       metav1.ConditionUnknown,
+			wantSucceededReason: "Approved",
 		},
 		"rebooting from nothing stamps every phase up to it": {
 			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0"},
