@@ -41,9 +41,10 @@ out of those asked to reboot since the oldest open request), unavailable nodes
 against maxUnavailable, pending requests, and whether the pool is paused, blocked
 (and why) or degraded, as the operator last reported it.
 
-Nodes: their pool and phase (idle, requested, waiting, draining, rebooting,
-degraded) with the reasons of their requests or what went wrong, read from the
-node's kmaint.io/ annotations and its open NodeMaintenances.
+Nodes: their pool and stage, in the words of the NodeMaintenance phases (Idle,
+Pending, Requested, Draining, Approved, Rebooting, Degraded), with the reasons
+of their requests or what went wrong, read from the node's kmaint.io/
+annotations and its open NodeMaintenances.
 
 -o wide adds each pool's desiredConfig and message and each node's boot ID and
 how long it has been in its phase; -o json|yaml prints the pools, nodes and open
