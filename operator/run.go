@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kmaint/kmaint/operator/alertwebhook"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
@@ -77,12 +78,12 @@ type Options struct {
 
 // NewManager builds a manager with kmaint's controllers.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
+		Scheme: s,
 		// Nodes carry managedFields from every writer (kubelet, daemon, gate);
 		// the operator reads none of them, and at thousands of nodes they
 		// would be most of its memory.
