@@ -29,7 +29,7 @@ import (
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/policy"
-	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 )
 
 // Options configure the operator.
@@ -111,9 +111,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	var prom *policies.Prometheus
+	var prom *promapi.Client
 	if opts.PrometheusURL != "" {
-		if prom, err = policies.NewPrometheus(opts.PrometheusURL, opts.PrometheusTimeout); err != nil {
+		if prom, err = promapi.New(opts.PrometheusURL, opts.PrometheusTimeout); err != nil {
 			return nil, err
 		}
 	}

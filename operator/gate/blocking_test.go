@@ -25,6 +25,7 @@ import (
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/promtest"
 )
@@ -232,7 +233,7 @@ func TestFailingBlockingQueriesBlock(t *testing.T) {
 		"Prometheus unreachable": {
 			pool: "bqf-unreachable",
 			querier: func(t *testing.T) policies.Querier {
-				p, err := policies.NewPrometheus("http://127.0.0.1:1", 2*time.Second)
+				p, err := promapi.New("http://127.0.0.1:1", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

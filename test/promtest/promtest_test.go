@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 	"github.com/kmaint/kmaint/test/promtest"
 )
 
@@ -118,7 +119,7 @@ func TestUnreachableIsNotQueryError(t *testing.T) {
 	}
 
 	// A fresh adapter that never reached the server says the same.
-	q, err := policies.NewPrometheus(url, time.Second)
+	q, err := promapi.New(url, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 )
 
 // BinaryEnv names the prometheus binary to run instead of
@@ -66,7 +67,7 @@ type Server struct {
 	args    []string
 	url     string
 	timeout time.Duration
-	querier *policies.Prometheus
+	querier *promapi.Client
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -147,7 +148,7 @@ func Run(dir string, opts Options) (*Server, error) {
 		s.logShown = true
 		return nil, fmt.Errorf("start prometheus: %w\nprometheus log:\n%s", err, s.log.String())
 	}
-	s.querier, err = policies.NewPrometheus(s.url, 5*time.Second)
+	s.querier, err = promapi.New(s.url, 5*time.Second)
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("prometheus client: %w", err)
@@ -208,7 +209,7 @@ func findBinary(env, fallback string) (string, error) {
 func (s *Server) URL() string { return s.url }
 
 // Querier is the policies adapter for this server, as the operator uses it.
-func (s *Server) Querier() *policies.Prometheus { return s.querier }
+func (s *Server) Querier() *promapi.Client { return s.querier }
 
 // Log is what Prometheus has written to stdout and stderr so far, over all
 // its runs.
