@@ -24,7 +24,7 @@ APT_PACKAGES=(
 	util-linux      # unshare, nsenter, setpriv: simulated nodes' namespaces
 	bsdutils        # logger: a journal entry written as another user
 	prometheus      # prometheus and promtool for test/promtest (2.42 in bookworm)
-	chromium        # headless render test of the rollout report (operator/report)
+	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
 )
 
