@@ -36,7 +36,7 @@ func hasValue(labels map[string]string, want float64) func(model.Vector) bool {
 }
 
 // TestScrapedValueFollowsExporter sets, changes, NaNs and deletes a series
-// and sees each through the policies adapter, labelled by its target.
+// and sees each through the promapi adapter, labelled by its target.
 func TestScrapedValueFollowsExporter(t *testing.T) {
 	t.Parallel()
 	exp := promtest.NewExporter(t)

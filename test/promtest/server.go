@@ -208,7 +208,7 @@ func findBinary(env, fallback string) (string, error) {
 // URL is the server's base URL, e.g. http://127.0.0.1:41234.
 func (s *Server) URL() string { return s.url }
 
-// Querier is the policies adapter for this server, as the operator uses it.
+// Querier is a promapi client of this server, as the operator uses one.
 func (s *Server) Querier() *promapi.Client { return s.querier }
 
 // Log is what Prometheus has written to stdout and stderr so far, over all
@@ -325,7 +325,7 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 	}
 }
 
-// WaitForValue evaluates query every 100ms through the policies adapter
+// WaitForValue evaluates query every 100ms through the promapi adapter
 // until ok accepts its result, and returns that result. It gives up with an
 // error naming the last result or error when ctx ends, and at once when
 // Prometheus refuses the query (a *policies.QueryError), which no amount of
