@@ -32,7 +32,7 @@ import (
 
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
-	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
@@ -143,14 +143,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return fmt.Errorf("register metrics: %w", err)
 	}
 
-	scheme, err := operator.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return err
 	}
 	// Only this node and its NodeMaintenances are watched, so a thousand
 	// daemons cost the API server a thousand small watches.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 s,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,

@@ -23,8 +23,8 @@ APT_PACKAGES=(
 	dbus-daemon     # a private bus for the logind rebooter's tests
 	util-linux      # unshare, nsenter, setpriv: simulated nodes' namespaces
 	bsdutils        # logger: a journal entry written as another user
-	prometheus      # prometheus and promtool for test/promtest (2.42 in bookworm)
-	chromium        # headless render test of the rollout report (operator/report)
+	prometheus      # prometheus and promtool for test/promtest and test/alerts (2.42 in bookworm)
+	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
 )
 

@@ -23,12 +23,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kmaint/kmaint/operator/alertwebhook"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/policy"
-	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 )
 
 // Options configure the operator.
@@ -77,12 +78,12 @@ type Options struct {
 
 // NewManager builds a manager with kmaint's controllers.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
+		Scheme: s,
 		// Nodes carry managedFields from every writer (kubelet, daemon, gate);
 		// the operator reads none of them, and at thousands of nodes they
 		// would be most of its memory.
@@ -110,9 +111,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	var prom *policies.Prometheus
+	var prom *promapi.Client
 	if opts.PrometheusURL != "" {
-		if prom, err = policies.NewPrometheus(opts.PrometheusURL, opts.PrometheusTimeout); err != nil {
+		if prom, err = promapi.New(opts.PrometheusURL, opts.PrometheusTimeout); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
-// Command kmaint-operator runs kmaint's approval gate and NodeMaintenance
-// controllers against the cluster of the current kubeconfig or service
-// account.
+// Command kmaint-operator runs kmaint's controllers (package operator: the
+// approval gate, the NodeMaintenance lifecycle, the RebootPolicy controller
+// and the Alertmanager webhook receiver) against the cluster of the current
+// kubeconfig or service account.
 package main
 
 import (

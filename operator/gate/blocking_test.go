@@ -18,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/promtest"
 )
@@ -44,11 +45,11 @@ func startGate(t *testing.T, opts gateOptions) {
 	if opts.clock == nil {
 		opts.clock = clock.RealClock{}
 	}
-	scheme, err := operator.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(bed.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(bed.Config, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestFailingBlockingQueriesBlock(t *testing.T) {
 		"Prometheus unreachable": {
 			pool: "bqf-unreachable",
 			querier: func(t *testing.T) policies.Querier {
-				p, err := policies.NewPrometheus("http://127.0.0.1:1", 2*time.Second)
+				p, err := promapi.New("http://127.0.0.1:1", 2*time.Second)
 				if err != nil {
 					t.Fatal(err)
 				}

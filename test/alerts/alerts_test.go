@@ -231,7 +231,15 @@ func writePrometheusRule(t *testing.T) {
 	}
 }
 
-// alertRule is one rule of kmaint-alerts.yaml.
+// ruleFile is a plain rule file, typed as far as the tests read it.
+type ruleFile struct {
+	Groups []struct {
+		Name  string      `json:"name"`
+		Rules []alertRule `json:"rules"`
+	} `json:"groups"`
+}
+
+// alertRule is one rule of a rule file: an alert, or a recording rule.
 type alertRule struct {
 	Alert       string            `json:"alert"`
 	Record      string            `json:"record"`
@@ -250,12 +258,7 @@ var builtinMetrics = []string{"up"}
 // so a renamed metric cannot leave an alert silently matching nothing.
 // Each alert also has what routing and people need.
 func TestAlertsNameKnownMetrics(t *testing.T) {
-	var f struct {
-		Groups []struct {
-			Name  string      `json:"name"`
-			Rules []alertRule `json:"rules"`
-		} `json:"groups"`
-	}
+	var f ruleFile
 	decodeFile(t, alertRules, &f)
 	var alerts int
 	for _, g := range f.Groups {

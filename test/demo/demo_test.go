@@ -53,7 +53,7 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	g.Expect(text).To(MatchRegexp(`waiting for admission\s+requested → draining\s+\S+\s+\S+`))
 
 	// The report is written and its path printed; its content is
-	// operator/report's to test (down to a render in Chromium).
+	// cmd/kubectl-kmaint/report's to test (down to a render in Chromium).
 	g.Expect(text).To(ContainSubstring("Rollout report (timeline per node, unavailable against budget): file://" + reportPath))
 	html, err := os.ReadFile(reportPath)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 	"github.com/kmaint/kmaint/test/promtest"
 )
 
@@ -35,7 +36,7 @@ func hasValue(labels map[string]string, want float64) func(model.Vector) bool {
 }
 
 // TestScrapedValueFollowsExporter sets, changes, NaNs and deletes a series
-// and sees each through the policies adapter, labelled by its target.
+// and sees each through the promapi adapter, labelled by its target.
 func TestScrapedValueFollowsExporter(t *testing.T) {
 	t.Parallel()
 	exp := promtest.NewExporter(t)
@@ -118,7 +119,7 @@ func TestUnreachableIsNotQueryError(t *testing.T) {
 	}
 
 	// A fresh adapter that never reached the server says the same.
-	q, err := policies.NewPrometheus(url, time.Second)
+	q, err := promapi.New(url, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/policies/promapi"
 )
 
 // BinaryEnv names the prometheus binary to run instead of
@@ -66,7 +67,7 @@ type Server struct {
 	args    []string
 	url     string
 	timeout time.Duration
-	querier *policies.Prometheus
+	querier *promapi.Client
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -147,7 +148,7 @@ func Run(dir string, opts Options) (*Server, error) {
 		s.logShown = true
 		return nil, fmt.Errorf("start prometheus: %w\nprometheus log:\n%s", err, s.log.String())
 	}
-	s.querier, err = policies.NewPrometheus(s.url, 5*time.Second)
+	s.querier, err = promapi.New(s.url, 5*time.Second)
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("prometheus client: %w", err)
@@ -207,8 +208,8 @@ func findBinary(env, fallback string) (string, error) {
 // URL is the server's base URL, e.g. http://127.0.0.1:41234.
 func (s *Server) URL() string { return s.url }
 
-// Querier is the policies adapter for this server, as the operator uses it.
-func (s *Server) Querier() *policies.Prometheus { return s.querier }
+// Querier is a promapi client of this server, as the operator uses one.
+func (s *Server) Querier() *promapi.Client { return s.querier }
 
 // Log is what Prometheus has written to stdout and stderr so far, over all
 // its runs.
@@ -324,7 +325,7 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 	}
 }
 
-// WaitForValue evaluates query every 100ms through the policies adapter
+// WaitForValue evaluates query every 100ms through the promapi adapter
 // until ok accepts its result, and returns that result. It gives up with an
 // error naming the last result or error when ctx ends, and at once when
 // Prometheus refuses the query (a *policies.QueryError), which no amount of

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
@@ -69,7 +69,7 @@ func Start() (*Bed, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := operator.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 
 // Collect lists what Build needs from a cluster: every NodeMaintenance,
 // MaintenancePool and Node. The reader's scheme must know kmaint's types
-// (operator.NewScheme has them).
+// (scheme.New has them).
 func Collect(ctx context.Context, c client.Reader) ([]v1alpha1.NodeMaintenance, []v1alpha1.MaintenancePool, []corev1.Node, error) {
 	var nms v1alpha1.NodeMaintenanceList
 	if err := c.List(ctx, &nms); err != nil {

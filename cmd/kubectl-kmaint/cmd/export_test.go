@@ -1,4 +1,4 @@
-package kubectl
+package cmd
 
 // Explain lets the tests check how errors are explained to people.
 var Explain = explain

@@ -1,7 +1,8 @@
-package promtest_test
+package alerts_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -14,14 +15,14 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/promtest"
 )
 
+// The memory fragmentation sample, and the series it queries, which
+// fragmentationRules records.
 const (
-	fragmentationRules  = "../../config/prometheus/fragmentation-rules.yaml"
 	fragmentationSample = "../../config/samples/rebootpolicy-memory-fragmentation.yaml"
 	fragmentationRecord = "instance:node_memory_unusable_free_index_order9:ratio"
 )
@@ -165,20 +166,8 @@ func TestMemoryFragmentationSample(t *testing.T) {
 	if tr.Query != fragmentationRecord {
 		t.Errorf("query = %q, want the recorded %q", tr.Query, fragmentationRecord)
 	}
-	rules, err := os.ReadFile(fragmentationRules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Record string `json:"record"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	if err := yaml.Unmarshal(rules, &file); err != nil {
-		t.Fatalf("%s: %v", fragmentationRules, err)
-	}
+	var file ruleFile
+	decodeFile(t, fragmentationRules, &file)
 	if len(file.Groups) != 1 || len(file.Groups[0].Rules) != 1 || file.Groups[0].Rules[0].Record != fragmentationRecord {
 		t.Errorf("%s records %+v, want the one rule %s", fragmentationRules, file.Groups, fragmentationRecord)
 	}
@@ -205,6 +194,15 @@ func TestMemoryFragmentationSample(t *testing.T) {
 	if _, err := decodeStrict(misspelt); err == nil || !strings.Contains(err.Error(), "treshold") {
 		t.Errorf("decoding a sample with a misspelt field: err = %v, want one naming treshold", err)
 	}
+}
+
+// waitCtx bounds a wait for a scrape or a rule evaluation: a few 1s
+// intervals are enough, and a loaded CI machine gets room to spare.
+func waitCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func loadSample(t *testing.T) *v1alpha1.RebootPolicy {

@@ -1,4 +1,4 @@
-package kubectl
+package cmd
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kmaint/kmaint/operator/report"
+	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/report"
 )
 
 // ReportOptions are the report command's.

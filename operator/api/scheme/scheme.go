@@ -1,4 +1,4 @@
-package operator
+package scheme
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
-// NewScheme returns a scheme with the built-in types and kmaint's.
-func NewScheme() (*runtime.Scheme, error) {
+// New returns a scheme with the built-in types and kmaint's.
+func New() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("add built-in types: %w", err)

@@ -1,4 +1,4 @@
-package kubectl
+package cmd
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/version"
 )
 
@@ -73,7 +73,7 @@ func (k *kube) Client() (client.Client, error) {
 		return nil, fmt.Errorf("no cluster to talk to: %w", err)
 	}
 	cfg.UserAgent = "kubectl-kmaint/" + version.Get().Version
-	s, err := operator.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}

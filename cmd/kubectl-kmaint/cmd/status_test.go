@@ -1,4 +1,4 @@
-package kubectl_test
+package cmd_test
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/kubectl"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 )
@@ -44,10 +44,10 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`nodemaintenance/st-0-\w+ created`))
 	g.Eventually(func(g Gomega) {
 		var buf bytes.Buffer
-		g.Expect(kubectl.Status(ctx, bed.Client, &buf, kubectl.StatusOptions{Pool: "st"})).To(Succeed())
+		g.Expect(cmd.Status(ctx, bed.Client, &buf, cmd.StatusOptions{Pool: "st"})).To(Succeed())
 		g.Expect(buf.String()).To(MatchRegexp(`st-0\s+st\s+Draining\s+api: `))
 	}, timeout).Should(Succeed())
-	_, err = kubectl.Request(ctx, bed.Client, &bytes.Buffer{}, kubectl.RequestOptions{Node: nodes[1], Reason: "firmware"})
+	_, err = cmd.Request(ctx, bed.Client, &bytes.Buffer{}, cmd.RequestOptions{Node: nodes[1], Reason: "firmware"})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Eventually(func(g Gomega) {
@@ -94,7 +94,7 @@ func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	g.Eventually(func() bool {
 		return time.Now().Truncate(time.Second).After(first.Items[0].CreationTimestamp.Time)
 	}, timeout, 50*time.Millisecond).Should(BeTrue())
-	second, err := kubectl.Request(ctx, bed.Client, &bytes.Buffer{}, kubectl.RequestOptions{Node: nodes[0], Reason: "again"})
+	second, err := cmd.Request(ctx, bed.Client, &bytes.Buffer{}, cmd.RequestOptions{Node: nodes[0], Reason: "again"})
 	g.Expect(err).NotTo(HaveOccurred())
 	out, err = run(t, "history", nodes[0])
 	g.Expect(err).NotTo(HaveOccurred())

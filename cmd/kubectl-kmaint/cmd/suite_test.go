@@ -1,4 +1,4 @@
-package kubectl_test
+package cmd_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/kubectl"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
 )
@@ -62,9 +62,9 @@ func kubeconfig(t *testing.T) string {
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := kubectl.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr})
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig(t)}, args...))
-	err := cmd.ExecuteContext(context.Background())
+	root := cmd.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr})
+	root.SetArgs(append([]string{"--kubeconfig", kubeconfig(t)}, args...))
+	err := root.ExecuteContext(context.Background())
 	if stderr.Len() > 0 {
 		t.Logf("stderr of %v: %s", args, stderr.String())
 	}

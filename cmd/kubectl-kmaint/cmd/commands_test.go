@@ -1,4 +1,4 @@
-package kubectl_test
+package cmd_test
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/kubectl"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 )
@@ -69,7 +69,7 @@ func TestRolloutChangesDesiredConfig(t *testing.T) {
 	// Without --config, a restart identity of the moment.
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	var buf bytes.Buffer
-	g.Expect(kubectl.Rollout(context.Background(), bed.Client, &buf, kubectl.RolloutOptions{Pool: "ro", Now: now})).To(Succeed())
+	g.Expect(cmd.Rollout(context.Background(), bed.Client, &buf, cmd.RolloutOptions{Pool: "ro", Now: now})).To(Succeed())
 	g.Expect(getPool(t, "ro").Spec.DesiredConfig).To(Equal("restart-20260304-050607"))
 	g.Expect(buf.String()).To(ContainSubstring("ubuntu-24.04.2 -> restart-20260304-050607"))
 	_, err = run(t, "rollout", "ro")
@@ -129,7 +129,7 @@ func TestReportWritesHTML(t *testing.T) {
 	ctx := context.Background()
 	node := harness.CreateNodes(t, bed, "rep", "rep", 1)[0]
 	createPool(t, gen.Pool("rep", intstr.FromInt32(1)))
-	nm, err := kubectl.Request(ctx, bed.Client, &bytes.Buffer{}, kubectl.RequestOptions{Node: node, Reason: "report me"})
+	nm, err := cmd.Request(ctx, bed.Client, &bytes.Buffer{}, cmd.RequestOptions{Node: node, Reason: "report me"})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	file := filepath.Join(t.TempDir(), "out.html")
@@ -185,7 +185,7 @@ func TestNotInstalled(t *testing.T) {
 	c, err := client.New(bed.Config, client.Options{Scheme: s})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	err = kubectl.Explain(kubectl.SetPaused(context.Background(), c, &bytes.Buffer{}, "any", true))
-	g.Expect(errors.Is(err, kubectl.ErrNotInstalled)).To(BeTrue(), "%v", err)
+	err = cmd.Explain(cmd.SetPaused(context.Background(), c, &bytes.Buffer{}, "any", true))
+	g.Expect(errors.Is(err, cmd.ErrNotInstalled)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(HavePrefix("kmaint is not installed in this cluster (no kmaint.io API): "))
 }
