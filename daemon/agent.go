@@ -118,27 +118,43 @@ func sameEntry(written, read journal.Entry) bool {
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile syncs the node: journal what is missing, raise or clear the
-// request, report, and reboot when the current boot is approved.
+// Reconcile syncs the node: observe the journal, the Node and its
+// NodeMaintenances, decide (a pure function of what was observed), and act:
+// journal what is missing, raise or clear the request, report, and reboot
+// when the current boot is approved.
 func (a *agent) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	f, ok, err := a.observe(ctx)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	return a.act(ctx, f.node, decide(f))
+}
+
+// observe gathers the facts of one sync. Until the journal has been read
+// back there are none: the daemon cannot know which requests it already
+// wrote.
+func (a *agent) observe(ctx context.Context) (facts, bool, error) {
 	entries, caughtUp := a.snapshot()
 	if !caughtUp {
-		return ctrl.Result{}, nil
+		return facts{}, false, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
 	node := &corev1.Node{}
 	if err := a.client.Get(ctx, types.NamespacedName{Name: a.nodeName}, node); err != nil {
-		return ctrl.Result{}, fmt.Errorf("get own node %s: %w", a.nodeName, err)
+		return facts{}, false, fmt.Errorf("get own node %s: %w", a.nodeName, err)
 	}
 	var nms v1alpha1.NodeMaintenanceList
 	if err := a.client.List(ctx, &nms); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list own maintenances: %w", err)
+		return facts{}, false, fmt.Errorf("list own maintenances: %w", err)
 	}
-	p := decide(facts{
+	return facts{
 		now: a.clock.Now(), bootID: a.bootID, entries: entries, node: node,
 		maintenances: nms.Items, rebootTimeout: a.rebootTimeout,
-	})
+	}, true, nil
+}
 
+// act carries out a plan, in its order.
+func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
 	var errs []error
 	for _, e := range p.write {
 		if err := a.append(e); err != nil {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,19 +37,15 @@ import (
 // DefaultBootIDPath is where the kernel publishes the current boot ID.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// Options configure the daemon.
+// Options configure the daemon: what kmaint-daemon's flags set, and the
+// seams at which the simulated cluster replaces the host. What only running
+// many daemons in one process needs is passed to Run as a Hook.
 type Options struct {
 	// NodeName is the node the daemon runs on (from the downward API).
 	NodeName string
 	// BootIDPath is read once at start: a boot ID never changes while the
 	// process lives, since a reboot ends it.
 	BootIDPath string
-	// BootID, when set, is used instead of reading BootIDPath, for daemons
-	// of simulated nodes that share one process.
-	BootID string
-	// BootTime is when the current boot began; zero means the btime of
-	// /proc/stat, and failing that, the daemon's start.
-	BootTime time.Time
 	// Journal is where requests are written and read; nil means the
 	// system's journal.
 	Journal journal.Journal
@@ -64,20 +58,8 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; "0" turns them off.
 	ProbeAddr string
-	// Registerer takes the daemon's metrics; nil means controller-runtime's
-	// registry, which MetricsAddr serves.
-	Registerer prometheus.Registerer
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
-	// AllowDuplicateControllerNames lets several daemons run in one process,
-	// as the simulated cluster does.
-	AllowDuplicateControllerNames bool
-	// Logger replaces controller-runtime's global logger, when set.
-	Logger *logr.Logger
-	// RESTMapper, when set, is shared with other daemons of simulated nodes
-	// in the same process, so that a daemon restarting after its node's
-	// reboot costs no API discovery.
-	RESTMapper meta.RESTMapper
 }
 
 // ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
@@ -93,15 +75,20 @@ func ReadBootID(path string) (string, error) {
 	return id, nil
 }
 
-// Run runs the daemon for one node until ctx is done.
-func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+// Run runs the daemon for one node until ctx is done. The kmaint-daemon
+// binary passes no hooks.
+func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) error {
 	if opts.NodeName == "" {
 		return errors.New("no node name: set NODE_NAME from the downward API (spec.nodeName) or pass --node-name")
+	}
+	var in inProcess
+	for _, h := range hooks {
+		h(&in)
 	}
 	if opts.BootIDPath == "" {
 		opts.BootIDPath = DefaultBootIDPath
 	}
-	bootID := opts.BootID
+	bootID := in.bootID
 	if bootID == "" {
 		var err error
 		if bootID, err = ReadBootID(opts.BootIDPath); err != nil {
@@ -114,12 +101,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.Registerer == nil {
-		opts.Registerer = ctrlmetrics.Registry
+	if in.registerer == nil {
+		in.registerer = ctrlmetrics.Registry
 	}
 	base := ctrl.Log
-	if opts.Logger != nil {
-		base = *opts.Logger
+	if in.logger != nil {
+		base = *in.logger
 	}
 	log := base.WithName("daemon").WithValues("node", opts.NodeName, "bootID", bootID)
 	if opts.Journal == nil {
@@ -130,15 +117,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.Rebooter == nil {
 		opts.Rebooter = &rebooter.Logind{}
 	}
-	if opts.BootTime.IsZero() {
+	bootTime := in.bootTime
+	if bootTime.IsZero() {
 		bt, err := ReadBootTime("/proc/stat")
 		if err != nil {
 			log.Info("Boot time unknown; reporting the daemon's start", "reason", err.Error())
 			bt = opts.Clock.Now()
 		}
-		opts.BootTime = bt
+		bootTime = bt
 	}
-	m, err := newMetrics(opts.Registerer, opts.NodeName, opts.BootTime)
+	m, err := newMetrics(in.registerer, opts.NodeName, bootTime)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
@@ -154,7 +142,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
-		MapperProvider:         mapperProvider(opts.RESTMapper),
+		MapperProvider:         mapperProvider(in.restMapper),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Node{}:              {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 			&v1alpha1.NodeMaintenance{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
@@ -175,7 +163,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		rebootTimeout:  opts.RebootTimeout,
 		journalChanged: make(chan event.GenericEvent, 1),
 	}
-	if err := a.setup(mgr, opts); err != nil {
+	if err := a.setup(mgr, in.duplicateNames); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -211,13 +199,13 @@ func mapperProvider(m meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RE
 }
 
 // setup registers the agent: every event maps to the one key, the node.
-func (a *agent) setup(mgr manager.Manager, opts Options) error {
+func (a *agent) setup(mgr manager.Manager, duplicateNames bool) error {
 	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: a.nodeName}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("daemon").
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames)}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(duplicateNames)}).
 		Watches(&corev1.Node{}, toNode).
 		Watches(&v1alpha1.NodeMaintenance{}, toNode).
 		WatchesRawSource(source.Channel(a.journalChanged, toNode)).

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -53,29 +51,10 @@ type Reconciler struct {
 	BlockingQueryInterval time.Duration
 
 	inflight *inflight
-	written  *writtenStatus
-	blocks   *blockCache
-}
-
-// writtenStatus remembers the status last written for each pool object (by
-// UID: a pool deleted and made again starts with no status), so that an
-// unchanged status is not written again, whatever the cache shows.
-type writtenStatus struct {
-	mu     sync.Mutex
-	status map[types.UID]v1alpha1.MaintenancePoolStatus
-}
-
-func (w *writtenStatus) same(pool types.UID, s v1alpha1.MaintenancePoolStatus) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.status[pool]
-	return ok && equality.Semantic.DeepEqual(last, s)
-}
-
-func (w *writtenStatus) remember(pool types.UID, s v1alpha1.MaintenancePoolStatus) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.status[pool] = *s.DeepCopy()
+	// written is the status last written per pool, so that an unchanged
+	// status is not written again, whatever the cache shows.
+	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
+	blocks  *blockCache
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -109,14 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.setStatus(st)
 		// The cached pool may predate the last status written, so the
 		// comparison is with what this operator last wrote.
-		if r.written.same(pool.UID, pool.Status) {
+		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
 			return
 		}
 		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}
-		r.written.remember(pool.UID, pool.Status)
+		r.written.Remember(pool.Name, pool.UID, &pool.Status)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
@@ -163,7 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
 	r.inflight = newInflight()
-	r.written = &writtenStatus{status: map[types.UID]v1alpha1.MaintenancePoolStatus{}}
+	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).

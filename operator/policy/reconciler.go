@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,42 +45,7 @@ type Reconciler struct {
 	// written remembers the status last written per policy: the
 	// cache may not show it yet, and a reconcile reading an older
 	// evaluation time would query Prometheus again before the interval.
-	written *memory
-}
-
-// memory is keyed by policy name, and an entry holds only for the policy
-// object (UID) it was written for: a policy deleted and made again starts
-// afresh.
-type memory struct {
-	mu     sync.Mutex
-	status map[string]remembered
-}
-
-type remembered struct {
-	uid    types.UID
-	status v1alpha1.RebootPolicyStatus
-}
-
-func (m *memory) get(name string, uid types.UID) (v1alpha1.RebootPolicyStatus, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.status[name]
-	if !ok || r.uid != uid {
-		return v1alpha1.RebootPolicyStatus{}, false
-	}
-	return *r.status.DeepCopy(), true
-}
-
-func (m *memory) put(name string, uid types.UID, s v1alpha1.RebootPolicyStatus) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.status[name] = remembered{uid: uid, status: *s.DeepCopy()}
-}
-
-func (m *memory) forget(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.status, name)
+	written *statuspatch.Written[*v1alpha1.RebootPolicyStatus]
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
@@ -95,19 +59,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var p v1alpha1.RebootPolicy
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.forget(req.Name)
+			r.written.Forget(req.Name)
 			r.Metrics.ForgetPolicy(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
-		r.written.forget(p.Name)
+		r.written.Forget(p.Name)
 		return ctrl.Result{}, nil
 	}
 	last := p.Status
-	if mem, ok := r.written.get(p.Name, p.UID); ok {
-		last = mem
+	if mem, ok := r.written.Last(p.Name, p.UID); ok {
+		last = *mem
 	}
 	out := &outcome{now: r.Clock.Now(), last: &last}
 	defer func() {
@@ -120,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
 			return
 		}
-		r.written.put(p.Name, p.UID, status)
+		r.written.Remember(p.Name, p.UID, &status)
 	}()
 
 	if p.Spec.Suspend {
@@ -233,7 +197,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	r.written = &memory{status: map[string]remembered{}}
+	r.written = &statuspatch.Written[*v1alpha1.RebootPolicyStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy").
 		WithOptions(opts).

@@ -86,22 +86,24 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 	n.stop, n.done = cancel, done
 	n.registry = prometheus.NewRegistry()
 	opts := daemon.Options{
-		BootTime:                      n.bootTime,
-		NodeName:                      n.name,
-		BootID:                        n.bootID,
-		Journal:                       n.journal,
-		Rebooter:                      memRebooter{n},
-		RebootTimeout:                 n.timing.DaemonRebootTimeout,
-		MetricsAddr:                   "0",
-		ProbeAddr:                     "0",
-		Registerer:                    n.registry,
-		AllowDuplicateControllerNames: true,
-		Logger:                        &n.log,
-		RESTMapper:                    n.mapper,
+		NodeName:      n.name,
+		Journal:       n.journal,
+		Rebooter:      memRebooter{n},
+		RebootTimeout: n.timing.DaemonRebootTimeout,
+		MetricsAddr:   "0",
+		ProbeAddr:     "0",
+	}
+	// Thousands of daemons share this process and none has a kernel.
+	hooks := []daemon.Hook{
+		daemon.WithBoot(n.bootID, n.bootTime),
+		daemon.WithRegisterer(n.registry),
+		daemon.WithLogger(n.log),
+		daemon.WithRESTMapper(n.mapper),
+		daemon.WithDuplicateControllerNames(),
 	}
 	go func() {
 		defer close(done)
-		if err := daemon.Run(dctx, n.cfg, opts); err != nil && dctx.Err() == nil {
+		if err := daemon.Run(dctx, n.cfg, opts, hooks...); err != nil && dctx.Err() == nil {
 			n.log.Error(err, "Daemon stopped", "node", n.name)
 		}
 	}()
