@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -64,24 +62,17 @@ type plan struct {
 	outstanding []protocol.Request
 }
 
-// configRequestID names the request for a config in a boot; being derived
-// from both, it lets the daemon write it exactly once, restarts or not.
-func configRequestID(bootID, config string) string {
-	sum := sha256.Sum256([]byte(bootID + "\x00" + config))
-	return "config-" + hex.EncodeToString(sum[:8])
-}
-
 // configReason says why a config request reboots. It always fits the
 // journal: an entry whose reason is too long is rejected when read back, so
 // it would be journaled again on every sync and never raised. Two configs of
 // the pool's longest (253 bytes) do not fit together.
 func configReason(from, desired string) string {
 	reason := fmt.Sprintf("config %s, pool wants %s", from, desired)
-	if len(reason) > journal.MaxReason {
+	if len(reason) > v1alpha1.MaxReasonLength {
 		reason = "pool wants config " + desired
 	}
-	if len(reason) > journal.MaxReason {
-		reason = strings.ToValidUTF8(reason[:journal.MaxReason], "")
+	if len(reason) > v1alpha1.MaxReasonLength {
+		reason = strings.ToValidUTF8(reason[:v1alpha1.MaxReasonLength], "")
 	}
 	return reason
 }
@@ -147,7 +138,7 @@ func decide(f facts) plan {
 		current = applied
 	}
 	if desired := ann[protocol.DesiredConfig]; desired != "" && desired != current {
-		id := configRequestID(f.bootID, desired)
+		id := v1alpha1.ConfigRequestID(f.bootID, desired)
 		if _, ok := journaled[id]; !ok {
 			from := current
 			if from == "" {
@@ -170,8 +161,14 @@ func decide(f facts) plan {
 	}
 
 	p.state = decideReboot(&p, f, ann, rebooting)
+	// The daemon rewrites its own state whatever it read: an unreadable one
+	// is replaced.
 	old := protocol.DaemonState{}
-	_, _ = protocol.Decode(f.node, protocol.State, &old)
+	if f.node != nil {
+		if st, _ := protocol.Read(f.node); st.Daemon != nil {
+			old = *st.Daemon
+		}
+	}
 	if old.Phase == p.state.Phase && old.BootID == p.state.BootID && !old.Since.IsZero() {
 		p.state.Since = old.Since
 	}

@@ -53,7 +53,7 @@ func planRequest(id string, source v1alpha1.Source, boot string, at time.Time) j
 
 // planConfigRequest is a config request entry, with the id decide gives it.
 func planConfigRequest(config, boot string, at time.Time) journal.Entry {
-	return journal.Entry{Kind: journal.KindRequest, ID: configRequestID(boot, config), Source: v1alpha1.SourceConfig,
+	return journal.Entry{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(boot, config), Source: v1alpha1.SourceConfig,
 		Reason: "config change", Config: config, Time: at, BootID: boot}
 }
 
@@ -168,7 +168,7 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 	}
 	thisRequested := protocol.Requested{BootID: planBoot, Requests: []protocol.Request{
 		{ID: "h1", Source: v1alpha1.SourceHost, Reason: "reason h1", Time: planAgo(2 * time.Minute)},
-		{ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig, Reason: "config change", Time: planAgo(time.Minute), Config: "v2"},
+		{ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig, Reason: "config change", Time: planAgo(time.Minute), Config: "v2"},
 	}}
 	stale := protocol.Encode(protocol.Requested{BootID: planOldBoot, Requests: []protocol.Request{
 		{ID: "old", Source: v1alpha1.SourceHost, Reason: "reason old", Time: planAgo(time.Hour)},
@@ -382,12 +382,12 @@ func TestDecideRequestsAndReportsConfig(t *testing.T) {
 	}{
 		"the pool wants another config: one config request": {
 			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
-			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
 				Reason: "config v1, pool wants v2", Config: "v2", Time: planNow}},
 		},
 		"no current config yet: requested from an unknown one": {
 			annotations: map[string]string{protocol.DesiredConfig: "v2"},
-			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
 				Reason: "config unknown, pool wants v2", Config: "v2", Time: planNow}},
 		},
 		"already requested in this boot: not again": {
@@ -420,7 +420,7 @@ func TestDecideRequestsAndReportsConfig(t *testing.T) {
 			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
 			annotations: map[string]string{protocol.DesiredConfig: "v3", protocol.CurrentConfig: "v1"},
 			wantCurrent: planPtr("v2"),
-			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: configRequestID(planBoot, "v3"), Source: v1alpha1.SourceConfig,
+			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v3"), Source: v1alpha1.SourceConfig,
 				Reason: "config v2, pool wants v3", Config: "v3", Time: planNow}},
 		},
 		"the pool wants nothing: nothing requested": {
@@ -468,8 +468,8 @@ func TestDecideConfigRequestFitsTheJournal(t *testing.T) {
 			p := decide(planFacts(facts{}, map[string]string{protocol.DesiredConfig: tt.desired, protocol.CurrentConfig: tt.current}))
 			g.Expect(p.write).To(HaveLen(1))
 			g.Expect(p.write[0].Config).To(Equal(tt.desired))
-			g.Expect(p.write[0].ID).To(Equal(configRequestID(planBoot, tt.desired)))
-			g.Expect(len(p.write[0].Reason)).To(BeNumerically("<=", journal.MaxReason))
+			g.Expect(p.write[0].ID).To(Equal(v1alpha1.ConfigRequestID(planBoot, tt.desired)))
+			g.Expect(len(p.write[0].Reason)).To(BeNumerically("<=", v1alpha1.MaxReasonLength))
 			g.Expect(utf8.ValidString(p.write[0].Reason)).To(BeTrue())
 			g.Expect(p.write[0].Reason).To(ContainSubstring(tt.wantInReason))
 		})
@@ -478,11 +478,11 @@ func TestDecideConfigRequestFitsTheJournal(t *testing.T) {
 
 func TestDecideConfigRequestIDIsPerBootAndConfig(t *testing.T) {
 	g := NewWithT(t)
-	id := configRequestID(planBoot, "v2")
+	id := v1alpha1.ConfigRequestID(planBoot, "v2")
 	g.Expect(id).To(HavePrefix("config-"))
-	g.Expect(configRequestID(planBoot, "v2")).To(Equal(id), "the same boot and config give the same id, restarts or not")
-	g.Expect(configRequestID(planOldBoot, "v2")).NotTo(Equal(id))
-	g.Expect(configRequestID(planBoot, "v3")).NotTo(Equal(id))
+	g.Expect(v1alpha1.ConfigRequestID(planBoot, "v2")).To(Equal(id), "the same boot and config give the same id, restarts or not")
+	g.Expect(v1alpha1.ConfigRequestID(planOldBoot, "v2")).NotTo(Equal(id))
+	g.Expect(v1alpha1.ConfigRequestID(planBoot, "v3")).NotTo(Equal(id))
 }
 
 func TestDecideStateAnnotation(t *testing.T) {

@@ -39,8 +39,8 @@ func trimReason(reason string) (string, error) {
 	switch {
 	case reason == "":
 		return "", errors.New("the reason is empty: say why the node should reboot")
-	case len(reason) > journal.MaxReason:
-		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), journal.MaxReason)
+	case len(reason) > v1alpha1.MaxReasonLength:
+		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), v1alpha1.MaxReasonLength)
 	}
 	return reason, nil
 }

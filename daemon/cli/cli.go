@@ -16,6 +16,7 @@ import (
 	"github.com/kmaint/kmaint/daemon"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/version"
 )
 
@@ -69,7 +70,7 @@ func requestReboot(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("request-reboot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: kmaint-daemon request-reboot <reason>\n\nThe reason is required, at most %d bytes, and is written to the journal.\n\n%s", journal.MaxReason, usage)
+		fmt.Fprintf(stderr, "Usage: kmaint-daemon request-reboot <reason>\n\nThe reason is required, at most %d bytes, and is written to the journal.\n\n%s", v1alpha1.MaxReasonLength, usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

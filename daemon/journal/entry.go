@@ -41,10 +41,6 @@ const (
 	KindRebooting Kind = "rebooting"
 )
 
-// MaxReason is the longest reason a request may carry, the same as a
-// NodeMaintenance's.
-const MaxReason = 512
-
 // Entry is one kmaint journal entry.
 type Entry struct {
 	Kind Kind
@@ -125,7 +121,7 @@ func parse(f map[string]string) (Entry, error) {
 		default:
 			return e, fmt.Errorf("request %s has an unknown source %q", e.ID, e.Source)
 		}
-		if e.Reason == "" || len(e.Reason) > MaxReason {
+		if e.Reason == "" || len(e.Reason) > v1alpha1.MaxReasonLength {
 			return e, fmt.Errorf("request %s has an empty or oversize reason", e.ID)
 		}
 	case RebootingMessageID:

@@ -167,16 +167,7 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed []string) {
 func setCondition(pool *v1alpha1.MaintenancePool, condType string, status bool, trueReason, falseReason, message string) {
 	c := metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: falseReason, ObservedGeneration: pool.Generation}
 	if status {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, truncate(message)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, v1alpha1.FitMessage(message)
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, c)
-}
-
-// truncate keeps a message within the API's 32768-byte limit.
-func truncate(s string) string {
-	const max = 32000
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }

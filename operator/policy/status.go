@@ -39,7 +39,7 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 	st.ObservedGeneration = p.Generation
 	st.RequestsRaised += int64(out.raised)
 	cond := func(t string, ok bool, reason, msg string) {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(msg), ObservedGeneration: p.Generation}
+		c := metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason, Message: v1alpha1.FitMessage(msg), ObservedGeneration: p.Generation}
 		if ok {
 			c.Status = metav1.ConditionTrue
 		}
@@ -206,10 +206,10 @@ func (r *Reconciler) warnOnce(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPol
 	if msg == "" {
 		return
 	}
-	if prev := meta.FindStatusCondition(last.Conditions, condType); prev != nil && prev.Message == truncate(msg) {
+	if prev := meta.FindStatusCondition(last.Conditions, condType); prev != nil && prev.Message == v1alpha1.FitMessage(msg) {
 		return
 	}
-	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Evaluate", "%s", truncate(msg))
+	r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, reason, "Evaluate", "%s", v1alpha1.FitMessage(msg))
 }
 
 func nodeLabel(p *v1alpha1.RebootPolicy) string {
@@ -229,14 +229,6 @@ func matchBy(p *v1alpha1.RebootPolicy) v1alpha1.NodeMatch {
 // equalStatus compares statuses as the API server would store them.
 func equalStatus(a, b v1alpha1.RebootPolicyStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-func truncate(s string) string {
-	const limit = 32000
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "…"
 }
 
 func first(s []string, n int) []string {

@@ -62,8 +62,8 @@ func Request(ctx context.Context, c client.Client, w io.Writer, o RequestOptions
 	if strings.TrimSpace(o.Reason) == "" {
 		return nil, errors.New("--reason must say why the node should reboot")
 	}
-	if len(o.Reason) > 512 {
-		return nil, fmt.Errorf("--reason is %d bytes long; at most 512", len(o.Reason))
+	if len(o.Reason) > v1alpha1.MaxReasonLength {
+		return nil, fmt.Errorf("--reason is %d bytes long; at most %d", len(o.Reason), v1alpha1.MaxReasonLength)
 	}
 	if err := c.Get(ctx, types.NamespacedName{Name: o.Node}, &corev1.Node{}); apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("node %q not found (kubectl get nodes)", o.Node)

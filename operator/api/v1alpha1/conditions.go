@@ -1,8 +1,24 @@
 package v1alpha1
 
+import "unicode/utf8"
+
 // Condition types and reasons of kmaint's objects, defined once here so that
 // the controllers that set them and the tools that read them (the plugin,
 // metrics, dashboards, the report) spell them the same way.
+
+// FitMessage keeps a condition's message within the API's limit of 32768
+// bytes, cutting it on a character boundary with "…".
+func FitMessage(s string) string {
+	const limit = 32000
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // MaintenancePool condition types.
 const (
