@@ -102,11 +102,9 @@ func nodeChanged() predicate.Predicate {
 			if !okOld || !okNew {
 				return true
 			}
-			return !maps.Equal(oldNode.Labels, newNode.Labels) ||
-				!maps.Equal(oldNode.Annotations, newNode.Annotations) ||
-				oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-				oldNode.Status.NodeInfo.BootID != newNode.Status.NodeInfo.BootID ||
-				protocol.Ready(oldNode) != protocol.Ready(newNode) ||
+			// Labels choose the pool; taints are a drain's business.
+			return protocol.Changed(oldNode, newNode) ||
+				!maps.Equal(oldNode.Labels, newNode.Labels) ||
 				!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
 		},
 	}

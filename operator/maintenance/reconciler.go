@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -190,9 +189,7 @@ func protocolChanged() predicate.Predicate {
 			if !okOld || !okNew {
 				return true
 			}
-			return !maps.Equal(o.Annotations, n.Annotations) ||
-				o.Status.NodeInfo.BootID != n.Status.NodeInfo.BootID ||
-				protocol.Ready(o) != protocol.Ready(n)
+			return protocol.Changed(o, n)
 		},
 	}
 }

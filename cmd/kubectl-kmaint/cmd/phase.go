@@ -41,11 +41,11 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 			why = append(why, "cordoned")
 		}
 		out.Reason = strings.Join(why, ", ")
-	case protocol.StagePending:
+	case v1alpha1.PhasePending:
 		out.Reason, out.Since = reasons(nil, open), open[0].CreationTimestamp.Time
-	case protocol.StageRequested, protocol.StageDraining, protocol.StageApproved:
+	case v1alpha1.PhaseRequested, v1alpha1.PhaseDraining, v1alpha1.PhaseApproved:
 		out.Reason = reasons(cur, open)
-	case protocol.StageRebooting:
+	case v1alpha1.PhaseRebooting:
 		if out.Reason == "" {
 			out.Reason = reasons(cur, open)
 		}

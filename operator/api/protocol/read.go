@@ -3,8 +3,10 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -168,29 +170,16 @@ func (s NodeState) AdmissionVoid() bool {
 	return s.BootID != s.Admission.BootID || s.Current() == nil
 }
 
-// Stage is where a node, or a NodeMaintenance, is on the reboot path. The
-// values a NodeMaintenance takes are its phases' (v1alpha1.Phase); a node
-// has no phase of its own, only the stage of the reboot it is in.
-type Stage string
+// Stage is where a node is on the reboot path: the phase of the reboot it
+// is in, in the NodeMaintenance's own words (Pending, Requested, Draining,
+// Approved, Rebooting), or one of the two stages below, which a node has and
+// a request does not.
+type Stage = v1alpha1.Phase
 
-// The stages, in the order a reboot passes through them.
+// The stages of a node that are not phases of a request.
 const (
 	// StageIdle: nothing asked for.
 	StageIdle Stage = "Idle"
-	// StagePending: a NodeMaintenance is open that the node's daemon has
-	// not raised yet. Read alone cannot tell it; see Position.
-	StagePending Stage = "Pending"
-	// StageRequested: the daemon raised the node's requests; its pool has
-	// not admitted it.
-	StageRequested Stage = "Requested"
-	// StageDraining: admitted, cordoned, pods being evicted.
-	StageDraining Stage = "Draining"
-	// StageApproved: drained, and the reboot is approved for the node's
-	// boot; the daemon has not yet said it is rebooting.
-	StageApproved Stage = "Approved"
-	// StageRebooting: the daemon is rebooting the node, or the node is
-	// coming back with a new boot.
-	StageRebooting Stage = "Rebooting"
 	// StageDegraded: the approved reboot did not happen, the drain failed,
 	// or the node's kmaint annotations cannot be read.
 	StageDegraded Stage = "Degraded"
@@ -203,6 +192,16 @@ type Position struct {
 	Message string
 	// Since is when the node entered the stage; zero when unknown.
 	Since time.Time
+}
+
+// Changed reports whether a node update can change what Read tells: the
+// annotations, the boot ID or readiness. The kubelet's heartbeats change
+// none of them.
+func Changed(old, updated *corev1.Node) bool {
+	return !maps.Equal(old.Annotations, updated.Annotations) ||
+		BootID(old) != BootID(updated) ||
+		Ready(old) != Ready(updated) ||
+		old.Spec.Unschedulable != updated.Spec.Unschedulable
 }
 
 // Position tells the node's stage from its annotations. pending is whether
@@ -219,17 +218,17 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}
 	case s.Approved != "" && s.Approved == s.BootID:
 		if s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID {
-			return Position{Stage: StageRebooting, Since: s.Daemon.Since}
+			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}
 		}
-		return Position{Stage: StageApproved}
+		return Position{Stage: v1alpha1.PhaseApproved}
 	case s.Approved != "":
-		return Position{Stage: StageRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
 	case s.Admission != nil:
-		return Position{Stage: StageDraining, Since: s.Admission.Time}
+		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}
 	case cur != nil:
-		return Position{Stage: StageRequested, Since: cur.Earliest()}
+		return Position{Stage: v1alpha1.PhaseRequested, Since: cur.Earliest()}
 	case pending:
-		return Position{Stage: StagePending}
+		return Position{Stage: v1alpha1.PhasePending}
 	}
 	return Position{Stage: StageIdle}
 }

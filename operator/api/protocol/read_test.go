@@ -135,46 +135,46 @@ func TestReadPredicates(t *testing.T) {
 		},
 		"requested": {
 			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}),
-			wantCurrent: true, wantWants: true, wantStage: protocol.StageRequested,
+			wantCurrent: true, wantWants: true, wantStage: v1alpha1.PhaseRequested,
 		},
 		"admitted: draining": {
 			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h")}),
-			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageDraining,
+			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"approved, daemon not yet rebooting": {
 			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"), protocol.RebootApproved: "boot-0"}),
-			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageApproved,
+			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseApproved,
 		},
 		"approved, daemon rebooting": {
 			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"),
 				protocol.RebootApproved: "boot-0", protocol.State: daemon(protocol.DaemonRebooting, "boot-0")}),
-			wantCurrent: true, wantUnavailable: true, wantStage: protocol.StageRebooting,
+			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back with a new boot, Ready: done": {
 			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.Admitted: admitted("boot-old", "h")}),
-			wantUnavailable: true, wantDone: true, wantStage: protocol.StageRebooting,
+			wantUnavailable: true, wantDone: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back but not Ready: not done": {
 			node: node(map[string]string{protocol.RebootApproved: "boot-old"}, func(n *corev1.Node) {
 				n.Status.Conditions[0].Status = corev1.ConditionFalse
 			}),
-			wantUnavailable: true, wantStage: protocol.StageRebooting,
+			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back, but the daemon still shows the old boot's requests: not done": {
 			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.RebootRequested: requested("boot-old", "h")}),
-			wantUnavailable: true, wantStage: protocol.StageRebooting,
+			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"Ready with the approved boot: not rebooted": {
 			node:            node(map[string]string{protocol.RebootApproved: "boot-0"}),
-			wantUnavailable: true, wantStage: protocol.StageApproved,
+			wantUnavailable: true, wantStage: v1alpha1.PhaseApproved,
 		},
 		"an admission whose requests are gone is void": {
 			node:            node(map[string]string{protocol.Admitted: admitted("boot-0", "h")}),
-			wantUnavailable: true, wantVoid: true, wantStage: protocol.StageDraining,
+			wantUnavailable: true, wantVoid: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"an admission of another boot is void": {
 			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-old", "h")}),
-			wantCurrent: true, wantUnavailable: true, wantVoid: true, wantStage: protocol.StageDraining,
+			wantCurrent: true, wantUnavailable: true, wantVoid: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"a failed drain of these requests: degraded, not asked again": {
 			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"),
@@ -184,7 +184,7 @@ func TestReadPredicates(t *testing.T) {
 		"a new request after a failed drain asks again": {
 			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h", "h2"),
 				protocol.DrainFailed: protocol.Encode(protocol.DrainFailure{BootID: "boot-0", Requests: []string{"h"}, Reason: "DrainTimeout"})}),
-			wantCurrent: true, wantWants: true, wantStage: protocol.StageRequested,
+			wantCurrent: true, wantWants: true, wantStage: v1alpha1.PhaseRequested,
 		},
 		"the daemon says the reboot did not happen": {
 			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.RebootApproved: "boot-0",
@@ -193,7 +193,7 @@ func TestReadPredicates(t *testing.T) {
 		},
 		"cordoned by a person: unavailable, still asks": {
 			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}, func(n *corev1.Node) { n.Spec.Unschedulable = true }),
-			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: protocol.StageRequested,
+			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRequested,
 		},
 	}
 	for name, tc := range cases {
@@ -215,7 +215,7 @@ func TestReadPredicates(t *testing.T) {
 func TestPositionPending(t *testing.T) {
 	g := NewWithT(t)
 	st, _ := protocol.Read(node(nil))
-	g.Expect(st.Position(true).Stage).To(Equal(protocol.StagePending), "an open NodeMaintenance not yet raised")
+	g.Expect(st.Position(true).Stage).To(Equal(v1alpha1.PhasePending), "an open NodeMaintenance not yet raised")
 	st, _ = protocol.Read(node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}))
-	g.Expect(st.Position(true).Stage).To(Equal(protocol.StageRequested), "raised requests are further along")
+	g.Expect(st.Position(true).Stage).To(Equal(v1alpha1.PhaseRequested), "raised requests are further along")
 }
