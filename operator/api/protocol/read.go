@@ -67,33 +67,30 @@ func Read(node *corev1.Node) (NodeState, error) {
 		CurrentConfig: node.Annotations[CurrentConfig],
 	}
 	var errs []error
-	var req Requested
-	if ok, err := Decode(node, RebootRequested, &req); err != nil {
-		errs = append(errs, err)
-	} else if ok {
-		s.Requested = &req
-	}
-	var adm Admission
-	if ok, err := Decode(node, Admitted, &adm); err != nil {
-		errs = append(errs, err)
+	s.Requested = decode[Requested](node, RebootRequested, &errs)
+	before := len(errs)
+	if s.Admission = decode[Admission](node, Admitted, &errs); len(errs) > before {
 		s.Admission = &Admission{}
-	} else if ok {
-		s.Admission = &adm
 	}
-	var failure DrainFailure
-	if ok, err := Decode(node, DrainFailed, &failure); err != nil {
-		errs = append(errs, err)
-	} else if ok {
-		s.DrainFailure = &failure
-	}
-	var daemon DaemonState
-	if ok, err := Decode(node, State, &daemon); err != nil {
-		errs = append(errs, err)
-	} else if ok {
-		s.Daemon = &daemon
-	}
+	s.DrainFailure = decode[DrainFailure](node, DrainFailed, &errs)
+	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
+}
+
+// decode reads one annotation; nil when absent or unreadable, and then the
+// error is added to errs.
+func decode[T any](node *corev1.Node, key string, errs *[]error) *T {
+	var v T
+	ok, err := Decode(node, key, &v)
+	if err != nil {
+		*errs = append(*errs, err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // Name is the node's name.
