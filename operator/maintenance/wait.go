@@ -90,10 +90,11 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 	return in
 }
 
-// waitFor says why the node's raised requests wait, when it asks its pool
-// for admission and an open NodeMaintenance may show it.
+// waitFor says why the node's requests wait, when an open NodeMaintenance
+// may show it: the chain decides what counts, and apply shows it only on a
+// Requested NodeMaintenance.
 func (r *Reconciler) waitFor(ctx context.Context, node *protocol.NodeState, items []v1alpha1.NodeMaintenance, now time.Time) (waiting, error) {
-	if node == nil || node.Current() == nil || node.Admission != nil || node.Approved != "" {
+	if node == nil || node.Admission != nil || node.Approved != "" {
 		return waiting{}, nil
 	}
 	if !slices.ContainsFunc(items, func(nm v1alpha1.NodeMaintenance) bool { return !nm.Status.Phase.Done() }) {
