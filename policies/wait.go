@@ -83,6 +83,7 @@ type WaitFunc func(WaitInput) (reason, message string, wait bool)
 // (a blocking query, the budget). The first that holds is the one reported.
 func WaitChain() []WaitFunc {
 	return []WaitFunc{
+		UnreadableAnnotations,
 		ConflictingPools,
 		InvalidSelector,
 		InvalidWindow,
@@ -104,6 +105,15 @@ func Wait(in WaitInput) (reason, message string, wait bool) {
 }
 
 func (in WaitInput) forNode() bool { return in.Node != nil }
+
+// UnreadableAnnotations: nothing is done to a node whose kmaint annotations
+// cannot be read until they can.
+func UnreadableAnnotations(in WaitInput) (string, string, bool) {
+	if in.Node == nil || in.Node.Unreadable == nil {
+		return "", "", false
+	}
+	return v1alpha1.MalformedAnnotationReason, fmt.Sprintf("%v; nothing is done to the node until they can be read", in.Node.Unreadable), true
+}
 
 // ConflictingPools: a node selected by more than one pool is admitted by none.
 func ConflictingPools(in WaitInput) (string, string, bool) {

@@ -20,6 +20,7 @@ func TestWait(t *testing.T) {
 	node := &n
 	budgetFull := policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Waiting: []string{"n1", "n2"}}
 	blocking := &policies.Blocking{Reason: v1alpha1.BlockingQueryReason, Message: `Blocking query "alerts" returns 1 series`}
+	unreadable, _ := protocol.Read(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{protocol.State: "{"}}})
 	cases := map[string]struct {
 		in policies.WaitInput
 
@@ -29,6 +30,10 @@ func TestWait(t *testing.T) {
 	}{
 		"nothing holds":                      {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 2, Unavailable: 1, Waiting: []string{"n1"}}}},
 		"no one waits: the budget is silent": {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1}}},
+		"a node whose annotations cannot be read, before anything else": {
+			in:         policies.WaitInput{Pool: "a", Node: &unreadable, Pools: []string{"a", "b"}, Paused: true},
+			wantReason: v1alpha1.MalformedAnnotationReason, wantMessage: "annotation kmaint.io/state on node n1 is malformed",
+		},
 		"a node in two pools": {
 			in:         policies.WaitInput{Pool: "a", Node: node, Pools: []string{"a", "b"}, Paused: true},
 			wantReason: v1alpha1.ConflictingReason, wantMessage: "selected by pools a, b",
