@@ -267,3 +267,50 @@ func TestMalformedRequestIsReportedNotAdmitted(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 }
+
+// A node back from its reboot is not completed while one of its annotations
+// cannot be read: it stays cordoned and approved, the pool and the node say
+// why (once), and it completes as soon as the annotation can be read.
+func TestUnreadableNodeIsNeverCompleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createPool(t, gen.Pool("unreadable", intstr.FromInt32(1)))
+	node := createNodes(t, "unreadable", "unreadable", 1)[0]
+
+	// Rebooted: a new boot, Ready, approved for the old one, cordoned by
+	// kmaint, and a daemon state nobody can read.
+	n := getNode(g, node)
+	base := n.DeepCopy()
+	n.Spec.Unschedulable = true
+	n.Annotations = map[string]string{
+		protocol.RebootApproved: "boot-old",
+		protocol.Cordoned:       "true",
+		protocol.State:          `{"phase":`,
+	}
+	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+	startOperator(t)
+
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPool(g, "unreadable").Status.Conditions, v1alpha1.DegradedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.MalformedAnnotationReason))
+		g.Expect(c.Message).To(ContainSubstring(protocol.State))
+		g.Expect(poolEvents(g, "unreadable", "Warning")).To(ConsistOf(v1alpha1.MalformedAnnotationReason), "one Warning event, not one per reconcile")
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Spec.Unschedulable).To(BeTrue(), "not uncordoned")
+		g.Expect(n.Annotations).To(HaveKeyWithValue(protocol.RebootApproved, "boot-old"), "not completed")
+	}, 3*time.Second).Should(Succeed())
+	g.Expect(poolEvents(g, "unreadable", "Warning")).To(HaveLen(1), "still one Warning event")
+
+	n = getNode(g, node)
+	base = n.DeepCopy()
+	n.Annotations[protocol.State] = protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: protocol.BootID(n), Since: time.Now()})
+	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "uncordoned once readable")
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.RebootApproved))
+	}, timeout).Should(Succeed())
+}
