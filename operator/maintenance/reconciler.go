@@ -81,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Decide and act, one NodeMaintenance at a time.
 	pool := r.poolOf(ctx, node)
 	for i := range items {
-		errs = append(errs, r.advance(ctx, &items[i], state, olderOpen(items, i), w, pool))
+		errs = append(errs, r.act(ctx, &items[i], state, olderOpen(items, i), w, pool))
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
@@ -124,8 +124,8 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 	return ""
 }
 
-// advance patches one NodeMaintenance's status to where its node says it is.
-func (r *Reconciler) advance(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string) error {
+// act decides where one NodeMaintenance is and patches its status to it's status to where its node says it is.
+func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string) error {
 	if nm.Status.Phase.Done() {
 		return nil
 	}

@@ -4,4 +4,9 @@
 // functions in package policies; this package reads the cluster and
 // Prometheus, applies them, and reports in the policy's status. The requests
 // it raises travel the same gate as every other request.
+//
+// Reconcile reads observe → decide → act: observe reads the cluster,
+// evaluate asks the trigger (Prometheus, the alerts recorded, the schedule),
+// decide applies the guards (policies.Select) and raise, the act, creates
+// the requests.
 package policy

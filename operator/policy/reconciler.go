@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		out.specErr = &specError{field: "spec.maxConcurrentRequests", err: err}
 		return ctrl.Result{}, nil
 	}
-	out.selection = r.selectNodes(&p, s, f, out)
+	out.selection = r.decide(&p, s, f, out)
 	if p.Spec.DryRun {
 		return r.requeue(out), nil
 	}
@@ -146,10 +146,10 @@ func (r *Reconciler) record(p *v1alpha1.RebootPolicy, ev evaluation) {
 	}
 }
 
-// selectNodes applies the guards. A node whose request for this episode
+// decide applies the guards. A node whose request for this episode
 // exists already, even a failed one, is not asked for again: a drain that
 // timed out would only time out again.
-func (r *Reconciler) selectNodes(p *v1alpha1.RebootPolicy, s spec, f *facts, out *outcome) policies.Selection {
+func (r *Reconciler) decide(p *v1alpha1.RebootPolicy, s spec, f *facts, out *outcome) policies.Selection {
 	open := make(map[string]bool, len(f.open))
 	for node := range f.open {
 		open[node] = true
