@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	kpools "github.com/kmaint/kmaint/operator/pools"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -192,9 +192,11 @@ func buildView(s clusterState) view {
 			rows[p.Name].spec = p.Spec.MaxUnavailable.String()
 		}
 	}
+	selectors := kpools.Selectors(pools)
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		pool := poolOf(n, pools)
+		// A node in two pools shows the first; the pools report the conflict.
+		pool := kpools.Of(n, selectors)[0]
 		row := nodeRow{name: n.Name, pool: pool, unavailable: unavailable(n)}
 		var raised bool
 		row.step, row.source, row.since, raised = nodeStep(n, byNode[n.Name])
@@ -338,21 +340,6 @@ func sources(nms []*v1alpha1.NodeMaintenance) string {
 func joinSet(s []string) string {
 	sort.Strings(s)
 	return strings.Join(slices.Compact(s), "+")
-}
-
-// poolOf names the pool that selects the node: the first that does, or the
-// built-in default pool.
-func poolOf(n *corev1.Node, pools []v1alpha1.MaintenancePool) string {
-	for _, p := range pools {
-		if p.Spec.NodeSelector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err == nil && sel.Matches(labels.Set(n.Labels)) {
-			return p.Name
-		}
-	}
-	return v1alpha1.DefaultPoolName
 }
 
 // wantsConfig reports whether the node's pool wants a config it does not run.
