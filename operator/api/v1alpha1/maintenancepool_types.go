@@ -25,6 +25,7 @@ type MaintenancePoolSpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxUnavailable must be an integer >= 0 or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self <= 1000000",message="maxUnavailable must be at most 1000000 nodes; 100% means every node"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
@@ -92,6 +93,7 @@ type DrainOptions struct {
 	// GracePeriodSeconds overrides each evicted pod's termination grace
 	// period. Unset uses the pod's own.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=604800
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 

@@ -40,6 +40,7 @@ type RebootPolicySpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="maxConcurrentRequests must be an integer >= 1 or a percentage from 1% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) != int || self <= 1000000",message="maxConcurrentRequests must be at most 1000000; 100% means every selected node"
 	// +optional
 	MaxConcurrentRequests *intstr.IntOrString `json:"maxConcurrentRequests,omitempty"`
 
