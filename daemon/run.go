@@ -62,6 +62,21 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// Validate refuses options that cannot mean anything, naming the flag, so
+// that a typo stops the daemon at start rather than marking every reboot
+// degraded at once.
+func (o Options) Validate() error {
+	switch {
+	case o.NodeName == "":
+		return errors.New("no node name: set NODE_NAME from the downward API (spec.nodeName) or pass --node-name")
+	case o.RebootTimeout < 0:
+		return fmt.Errorf("--reboot-timeout=%s: must be positive (0 means the default, 10m)", o.RebootTimeout)
+	case o.RebootTimeout > 0 && o.RebootTimeout < time.Second:
+		return fmt.Errorf("--reboot-timeout=%s: no node reboots that fast; give at least 1s (the default is 10m)", o.RebootTimeout)
+	}
+	return nil
+}
+
 // ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
 func ReadBootID(path string) (string, error) {
 	b, err := os.ReadFile(path)
@@ -78,8 +93,8 @@ func ReadBootID(path string) (string, error) {
 // Run runs the daemon for one node until ctx is done. The kmaint-daemon
 // binary passes no hooks.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) error {
-	if opts.NodeName == "" {
-		return errors.New("no node name: set NODE_NAME from the downward API (spec.nodeName) or pass --node-name")
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	var in inProcess
 	for _, h := range hooks {

@@ -78,6 +78,9 @@ type Options struct {
 
 // NewManager builds a manager with kmaint's controllers.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	s, err := scheme.New()
 	if err != nil {
 		return nil, err
@@ -230,6 +233,26 @@ func slimNode(obj any) (any, error) {
 	node.Status.VolumesInUse = nil
 	node.Status.VolumesAttached = nil
 	return node, nil
+}
+
+// Validate refuses options that cannot mean anything, naming the flag.
+func (o Options) Validate() error {
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--drain-poll-interval", o.DrainPollInterval},
+		{"--prometheus-timeout", o.PrometheusTimeout},
+		{"--blocking-query-interval", o.BlockingQueryInterval},
+	} {
+		if d.value < 0 {
+			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
+		}
+	}
+	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
+		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")
+	}
+	return nil
 }
 
 // Run runs the operator until ctx is done.
