@@ -127,6 +127,8 @@ func TestRequestRebootRejectsBadReasons(t *testing.T) {
 	for reason, want := range map[string]string{
 		"":                       "the reason is empty",
 		strings.Repeat("x", 513): "at most 512 are allowed",
+		"kernel\nforged line":    "control character",
+		"\x1b[2Jkernel":          "control character",
 	} {
 		out, err := harness.RequestReboot(t, n, 0, reason)
 		g.Expect(err).To(HaveOccurred())

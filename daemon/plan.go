@@ -151,7 +151,9 @@ func decide(f facts) plan {
 
 	// Raise this boot's requests, or clear them.
 	for _, e := range thisBoot {
-		p.outstanding = append(p.outstanding, protocol.Request{ID: e.ID, Source: e.Source, Reason: e.Reason, Time: e.Time, Config: e.Config})
+		// The reason is shown everywhere; one journaled with control
+		// characters (by a writer other than request-reboot) is escaped.
+		p.outstanding = append(p.outstanding, protocol.Request{ID: e.ID, Source: e.Source, Reason: v1alpha1.FitReason(e.Reason), Time: e.Time, Config: e.Config})
 	}
 	if len(p.outstanding) > 0 {
 		v := protocol.Encode(protocol.Requested{BootID: f.bootID, Requests: p.outstanding})

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -35,12 +34,8 @@ func RequestReboot(j journal.Journal, reason string, uid int, now time.Time) (st
 
 // trimReason validates a request's reason as request-reboot and the API do.
 func trimReason(reason string) (string, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
-		return "", errors.New("the reason is empty: say why the node should reboot")
-	case len(reason) > v1alpha1.MaxReasonLength:
-		return "", fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(reason), v1alpha1.MaxReasonLength)
+	if err := v1alpha1.CheckReason(reason); err != nil {
+		return "", err
 	}
-	return reason, nil
+	return strings.TrimSpace(reason), nil
 }

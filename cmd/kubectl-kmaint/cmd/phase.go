@@ -58,7 +58,8 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 func reasons(current *protocol.Requested, open []v1alpha1.NodeMaintenance) string {
 	var rs []string
 	add := func(source v1alpha1.Source, reason string) {
-		if r := fmt.Sprintf("%s: %s", source, reason); !slices.Contains(rs, r) {
+		// A reason read off the node may come from any journal writer.
+		if r := fmt.Sprintf("%s: %s", source, v1alpha1.FitReason(reason)); !slices.Contains(rs, r) {
 			rs = append(rs, r)
 		}
 	}

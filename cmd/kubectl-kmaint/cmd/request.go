@@ -62,8 +62,8 @@ func Request(ctx context.Context, c client.Client, w io.Writer, o RequestOptions
 	if strings.TrimSpace(o.Reason) == "" {
 		return nil, errors.New("--reason must say why the node should reboot")
 	}
-	if len(o.Reason) > v1alpha1.MaxReasonLength {
-		return nil, fmt.Errorf("--reason is %d bytes long; at most %d", len(o.Reason), v1alpha1.MaxReasonLength)
+	if err := v1alpha1.CheckReason(o.Reason); err != nil {
+		return nil, fmt.Errorf("--reason: %w", err)
 	}
 	if err := c.Get(ctx, types.NamespacedName{Name: o.Node}, &corev1.Node{}); apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("node %q not found (kubectl get nodes)", o.Node)

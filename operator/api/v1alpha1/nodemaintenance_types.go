@@ -50,9 +50,11 @@ type NodeMaintenanceSpec struct {
 	// +optional
 	Type MaintenanceType `json:"type,omitempty"`
 
-	// Reason is why the node should reboot; it is written to the node's journal.
+	// Reason is why the node should reboot; it is written to the node's
+	// journal. Plain text: control characters other than tab are refused.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x08\x0a-\x1f\x7f]*$`
 	Reason string `json:"reason"`
 
 	// Source is where the request came from. People and clients leave the

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -28,10 +30,45 @@ const (
 	PolicyLabel = "kmaint.io/policy"
 )
 
-// FitReason makes s a request's reason: trimmed, never empty, valid UTF-8,
-// and at most MaxReasonLength bytes, with "…" marking a cut.
+// CheckReason says what is wrong with a reason a person gives: empty, too
+// long, or holding control characters (a newline or a terminal escape would
+// forge lines in the journal, the plugin's tables and the events). nil when
+// it is fine. The API's schema refuses the same.
+func CheckReason(s string) error {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return errors.New("the reason is empty: say why the node should reboot")
+	case len(s) > MaxReasonLength:
+		return fmt.Errorf("the reason is %d bytes long; at most %d are allowed", len(s), MaxReasonLength)
+	case !utf8.ValidString(s):
+		return errors.New("the reason is not valid UTF-8")
+	case strings.IndexFunc(s, isControl) >= 0:
+		return fmt.Errorf("the reason holds a control character (%q); say it in plain text", string(s[strings.IndexFunc(s, isControl)]))
+	}
+	return nil
+}
+
+// isControl is true for the characters CheckReason refuses: every C0
+// control but tab, and DEL.
+func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
+
+// FitReason makes s a request's reason whatever its source: trimmed, never
+// empty, valid UTF-8, control characters shown escaped, and at most
+// MaxReasonLength bytes, with "…" marking a cut.
 func FitReason(s string) string {
 	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
+	if strings.IndexFunc(s, isControl) >= 0 {
+		var b strings.Builder
+		for _, r := range s {
+			if isControl(r) {
+				fmt.Fprintf(&b, "\\x%02x", r)
+				continue
+			}
+			b.WriteRune(r)
+		}
+		s = b.String()
+	}
 	if s == "" {
 		return "no reason given"
 	}

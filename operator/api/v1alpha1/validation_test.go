@@ -231,16 +231,20 @@ func TestNodeMaintenanceAdmission(t *testing.T) {
 		return spec
 	}
 	runAdmissionCases(t, "NodeMaintenance", map[string]admissionCase{
-		"no nodeName":        {spec: nm("nodeName", nil), wantErr: "spec.nodeName: Required value", wantField: "spec.nodeName"},
-		"empty nodeName":     {spec: nm("nodeName", ""), wantErr: "spec.nodeName in body should be at least 1 chars long", wantField: "spec.nodeName"},
-		"no reason":          {spec: nm("reason", nil), wantErr: "spec.reason: Required value", wantField: "spec.reason"},
-		"empty reason":       {spec: nm("reason", ""), wantErr: "spec.reason in body should be at least 1 chars long", wantField: "spec.reason"},
-		"reason of 513":      {spec: nm("reason", strings.Repeat("r", 513)), wantErr: "may not be more than 512", wantField: "spec.reason"},
-		"reason of 512":      {spec: nm("reason", strings.Repeat("r", 512))},
-		"source magic":       {spec: nm("source", "magic"), wantErr: `Unsupported value: "magic"`, wantField: "spec.source"},
-		"source host":        {spec: nm("source", "host")},
-		"type Drain":         {spec: nm("type", "Drain"), wantErr: `Unsupported value: "Drain"`, wantField: "spec.type"},
-		"ignoreWindows true": {spec: nm("ignoreWindows", true)},
+		"no nodeName":                   {spec: nm("nodeName", nil), wantErr: "spec.nodeName: Required value", wantField: "spec.nodeName"},
+		"empty nodeName":                {spec: nm("nodeName", ""), wantErr: "spec.nodeName in body should be at least 1 chars long", wantField: "spec.nodeName"},
+		"no reason":                     {spec: nm("reason", nil), wantErr: "spec.reason: Required value", wantField: "spec.reason"},
+		"empty reason":                  {spec: nm("reason", ""), wantErr: "spec.reason in body should be at least 1 chars long", wantField: "spec.reason"},
+		"reason of 513":                 {spec: nm("reason", strings.Repeat("r", 513)), wantErr: "may not be more than 512", wantField: "spec.reason"},
+		"reason of 512":                 {spec: nm("reason", strings.Repeat("r", 512))},
+		"reason with a newline":         {spec: nm("reason", "kernel\nSucceeded: forged line"), wantErr: "spec.reason in body should match", wantField: "spec.reason"},
+		"reason with a terminal escape": {spec: nm("reason", "\x1b[31mkernel"), wantErr: "spec.reason in body should match", wantField: "spec.reason"},
+		"reason with a NUL":             {spec: nm("reason", "a\x00b"), wantErr: "spec.reason in body should match", wantField: "spec.reason"},
+		"reason with a tab":             {spec: nm("reason", "kernel\t6.12")},
+		"source magic":                  {spec: nm("source", "magic"), wantErr: `Unsupported value: "magic"`, wantField: "spec.source"},
+		"source host":                   {spec: nm("source", "host")},
+		"type Drain":                    {spec: nm("type", "Drain"), wantErr: `Unsupported value: "Drain"`, wantField: "spec.type"},
+		"ignoreWindows true":            {spec: nm("ignoreWindows", true)},
 	})
 }
 
