@@ -121,6 +121,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	}
 	var requeue time.Duration
 	var errs []error
+	mayApprove, used := approvable(st.views, st.plan.maxUnavailable)
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
 		// its admission stands for cannot be told.
@@ -137,6 +138,12 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		}
 		progress, err := r.Drainer.Step(ctx, v.Node.Name, st.pool.Spec.Drain)
 		switch {
+		case err == nil && progress.Done && !mayApprove[v.Node.Name]:
+			// Drained, but approving it would take the pool past its
+			// budget: it waits, cordoned, and the pool says why. Its
+			// drain is done, so no timeout abandons it.
+			st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
+				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.plan.maxUnavailable)}
 		case err == nil && progress.Done:
 			errs = append(errs, r.approve(ctx, st, v))
 		case st.now.Sub(v.Admission.Time) >= timeout:

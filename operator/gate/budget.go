@@ -25,6 +25,51 @@ type plan struct {
 	held int
 }
 
+// approvable picks which drained nodes may be approved now. The budget is
+// checked again at approval, as planAdmissions checked it at admission, so
+// that a budget lowered while nodes drain (or nodes gone NotReady meanwhile)
+// holds back the approvals it no longer allows: nodes admitted first are
+// approved first, the others wait, cordoned, holding their slot. A node that
+// was unavailable before kmaint touched it (cordoned by someone else, or not
+// Ready) costs nothing, as at admission, unless the pool is over budget.
+// It also returns how many nodes count against the budget.
+func approvable(views []nodeView, maxUnavailable int) (ok map[string]bool, used int) {
+	var draining []nodeView
+	for _, v := range views {
+		switch {
+		case v.Draining() && !v.inflight && !approvalFree(v):
+			draining = append(draining, v)
+		case v.unavailable():
+			used++
+		}
+	}
+	slices.SortFunc(draining, func(a, b nodeView) int {
+		if c := a.Admission.Time.Compare(b.Admission.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Node.Name, b.Node.Name)
+	})
+	ok = map[string]bool{}
+	for _, v := range views {
+		if v.Draining() && approvalFree(v) && used <= maxUnavailable {
+			ok[v.Node.Name] = true
+		}
+	}
+	for _, v := range draining {
+		if used < maxUnavailable {
+			ok[v.Node.Name] = true
+		}
+		used++
+	}
+	return ok, used
+}
+
+// approvalFree reports whether approving a draining node costs the budget
+// nothing: it was unavailable whatever kmaint did.
+func approvalFree(v nodeView) bool {
+	return !v.Ready || v.Unschedulable && !v.Cordoned
+}
+
 // planAdmissions picks which waiting nodes to admit: in the order they asked,
 // while the budget lasts. A node that is already unavailable (cordoned by a
 // person, not Ready) costs nothing to admit, since it counts against the

@@ -1,0 +1,82 @@
+package gate_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// Lowering maxUnavailable while nodes drain holds back the approvals the new
+// budget does not allow: the drained nodes wait, cordoned, the pool says why,
+// and they are approved one at a time as slots free up.
+func TestLoweredBudgetHoldsApprovals(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createNamespace(t, "lowered")
+	createPool(t, gen.Pool("lowered", intstr.FromInt32(3)))
+	nodes := createNodes(t, "lowered", "lowered", 3)
+	for _, n := range nodes {
+		g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("lowered", "db-"+n, n, map[string]string{"app": "db"}))).To(Succeed())
+	}
+	// The budget of the pods forbids every eviction: all three drain and none
+	// finishes until it goes.
+	g.Expect(gen.PDB(ctx, bed.Client, "lowered", "db", map[string]string{"app": "db"}, 0)).To(Succeed())
+	daemons := runDaemons(t, "lowered", false)
+	startOperator(t)
+	for i, n := range nodes {
+		request(t, n, "l"+n, time.Now().Add(time.Duration(i)*time.Second))
+	}
+	g.Eventually(func(g Gomega) {
+		for _, n := range nodes {
+			g.Expect(getNode(g, n).Annotations).To(HaveKey(protocol.Admitted), n)
+		}
+	}, timeout).Should(Succeed())
+
+	pool := getPool(g, "lowered")
+	base := pool.DeepCopy()
+	one := intstr.FromInt32(1)
+	pool.Spec.MaxUnavailable = &one
+	g.Expect(bed.Client.Patch(ctx, pool, client.MergeFrom(base))).To(Succeed())
+	// The gate has seen the new budget before the drains can finish.
+	g.Eventually(func(g Gomega) int32 { return getPool(g, "lowered").Status.MaxUnavailable }, timeout).Should(BeEquivalentTo(1))
+	g.Expect(bed.Client.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("lowered"))).To(Succeed())
+
+	// Never more than one approved at a time, until every node rebooted.
+	approved := func(g Gomega) int {
+		k := 0
+		for _, n := range nodes {
+			if _, ok := getNode(g, n).Annotations[protocol.RebootApproved]; ok {
+				k++
+			}
+		}
+		return k
+	}
+	// The first admitted is approved; the two others, drained, wait and the
+	// pool says why.
+	g.Eventually(func(g Gomega) {
+		g.Expect(approved(g)).To(Equal(1))
+		c := meta.FindStatusCondition(getPool(g, "lowered").Status.Conditions, v1alpha1.DrainingCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("its approval waits: 3 nodes count against a maxUnavailable of 1"))
+		for _, n := range nodes[1:] {
+			g.Expect(getNode(g, n).Spec.Unschedulable).To(BeTrue(), "%s waits cordoned", n)
+		}
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(approved(g)).To(BeNumerically("<=", 1), "approvals within the lowered budget")
+		for _, n := range nodes {
+			g.Expect(daemons.Count(n)).To(Equal(1), "%s rebooted once", n)
+		}
+	}, 2*timeout).Should(Succeed())
+	g.Expect(daemons.Order()).To(Equal(nodes), "approved in the order admitted")
+}
