@@ -306,7 +306,7 @@ func TestUnreadableNodeIsNeverCompleted(t *testing.T) {
 
 	n = getNode(g, node)
 	base = n.DeepCopy()
-	n.Annotations[protocol.State] = protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: protocol.BootID(n), Since: time.Now()})
+	gen.DaemonState(protocol.DaemonIdle, protocol.BootID(n), "", time.Now())(n)
 	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		n := getNode(g, node)

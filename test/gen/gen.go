@@ -102,7 +102,7 @@ func Request(ctx context.Context, c client.Client, node, id string, source v1alp
 	if r.BootID != protocol.BootID(n) {
 		r = protocol.Requested{BootID: protocol.BootID(n)}
 	}
-	r.Requests = append(r.Requests, protocol.Request{ID: id, Source: source, Reason: "test " + id, Time: at})
+	r.Requests = append(r.Requests, Req(id, source, at))
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
