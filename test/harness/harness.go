@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,13 +105,6 @@ func CreateNodes(t testing.TB, bed *testbed.Bed, prefix, pool string, n int, opt
 		names = append(names, name)
 	}
 	return names
-}
-
-// GetNode reads a node from the API server.
-func GetNode(g Gomega, bed *testbed.Bed, name string) *corev1.Node {
-	n := &corev1.Node{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, n)).To(Succeed())
-	return n
 }
 
 // Unavailable is the test's own reading of invariant 1: a node is unavailable
@@ -265,14 +259,19 @@ func (d *Daemons) Order() []string {
 	return append([]string(nil), d.order...)
 }
 
-// ExpectClean asserts the node carries nothing of kmaint's but what the
-// daemon owns, and is schedulable unless a person cordoned it.
-func ExpectClean(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
+// ExpectSettled asserts the node carries nothing of a reboot in progress or
+// failed: no kmaint annotation but the config ones and the daemon's state,
+// Ready, and schedulable unless a person cordoned it. Call it in Eventually
+// to wait for a node to settle after its reboot.
+func ExpectSettled(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
 	n := GetNode(g, bed, name)
-	for _, key := range []string{protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootRequested} {
-		g.Expect(n.Annotations).NotTo(HaveKey(key), "node %s", name)
+	for key := range n.Annotations {
+		if strings.HasPrefix(key, protocol.Prefix) {
+			g.Expect(key).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State), "%s left on node %s", key, name)
+		}
 	}
 	g.Expect(n.Spec.Unschedulable).To(Equal(cordonedByPerson), "node %s unschedulable", name)
+	g.Expect(protocol.Ready(n)).To(BeTrue(), "node %s Ready", name)
 }
 
 // zapLevel keeps the operator quiet in test output unless KMAINT_TEST_LOG is
