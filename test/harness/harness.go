@@ -129,20 +129,27 @@ type BudgetWatcher struct {
 	moments int
 }
 
-// watchPool watches the nodes labelled pool=pool until the test ends, when
-// the returned context is cancelled.
-func watchPool(t testing.TB, bed *testbed.Bed, pool string) (watch.Interface, context.Context) {
+// watchUntilEnd watches the objects of list's kind until the test ends,
+// when the returned context is cancelled, or until cancel is called.
+func watchUntilEnd(t testing.TB, bed *testbed.Bed, list client.ObjectList, opts ...client.ListOption) (w watch.Interface, ctx context.Context, cancel func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel = context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
+	w, err = wc.Watch(ctx, list, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, ctx, cancel
+}
+
+// watchPool watches the nodes labelled pool=pool until the test ends.
+func watchPool(t testing.TB, bed *testbed.Bed, pool string) (watch.Interface, context.Context) {
+	t.Helper()
+	w, ctx, _ := watchUntilEnd(t, bed, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
 	return w, ctx
 }
 
@@ -289,16 +296,7 @@ func zapLevel() zapcore.Level {
 // It stops when the returned stop is called or the test ends.
 func RaiseMaintenances(t testing.TB, bed *testbed.Bed, nodes ...string) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &v1alpha1.NodeMaintenanceList{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, ctx, cancel := watchUntilEnd(t, bed, &v1alpha1.NodeMaintenanceList{})
 	go func() {
 		defer w.Stop()
 		raised := map[types.UID]bool{}
