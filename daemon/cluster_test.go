@@ -8,9 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -33,24 +31,19 @@ func TestConfigRolloutRebootsEachNodeOnceAndUpdatesCurrentConfig(t *testing.T) {
 	budget := harness.WatchBudget(t, bed, "roll")
 	harness.StartOperator(t, bed)
 
-	pool := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "roll"}, pool)).To(Succeed())
-	base := pool.DeepCopy()
-	pool.Spec.DesiredConfig = "os-2.0"
-	g.Expect(bed.Client.Patch(ctx, pool, client.MergeFrom(base))).To(Succeed())
+	harness.PatchPool(g, bed, "roll", func(p *v1alpha1.MaintenancePool) { p.Spec.DesiredConfig = "os-2.0" })
 
 	for i, n := range nodes {
 		name := fmt.Sprintf("roll-%d", i)
 		g.Eventually(func(g Gomega) {
 			node := getNode(g, name)
 			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-2.0"))
-			harness.ExpectClean(g, bed, name, false)
+			harness.ExpectSettled(g, bed, name, false)
 		}, timeout).Should(Succeed())
 		g.Expect(n.Reboots()).To(Equal(1), "node %s", name)
 	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "roll"}, pool)).To(Succeed())
-		g.Expect(pool.Status.Updated).To(BeEquivalentTo(3))
+		g.Expect(harness.GetPool(g, bed, "roll").Status.Updated).To(BeEquivalentTo(3))
 	}, timeout).Should(Succeed())
 	most, _ := budget.MostUnavailable()
 	g.Expect(most).To(Equal(1))
@@ -72,15 +65,14 @@ func TestNodeMaintenanceRebootsOnceAndIsReported(t *testing.T) {
 	}
 	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &v1alpha1.NodeMaintenance{}
-		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: nm.Name}, got)).To(Succeed())
+		got := harness.GetMaintenance(g, bed, nm.Name)
 		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
 		g.Expect(got.Status.JournaledBootID).To(Equal(first), "the daemon reports the boot it journaled in")
 		g.Expect(got.Status.BootIDBefore).To(Equal(first))
 		g.Expect(got.Status.BootIDAfter).To(Equal(n.BootID()))
 	}, timeout).Should(Succeed())
 	g.Expect(n.Reboots()).To(Equal(1))
-	g.Eventually(func(g Gomega) { harness.ExpectClean(g, bed, "nm-0", false) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, "nm-0", false) }, timeout).Should(Succeed())
 	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(1))
 }
 
@@ -100,7 +92,7 @@ func TestHostRequestsOnAPoolGoThroughTheGateOneAtATime(t *testing.T) {
 	for i, n := range nodes {
 		name := fmt.Sprintf("gate-%d", i)
 		g.Eventually(n.Reboots, timeout).Should(Equal(1), name)
-		g.Eventually(func(g Gomega) { harness.ExpectClean(g, bed, name, false) }, timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, name, false) }, timeout).Should(Succeed())
 	}
 	most, _ := budget.MostUnavailable()
 	g.Expect(most).To(Equal(1))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -184,18 +183,6 @@ func TestRebootThatDoesNotHappenIsReportedDegraded(t *testing.T) {
 		g.Expect(st.Phase).To(Equal(protocol.DaemonDegraded))
 		g.Expect(st.Message).To(ContainSubstring("not asking again"))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return warningReasons(g, "stuck") }, timeout).Should(ContainElement("RebootNotObserved"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", "stuck", "Warning") }, timeout).Should(ContainElement("RebootNotObserved"))
 	g.Expect(n.Reboots()).To(Equal(0))
-}
-
-func warningReasons(g Gomega, node string) []string {
-	var list eventsv1.EventList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Node" && e.Regarding.Name == node && e.Type == "Warning" {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
 }

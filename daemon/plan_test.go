@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +32,14 @@ var planNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // planAgo returns planNow minus d.
 func planAgo(d time.Duration) time.Time { return planNow.Add(-d) }
 
-// planFacts fills what a test leaves out: now, this boot, a node with these
-// annotations, and the reboot timeout.
-func planFacts(f facts, annotations map[string]string) facts {
+// planFacts fills what a test leaves out: now, this boot, the node in it
+// with these options (its annotations), and the reboot timeout.
+func planFacts(f facts, node ...gen.NodeOption) facts {
 	if f.now.IsZero() {
 		f.now = planNow
 	}
 	f.bootID = planBoot
-	f.node = gen.Node("n1", gen.BootID(planBoot))
-	maps.Copy(f.node.Annotations, annotations)
+	f.node = gen.Node("n1", append([]gen.NodeOption{gen.BootID(planBoot)}, node...)...)
 	f.rebootTimeout = planTimeout
 	return f
 }
@@ -73,11 +71,6 @@ func planNM(uid string, source v1alpha1.Source, phase v1alpha1.Phase, journaledB
 		nm.Status.JournaledTime = &metav1.Time{Time: planAgo(time.Hour)}
 	}
 	return nm
-}
-
-// planState encodes a state annotation.
-func planState(phase protocol.DaemonPhase, boot, message string, since time.Time) string {
-	return protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: since})
 }
 
 func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
@@ -153,7 +146,7 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}, nil))
+			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}))
 			g.Expect(p.write).To(Equal(tt.wantWrite))
 			g.Expect(p.reports).To(Equal(tt.wantReports))
 			g.Expect(p.reboot).To(BeNil())
@@ -170,12 +163,11 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 		{ID: "h1", Source: v1alpha1.SourceHost, Reason: "reason h1", Time: planAgo(2 * time.Minute)},
 		{ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig, Reason: "config change", Time: planAgo(time.Minute), Config: "v2"},
 	}}
-	stale := protocol.Encode(protocol.Requested{BootID: planOldBoot, Requests: []protocol.Request{
-		{ID: "old", Source: v1alpha1.SourceHost, Reason: "reason old", Time: planAgo(time.Hour)},
-	}})
+	stale := gen.Requested(planOldBoot, protocol.Request{ID: "old", Source: v1alpha1.SourceHost, Reason: "reason old", Time: planAgo(time.Hour)})
 	tests := map[string]struct {
-		entries     []journal.Entry
-		annotations map[string]string
+		entries []journal.Entry
+		// node are the node's annotations, as options.
+		node []gen.NodeOption
 		// wantChange is whether reboot-requested is to be written.
 		wantChange bool
 		// wantRequested is this boot's outstanding requests, and the value
@@ -194,7 +186,7 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 				planConfigRequest("v1", planPrevBoot, planAgo(30*time.Minute)),
 				planRebooting(planPrevBoot, planAgo(20*time.Minute), "old"),
 			}, this...),
-			annotations:   map[string]string{protocol.CurrentConfig: "v1"},
+			node:          []gen.NodeOption{gen.Annotations(protocol.CurrentConfig, "v1")},
 			wantChange:    true,
 			wantRequested: &thisRequested,
 		},
@@ -203,13 +195,13 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 				planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour)),
 				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
 			},
-			annotations:   map[string]string{protocol.RebootRequested: stale},
+			node:          []gen.NodeOption{stale},
 			wantChange:    true,
 			wantRequested: nil,
 		},
 		"no request in this boot: the stale annotation is removed": {
 			entries:       []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
-			annotations:   map[string]string{protocol.RebootRequested: stale},
+			node:          []gen.NodeOption{stale},
 			wantChange:    true,
 			wantRequested: nil,
 		},
@@ -218,14 +210,14 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 		},
 		"the node already shows this boot's requests: no change": {
 			entries:       this,
-			annotations:   map[string]string{protocol.RebootRequested: protocol.Encode(thisRequested)},
+			node:          []gen.NodeOption{gen.Requested(thisRequested.BootID, thisRequested.Requests...)},
 			wantRequested: &thisRequested,
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries}, tt.annotations))
+			p := decide(planFacts(facts{entries: tt.entries}, tt.node...))
 			if tt.wantRequested != nil {
 				g.Expect(p.outstanding).To(Equal(tt.wantRequested.Requests))
 			} else {
@@ -258,8 +250,9 @@ func TestDecideReboots(t *testing.T) {
 	askedAt := planAgo(5 * time.Minute)
 	withRebooting := append(append([]journal.Entry(nil), requests...), planRebooting(planBoot, askedAt, "a", "b"))
 	tests := map[string]struct {
-		entries     []journal.Entry
-		annotations map[string]string
+		entries []journal.Entry
+		// node are the node's annotations, as options.
+		node []gen.NodeOption
 		// now is the clock; zero means planNow.
 		now time.Time
 		// wantReboot is the rebooting entry to journal before rebooting;
@@ -276,15 +269,15 @@ func TestDecideReboots(t *testing.T) {
 	}{
 		"approved for this boot with requests: reboot for the sorted ids": {
 			entries:       requests,
-			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			node:          []gen.NodeOption{gen.Approved(planBoot)},
 			wantReboot:    &journal.Entry{Kind: journal.KindRebooting, Requests: []string{"a", "b"}, Time: planNow},
 			wantPhase:     protocol.DaemonRebooting,
 			wantRecheckAt: planNow.Add(planTimeout),
 		},
 		"approved for this boot without requests: no reboot": {
-			entries:     []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
-			annotations: map[string]string{protocol.RebootApproved: planBoot},
-			wantPhase:   protocol.DaemonIdle,
+			entries:   []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
+			node:      []gen.NodeOption{gen.Approved(planBoot)},
+			wantPhase: protocol.DaemonIdle,
 		},
 		"requests without an approval: wait": {
 			entries:   requests,
@@ -292,12 +285,12 @@ func TestDecideReboots(t *testing.T) {
 		},
 		"approval for another boot: ignored, no reboot": {
 			entries:     requests,
-			annotations: map[string]string{protocol.RebootApproved: planOldBoot},
+			node:        []gen.NodeOption{gen.Approved(planOldBoot)},
 			wantPhase:   protocol.DaemonRequested,
 			wantIgnored: planOldBoot,
 		},
 		"stale approval after the reboot, nothing requested: ignored": {
-			annotations: map[string]string{protocol.RebootApproved: planPrevBoot},
+			node:        []gen.NodeOption{gen.Approved(planPrevBoot)},
 			wantPhase:   protocol.DaemonIdle,
 			wantIgnored: planPrevBoot,
 		},
@@ -306,45 +299,45 @@ func TestDecideReboots(t *testing.T) {
 				planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(2*time.Hour)),
 				planRebooting(planOldBoot, planAgo(90*time.Minute), "old"),
 			}, requests...),
-			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			node:          []gen.NodeOption{gen.Approved(planBoot)},
 			wantReboot:    &journal.Entry{Kind: journal.KindRebooting, Requests: []string{"a", "b"}, Time: planNow},
 			wantPhase:     protocol.DaemonRebooting,
 			wantRecheckAt: planNow.Add(planTimeout),
 		},
 		"already asked in this boot, before the timeout: never again, look at the deadline": {
 			entries:       withRebooting,
-			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			node:          []gen.NodeOption{gen.Approved(planBoot)},
 			wantPhase:     protocol.DaemonRebooting,
 			wantRecheckAt: askedAt.Add(planTimeout),
 		},
 		"already asked in this boot, just before the timeout: still rebooting": {
 			entries:       withRebooting,
-			annotations:   map[string]string{protocol.RebootApproved: planBoot},
+			node:          []gen.NodeOption{gen.Approved(planBoot)},
 			now:           askedAt.Add(planTimeout - time.Nanosecond),
 			wantPhase:     protocol.DaemonRebooting,
 			wantRecheckAt: askedAt.Add(planTimeout),
 		},
 		"already asked in this boot, timeout reached: degraded, the first time": {
 			entries:            withRebooting,
-			annotations:        map[string]string{protocol.RebootApproved: planBoot},
+			node:               []gen.NodeOption{gen.Approved(planBoot)},
 			now:                askedAt.Add(planTimeout),
 			wantPhase:          protocol.DaemonDegraded,
 			wantBecameDegraded: true,
 		},
 		"degraded already on the node for this boot: not newly degraded": {
 			entries: withRebooting,
-			annotations: map[string]string{
-				protocol.RebootApproved: planBoot,
-				protocol.State:          planState(protocol.DaemonDegraded, planBoot, "asked to reboot", askedAt.Add(planTimeout)),
+			node: []gen.NodeOption{
+				gen.Approved(planBoot),
+				gen.DaemonState(protocol.DaemonDegraded, planBoot, "asked to reboot", askedAt.Add(planTimeout)),
 			},
 			now:       askedAt.Add(2 * planTimeout),
 			wantPhase: protocol.DaemonDegraded,
 		},
 		"degraded on the node for an earlier boot: newly degraded in this one": {
 			entries: withRebooting,
-			annotations: map[string]string{
-				protocol.RebootApproved: planBoot,
-				protocol.State:          planState(protocol.DaemonDegraded, planOldBoot, "asked to reboot", planAgo(time.Hour)),
+			node: []gen.NodeOption{
+				gen.Approved(planBoot),
+				gen.DaemonState(protocol.DaemonDegraded, planOldBoot, "asked to reboot", planAgo(time.Hour)),
 			},
 			now:                askedAt.Add(2 * planTimeout),
 			wantPhase:          protocol.DaemonDegraded,
@@ -360,7 +353,7 @@ func TestDecideReboots(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries, now: tt.now}, tt.annotations))
+			p := decide(planFacts(facts{entries: tt.entries, now: tt.now}, tt.node...))
 			g.Expect(p.reboot).To(Equal(tt.wantReboot))
 			g.Expect(p.state.Phase).To(Equal(tt.wantPhase))
 			g.Expect(p.state.BootID).To(Equal(planBoot))
@@ -373,67 +366,68 @@ func TestDecideReboots(t *testing.T) {
 
 func TestDecideRequestsAndReportsConfig(t *testing.T) {
 	tests := map[string]struct {
-		entries     []journal.Entry
-		annotations map[string]string
+		entries []journal.Entry
+		// node are the node's annotations, as options.
+		node []gen.NodeOption
 		// wantWrite are the request entries journaled.
 		wantWrite []journal.Entry
 		// wantCurrent is the current-config written; nil means no change.
 		wantCurrent *string
 	}{
 		"the pool wants another config: one config request": {
-			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v1")},
 			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
 				Reason: "config v1, pool wants v2", Config: "v2", Time: planNow}},
 		},
 		"no current config yet: requested from an unknown one": {
-			annotations: map[string]string{protocol.DesiredConfig: "v2"},
+			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2")},
 			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v2"), Source: v1alpha1.SourceConfig,
 				Reason: "config unknown, pool wants v2", Config: "v2", Time: planNow}},
 		},
 		"already requested in this boot: not again": {
-			entries:     []journal.Entry{planConfigRequest("v2", planBoot, planAgo(time.Minute))},
-			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+			entries: []journal.Entry{planConfigRequest("v2", planBoot, planAgo(time.Minute))},
+			node:    []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v1")},
 		},
 		"after the reboot: the config is current and nothing is requested": {
 			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
-			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v1"},
+			node:        []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v1")},
 			wantCurrent: planPtr("v2"),
 		},
 		"after the reboot with no current config yet: the config is current": {
 			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
-			annotations: map[string]string{protocol.DesiredConfig: "v2"},
+			node:        []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2")},
 			wantCurrent: planPtr("v2"),
 		},
 		"after the reboot the current config is already reported: no change": {
-			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
-			annotations: map[string]string{protocol.DesiredConfig: "v2", protocol.CurrentConfig: "v2"},
+			entries: []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
+			node:    []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v2")},
 		},
 		"the last config requested in an earlier boot is current": {
 			entries: []journal.Entry{
 				planConfigRequest("v2", planOldBoot, planAgo(2*time.Hour)),
 				planConfigRequest("v3", planPrevBoot, planAgo(time.Hour)),
 			},
-			annotations: map[string]string{protocol.DesiredConfig: "v3", protocol.CurrentConfig: "v2"},
+			node:        []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v3", protocol.CurrentConfig, "v2")},
 			wantCurrent: planPtr("v3"),
 		},
 		"after the reboot the pool moved on: current is reported and the next is requested": {
 			entries:     []journal.Entry{planConfigRequest("v2", planOldBoot, planAgo(time.Hour))},
-			annotations: map[string]string{protocol.DesiredConfig: "v3", protocol.CurrentConfig: "v1"},
+			node:        []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v3", protocol.CurrentConfig, "v1")},
 			wantCurrent: planPtr("v2"),
 			wantWrite: []journal.Entry{{Kind: journal.KindRequest, ID: v1alpha1.ConfigRequestID(planBoot, "v3"), Source: v1alpha1.SourceConfig,
 				Reason: "config v2, pool wants v3", Config: "v3", Time: planNow}},
 		},
 		"the pool wants nothing: nothing requested": {
-			annotations: map[string]string{protocol.CurrentConfig: "v1"},
+			node: []gen.NodeOption{gen.Annotations(protocol.CurrentConfig, "v1")},
 		},
 		"the pool wants what runs: nothing requested": {
-			annotations: map[string]string{protocol.DesiredConfig: "v1", protocol.CurrentConfig: "v1"},
+			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v1", protocol.CurrentConfig, "v1")},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries}, tt.annotations))
+			p := decide(planFacts(facts{entries: tt.entries}, tt.node...))
 			g.Expect(p.write).To(Equal(tt.wantWrite))
 			if tt.wantCurrent == nil {
 				g.Expect(p.annotations).NotTo(HaveKey(protocol.CurrentConfig))
@@ -465,7 +459,7 @@ func TestDecideConfigRequestFitsTheJournal(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{}, map[string]string{protocol.DesiredConfig: tt.desired, protocol.CurrentConfig: tt.current}))
+			p := decide(planFacts(facts{}, gen.Annotations(protocol.DesiredConfig, tt.desired, protocol.CurrentConfig, tt.current)))
 			g.Expect(p.write).To(HaveLen(1))
 			g.Expect(p.write[0].Config).To(Equal(tt.desired))
 			g.Expect(p.write[0].ID).To(Equal(v1alpha1.ConfigRequestID(planBoot, tt.desired)))
@@ -491,8 +485,8 @@ func TestDecideStateAnnotation(t *testing.T) {
 	two := append(append([]journal.Entry(nil), one...), planRequest("h2", v1alpha1.SourceHost, planBoot, planAgo(time.Minute)))
 	tests := map[string]struct {
 		entries []journal.Entry
-		// state is the node's state annotation; empty means none.
-		state string
+		// state is the node's state annotation; nil means none.
+		state gen.NodeOption
 		// wantPhase is the daemon's state.
 		wantPhase protocol.DaemonPhase
 		// wantSince is when the daemon entered the phase.
@@ -507,32 +501,32 @@ func TestDecideStateAnnotation(t *testing.T) {
 		},
 		"same phase, boot and message: since kept, nothing written": {
 			entries:   one,
-			state:     planState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
+			state:     gen.DaemonState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
 			wantPhase: protocol.DaemonRequested,
 			wantSince: since,
 		},
 		"same phase and boot, another message: since kept, written": {
 			entries:    two,
-			state:      planState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
+			state:      gen.DaemonState(protocol.DaemonRequested, planBoot, "1 requests waiting for approval", since),
 			wantPhase:  protocol.DaemonRequested,
 			wantSince:  since,
 			wantChange: true,
 		},
 		"another phase: since now": {
 			entries:    one,
-			state:      planState(protocol.DaemonIdle, planBoot, "", since),
+			state:      gen.DaemonState(protocol.DaemonIdle, planBoot, "", since),
 			wantPhase:  protocol.DaemonRequested,
 			wantSince:  planNow,
 			wantChange: true,
 		},
 		"same phase in an earlier boot: since now": {
-			state:      planState(protocol.DaemonIdle, planOldBoot, "", since),
+			state:      gen.DaemonState(protocol.DaemonIdle, planOldBoot, "", since),
 			wantPhase:  protocol.DaemonIdle,
 			wantSince:  planNow,
 			wantChange: true,
 		},
 		"malformed state: rewritten": {
-			state:      "{not json",
+			state:      gen.Annotations(protocol.State, "{not json"),
 			wantPhase:  protocol.DaemonIdle,
 			wantSince:  planNow,
 			wantChange: true,
@@ -541,11 +535,11 @@ func TestDecideStateAnnotation(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			ann := map[string]string{}
-			if tt.state != "" {
-				ann[protocol.State] = tt.state
+			var node []gen.NodeOption
+			if tt.state != nil {
+				node = append(node, tt.state)
 			}
-			p := decide(planFacts(facts{entries: tt.entries}, ann))
+			p := decide(planFacts(facts{entries: tt.entries}, node...))
 			g.Expect(p.state.Phase).To(Equal(tt.wantPhase))
 			g.Expect(p.state.BootID).To(Equal(planBoot))
 			g.Expect(p.state.Since).To(Equal(tt.wantSince))

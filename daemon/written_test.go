@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmaint/kmaint/daemon/journal"
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
 )
 
 // A sync that runs between the daemon's write and the journal follower
@@ -20,7 +20,7 @@ func TestWrittenEntriesCountUntilReadBack(t *testing.T) {
 	m, err := newMetrics(prometheus.NewRegistry(), "n1", planNow)
 	g.Expect(err).NotTo(HaveOccurred())
 	a := &agent{journal: journal.NewMemory(func() string { return planBoot }), bootID: planBoot, metrics: m}
-	approved := map[string]string{protocol.RebootApproved: planBoot}
+	approved := gen.Approved(planBoot)
 
 	// The follower has returned the request; the node is approved.
 	a.onEntry(planRequest("a", v1alpha1.SourceHost, planBoot, planAgo(0)))

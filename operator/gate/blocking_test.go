@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/model"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +26,7 @@ import (
 	"github.com/kmaint/kmaint/policies"
 	"github.com/kmaint/kmaint/policies/promapi"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
 )
 
@@ -128,19 +128,6 @@ func expectBlocked(g Gomega, pool, reason string, substrings ...string) {
 	}, timeout).Should(Succeed())
 }
 
-// poolEvents returns the reasons of the events of this type on the pool.
-func poolEvents(g Gomega, pool, eventType string) []string {
-	var list eventsv1.EventList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "MaintenancePool" && e.Regarding.Name == pool && e.Type == eventType {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
-}
-
 func TestBlockingQueryHoldsAdmissionsWhileItReturnsResults(t *testing.T) {
 	g := NewWithT(t)
 	createPool(t, poolWithQuery("bq", `ALERTS{severity="critical"}`))
@@ -153,7 +140,7 @@ func TestBlockingQueryHoldsAdmissionsWhileItReturnsResults(t *testing.T) {
 	request(t, nodes[0], "bq-0", time.Now())
 	expectBlocked(g, "bq", v1alpha1.BlockingQueryReason, `"critical-alerts"`, "1 series", `alertname="NodeDown"`)
 	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
-	g.Eventually(func(g Gomega) []string { return poolEvents(g, "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryStarted"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryStarted"))
 	// The waiting request's NodeMaintenance quotes the query.
 	g.Eventually(func(g Gomega) {
 		nm := hostMaintenance(g, nodes[0])
@@ -165,12 +152,9 @@ func TestBlockingQueryHoldsAdmissionsWhileItReturnsResults(t *testing.T) {
 
 	// The alert resolves: admissions resume.
 	q.set(nil, nil)
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, nodes[0]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, nodes[0], false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[1])).To(Equal(0))
-	g.Eventually(func(g Gomega) []string { return poolEvents(g, "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryCleared"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryCleared"))
 }
 
 // hostMaintenance returns the NodeMaintenance recorded for the node's host
@@ -258,7 +242,7 @@ func TestFailingBlockingQueriesBlock(t *testing.T) {
 			startGate(t, gateOptions{prometheus: tc.querier(t), interval: 200 * time.Millisecond})
 			request(t, node, pool+"-r", time.Now())
 			expectBlocked(g, pool, v1alpha1.BlockingQueryFailedReason, tc.wantMessage...)
-			g.Eventually(func(g Gomega) []string { return poolEvents(g, pool, "Warning") }, timeout).Should(ContainElement(v1alpha1.BlockingQueryFailedReason))
+			g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", pool, "Warning") }, timeout).Should(ContainElement(v1alpha1.BlockingQueryFailedReason))
 			g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 			g.Expect(getPool(g, pool).Status.PendingRequests).To(BeEquivalentTo(1))
 		})
@@ -287,8 +271,5 @@ func TestBlockingQueryOnARealPrometheus(t *testing.T) {
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 
 	exp.Set("kmaint_test_incident", map[string]string{"service": "payments"}, 0)
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, node, false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 }

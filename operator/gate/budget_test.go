@@ -15,31 +15,9 @@ import (
 // t0 is when the first request of every planAdmissions case was made.
 var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
 
-// req is a request made d after t0.
+// req is a host request made d after t0.
 func req(id string, d time.Duration) protocol.Request {
-	return protocol.Request{ID: id, Source: v1alpha1.SourceHost, Reason: "test " + id, Time: t0.Add(d)}
-}
-
-// requests writes the daemon's reboot-requested annotation for a boot.
-func requests(boot string, reqs ...protocol.Request) gen.NodeOption {
-	return annotate(protocol.RebootRequested, protocol.Encode(protocol.Requested{BootID: boot, Requests: reqs}))
-}
-
-// requestsNow writes reboot-requested for the node's current boot ("boot-0").
-func requestsNow(reqs ...protocol.Request) gen.NodeOption { return requests("boot-0", reqs...) }
-
-func annotate(key, value string) gen.NodeOption {
-	return func(n *corev1.Node) { n.Annotations[key] = value }
-}
-
-func admitted(boot string, ids ...string) gen.NodeOption {
-	return annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0}))
-}
-
-func drainFailed(boot string, ids ...string) gen.NodeOption {
-	return annotate(protocol.DrainFailed, protocol.Encode(protocol.DrainFailure{
-		BootID: boot, Requests: ids, Time: t0, Reason: "DrainTimeout", Message: "pod x blocked the drain",
-	}))
+	return gen.Req(id, v1alpha1.SourceHost, t0.Add(d))
 }
 
 func TestPlanAdmissions(t *testing.T) {
@@ -75,18 +53,18 @@ func TestPlanAdmissions(t *testing.T) {
 	}{
 		"in the order asked, then by name": {
 			nodes: []*corev1.Node{
-				gen.Node("d", requestsNow(req("d1", 2*time.Minute))),
-				gen.Node("b", requestsNow(req("b1", time.Minute))),
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
-				gen.Node("c", requestsNow(req("c1", 0))),
+				gen.Node("d", gen.Requested("boot-0", req("d1", 2*time.Minute))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", time.Minute))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
+				gen.Node("c", gen.Requested("boot-0", req("c1", 0))),
 			},
 			maxUnavailable: 4,
 			wantAdmit:      []string{"c", "a", "b", "d"},
 		},
 		"a node's oldest request sets its place": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
-				gen.Node("b", requestsNow(req("b2", 2*time.Minute), req("b1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
+				gen.Node("b", gen.Requested("boot-0", req("b2", 2*time.Minute), req("b1", 0))),
 			},
 			maxUnavailable: 1,
 			wantAdmit:      []string{"b"},
@@ -94,11 +72,11 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"budget limits admissions": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", 4*time.Minute))),
-				gen.Node("b", requestsNow(req("b1", 3*time.Minute))),
-				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
-				gen.Node("d", requestsNow(req("d1", time.Minute))),
-				gen.Node("e", requestsNow(req("e1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 4*time.Minute))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", 3*time.Minute))),
+				gen.Node("c", gen.Requested("boot-0", req("c1", 2*time.Minute))),
+				gen.Node("d", gen.Requested("boot-0", req("d1", time.Minute))),
+				gen.Node("e", gen.Requested("boot-0", req("e1", 0))),
 			},
 			maxUnavailable: 2,
 			wantAdmit:      []string{"e", "d"},
@@ -107,10 +85,10 @@ func TestPlanAdmissions(t *testing.T) {
 		"unavailable nodes use up the budget": {
 			nodes: []*corev1.Node{
 				gen.Node("down", gen.NotReady()),
-				gen.Node("draining", admitted("boot-0", "x1"), requestsNow(req("x1", 0))),
-				gen.Node("approved", annotate(protocol.RebootApproved, "boot-0")),
-				gen.Node("a", requestsNow(req("a1", 0))),
-				gen.Node("b", requestsNow(req("b1", time.Minute))),
+				gen.Node("draining", gen.Admitted("boot-0", t0, "x1"), gen.Requested("boot-0", req("x1", 0))),
+				gen.Node("approved", gen.Approved("boot-0")),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", time.Minute))),
 			},
 			maxUnavailable:  4,
 			wantAdmit:       []string{"a"},
@@ -121,7 +99,7 @@ func TestPlanAdmissions(t *testing.T) {
 			nodes: []*corev1.Node{
 				gen.Node("down1", gen.NotReady()),
 				gen.Node("down2", gen.NotReady()),
-				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
 			},
 			maxUnavailable:  1,
 			wantWaiting:     []string{"a"},
@@ -129,8 +107,8 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"a node cordoned by a person costs nothing": {
 			nodes: []*corev1.Node{
-				gen.Node("first", requestsNow(req("f1", 0))),
-				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", time.Minute))),
+				gen.Node("first", gen.Requested("boot-0", req("f1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), gen.Requested("boot-0", req("c1", time.Minute))),
 			},
 			maxUnavailable:  1,
 			wantAdmit:       []string{"cordoned"},
@@ -140,8 +118,8 @@ func TestPlanAdmissions(t *testing.T) {
 		"a not Ready node costs nothing": {
 			nodes: []*corev1.Node{
 				gen.Node("busy", gen.NotReady()),
-				gen.Node("down", gen.NotReady(), requestsNow(req("d1", time.Minute))),
-				gen.Node("up", requestsNow(req("u1", 0))),
+				gen.Node("down", gen.NotReady(), gen.Requested("boot-0", req("d1", time.Minute))),
+				gen.Node("up", gen.Requested("boot-0", req("u1", 0))),
 			},
 			maxUnavailable:  2,
 			wantAdmit:       []string{"down"},
@@ -150,9 +128,9 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"paused admits none": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
-				gen.Node("b", requestsNow(req("b1", 0))),
-				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", 2*time.Minute))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), gen.Requested("boot-0", req("c1", 2*time.Minute))),
 			},
 			maxUnavailable:  3,
 			paused:          true,
@@ -161,8 +139,8 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"maxUnavailable 0 admits none, not even a free one": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", 0))),
-				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", time.Minute))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), gen.Requested("boot-0", req("c1", time.Minute))),
 			},
 			maxUnavailable:  0,
 			wantWaiting:     []string{"a", "cordoned"},
@@ -170,20 +148,20 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"requests of an earlier boot are not waiting": {
 			nodes: []*corev1.Node{
-				gen.Node("rebooted", gen.BootID("boot-1"), requests("boot-0", req("r1", 0))),
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("rebooted", gen.BootID("boot-1"), gen.Requested("boot-0", req("r1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
 			},
 			maxUnavailable: 1,
 			wantAdmit:      []string{"a"},
 		},
 		"an empty request list is not waiting": {
-			nodes:          []*corev1.Node{gen.Node("a", requestsNow())},
+			nodes:          []*corev1.Node{gen.Node("a", gen.Requested("boot-0"))},
 			maxUnavailable: 1,
 		},
 		"a node another pool selects too is not admitted": {
 			nodes: []*corev1.Node{
-				gen.Node("shared", requestsNow(req("s1", 0))),
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("shared", gen.Requested("boot-0", req("s1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
 			},
 			otherPools:     map[string][]string{"shared": {"gpu"}},
 			maxUnavailable: 1,
@@ -191,44 +169,44 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"a failed drain that covers every request is not admitted again": {
 			nodes: []*corev1.Node{
-				gen.Node("failed", requestsNow(req("f1", 0), req("f2", time.Second)), drainFailed("boot-0", "f1", "f2")),
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("failed", gen.Requested("boot-0", req("f1", 0), req("f2", time.Second)), gen.DrainFailed("boot-0", t0, "pod x blocked the drain", "f1", "f2")),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
 			},
 			maxUnavailable: 1,
 			wantAdmit:      []string{"a"},
 		},
 		"a new request after a failed drain is admitted": {
 			nodes: []*corev1.Node{
-				gen.Node("failed", requestsNow(req("f1", 0), req("f2", time.Hour)), drainFailed("boot-0", "f1")),
+				gen.Node("failed", gen.Requested("boot-0", req("f1", 0), req("f2", time.Hour)), gen.DrainFailed("boot-0", t0, "pod x blocked the drain", "f1")),
 			},
 			maxUnavailable: 1,
 			wantAdmit:      []string{"failed"},
 		},
 		"a failed drain of an earlier boot covers nothing": {
 			nodes: []*corev1.Node{
-				gen.Node("failed", requestsNow(req("f1", 0)), drainFailed("boot-old", "f1")),
+				gen.Node("failed", gen.Requested("boot-0", req("f1", 0)), gen.DrainFailed("boot-old", t0, "pod x blocked the drain", "f1")),
 			},
 			maxUnavailable: 1,
 			wantAdmit:      []string{"failed"},
 		},
 		"a malformed reboot-requested never admits": {
 			nodes: []*corev1.Node{
-				gen.Node("garbled", annotate(protocol.RebootRequested, `{"bootID":"boot-0","requests":[{"id":`)),
-				gen.Node("wrongType", annotate(protocol.RebootRequested, `["boot-0"]`)),
+				gen.Node("garbled", gen.Annotations(protocol.RebootRequested, `{"bootID":"boot-0","requests":[{"id":`)),
+				gen.Node("wrongType", gen.Annotations(protocol.RebootRequested, `["boot-0"]`)),
 			},
 			maxUnavailable: 2,
 		},
 		"any malformed annotation keeps a requesting node out": {
 			nodes: []*corev1.Node{
-				gen.Node("badState", requestsNow(req("b1", 0)), annotate(protocol.State, "idle")),
-				gen.Node("badFailure", requestsNow(req("b2", 0)), annotate(protocol.DrainFailed, "{")),
+				gen.Node("badState", gen.Requested("boot-0", req("b1", 0)), gen.Annotations(protocol.State, "idle")),
+				gen.Node("badFailure", gen.Requested("boot-0", req("b2", 0)), gen.Annotations(protocol.DrainFailed, "{")),
 			},
 			maxUnavailable: 2,
 		},
 		"an unreadable admission still holds its slot": {
 			nodes: []*corev1.Node{
-				gen.Node("garbled", annotate(protocol.Admitted, "not json")),
-				gen.Node("a", requestsNow(req("a1", 0))),
+				gen.Node("garbled", gen.Annotations(protocol.Admitted, "not json")),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
 			},
 			maxUnavailable:  1,
 			wantWaiting:     []string{"a"},
@@ -236,8 +214,8 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"an admission in flight holds its slot and is not admitted twice": {
 			nodes: []*corev1.Node{
-				gen.Node("inflight", requestsNow(req("i1", 0))),
-				gen.Node("a", requestsNow(req("a1", time.Minute))),
+				gen.Node("inflight", gen.Requested("boot-0", req("i1", 0))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", time.Minute))),
 			},
 			inflight:        []string{"inflight"},
 			maxUnavailable:  1,
@@ -246,8 +224,8 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"a node outside its windows waits while the next one is admitted": {
 			nodes: []*corev1.Node{
-				gen.Node("policy", requestsNow(req("p1", 0))),
-				gen.Node("host", requestsNow(req("h1", time.Minute))),
+				gen.Node("policy", gen.Requested("boot-0", req("p1", 0))),
+				gen.Node("host", gen.Requested("boot-0", req("h1", time.Minute))),
 			},
 			closed:            map[string]time.Time{"policy": t0.Add(3 * time.Hour)},
 			maxUnavailable:    1,
@@ -258,9 +236,9 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"the earliest opening among the nodes outside their windows": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", 0))),
-				gen.Node("b", requestsNow(req("b1", time.Minute))),
-				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", time.Minute))),
+				gen.Node("c", gen.Requested("boot-0", req("c1", 2*time.Minute))),
 			},
 			closed:            map[string]time.Time{"a": t0.Add(5 * time.Hour), "b": t0.Add(2 * time.Hour), "c": {}},
 			maxUnavailable:    3,
@@ -269,7 +247,7 @@ func TestPlanAdmissions(t *testing.T) {
 			wantNextOpening:   t0.Add(2 * time.Hour),
 		},
 		"paused counts no one as outside windows": {
-			nodes:          []*corev1.Node{gen.Node("a", requestsNow(req("a1", 0)))},
+			nodes:          []*corev1.Node{gen.Node("a", gen.Requested("boot-0", req("a1", 0)))},
 			closed:         map[string]time.Time{"a": t0.Add(time.Hour)},
 			maxUnavailable: 1,
 			paused:         true,
@@ -277,10 +255,10 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"a blocking query admits no one and counts those it kept": {
 			nodes: []*corev1.Node{
-				gen.Node("a", requestsNow(req("a1", 0))),
-				gen.Node("b", requestsNow(req("b1", time.Minute))),
-				gen.Node("c", requestsNow(req("c1", 2*time.Minute))),
-				gen.Node("outside", requestsNow(req("o1", 3*time.Minute))),
+				gen.Node("a", gen.Requested("boot-0", req("a1", 0))),
+				gen.Node("b", gen.Requested("boot-0", req("b1", time.Minute))),
+				gen.Node("c", gen.Requested("boot-0", req("c1", 2*time.Minute))),
+				gen.Node("outside", gen.Requested("boot-0", req("o1", 3*time.Minute))),
 			},
 			closed:            map[string]time.Time{"outside": t0.Add(time.Hour)},
 			maxUnavailable:    2,
@@ -292,7 +270,7 @@ func TestPlanAdmissions(t *testing.T) {
 		},
 		"a blocking query keeps even a node that costs nothing": {
 			nodes: []*corev1.Node{
-				gen.Node("cordoned", gen.Unschedulable(), requestsNow(req("c1", 0))),
+				gen.Node("cordoned", gen.Unschedulable(), gen.Requested("boot-0", req("c1", 0))),
 			},
 			maxUnavailable:  1,
 			held:            true,

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,15 +18,8 @@ import (
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 )
-
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := bed.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func podExists(g Gomega, ns, name string) bool {
 	err := bed.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &corev1.Pod{})
@@ -47,23 +39,10 @@ func setPDBAllowed(g Gomega, ns, name string, allowed int32) {
 	g.Expect(bed.Client.Status().Update(context.Background(), pdb)).To(Succeed())
 }
 
-// eventsFor returns the reasons of the events about an object.
-func eventsFor(g Gomega, kind, name string) []string {
-	var list eventsv1.EventList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == kind && e.Regarding.Name == name {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
-}
-
 func TestDrainEvictsPodsAndWaitsForThemToGo(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNamespace(t, "drain-ok")
+	harness.CreateNamespace(t, bed, "drain-ok")
 	createPool(t, gen.Pool("drain-ok", intstr.FromInt32(1)))
 	node := createNodes(t, "drain-ok", "drain-ok", 1)[0]
 	other := createNodes(t, "drain-ok-other", "elsewhere", 1)[0]
@@ -77,24 +56,21 @@ func TestDrainEvictsPodsAndWaitsForThemToGo(t *testing.T) {
 	startOperator(t)
 
 	request(t, node, "d", time.Now())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, node, false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 	for _, name := range []string{"web-0", "web-1", "batch-0"} {
 		g.Expect(podExists(g, "drain-ok", name)).To(BeFalse(), "pod %s evicted before the reboot", name)
 	}
 	g.Expect(podExists(g, "drain-ok", "untouched")).To(BeTrue(), "pods on other nodes stay")
-	g.Eventually(func(g Gomega) []string { return eventsFor(g, "Node", node) }, timeout).
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", node, "") }, timeout).
 		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
-	g.Eventually(func(g Gomega) []string { return eventsFor(g, "MaintenancePool", "drain-ok") }, timeout).
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "drain-ok", "") }, timeout).
 		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
 }
 
 func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNamespace(t, "drain-pdb")
+	harness.CreateNamespace(t, bed, "drain-pdb")
 	pool := gen.Pool("drain-pdb", intstr.FromInt32(1))
 	pool.Spec.Drain.Timeout = &metav1.Duration{Duration: 4 * time.Second}
 	createPool(t, pool)
@@ -141,17 +117,13 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 		g.Expect(p.Status.Degraded).To(BeEquivalentTo(1))
 		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(0), "the failed request is not retried")
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return eventsFor(g, "Node", node) }, timeout).Should(ContainElement("DrainFailed"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", node, "") }, timeout).Should(ContainElement("DrainFailed"))
 	g.Expect(daemons.Count(node)).To(Equal(0))
 	// The request's NodeMaintenance says it failed, and why.
 	g.Eventually(func(g Gomega) {
-		var list v1alpha1.NodeMaintenanceList
-		g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
 		var phases []string
-		for _, nm := range list.Items {
-			if nm.Spec.NodeName == node {
-				phases = append(phases, string(nm.Status.Phase)+": "+nm.Status.Message)
-			}
+		for _, nm := range harness.MaintenancesOf(g, bed, node) {
+			phases = append(phases, string(nm.Status.Phase)+": "+nm.Status.Message)
 		}
 		g.Expect(phases).To(ConsistOf(And(HavePrefix("Failed: "), ContainSubstring("drain-pdb/db-0"))))
 	}, timeout).Should(Succeed())
@@ -160,8 +132,7 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 	setPDBAllowed(g, "drain-pdb", "db", 1)
 	request(t, node, "retry", time.Now())
 	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, node, false)
+		expectRebootedOnce(g, node, false)
 		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.DrainFailed))
 	}, timeout).Should(Succeed())
 	g.Expect(podExists(g, "drain-pdb", "db-0")).To(BeFalse())
@@ -197,7 +168,7 @@ func TestApprovalIsBoundToTheBootItWasRequestedIn(t *testing.T) {
 
 	// A real reboot: new boot ID, request cleared. Done.
 	g.Expect(gen.Reboot(ctx, bed.Client, node, "boot-1", true)).To(Succeed())
-	g.Eventually(func(g Gomega) { expectClean(g, node, false) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectSettled(g, node, false) }, timeout).Should(Succeed())
 
 	// A request in the new boot gets an approval naming the new boot, never
 	// the old one.
@@ -210,7 +181,7 @@ func TestApprovalIsBoundToTheBootItWasRequestedIn(t *testing.T) {
 func TestOperatorRestartMidDrainLosesAndLeaksNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNamespace(t, "restart")
+	harness.CreateNamespace(t, bed, "restart")
 	createPool(t, gen.Pool("restart", intstr.FromInt32(1)))
 	nodes := createNodes(t, "restart", "restart", 3)
 	g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("restart", "db-0", nodes[0], map[string]string{"app": "db"}))).To(Succeed())
@@ -236,10 +207,7 @@ func TestOperatorRestartMidDrainLosesAndLeaksNothing(t *testing.T) {
 	startOperator(t)
 
 	for _, n := range nodes {
-		g.Eventually(func(g Gomega) {
-			g.Expect(getNode(g, n).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-			expectClean(g, n, false)
-		}, timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) { expectRebootedOnce(g, n, false) }, timeout).Should(Succeed())
 		g.Expect(daemons.Count(n)).To(Equal(1))
 	}
 	most, _ := budget.MostUnavailable()
@@ -295,18 +263,18 @@ func TestUnreadableNodeIsNeverCompleted(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(v1alpha1.MalformedAnnotationReason))
 		g.Expect(c.Message).To(ContainSubstring(protocol.State))
-		g.Expect(poolEvents(g, "unreadable", "Warning")).To(ConsistOf(v1alpha1.MalformedAnnotationReason), "one Warning event, not one per reconcile")
+		g.Expect(harness.EventReasons(g, bed, "MaintenancePool", "unreadable", "Warning")).To(ConsistOf(v1alpha1.MalformedAnnotationReason), "one Warning event, not one per reconcile")
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		n := getNode(g, node)
 		g.Expect(n.Spec.Unschedulable).To(BeTrue(), "not uncordoned")
 		g.Expect(n.Annotations).To(HaveKeyWithValue(protocol.RebootApproved, "boot-old"), "not completed")
 	}, 3*time.Second).Should(Succeed())
-	g.Expect(poolEvents(g, "unreadable", "Warning")).To(HaveLen(1), "still one Warning event")
+	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", "unreadable", "Warning")).To(HaveLen(1), "still one Warning event")
 
 	n = getNode(g, node)
 	base = n.DeepCopy()
-	n.Annotations[protocol.State] = protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: protocol.BootID(n), Since: time.Now()})
+	gen.DaemonState(protocol.DaemonIdle, protocol.BootID(n), "", time.Now())(n)
 	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		n := getNode(g, node)

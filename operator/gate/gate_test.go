@@ -8,29 +8,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 )
 
 const timeout = 30 * time.Second
-
-func createPool(t *testing.T, pool *v1alpha1.MaintenancePool) {
-	t.Helper()
-	if err := bed.Client.Create(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func getPool(g Gomega, name string) *v1alpha1.MaintenancePool {
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
-	return p
-}
 
 func request(t *testing.T, node, id string, at time.Time) {
 	t.Helper()
@@ -52,7 +39,7 @@ func TestTenNodesNeverMoreThanThreeUnavailable(t *testing.T) {
 		request(t, n, fmt.Sprintf("req-%d", i), start.Add(time.Duration(i)*time.Second))
 	}
 	for _, n := range nodes {
-		g.Eventually(func(g Gomega) { expectClean(g, n, false) }, timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) { expectSettled(g, n, false) }, timeout).Should(Succeed())
 		g.Expect(getNode(g, n).Status.NodeInfo.BootID).To(Equal("boot-0-r1"), "node %s rebooted once", n)
 	}
 	most, moments := budget.MostUnavailable()
@@ -97,22 +84,17 @@ func TestPercentBudgetCountsNotReadyAndPersonCordonedNodes(t *testing.T) {
 	n := getNode(g, sick)
 	gen.SetReady(n, true)
 	g.Expect(bed.Client.Status().Update(ctx, n)).To(Succeed())
-	g.Eventually(func(g Gomega) { expectClean(g, nodes[0], false) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectSettled(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(getNode(g, nodes[0]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
 
 	// The node a person cordoned may reboot (it costs no extra budget), and
 	// kmaint leaves it cordoned afterwards.
 	request(t, cordoned, "c", time.Now())
-	g.Eventually(func(g Gomega) {
-		n := getNode(g, cordoned)
-		g.Expect(n.Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, cordoned, true)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, cordoned, true) }, timeout).Should(Succeed())
 }
 
 func TestPausedPoolAdmitsNothingUntilResumed(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	pool := gen.Pool("paused", intstr.FromInt32(1))
 	pool.Spec.Paused = true
 	createPool(t, pool)
@@ -134,14 +116,8 @@ func TestPausedPoolAdmitsNothingUntilResumed(t *testing.T) {
 	g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
 	g.Expect(n.Spec.Unschedulable).To(BeFalse())
 
-	p := getPool(g, "paused")
-	base := p.DeepCopy()
-	p.Spec.Paused = false
-	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, node, false)
-	}, timeout).Should(Succeed())
+	harness.PatchPool(g, bed, "paused", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 }
 
 func TestAdmissionFollowsRequestOrder(t *testing.T) {

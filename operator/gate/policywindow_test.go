@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +15,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 )
 
 func rebootPolicy(name string, windows ...v1alpha1.MaintenanceWindow) *v1alpha1.RebootPolicy {
@@ -46,12 +46,6 @@ func policyRequest(t *testing.T, name, node, policy string) {
 	}
 }
 
-func getMaintenance(g Gomega, name string) *v1alpha1.NodeMaintenance {
-	nm := &v1alpha1.NodeMaintenance{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, nm)).To(Succeed())
-	return nm
-}
-
 func TestPolicyWindowHoldsItsRequestsOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -72,10 +66,7 @@ func TestPolicyWindowHoldsItsRequestsOnly(t *testing.T) {
 	request(t, nodes[1], "pw-host", time.Now())
 
 	// The host request goes; the policies' requests wait.
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, nodes[1]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, nodes[1], false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, timeout).Should(Succeed())
 	expectBlocked(g, "pw", "OutsideWindow", "until 2025-03-01T05:00:00Z", "2 nodes waiting", "pw-broken", "Mars/Olympus")
 	g.Eventually(func(g Gomega) {
 		nm := getMaintenance(g, "pw-nightly-0")
@@ -99,14 +90,12 @@ func TestPolicyWindowHoldsItsRequestsOnly(t *testing.T) {
 
 	// The policy's window moves to now: the gate, watching policies, admits
 	// its request at once.
-	p := &v1alpha1.RebootPolicy{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "pw-nightly"}, p)).To(Succeed())
+	p := harness.GetPolicy(g, bed, "pw-nightly")
 	base := p.DeepCopy()
 	p.Spec.Windows[0].Schedule = "0 2 * * *"
 	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, nodes[0]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, nodes[0], false)
+		expectRebootedOnce(g, nodes[0], false)
 		nm := getMaintenance(g, "pw-nightly-0")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
 		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)).To(BeNil())

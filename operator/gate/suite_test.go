@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -26,6 +27,14 @@ func createNodes(t *testing.T, prefix, pool string, n int, opts ...gen.NodeOptio
 
 func getNode(g Gomega, name string) *corev1.Node { return harness.GetNode(g, bed, name) }
 
+func createPool(t *testing.T, pool *v1alpha1.MaintenancePool) { harness.Create(t, bed, pool) }
+
+func getPool(g Gomega, name string) *v1alpha1.MaintenancePool { return harness.GetPool(g, bed, name) }
+
+func getMaintenance(g Gomega, name string) *v1alpha1.NodeMaintenance {
+	return harness.GetMaintenance(g, bed, name)
+}
+
 func watchBudget(t *testing.T, pool string) *harness.BudgetWatcher {
 	return harness.WatchBudget(t, bed, pool)
 }
@@ -34,6 +43,13 @@ func runDaemons(t *testing.T, pool string, fast bool) *harness.Daemons {
 	return harness.RunDaemons(t, bed, pool, fast)
 }
 
-func expectClean(g Gomega, name string, cordonedByPerson bool) {
-	harness.ExpectClean(g, bed, name, cordonedByPerson)
+func expectSettled(g Gomega, name string, cordonedByPerson bool) {
+	harness.ExpectSettled(g, bed, name, cordonedByPerson)
+}
+
+// expectRebootedOnce asserts the node is back from one reboot by runDaemons
+// (in boot boot-0-r1) and has settled.
+func expectRebootedOnce(g Gomega, name string, cordonedByPerson bool) {
+	g.Expect(getNode(g, name).Status.NodeInfo.BootID).To(Equal("boot-0-r1"), "boot of node %s", name)
+	expectSettled(g, name, cordonedByPerson)
 }

@@ -49,10 +49,7 @@ func TestClosedWindowHoldsRequestsUnlessTheyIgnoreWindows(t *testing.T) {
 	}
 	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
 	g.Expect(gen.Request(ctx, bed.Client, nodes[1], string(nm.UID), v1alpha1.SourceAPI, time.Now())).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, nodes[1]).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, nodes[1], false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[0])).To(Equal(0), "the routine request still waits for its window")
 	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
 }
@@ -66,10 +63,7 @@ func TestOpenWindowAdmits(t *testing.T) {
 	runDaemons(t, "open-window", false)
 	startOperator(t)
 	request(t, node, "o", time.Now())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, node).Status.NodeInfo.BootID).To(Equal("boot-0-r1"))
-		expectClean(g, node, false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 }
 
 func TestUnreadableWindowAdmitsNothingAndSaysWhy(t *testing.T) {

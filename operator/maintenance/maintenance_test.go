@@ -9,12 +9,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
@@ -35,30 +32,12 @@ func newMaintenance(name, node string) *v1alpha1.NodeMaintenance {
 	}
 }
 
-func getMaintenance(g Gomega, name string) *v1alpha1.NodeMaintenance {
-	nm := &v1alpha1.NodeMaintenance{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, nm)).To(Succeed())
-	return nm
-}
-
-func warnings(g Gomega, name string) []string {
-	var list eventsv1.EventList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "NodeMaintenance" && e.Regarding.Name == name && e.Type == "Warning" {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
-}
-
 func TestMaintenanceForMissingNodeFailsClearly(t *testing.T) {
 	g := NewWithT(t)
 	harness.StartOperator(t, bed)
 	g.Expect(bed.Client.Create(context.Background(), newMaintenance("ghost", "no-such-node"))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		nm := getMaintenance(g, "ghost")
+		nm := harness.GetMaintenance(g, bed, "ghost")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
 		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c).NotTo(BeNil())
@@ -66,7 +45,7 @@ func TestMaintenanceForMissingNodeFailsClearly(t *testing.T) {
 		g.Expect(nm.Status.Message).To(ContainSubstring("no-such-node does not exist"))
 		g.Expect(nm.Status.PhaseTimes.Failed).NotTo(BeNil())
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return warnings(g, "ghost") }, timeout).Should(ContainElement(v1alpha1.NodeNotFoundReason))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "NodeMaintenance", "ghost", "Warning") }, timeout).Should(ContainElement(v1alpha1.NodeNotFoundReason))
 }
 
 func TestSecondOpenMaintenanceForANodeIsRefused(t *testing.T) {
@@ -77,17 +56,19 @@ func TestSecondOpenMaintenanceForANodeIsRefused(t *testing.T) {
 	harness.StartOperator(t, bed)
 
 	g.Expect(bed.Client.Create(ctx, newMaintenance("dup-first", node))).To(Succeed())
-	g.Eventually(func(g Gomega) v1alpha1.Phase { return getMaintenance(g, "dup-first").Status.Phase }, timeout).
+	g.Eventually(func(g Gomega) v1alpha1.Phase { return harness.GetMaintenance(g, bed, "dup-first").Status.Phase }, timeout).
 		Should(Equal(v1alpha1.PhasePending))
 	g.Expect(bed.Client.Create(ctx, newMaintenance("dup-second", node))).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		nm := getMaintenance(g, "dup-second")
+		nm := harness.GetMaintenance(g, bed, "dup-second")
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
 		g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition).Reason).To(Equal(v1alpha1.DuplicateReason))
 		g.Expect(nm.Status.Message).To(ContainSubstring("dup-first"))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return warnings(g, "dup-second") }, timeout).Should(ContainElement(v1alpha1.DuplicateReason))
-	g.Expect(getMaintenance(g, "dup-first").Status.Phase).To(Equal(v1alpha1.PhasePending), "the first one is unaffected")
+	g.Eventually(func(g Gomega) []string {
+		return harness.EventReasons(g, bed, "NodeMaintenance", "dup-second", "Warning")
+	}, timeout).Should(ContainElement(v1alpha1.DuplicateReason))
+	g.Expect(harness.GetMaintenance(g, bed, "dup-first").Status.Phase).To(Equal(v1alpha1.PhasePending), "the first one is unaffected")
 }
 
 // A request made in the API goes through every phase as the node side raises
@@ -102,14 +83,14 @@ func TestAPIRequestFollowsTheNodeThroughEveryPhase(t *testing.T) {
 
 	nm := newMaintenance("life", node)
 	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
-	g.Eventually(func(g Gomega) v1alpha1.Phase { return getMaintenance(g, "life").Status.Phase }, timeout).
+	g.Eventually(func(g Gomega) v1alpha1.Phase { return harness.GetMaintenance(g, bed, "life").Status.Phase }, timeout).
 		Should(Equal(v1alpha1.PhasePending))
 
 	// The daemon journals the request under the NodeMaintenance's UID and
 	// raises it on the node.
 	g.Expect(gen.Request(ctx, bed.Client, node, string(nm.UID), v1alpha1.SourceAPI, time.Now())).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := getMaintenance(g, "life")
+		got := harness.GetMaintenance(g, bed, "life")
 		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
 		g.Expect(got.Status.BootIDBefore).To(Equal("boot-0"))
 		g.Expect(got.Status.BootIDAfter).To(Equal("boot-0-r1"))
@@ -124,7 +105,7 @@ func TestAPIRequestFollowsTheNodeThroughEveryPhase(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
-	harness.ExpectClean(g, bed, node, false)
+	harness.ExpectSettled(g, bed, node, false)
 }
 
 // Requests that start on the node (host, config) are recorded as
@@ -142,14 +123,7 @@ func TestHostRequestsAreRecordedOnce(t *testing.T) {
 	for range 2 {
 		stop := harness.StartOperator(t, bed)
 		g.Eventually(func(g Gomega) {
-			var list v1alpha1.NodeMaintenanceList
-			g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
-			var mine []v1alpha1.NodeMaintenance
-			for _, nm := range list.Items {
-				if nm.Spec.NodeName == node {
-					mine = append(mine, nm)
-				}
-			}
+			mine := harness.MaintenancesOf(g, bed, node)
 			g.Expect(mine).To(HaveLen(2))
 			sources := map[v1alpha1.Source]string{}
 			for _, nm := range mine {
@@ -166,23 +140,14 @@ func TestHostRequestsAreRecordedOnce(t *testing.T) {
 	// Resume: both are satisfied by the one reboot.
 	harness.RunDaemons(t, bed, "rec", true)
 	harness.StartOperator(t, bed)
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "rec"}, p)).To(Succeed())
-	base := p.DeepCopy()
-	p.Spec.Paused = false
-	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
+	harness.PatchPool(g, bed, "rec", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
 	g.Eventually(func(g Gomega) {
-		var list v1alpha1.NodeMaintenanceList
-		g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
-		n := 0
-		for _, nm := range list.Items {
-			if nm.Spec.NodeName == node {
-				n++
-				g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
-				g.Expect(strings.HasPrefix(nm.Name, node+"-")).To(BeTrue())
-			}
+		mine := harness.MaintenancesOf(g, bed, node)
+		for _, nm := range mine {
+			g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
+			g.Expect(strings.HasPrefix(nm.Name, node+"-")).To(BeTrue())
 		}
-		g.Expect(n).To(Equal(2))
+		g.Expect(mine).To(HaveLen(2))
 	}, timeout).Should(Succeed())
 }
 
@@ -204,7 +169,7 @@ func TestWaitingRequestSaysUntilWhen(t *testing.T) {
 	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
 	g.Expect(gen.Request(ctx, bed.Client, node, string(nm.UID), v1alpha1.SourceAPI, now)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := getMaintenance(g, "wait")
+		got := harness.GetMaintenance(g, bed, "wait")
 		g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.WaitingCondition)
 		g.Expect(c).NotTo(BeNil())
@@ -214,12 +179,8 @@ func TestWaitingRequestSaysUntilWhen(t *testing.T) {
 	}, timeout).Should(Succeed())
 
 	// Paused as well: the pool's pause is what holds it first.
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "wait"}, p)).To(Succeed())
-	base := p.DeepCopy()
-	p.Spec.Paused = true
-	g.Expect(bed.Client.Patch(ctx, p, client.MergeFrom(base))).To(Succeed())
+	harness.PatchPool(g, bed, "wait", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
 	g.Eventually(func(g Gomega) string {
-		return meta.FindStatusCondition(getMaintenance(g, "wait").Status.Conditions, v1alpha1.WaitingCondition).Reason
+		return meta.FindStatusCondition(harness.GetMaintenance(g, bed, "wait").Status.Conditions, v1alpha1.WaitingCondition).Reason
 	}, timeout).Should(Equal(v1alpha1.PausedReason))
 }

@@ -21,36 +21,6 @@ var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
 // reqID is the id the request under test carries on the node.
 const reqID = "uid-1"
 
-func annotate(key, value string) gen.NodeOption {
-	return func(n *corev1.Node) { n.Annotations[key] = value }
-}
-
-// raised writes the daemon's reboot-requested annotation for a boot, with
-// requests of these ids.
-func raised(boot string, ids ...string) gen.NodeOption {
-	r := protocol.Requested{BootID: boot}
-	for _, id := range ids {
-		r.Requests = append(r.Requests, protocol.Request{ID: id, Source: v1alpha1.SourceAPI, Reason: "test", Time: t0})
-	}
-	return annotate(protocol.RebootRequested, protocol.Encode(r))
-}
-
-func admittedFor(boot string, ids ...string) gen.NodeOption {
-	return annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0}))
-}
-
-func approvedFor(boot string) gen.NodeOption { return annotate(protocol.RebootApproved, boot) }
-
-func drainFailedFor(boot string, ids ...string) gen.NodeOption {
-	return annotate(protocol.DrainFailed, protocol.Encode(protocol.DrainFailure{
-		BootID: boot, Requests: ids, Time: t0, Reason: "DrainTimeout", Message: "pod web-0 blocked the drain for 10m",
-	}))
-}
-
-func daemonState(phase protocol.DaemonPhase, boot, message string) gen.NodeOption {
-	return annotate(protocol.State, protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: t0}))
-}
-
 // read is protocol.Read as the reconciler calls it: nil for no node.
 func read(node *corev1.Node) *protocol.NodeState {
 	if node == nil {
@@ -100,7 +70,7 @@ func TestDecide(t *testing.T) {
 		wantWait string
 	}{
 		"requested and outside its windows says until when": {
-			node:        gen.Node("n1", raised("boot-0", reqID)),
+			node:        gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID)),
 			wait:        waiting{reason: v1alpha1.OutsideWindowReason, message: "outside the maintenance windows of pool p; the next opens at 2025-03-01T05:00:00Z", next: t0.Add(3 * time.Hour)},
 			wantPhase:   v1alpha1.PhaseRequested,
 			wantBefore:  "boot-0",
@@ -109,13 +79,13 @@ func TestDecide(t *testing.T) {
 		},
 		"a wait is not shown once the node is admitted": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID)),
 			wait:       waiting{reason: v1alpha1.BudgetExhaustedReason, message: "pool p is full"},
 			wantPhase:  v1alpha1.PhaseDraining,
 			wantBefore: "boot-0",
 		},
 		"a wait is not shown while the daemon has not raised the request": {
-			node:      gen.Node("n1", raised("boot-0", "host-1")),
+			node:      gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "host-1")),
 			wait:      waiting{reason: v1alpha1.PausedReason, message: "pool p is paused"},
 			wantPhase: v1alpha1.PhasePending,
 		},
@@ -125,80 +95,80 @@ func TestDecide(t *testing.T) {
 			wantMessage: "waiting for node n1's daemon to raise the request",
 		},
 		"pending while the node raises only other requests": {
-			node:      gen.Node("n1", raised("boot-0", "host-1")),
+			node:      gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "host-1")),
 			wantPhase: v1alpha1.PhasePending,
 		},
 		"requested once raised, with the boot it was raised in": {
-			node:        gen.Node("n1", raised("boot-0", "host-1", reqID)),
+			node:        gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "host-1", reqID)),
 			wantPhase:   v1alpha1.PhaseRequested,
 			wantBefore:  "boot-0",
 			wantMessage: "waits for its pool to admit it",
 		},
 		"requested stays requested": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID)),
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"an admission of another boot is not this request's": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-old", "x")),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-old", t0, "x")),
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"draining when admitted for that boot": {
 			status:      raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:        gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			node:        gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID)),
 			wantPhase:   v1alpha1.PhaseDraining,
 			wantBefore:  "boot-0",
 			wantMessage: "cordoned and draining",
 		},
 		"draining straight from pending when admitted before anyone looked": {
-			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID)),
 			wantPhase:  v1alpha1.PhaseDraining,
 			wantBefore: "boot-0",
 		},
 		"approved when drained and approved, until the daemon says it reboots": {
 			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
-			node:        gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")),
+			node:        gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-0")),
 			wantPhase:   v1alpha1.PhaseApproved,
 			wantBefore:  "boot-0",
 			wantMessage: "drained and approved to reboot",
 		},
 		"an approval of another boot is not acted on": {
 			status:     raisedIn(v1alpha1.PhaseDraining, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-old")),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-old")),
 			wantPhase:  v1alpha1.PhaseDraining,
 			wantBefore: "boot-0",
 		},
 		"not succeeded while Ready with the old boot ID": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", approvedFor("boot-0")),
+			node:       gen.Node("n1", gen.Approved("boot-0")),
 			wantPhase:  v1alpha1.PhaseRebooting,
 			wantBefore: "boot-0",
 		},
 		"rebooting while NotReady with the old boot": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", gen.NotReady(), raised("boot-0", reqID), approvedFor("boot-0")),
+			node:       gen.Node("n1", gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0")),
 			wantPhase:  v1alpha1.PhaseRebooting,
 			wantBefore: "boot-0",
 		},
 		"rebooting while the new boot is not Ready": {
 			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), approvedFor("boot-0")),
+			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), gen.Approved("boot-0")),
 			wantPhase:   v1alpha1.PhaseRebooting,
 			wantBefore:  "boot-0",
 			wantMessage: "coming back with boot boot-1",
 		},
 		"rebooting while the daemon still shows the old boot's request": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", gen.BootID("boot-1"), raised("boot-0", reqID), approvedFor("boot-0")),
+			node:       gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0")),
 			wantPhase:  v1alpha1.PhaseRebooting,
 			wantBefore: "boot-0",
 		},
 		"succeeded with the new boot once Ready": {
 			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:        gen.Node("n1", gen.BootID("boot-1"), approvedFor("boot-0")),
+			node:        gen.Node("n1", gen.BootID("boot-1"), gen.Approved("boot-0")),
 			wantPhase:   v1alpha1.PhaseSucceeded,
 			wantBefore:  "boot-0",
 			wantAfter:   "boot-1",
@@ -206,7 +176,7 @@ func TestDecide(t *testing.T) {
 		},
 		"succeeded though the new boot already has requests of its own": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", gen.BootID("boot-1"), raised("boot-1", "host-2")),
+			node:       gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-1", v1alpha1.SourceAPI, t0, "host-2")),
 			wantPhase:  v1alpha1.PhaseSucceeded,
 			wantBefore: "boot-0",
 			wantAfter:  "boot-1",
@@ -232,7 +202,7 @@ func TestDecide(t *testing.T) {
 			wantBefore: "boot-0",
 		},
 		"failed as a duplicate of an older open request": {
-			node:        gen.Node("n1", raised("boot-0", "older-uid")),
+			node:        gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "older-uid")),
 			older:       "nm-0",
 			wantPhase:   v1alpha1.PhaseFailed,
 			wantReason:  v1alpha1.DuplicateReason,
@@ -240,20 +210,20 @@ func TestDecide(t *testing.T) {
 		},
 		"not a duplicate once raised and recorded": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", "older-uid", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "older-uid", reqID)),
 			older:      "nm-0",
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"not a duplicate once raised, though not yet recorded": {
-			node:       gen.Node("n1", raised("boot-0", "older-uid", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "older-uid", reqID)),
 			older:      "nm-0",
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"failed with the drain's reason when the failed drain covers the request": {
 			status:      raisedIn(v1alpha1.PhaseDraining, "boot-0"),
-			node:        gen.Node("n1", raised("boot-0", reqID), drainFailedFor("boot-0", reqID)),
+			node:        gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.DrainFailed("boot-0", t0, "pod web-0 blocked the drain for 10m", reqID)),
 			wantPhase:   v1alpha1.PhaseFailed,
 			wantReason:  "DrainTimeout",
 			wantMessage: "pod web-0 blocked the drain for 10m",
@@ -261,32 +231,32 @@ func TestDecide(t *testing.T) {
 		},
 		"a failed drain of other requests leaves this one requested": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", "host-1", reqID), drainFailedFor("boot-0", "host-1")),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, "host-1", reqID), gen.DrainFailed("boot-0", t0, "pod web-0 blocked the drain for 10m", "host-1")),
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"a failed drain of an earlier boot leaves this one requested": {
 			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), drainFailedFor("boot-old", reqID)),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.DrainFailed("boot-old", t0, "pod web-0 blocked the drain for 10m", reqID)),
 			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"degraded when the daemon says the approved reboot did not happen": {
 			status:       raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:         gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonDegraded, "boot-0", "logind refused the reboot")),
+			node:         gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonDegraded, "boot-0", "logind refused the reboot", t0)),
 			wantPhase:    v1alpha1.PhaseRebooting,
 			wantBefore:   "boot-0",
 			wantDegraded: "logind refused the reboot",
 		},
 		"not degraded by a daemon state of another boot": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonDegraded, "boot-old", "old trouble")),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonDegraded, "boot-old", "old trouble", t0)),
 			wantPhase:  v1alpha1.PhaseRebooting,
 			wantBefore: "boot-0",
 		},
 		"not degraded while the daemon is rebooting": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:       gen.Node("n1", raised("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonRebooting, "boot-0", "rebooting")),
+			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonRebooting, "boot-0", "rebooting", t0)),
 			wantPhase:  v1alpha1.PhaseRebooting,
 			wantBefore: "boot-0",
 		},
@@ -295,7 +265,7 @@ func TestDecide(t *testing.T) {
 				Phase: v1alpha1.PhaseSucceeded, RequestID: reqID, BootIDBefore: "boot-0", BootIDAfter: "boot-1", Message: "done",
 			},
 			// A node that looks like it has not rebooted at all.
-			node:        gen.Node("n1", gen.BootID("boot-0"), raised("boot-0", reqID)),
+			node:        gen.Node("n1", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID)),
 			wantPhase:   v1alpha1.PhaseSucceeded,
 			wantMessage: "done",
 			wantBefore:  "boot-0",
@@ -305,7 +275,7 @@ func TestDecide(t *testing.T) {
 			status: v1alpha1.NodeMaintenanceStatus{
 				Phase: v1alpha1.PhaseFailed, RequestID: reqID, Message: "node n1 does not exist",
 			},
-			node:        gen.Node("n1", raised("boot-0", reqID)),
+			node:        gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID)),
 			wantPhase:   v1alpha1.PhaseFailed,
 			wantMessage: "node n1 does not exist",
 		},
@@ -505,12 +475,12 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 		want v1alpha1.Phase
 	}{
 		{gen.Node("n1"), v1alpha1.PhasePending},
-		{gen.Node("n1", raised("boot-0", reqID)), v1alpha1.PhaseRequested},
-		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID)), v1alpha1.PhaseDraining},
-		{gen.Node("n1", gen.Unschedulable(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseApproved},
-		{gen.Node("n1", gen.Unschedulable(), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0"), daemonState(protocol.DaemonRebooting, "boot-0", "rebooting")), v1alpha1.PhaseRebooting},
-		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), gen.NotReady(), raised("boot-0", reqID), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseRebooting},
-		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), admittedFor("boot-0", reqID), approvedFor("boot-0")), v1alpha1.PhaseSucceeded},
+		{gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID)), v1alpha1.PhaseRequested},
+		{gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID)), v1alpha1.PhaseDraining},
+		{gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-0")), v1alpha1.PhaseApproved},
+		{gen.Node("n1", gen.Unschedulable(), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonRebooting, "boot-0", "rebooting", t0)), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-0")), v1alpha1.PhaseRebooting},
+		{gen.Node("n1", gen.Unschedulable(), gen.BootID("boot-1"), gen.Admitted("boot-0", t0, reqID), gen.Approved("boot-0")), v1alpha1.PhaseSucceeded},
 		// After success nothing the node does changes the record.
 		{nil, v1alpha1.PhaseSucceeded},
 	}

@@ -5,10 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/pools"
 	"github.com/kmaint/kmaint/test/gen"
@@ -101,11 +99,7 @@ func TestWaitOf(t *testing.T) {
 				}
 			}
 			pf.windows = pools.NewWindows(t0, pf.pool, rebootPolicies)
-			requested := protocol.Requested{BootID: "boot-0"}
-			for _, id := range tc.ids {
-				requested.Requests = append(requested.Requests, protocol.Request{ID: id, Source: v1alpha1.SourceAPI, Time: t0})
-			}
-			node := gen.Node("n", gen.BootID("boot-0"), func(n *corev1.Node) { n.Annotations[protocol.RebootRequested] = protocol.Encode(requested) })
+			node := gen.Node("n", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, tc.ids...))
 			got := waitOf(pf, read(node))
 			g.Expect(got.reason).To(Equal(tc.wantReason), "reason (message %q)", got.message)
 			g.Expect(got.message).To(ContainSubstring(tc.wantMessage))

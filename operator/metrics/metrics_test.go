@@ -13,7 +13,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kmaint/kmaint/operator"
@@ -64,7 +63,7 @@ func TestOperatorMetrics(t *testing.T) {
 
 	g.Expect(gen.Request(ctx, bed.Client, nodes[0], "m-1", v1alpha1.SourceHost, time.Now())).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		harness.ExpectClean(g, bed, nodes[0], false)
+		harness.ExpectSettled(g, bed, nodes[0], false)
 		g.Expect(harness.GetNode(g, bed, nodes[0]).Status.NodeInfo.BootID).NotTo(Equal("boot-0"))
 	}, timeout).Should(Succeed())
 
@@ -98,10 +97,7 @@ func TestOperatorMetrics(t *testing.T) {
 	}, timeout).Should(Succeed())
 
 	// Paused, the pool reports why it admits nothing.
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "metrics"}, p)).To(Succeed())
-	p.Spec.Paused = true
-	g.Expect(bed.Client.Update(ctx, p)).To(Succeed())
+	harness.PatchPool(g, bed, "metrics", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
 	g.Expect(gen.Request(ctx, bed.Client, nodes[1], "m-2", v1alpha1.SourceHost, time.Now())).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		body := scrape(g, addr)
@@ -111,7 +107,7 @@ func TestOperatorMetrics(t *testing.T) {
 	}, timeout).Should(Succeed())
 	t.Cleanup(func() {
 		_ = bed.Client.Delete(ctx, rp)
-		_ = bed.Client.Delete(ctx, p)
+		_ = bed.Client.Delete(ctx, pool)
 	})
 }
 

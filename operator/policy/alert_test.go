@@ -56,7 +56,7 @@ func post(t *testing.T, url, token string, alerts ...map[string]any) int {
 func TestAlertWebhookRaisesRequests(t *testing.T) {
 	g := NewWithT(t)
 	nodes := harness.CreateNodes(t, bed, "alert", "alert", 3)
-	create(t, &corev1.Secret{
+	harness.CreateTemporary(t, bed, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "alert-token"},
 		StringData: map[string]string{"token": "s3cret"},
 	})
@@ -71,7 +71,7 @@ func TestAlertWebhookRaisesRequests(t *testing.T) {
 		s.Alert = &v1alpha1.AlertTrigger{AlertName: "NodeMemoryFragmented", Matchers: map[string]string{"severity": "critical"}}
 	})
 	p.Spec.MaxConcurrentRequests = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 	url := fmt.Sprintf("http://%s/alerts", addr)
 	g.Eventually(func() int { return post(t, url, "wrong") }, timeout).Should(Equal(http.StatusUnauthorized))
 
@@ -83,20 +83,20 @@ func TestAlertWebhookRaisesRequests(t *testing.T) {
 		alert("firing", "NodeMemoryFragmented", "ghost", "critical"),
 	)).To(Equal(http.StatusOK))
 	g.Eventually(func(g Gomega) {
-		reqs := requests(g, "alert")
+		reqs := harness.PolicyMaintenances(g, bed, "alert")
 		g.Expect(reqs).To(HaveKey(nodes[0]))
 		g.Expect(reqs[nodes[0]][0].Spec.Source).To(Equal(v1alpha1.SourceAlert))
 		g.Expect(reqs[nodes[0]][0].Spec.Reason).To(ContainSubstring("alert NodeMemoryFragmented firing since"))
 	}, timeout, 20*time.Millisecond).Should(Succeed())
 	t.Logf("webhook to NodeMaintenance: %s", time.Since(sent))
 	g.Eventually(func(g Gomega) {
-		g.Expect(events(g, "alert")).To(ContainElement("AlertNodeUnknown"))
+		g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "alert", "")).To(ContainElement("AlertNodeUnknown"))
 	}, timeout).Should(Succeed())
 
 	// Alertmanager sends the same group again: nothing more.
 	g.Expect(post(t, url, "s3cret", alert("firing", "NodeMemoryFragmented", nodes[0], "critical"))).To(Equal(http.StatusOK))
 	g.Consistently(func(g Gomega) {
-		reqs := requests(g, "alert")
+		reqs := harness.PolicyMaintenances(g, bed, "alert")
 		g.Expect(reqs).To(HaveLen(1))
 		g.Expect(reqs[nodes[0]]).To(HaveLen(1))
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
@@ -104,7 +104,7 @@ func TestAlertWebhookRaisesRequests(t *testing.T) {
 	// The alert resolves: the node is no longer a candidate.
 	g.Expect(post(t, url, "s3cret", alert("resolved", "NodeMemoryFragmented", nodes[0], "critical"))).To(Equal(http.StatusOK))
 	g.Eventually(func(g Gomega) {
-		p := getPolicy(g, "alert")
+		p := harness.GetPolicy(g, bed, "alert")
 		g.Expect(p.Annotations[v1alpha1.FiringAlertsAnnotation]).To(Equal("{}"))
 		g.Expect(p.Status.Candidates).To(BeEmpty())
 	}, timeout).Should(Succeed())

@@ -47,15 +47,15 @@ func TestOneQueryPerInterval(t *testing.T) {
 	p.Spec.Prometheus.Interval = &metav1.Duration{Duration: interval}
 	p.Spec.MaxConcurrentRequests = &intstr.IntOrString{Type: intstr.Int, IntVal: 12}
 	start := time.Now()
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 	g.Eventually(func(g Gomega) {
-		g.Expect(requests(g, "perint")).To(HaveLen(12))
+		g.Expect(harness.PolicyMaintenances(g, bed, "perint")).To(HaveLen(12))
 		g.Expect(condition(g, "perint", v1alpha1.ReadyCondition).Reason).To(Equal("Evaluated"))
 	}, timeout).Should(Succeed())
 	// Wait for evaluations several intervals on, the policy reconciling
 	// meanwhile as its requests change.
 	g.Eventually(func(g Gomega) {
-		g.Expect(getPolicy(g, "perint").Status.LastEvaluationTime.Time).To(BeTemporally(">", start.Add(4*interval)))
+		g.Expect(harness.GetPolicy(g, bed, "perint").Status.LastEvaluationTime.Time).To(BeTemporally(">", start.Add(4*interval)))
 	}, timeout).Should(Succeed())
 	elapsed, n := time.Since(start), queries.Load()
 	t.Logf("%d queries in %s at an interval of %s", n, elapsed, interval)

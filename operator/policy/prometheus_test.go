@@ -24,7 +24,7 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	}
 	startOperator(t, m.prom.URL(), nil)
 	const forDur = 6 * time.Second
-	create(t, newPolicy("held", "held", promTrigger(query("held"), "0.9", forDur)))
+	harness.CreateTemporary(t, bed, newPolicy("held", "held", promTrigger(query("held"), "0.9", forDur)))
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, "held", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
@@ -33,7 +33,7 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	m.set(t, "held", nodes[0], 0.95)
 	var firstSince metav1.Time
 	g.Eventually(func(g Gomega) {
-		c := candidate(getPolicy(g, "held"), nodes[0])
+		c := candidate(harness.GetPolicy(g, bed, "held"), nodes[0])
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.State).To(Equal(v1alpha1.CandidatePending))
 		g.Expect(c.Value).To(Equal("0.95"))
@@ -41,13 +41,13 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	}, timeout).Should(Succeed())
 	m.set(t, "held", nodes[0], 0.7)
 	g.Eventually(func(g Gomega) {
-		g.Expect(candidate(getPolicy(g, "held"), nodes[0])).To(BeNil())
+		g.Expect(candidate(harness.GetPolicy(g, bed, "held"), nodes[0])).To(BeNil())
 	}, timeout).Should(Succeed())
 
 	// It crosses again: a new pending clock, not the old one.
 	m.set(t, "held", nodes[0], 0.96)
 	g.Eventually(func(g Gomega) {
-		c := candidate(getPolicy(g, "held"), nodes[0])
+		c := candidate(harness.GetPolicy(g, bed, "held"), nodes[0])
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Since.After(firstSince.Time)).To(BeTrue(), "the pending clock restarted")
 	}, timeout).Should(Succeed())
@@ -56,24 +56,24 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	// held-1 crosses and stays.
 	m.set(t, "held", nodes[1], 0.93)
 	g.Eventually(func(g Gomega) {
-		g.Expect(requests(g, "held")).To(HaveKey(nodes[1]))
+		g.Expect(harness.PolicyMaintenances(g, bed, "held")).To(HaveKey(nodes[1]))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		reqs := requests(g, "held")
+		reqs := harness.PolicyMaintenances(g, bed, "held")
 		g.Expect(reqs).To(HaveLen(1), "only the node that held the threshold for %s", forDur)
 		g.Expect(reqs[nodes[1]]).To(HaveLen(1), "exactly one request while it stays over the threshold")
 	}, 2*forDur, 500*time.Millisecond).Should(Succeed())
 
-	nm := requests(g, "held")[nodes[1]][0]
+	nm := harness.PolicyMaintenances(g, bed, "held")[nodes[1]][0]
 	g.Expect(nm.Spec.Source).To(Equal(v1alpha1.SourceMetric))
 	g.Expect(nm.Spec.Reason).To(Equal("policy held: 0.93 > 0.9 for 6s"))
 	g.Expect(nm.Annotations).To(HaveKeyWithValue(v1alpha1.ValueAnnotation, "0.93"))
-	p := getPolicy(g, "held")
+	p := harness.GetPolicy(g, bed, "held")
 	g.Expect(p.Status.RequestsRaised).To(BeEquivalentTo(1))
 	g.Expect(p.Status.LastEvaluationTime).NotTo(BeNil())
 	g.Expect(p.Status.LastEvaluationDuration).NotTo(BeNil())
 	g.Expect(candidate(p, nodes[1]).State).To(Equal(v1alpha1.CandidateRequested))
-	g.Expect(events(g, "held")).To(ContainElement("RequestRaised"))
+	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "held", "")).To(ContainElement("RequestRaised"))
 }
 
 // When most of the fleet qualifies at once, the cap holds and says so.
@@ -87,25 +87,25 @@ func TestCapHoldsAndIsReported(t *testing.T) {
 	startOperator(t, m.prom.URL(), nil)
 	p := newPolicy("cap", "cap", promTrigger(query("cap"), "0.9", 0))
 	p.Spec.MaxConcurrentRequests = &intstr.IntOrString{Type: intstr.String, StrVal: "40%"}
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(requests(g, "cap")).To(HaveLen(2))
+		g.Expect(harness.PolicyMaintenances(g, bed, "cap")).To(HaveLen(2))
 		c := condition(g, "cap", v1alpha1.CapReachedCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("3 more nodes qualify than the cap of 2"))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(requests(g, "cap")).To(HaveLen(2))
+		g.Expect(harness.PolicyMaintenances(g, bed, "cap")).To(HaveLen(2))
 	}, 4*time.Second, 500*time.Millisecond).Should(Succeed())
 	over := 0
-	for _, c := range getPolicy(g, "cap").Status.Candidates {
+	for _, c := range harness.GetPolicy(g, bed, "cap").Status.Candidates {
 		if c.State == v1alpha1.CandidateOverCap {
 			over++
 		}
 	}
 	g.Expect(over).To(Equal(3))
-	g.Expect(events(g, "cap")).To(ContainElement("CapReached"))
+	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "cap", "")).To(ContainElement("CapReached"))
 }
 
 // A dry run lists the nodes it would reboot and raises nothing.
@@ -118,14 +118,14 @@ func TestDryRunRaisesNothing(t *testing.T) {
 	startOperator(t, m.prom.URL(), nil)
 	p := newPolicy("dry", "dry", promTrigger(query("dry"), "0.9", 0))
 	p.Spec.DryRun = true
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 	g.Eventually(func(g Gomega) {
-		g.Expect(getPolicy(g, "dry").Status.WouldRequest).To(Equal([]string{nodes[0]}))
+		g.Expect(harness.GetPolicy(g, bed, "dry").Status.WouldRequest).To(Equal([]string{nodes[0]}))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(requests(g, "dry")).To(BeEmpty())
+		g.Expect(harness.PolicyMaintenances(g, bed, "dry")).To(BeEmpty())
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
-	g.Expect(candidate(getPolicy(g, "dry"), nodes[0]).State).To(Equal(v1alpha1.CandidateWouldRequest))
+	g.Expect(candidate(harness.GetPolicy(g, bed, "dry"), nodes[0]).State).To(Equal(v1alpha1.CandidateWouldRequest))
 }
 
 // Prometheus down: nothing is raised, and the policy says why; once it is
@@ -139,7 +139,7 @@ func TestPrometheusDownRaisesNothing(t *testing.T) {
 	}
 	m.prom.Stop()
 	startOperator(t, m.prom.URL(), nil)
-	create(t, newPolicy("down", "down", promTrigger(query("down"), "0.9", 0)))
+	harness.CreateTemporary(t, bed, newPolicy("down", "down", promTrigger(query("down"), "0.9", 0)))
 	g.Eventually(func(g Gomega) {
 		c := condition(g, "down", v1alpha1.PrometheusUnreachableCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
@@ -147,14 +147,14 @@ func TestPrometheusDownRaisesNothing(t *testing.T) {
 		g.Expect(condition(g, "down", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(requests(g, "down")).To(BeEmpty())
+		g.Expect(harness.PolicyMaintenances(g, bed, "down")).To(BeEmpty())
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
-	g.Expect(events(g, "down")).To(ContainElement("PrometheusUnreachable"))
+	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "down", "")).To(ContainElement("PrometheusUnreachable"))
 
 	m.prom.Restart()
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, "down", v1alpha1.PrometheusUnreachableCondition).Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(requests(g, "down")).To(HaveLen(1), "the default cap is 1")
+		g.Expect(harness.PolicyMaintenances(g, bed, "down")).To(HaveLen(1), "the default cap is 1")
 	}, timeout).Should(Succeed())
 }
 
@@ -163,11 +163,11 @@ func TestNoPrometheusConfigured(t *testing.T) {
 	g := NewWithT(t)
 	harness.CreateNodes(t, bed, "noprom", "noprom", 1)
 	startOperator(t, "", nil)
-	create(t, newPolicy("noprom", "noprom", promTrigger("up", "0", 0)))
+	harness.CreateTemporary(t, bed, newPolicy("noprom", "noprom", promTrigger("up", "0", 0)))
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, "noprom", v1alpha1.PrometheusUnreachableCondition).Message).To(ContainSubstring("--prometheus-url"))
 	}, timeout).Should(Succeed())
-	g.Expect(requests(g, "noprom")).To(BeEmpty())
+	g.Expect(harness.PolicyMaintenances(g, bed, "noprom")).To(BeEmpty())
 }
 
 // A broken query is reported with the parser's message; a series that
@@ -181,23 +181,23 @@ func TestBadQueryAndUnmatchedSeriesAreReported(t *testing.T) {
 	m.exp.Set("kmaint_test_unlabelled", map[string]string{"test": "badq"}, 1)
 	startOperator(t, m.prom.URL(), nil)
 
-	create(t, newPolicy("badq", "badq", promTrigger("sum(kmaint_test_value", "0.9", 0)))
+	harness.CreateTemporary(t, bed, newPolicy("badq", "badq", promTrigger("sum(kmaint_test_value", "0.9", 0)))
 	g.Eventually(func(g Gomega) {
 		c := condition(g, "badq", v1alpha1.QueryFailingCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring("parse error"))
 		g.Expect(condition(g, "badq", v1alpha1.PrometheusUnreachableCondition).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout).Should(Succeed())
-	g.Expect(events(g, "badq")).To(ContainElement("QueryFailing"))
-	g.Expect(requests(g, "badq")).To(BeEmpty())
+	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "badq", "")).To(ContainElement("QueryFailing"))
+	g.Expect(harness.PolicyMaintenances(g, bed, "badq")).To(BeEmpty())
 
-	create(t, newPolicy("unmatched", "badq", promTrigger(query("badq")+` or kmaint_test_unlabelled{test="badq"}`, "0.9", time.Hour)))
+	harness.CreateTemporary(t, bed, newPolicy("unmatched", "badq", promTrigger(query("badq")+` or kmaint_test_unlabelled{test="badq"}`, "0.9", time.Hour)))
 	g.Eventually(func(g Gomega) {
 		c := condition(g, "unmatched", v1alpha1.UnmatchedSeriesCondition)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Message).To(ContainSubstring(`2 series name no known node by label "node"`))
 		g.Expect(c.Message).To(ContainSubstring(`not-a-node`))
-		g.Expect(candidate(getPolicy(g, "unmatched"), nodes[0])).NotTo(BeNil(), "the good series still counts")
+		g.Expect(candidate(harness.GetPolicy(g, bed, "unmatched"), nodes[0])).NotTo(BeNil(), "the good series still counts")
 	}, timeout).Should(Succeed())
 }
 
@@ -217,30 +217,30 @@ func TestCooldownAndOutcome(t *testing.T) {
 
 	p := newPolicy("cool", "cool", promTrigger(query("cool"), "0.9", 0))
 	p.Spec.Cooldown = &metav1.Duration{Duration: time.Hour}
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 
 	// The policy's request goes through the gate and the node reboots.
 	g.Eventually(func(g Gomega) {
-		reqs := requests(g, "cool")[node]
+		reqs := harness.PolicyMaintenances(g, bed, "cool")[node]
 		g.Expect(reqs).To(HaveLen(1))
 		g.Expect(reqs[0].Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
 	}, timeout).Should(Succeed())
 	// Still over the threshold, but inside the cooldown: no second request.
 	g.Eventually(func(g Gomega) {
-		c := candidate(getPolicy(g, "cool"), node)
+		c := candidate(harness.GetPolicy(g, bed, "cool"), node)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.State).To(Equal(v1alpha1.CandidateCooldown))
 		g.Expect(c.Until.Time).To(BeTemporally("~", time.Now().Add(time.Hour), time.Minute))
 	}, timeout).Should(Succeed())
 	m.set(t, "cool", node, 0.42)
 	g.Eventually(func(g Gomega) {
-		out := getPolicy(g, "cool").Status.Outcomes
+		out := harness.GetPolicy(g, bed, "cool").Status.Outcomes
 		g.Expect(out).To(HaveLen(1))
 		g.Expect(out[0].Node).To(Equal(node))
 		g.Expect(out[0].ValueBefore).To(Equal("0.97"))
 		g.Expect(out[0].ValueAfter).To(Equal("0.42"))
 	}, timeout).Should(Succeed())
-	g.Expect(requests(g, "cool")[node]).To(HaveLen(1))
+	g.Expect(harness.PolicyMaintenances(g, bed, "cool")[node]).To(HaveLen(1))
 }
 
 // A suspended policy evaluates nothing.
@@ -252,19 +252,19 @@ func TestSuspendedPolicyRaisesNothing(t *testing.T) {
 	startOperator(t, m.prom.URL(), nil)
 	p := newPolicy("susp", "susp", promTrigger(query("susp"), "0.9", 0))
 	p.Spec.Suspend = true
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, "susp", v1alpha1.ReadyCondition).Reason).To(Equal("Suspended"))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(requests(g, "susp")).To(BeEmpty())
+		g.Expect(harness.PolicyMaintenances(g, bed, "susp")).To(BeEmpty())
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 
 	// Resumed, it raises.
-	p = getPolicy(g, "susp")
+	p = harness.GetPolicy(g, bed, "susp")
 	p.Spec.Suspend = false
 	g.Expect(bed.Client.Update(context.Background(), p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(requests(g, "susp")).To(HaveLen(1))
+		g.Expect(harness.PolicyMaintenances(g, bed, "susp")).To(HaveLen(1))
 	}, timeout).Should(Succeed())
 }

@@ -19,7 +19,7 @@ import (
 
 // poke makes the policy reconcile now, as the passing of fake time cannot.
 func poke(g Gomega, name string) {
-	p := getPolicy(g, name)
+	p := harness.GetPolicy(g, bed, name)
 	patch := client.MergeFrom(p.DeepCopy())
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
@@ -41,12 +41,12 @@ func TestScheduleFiresOnceForEveryNode(t *testing.T) {
 		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 * * *", TimeZone: "Europe/Berlin"}
 	})
 	p.Spec.MaxConcurrentRequests = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
-	create(t, p)
+	harness.CreateTemporary(t, bed, p)
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(condition(g, "sched", v1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
 	}, timeout).Should(Succeed())
-	g.Expect(requests(g, "sched")).To(BeEmpty(), "no fire between the policy's creation and now")
+	g.Expect(harness.PolicyMaintenances(g, bed, "sched")).To(BeEmpty(), "no fire between the policy's creation and now")
 
 	// The next 03:00 in Berlin comes.
 	now := clk.Now().In(berlin)
@@ -57,14 +57,14 @@ func TestScheduleFiresOnceForEveryNode(t *testing.T) {
 	clk.SetTime(fire.Add(time.Minute))
 	poke(g, "sched")
 	g.Eventually(func(g Gomega) {
-		reqs := requests(g, "sched")
+		reqs := harness.PolicyMaintenances(g, bed, "sched")
 		g.Expect(reqs).To(HaveLen(3))
 		for _, n := range nodes {
 			g.Expect(reqs[n]).To(HaveLen(1))
 			g.Expect(reqs[n][0].Spec.Source).To(Equal(v1alpha1.SourceSchedule))
 			g.Expect(reqs[n][0].Spec.Reason).To(ContainSubstring(`schedule "0 3 * * *" (Europe/Berlin) fired at ` + fire.UTC().Format(time.RFC3339)))
 		}
-		g.Expect(getPolicy(g, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", fire))
+		g.Expect(harness.GetPolicy(g, bed, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", fire))
 	}, timeout).Should(Succeed())
 
 	// The operator is down for three fires; a person clears the requests.
@@ -74,22 +74,22 @@ func TestScheduleFiresOnceForEveryNode(t *testing.T) {
 	for i := range list.Items {
 		g.Expect(bed.Client.Delete(context.Background(), &list.Items[i])).To(Succeed())
 	}
-	g.Eventually(func(g Gomega) { g.Expect(requests(g, "sched")).To(BeEmpty()) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(harness.PolicyMaintenances(g, bed, "sched")).To(BeEmpty()) }, timeout).Should(Succeed())
 	latest := fire.AddDate(0, 0, 3)
 	clk.SetTime(latest.Add(2 * time.Hour))
 	startOperator(t, "", clk)
 	g.Eventually(func(g Gomega) {
-		reqs := requests(g, "sched")
+		reqs := harness.PolicyMaintenances(g, bed, "sched")
 		g.Expect(reqs).To(HaveLen(3))
 		for _, n := range nodes {
 			g.Expect(reqs[n]).To(HaveLen(1), "three missed fires raise one request per node, not three")
 			g.Expect(reqs[n][0].Spec.Reason).To(ContainSubstring("fired at " + latest.UTC().Format(time.RFC3339)))
 		}
-		g.Expect(getPolicy(g, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", latest))
+		g.Expect(harness.GetPolicy(g, bed, "sched").Status.LastScheduleTime.Time).To(BeTemporally("==", latest))
 	}, timeout).Should(Succeed())
 	g.Consistently(func(g Gomega) {
 		n := 0
-		for _, reqs := range requests(g, "sched") {
+		for _, reqs := range harness.PolicyMaintenances(g, bed, "sched") {
 			n += len(reqs)
 		}
 		g.Expect(n).To(Equal(3))
@@ -101,10 +101,10 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 	g := NewWithT(t)
 	harness.CreateNodes(t, bed, "badcron", "badcron", 1)
 	startOperator(t, "", nil)
-	create(t, newPolicy("badcron", "badcron", func(s *v1alpha1.RebootPolicySpec) {
+	harness.CreateTemporary(t, bed, newPolicy("badcron", "badcron", func(s *v1alpha1.RebootPolicySpec) {
 		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 * * *", TimeZone: "Mars/Olympus"}
 	}))
-	create(t, newPolicy("badcron2", "badcron", func(s *v1alpha1.RebootPolicySpec) {
+	harness.CreateTemporary(t, bed, newPolicy("badcron2", "badcron", func(s *v1alpha1.RebootPolicySpec) {
 		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "every night"}
 	}))
 	g.Eventually(func(g Gomega) {
@@ -115,7 +115,7 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 		g.Expect(c.Reason).To(Equal("InvalidSpec"))
 		g.Expect(strings.Contains(c.Message, `"every night" is not a five-field cron expression`)).To(BeTrue(), c.Message)
 	}, timeout).Should(Succeed())
-	g.Expect(events(g, "badcron")).To(ContainElement("InvalidSpec"))
-	g.Expect(requests(g, "badcron")).To(BeEmpty())
-	g.Expect(requests(g, "badcron2")).To(BeEmpty())
+	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "badcron", "")).To(ContainElement("InvalidSpec"))
+	g.Expect(harness.PolicyMaintenances(g, bed, "badcron")).To(BeEmpty())
+	g.Expect(harness.PolicyMaintenances(g, bed, "badcron2")).To(BeEmpty())
 }

@@ -8,12 +8,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/common/model"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -88,34 +85,8 @@ func promTrigger(q, threshold string, forDur time.Duration) func(*v1alpha1.Reboo
 	}
 }
 
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := bed.Client.Create(context.Background(), obj); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), obj) })
-}
-
-func getPolicy(g Gomega, name string) *v1alpha1.RebootPolicy {
-	p := &v1alpha1.RebootPolicy{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
-	return p
-}
-
-// requests lists the NodeMaintenances the policy raised, by node.
-func requests(g Gomega, name string) map[string][]v1alpha1.NodeMaintenance {
-	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PolicyLabel: name})).To(Succeed())
-	out := map[string][]v1alpha1.NodeMaintenance{}
-	for _, nm := range list.Items {
-		g.Expect(nm.Spec.Policy).To(Equal(name))
-		out[nm.Spec.NodeName] = append(out[nm.Spec.NodeName], nm)
-	}
-	return out
-}
-
 func condition(g Gomega, name, condType string) *metav1.Condition {
-	c := meta.FindStatusCondition(getPolicy(g, name).Status.Conditions, condType)
+	c := meta.FindStatusCondition(harness.GetPolicy(g, bed, name).Status.Conditions, condType)
 	g.Expect(c).NotTo(BeNil(), "condition %s of policy %s", condType, name)
 	return c
 }
@@ -127,17 +98,4 @@ func candidate(p *v1alpha1.RebootPolicy, node string) *v1alpha1.Candidate {
 		}
 	}
 	return nil
-}
-
-// events lists the reasons of the events about the policy.
-func events(g Gomega, name string) []string {
-	var list eventsv1.EventList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var reasons []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "RebootPolicy" && e.Regarding.Name == name {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
 }

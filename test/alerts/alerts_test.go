@@ -76,14 +76,17 @@ type ruleGroups struct {
 // prometheusRuleObject is the part of a monitoring.coreos.com/v1
 // PrometheusRule the test checks.
 type prometheusRuleObject struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec ruleGroups `json:"spec"`
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   objectMeta `json:"metadata"`
+	Spec       ruleGroups `json:"spec"`
+}
+
+// objectMeta is the part of an object's metadata the tests check.
+type objectMeta struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	Labels    map[string]string `json:"labels"`
 }
 
 // TestPrometheusRuleMatchesRuleFiles: the PrometheusRule's groups are the

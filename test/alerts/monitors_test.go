@@ -7,14 +7,10 @@ import (
 
 // monitor is the part of a ServiceMonitor or PodMonitor the test checks.
 type monitor struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   objectMeta `json:"metadata"`
+	Spec       struct {
 		JobLabel          string `json:"jobLabel"`
 		NamespaceSelector struct {
 			MatchNames []string `json:"matchNames"`

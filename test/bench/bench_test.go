@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -231,7 +230,7 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	metrics, probes := freeAddr(b), freeAddr(b)
+	metrics, probes := harness.FreeAddr(b), harness.FreeAddr(b)
 	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--drain-poll-interval=200ms")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if err := cmd.Start(); err != nil {
@@ -249,15 +248,6 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 		b.Fatalf("operator not ready: %v", err)
 	}
 	return operatorProcess{cmd}, "http://" + metrics + "/metrics"
-}
-
-func freeAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // cleanup deletes the rollout's nodes, so the next scenario starts alone.

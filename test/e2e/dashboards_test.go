@@ -15,7 +15,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +22,7 @@ import (
 	"github.com/kmaint/kmaint/dashboards"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 )
@@ -94,13 +94,13 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 		},
 	}
 	g.Expect(bed.Client.Create(ctx, pdb)).To(Succeed())
-	setPoolPaused(g, held)
+	harness.PatchPool(g, bed, held, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
 	g.Expect(c.StartOperator()).To(Succeed())
 
 	p := fragmentationPolicy(policyName, pool, time.Second, intstr.FromString("100%"))
 	g.Expect(bed.Client.Create(ctx, p)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(harness.GetPolicy(g, bed, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 
 	// Prometheus goes away for a moment: the policy's evaluations fail as
@@ -110,11 +110,11 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	prom := c.Prometheus()
 	prom.Stop()
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.PrometheusUnreachableCondition)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(harness.GetPolicy(g, bed, policyName).Status.Conditions, v1alpha1.PrometheusUnreachableCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 	g.Expect(prom.Resume()).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(getPolicy(g, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(harness.GetPolicy(g, bed, policyName).Status.Conditions, v1alpha1.ReadyCondition)).To(BeTrue())
 	}, timeout).Should(Succeed())
 
 	// The rollout: two host requests, then a fragmented node the policy asks
@@ -128,7 +128,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 
 	phaseOf := func(g Gomega, node string) []v1alpha1.Phase {
 		var phases []v1alpha1.Phase
-		for _, nm := range maintenancesOf(g, node) {
+		for _, nm := range harness.MaintenancesOf(g, bed, node) {
 			phases = append(phases, nm.Status.Phase)
 		}
 		return phases
@@ -141,7 +141,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 		g.Expect(reqs[fragmented].Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), fragmented)
 		g.Expect(phaseOf(g, waiting)).To(ConsistOf(v1alpha1.PhaseRequested), waiting)
 	}, timeout).Should(Succeed())
-	for _, nm := range maintenancesOf(g, undrained) {
+	for _, nm := range harness.MaintenancesOf(g, bed, undrained) {
 		failed := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(failed).NotTo(BeNil(), nm.Name)
 		g.Expect(failed.Reason).To(Equal("DrainTimeout"), nm.Name)
@@ -152,9 +152,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	c.Node(stuck).IgnoreReboots(true)
 	g.Expect(c.Node(stuck).RequestReboot("kernel update")).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		mp := &v1alpha1.MaintenancePool{}
-		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: pool}, mp)).To(Succeed())
-		g.Expect(mp.Status.Degraded).To(BeEquivalentTo(1))
+		g.Expect(harness.GetPool(g, bed, pool).Status.Degraded).To(BeEquivalentTo(1))
 	}, timeout).Should(Succeed())
 	g.Expect(c.Node(rebooted).RequestReboot("kernel update")).To(Succeed())
 
@@ -191,14 +189,6 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 // NaN.
 func hasNumber(v model.Vector) bool {
 	return slices.ContainsFunc(v, func(s *model.Sample) bool { return !math.IsNaN(float64(s.Value)) })
-}
-
-func setPoolPaused(g Gomega, name string) {
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
-	base := p.DeepCopy()
-	p.Spec.Paused = true
-	g.Expect(bed.Client.Patch(context.Background(), p, client.MergeFrom(base))).To(Succeed())
 }
 
 // scenarioLabel marks the pods of the dashboards scenario.

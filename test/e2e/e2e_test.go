@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,11 +74,7 @@ func TestEveryPromiseOnTwentyNodes(t *testing.T) {
 		}
 		g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
 	}
-	pool := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "green"}, pool)).To(Succeed())
-	base := pool.DeepCopy()
-	pool.Spec.DesiredConfig = "os-2.0"
-	g.Expect(bed.Client.Patch(ctx, pool, client.MergeFrom(base))).To(Succeed())
+	harness.PatchPool(g, bed, "green", func(p *v1alpha1.MaintenancePool) { p.Spec.DesiredConfig = "os-2.0" })
 
 	// The operator is killed and restarted at random moments, twice.
 	for range 2 {
@@ -101,14 +95,12 @@ func TestEveryPromiseOnTwentyNodes(t *testing.T) {
 		g.Expect(st.Phase).To(Equal(protocol.DaemonDegraded))
 		g.Expect(n.Spec.Unschedulable).To(BeTrue(), "the node stays cordoned, with the reason on it")
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []v1alpha1.NodeMaintenance { return maintenancesOf(g, blue(7)) }, timeout).Should(ContainElement(And(
+	g.Eventually(func(g Gomega) []v1alpha1.NodeMaintenance { return harness.MaintenancesOf(g, bed, blue(7)) }, timeout).Should(ContainElement(And(
 		HaveField("Status.Phase", v1alpha1.PhaseRebooting),
 		WithTransform(degradedCondition, Not(BeNil())),
 	)))
 	g.Eventually(func(g Gomega) {
-		p := &v1alpha1.MaintenancePool{}
-		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: "blue"}, p)).To(Succeed())
-		g.Expect(p.Status.Degraded).To(BeEquivalentTo(1))
+		g.Expect(harness.GetPool(g, bed, "blue").Status.Degraded).To(BeEquivalentTo(1))
 	}, timeout).Should(Succeed())
 	// A person reboots it by hand; that reboot satisfies the request.
 	g.Expect(c.Node(blue(7)).ForceReboot(ctx)).To(Succeed())
@@ -122,7 +114,7 @@ func TestEveryPromiseOnTwentyNodes(t *testing.T) {
 		want[fmt.Sprintf("green-%03d", i)] = 1
 	}
 	for _, n := range c.Nodes() {
-		g.Eventually(func(g Gomega) { expectSettled(g, n.Name()) }, timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, n.Name(), false) }, timeout).Should(Succeed())
 	}
 	for _, n := range c.Nodes() {
 		g.Expect(n.Reboots()).To(Equal(want[n.Name()]), "reboots of %s", n.Name())
@@ -151,32 +143,7 @@ func TestEveryPromiseOnTwentyNodes(t *testing.T) {
 	}, 3*time.Second).Should(Equal(16))
 }
 
-// expectSettled checks a node carries nothing of a reboot in progress: not
-// cordoned, and no protocol annotation but config and state.
-func expectSettled(g Gomega, name string) {
-	n := getNode(g, name)
-	g.Expect(n.Spec.Unschedulable).To(BeFalse(), "%s cordoned", name)
-	for k := range n.Annotations {
-		if strings.HasPrefix(k, protocol.Prefix) {
-			g.Expect(k).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State), "%s left on %s", k, name)
-		}
-	}
-	g.Expect(protocol.Ready(n)).To(BeTrue(), "%s Ready", name)
-}
-
 func getNode(g Gomega, name string) *corev1.Node { return harness.GetNode(g, bed, name) }
-
-func maintenancesOf(g Gomega, node string) []v1alpha1.NodeMaintenance {
-	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list)).To(Succeed())
-	var out []v1alpha1.NodeMaintenance
-	for _, nm := range list.Items {
-		if nm.Spec.NodeName == node {
-			out = append(out, nm)
-		}
-	}
-	return out
-}
 
 func degradedCondition(nm v1alpha1.NodeMaintenance) *metav1.Condition {
 	return meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.DegradedCondition)

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 )
@@ -80,7 +80,9 @@ func TestFragmentedNodesRebootInsideTheWindow(t *testing.T) {
 	// The pool's window moves to the next minute (at least 5s away, so it
 	// is still shut when the gate reads it), and opens by the clock.
 	opens := time.Now().Add(5 * time.Second).Truncate(time.Minute).Add(time.Minute)
-	setPoolWindow(g, pool, minuteWindow(opens, 10*time.Minute))
+	harness.PatchPool(g, bed, pool, func(p *v1alpha1.MaintenancePool) {
+		p.Spec.Windows = []v1alpha1.MaintenanceWindow{minuteWindow(opens, 10*time.Minute)}
+	})
 	t.Logf("window opens at %s", opens.Format(time.TimeOnly))
 
 	g.Eventually(func(g Gomega) {
@@ -98,7 +100,7 @@ func TestFragmentedNodesRebootInsideTheWindow(t *testing.T) {
 	// The policy records what the reboots did: fragmented before, not after.
 	g.Eventually(func(g Gomega) {
 		got := map[string]v1alpha1.RebootOutcome{}
-		for _, o := range getPolicy(g, policyName).Status.Outcomes {
+		for _, o := range harness.GetPolicy(g, bed, policyName).Status.Outcomes {
 			got[o.Node] = o
 		}
 		g.Expect(got).To(HaveLen(2))
@@ -115,11 +117,11 @@ func TestFragmentedNodesRebootInsideTheWindow(t *testing.T) {
 			g.Expect(c.Node(n).Reboots()).To(Equal(want[n]), "reboots of %s", n)
 		}
 		g.Expect(policyRequests(g, policyName)).To(HaveLen(2))
-		g.Expect(maintenancesOf(g, "frag-000")).To(BeEmpty())
-		g.Expect(maintenancesOf(g, "frag-002")).To(BeEmpty())
+		g.Expect(harness.MaintenancesOf(g, bed, "frag-000")).To(BeEmpty())
+		g.Expect(harness.MaintenancesOf(g, bed, "frag-002")).To(BeEmpty())
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 	for _, n := range nodes {
-		expectSettled(g, n)
+		harness.ExpectSettled(g, bed, n, false)
 	}
 }
 
@@ -131,14 +133,6 @@ func minuteWindow(at time.Time, d time.Duration) v1alpha1.MaintenanceWindow {
 		Duration: metav1.Duration{Duration: d},
 		TimeZone: "UTC",
 	}
-}
-
-func setPoolWindow(g Gomega, name string, w v1alpha1.MaintenanceWindow) {
-	p := &v1alpha1.MaintenancePool{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
-	base := p.DeepCopy()
-	p.Spec.Windows = []v1alpha1.MaintenanceWindow{w}
-	g.Expect(bed.Client.Patch(context.Background(), p, client.MergeFrom(base))).To(Succeed())
 }
 
 // waitForIndex waits until Prometheus records the node's index.
@@ -155,21 +149,13 @@ func waitForIndex(t *testing.T, c *sim.Cluster, node string, index float64) {
 	}
 }
 
-func getPolicy(g Gomega, name string) *v1alpha1.RebootPolicy {
-	p := &v1alpha1.RebootPolicy{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, p)).To(Succeed())
-	return p
-}
-
 // policyRequests are the policy's NodeMaintenances by node; more than one
 // for a node fails.
 func policyRequests(g Gomega, name string) map[string]v1alpha1.NodeMaintenance {
-	var list v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PolicyLabel: name})).To(Succeed())
 	out := map[string]v1alpha1.NodeMaintenance{}
-	for _, nm := range list.Items {
-		g.Expect(out).NotTo(HaveKey(nm.Spec.NodeName), "two requests for %s", nm.Spec.NodeName)
-		out[nm.Spec.NodeName] = nm
+	for node, nms := range harness.PolicyMaintenances(g, bed, name) {
+		g.Expect(nms).To(HaveLen(1), "requests for %s", node)
+		out[node] = nms[0]
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -102,7 +103,7 @@ func Request(ctx context.Context, c client.Client, node, id string, source v1alp
 	if r.BootID != protocol.BootID(n) {
 		r = protocol.Requested{BootID: protocol.BootID(n)}
 	}
-	r.Requests = append(r.Requests, protocol.Request{ID: id, Source: source, Reason: "test " + id, Time: at})
+	r.Requests = append(r.Requests, Req(id, source, at))
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
@@ -205,15 +206,19 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 
 // SetBoot plays the kubelet across a reboot: it reports the node's boot ID
 // and Ready condition, as a kubelet does when the node goes down and when it
-// comes back.
+// comes back. Like a kubelet it tries again when the node changed between
+// its read and its write (the operator and the daemon write the node too).
 func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bool) error {
-	n := &corev1.Node{}
-	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
-		return err
-	}
-	n.Status.NodeInfo.BootID = bootID
-	SetReady(n, ready)
-	if err := c.Status().Update(ctx, n); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+			return err
+		}
+		n.Status.NodeInfo.BootID = bootID
+		SetReady(n, ready)
+		return c.Status().Update(ctx, n)
+	})
+	if err != nil {
 		return fmt.Errorf("set boot of node %s: %w", node, err)
 	}
 	return nil

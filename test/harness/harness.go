@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,13 +107,6 @@ func CreateNodes(t testing.TB, bed *testbed.Bed, prefix, pool string, n int, opt
 	return names
 }
 
-// GetNode reads a node from the API server.
-func GetNode(g Gomega, bed *testbed.Bed, name string) *corev1.Node {
-	n := &corev1.Node{}
-	g.Expect(bed.Client.Get(context.Background(), types.NamespacedName{Name: name}, n)).To(Succeed())
-	return n
-}
-
 // Unavailable is the test's own reading of invariant 1: a node is unavailable
 // when it is approved, admitted (draining), cordoned or not Ready.
 func Unavailable(n *corev1.Node) bool {
@@ -135,20 +129,27 @@ type BudgetWatcher struct {
 	moments int
 }
 
-// watchPool watches the nodes labelled pool=pool until the test ends, when
-// the returned context is cancelled.
-func watchPool(t testing.TB, bed *testbed.Bed, pool string) (watch.Interface, context.Context) {
+// watchUntilEnd watches the objects of list's kind until the test ends,
+// when the returned context is cancelled, or until cancel is called.
+func watchUntilEnd(t testing.TB, bed *testbed.Bed, list client.ObjectList, opts ...client.ListOption) (w watch.Interface, ctx context.Context, cancel func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel = context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
+	w, err = wc.Watch(ctx, list, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, ctx, cancel
+}
+
+// watchPool watches the nodes labelled pool=pool until the test ends.
+func watchPool(t testing.TB, bed *testbed.Bed, pool string) (watch.Interface, context.Context) {
+	t.Helper()
+	w, ctx, _ := watchUntilEnd(t, bed, &corev1.NodeList{}, client.MatchingLabels{"pool": pool})
 	return w, ctx
 }
 
@@ -265,14 +266,19 @@ func (d *Daemons) Order() []string {
 	return append([]string(nil), d.order...)
 }
 
-// ExpectClean asserts the node carries nothing of kmaint's but what the
-// daemon owns, and is schedulable unless a person cordoned it.
-func ExpectClean(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
+// ExpectSettled asserts the node carries nothing of a reboot in progress or
+// failed: no kmaint annotation but the config ones and the daemon's state,
+// Ready, and schedulable unless a person cordoned it. Call it in Eventually
+// to wait for a node to settle after its reboot.
+func ExpectSettled(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
 	n := GetNode(g, bed, name)
-	for _, key := range []string{protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootRequested} {
-		g.Expect(n.Annotations).NotTo(HaveKey(key), "node %s", name)
+	for key := range n.Annotations {
+		if strings.HasPrefix(key, protocol.Prefix) {
+			g.Expect(key).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State), "%s left on node %s", key, name)
+		}
 	}
 	g.Expect(n.Spec.Unschedulable).To(Equal(cordonedByPerson), "node %s unschedulable", name)
+	g.Expect(protocol.Ready(n)).To(BeTrue(), "node %s Ready", name)
 }
 
 // zapLevel keeps the operator quiet in test output unless KMAINT_TEST_LOG is
@@ -290,16 +296,7 @@ func zapLevel() zapcore.Level {
 // It stops when the returned stop is called or the test ends.
 func RaiseMaintenances(t testing.TB, bed *testbed.Bed, nodes ...string) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(ctx, &v1alpha1.NodeMaintenanceList{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, ctx, cancel := watchUntilEnd(t, bed, &v1alpha1.NodeMaintenanceList{})
 	go func() {
 		defer w.Stop()
 		raised := map[types.UID]bool{}

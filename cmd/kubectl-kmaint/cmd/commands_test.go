@@ -54,11 +54,11 @@ func TestRequestCreatesANodeMaintenance(t *testing.T) {
 
 func TestRolloutChangesDesiredConfig(t *testing.T) {
 	g := NewWithT(t)
-	createPool(t, gen.Pool("ro", intstr.FromInt32(2)))
+	harness.CreateTemporary(t, bed, gen.Pool("ro", intstr.FromInt32(2)))
 
 	out, err := run(t, "rollout", "ro", "--config", "ubuntu-24.04.2")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(getPool(t, "ro").Spec.DesiredConfig).To(Equal("ubuntu-24.04.2"))
+	g.Expect(harness.GetPool(g, bed, "ro").Spec.DesiredConfig).To(Equal("ubuntu-24.04.2"))
 	g.Expect(out).To(ContainSubstring("maintenancepool/ro desiredConfig: - -> ubuntu-24.04.2"))
 	g.Expect(out).To(ContainSubstring("at most 2 unavailable at a time"))
 
@@ -70,11 +70,11 @@ func TestRolloutChangesDesiredConfig(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	var buf bytes.Buffer
 	g.Expect(cmd.Rollout(context.Background(), bed.Client, &buf, cmd.RolloutOptions{Pool: "ro", Now: now})).To(Succeed())
-	g.Expect(getPool(t, "ro").Spec.DesiredConfig).To(Equal("restart-20260304-050607"))
+	g.Expect(harness.GetPool(g, bed, "ro").Spec.DesiredConfig).To(Equal("restart-20260304-050607"))
 	g.Expect(buf.String()).To(ContainSubstring("ubuntu-24.04.2 -> restart-20260304-050607"))
 	_, err = run(t, "rollout", "ro")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(getPool(t, "ro").Spec.DesiredConfig).To(MatchRegexp(`^restart-\d{8}-\d{6}$`))
+	g.Expect(harness.GetPool(g, bed, "ro").Spec.DesiredConfig).To(MatchRegexp(`^restart-\d{8}-\d{6}$`))
 
 	_, err = run(t, "rollout", "ro", "--config", "-bad")
 	g.Expect(err).To(MatchError(ContainSubstring(`config "-bad" is not a valid desiredConfig`)))
@@ -84,21 +84,21 @@ func TestRolloutChangesDesiredConfig(t *testing.T) {
 
 func TestPauseAndResume(t *testing.T) {
 	g := NewWithT(t)
-	createPool(t, gen.Pool("pz", intstr.FromInt32(1)))
+	harness.CreateTemporary(t, bed, gen.Pool("pz", intstr.FromInt32(1)))
 
 	out, err := run(t, "pause", "pz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("maintenancepool/pz paused: no more nodes are admitted; nodes already admitted finish\n"))
-	g.Expect(getPool(t, "pz").Spec.Paused).To(BeTrue())
+	g.Expect(harness.GetPool(g, bed, "pz").Spec.Paused).To(BeTrue())
 	out, err = run(t, "pause", "pz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("maintenancepool/pz already paused\n"))
-	g.Expect(getPool(t, "pz").Spec.Paused).To(BeTrue())
+	g.Expect(harness.GetPool(g, bed, "pz").Spec.Paused).To(BeTrue())
 
 	out, err = run(t, "resume", "pz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(HavePrefix("maintenancepool/pz resumed"))
-	g.Expect(getPool(t, "pz").Spec.Paused).To(BeFalse())
+	g.Expect(harness.GetPool(g, bed, "pz").Spec.Paused).To(BeFalse())
 	out, err = run(t, "resume", "pz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(Equal("maintenancepool/pz already not paused\n"))
@@ -128,7 +128,7 @@ func TestReportWritesHTML(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	node := harness.CreateNodes(t, bed, "rep", "rep", 1)[0]
-	createPool(t, gen.Pool("rep", intstr.FromInt32(1)))
+	harness.CreateTemporary(t, bed, gen.Pool("rep", intstr.FromInt32(1)))
 	nm, err := cmd.Request(ctx, bed.Client, &bytes.Buffer{}, cmd.RequestOptions{Node: node, Reason: "report me"})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -151,7 +151,7 @@ func TestCompletion(t *testing.T) {
 		g.Expect(out).To(ContainSubstring("kubectl-kmaint"), shell)
 	}
 	harness.CreateNodes(t, bed, "cpl", "cpl", 2)
-	createPool(t, gen.Pool("cpl-pool", intstr.FromInt32(1)))
+	harness.CreateTemporary(t, bed, gen.Pool("cpl-pool", intstr.FromInt32(1)))
 
 	out, err := run(t, "__complete", "request", "cpl-")
 	g.Expect(err).NotTo(HaveOccurred())

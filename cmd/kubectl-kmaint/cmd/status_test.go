@@ -30,8 +30,8 @@ import (
 func TestStatusAndHistoryOfARealRollout(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNamespace(t, "st")
-	createPool(t, gen.Pool("st", intstr.FromInt32(1)))
+	harness.CreateNamespace(t, bed, "st")
+	harness.CreateTemporary(t, bed, gen.Pool("st", intstr.FromInt32(1)))
 	nodes := harness.CreateNodes(t, bed, "st", "st", 3)
 	g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("st", "db-0", nodes[0], map[string]string{"app": "db"}))).To(Succeed())
 	g.Expect(gen.PDB(ctx, bed.Client, "st", "db", map[string]string{"app": "db"}, 0)).To(Succeed())

@@ -9,13 +9,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
 )
@@ -69,30 +65,4 @@ func run(t *testing.T, args ...string) (string, error) {
 		t.Logf("stderr of %v: %s", args, stderr.String())
 	}
 	return stdout.String(), err
-}
-
-// createPool creates a pool and deletes it when the test ends.
-func createPool(t *testing.T, pool *v1alpha1.MaintenancePool) {
-	t.Helper()
-	if err := bed.Client.Create(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), pool) })
-}
-
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := bed.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func getPool(t *testing.T, name string) *v1alpha1.MaintenancePool {
-	t.Helper()
-	p := &v1alpha1.MaintenancePool{}
-	if err := bed.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

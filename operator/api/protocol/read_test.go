@@ -6,44 +6,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/gen"
 )
 
 var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
-
-// node builds a Ready node in boot-0 with these annotations.
-func node(ann map[string]string, opts ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: ann},
-		Status: corev1.NodeStatus{
-			NodeInfo:   corev1.NodeSystemInfo{BootID: "boot-0"},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
-	for _, o := range opts {
-		o(n)
-	}
-	return n
-}
-
-func requested(boot string, ids ...string) string {
-	r := protocol.Requested{BootID: boot}
-	for _, id := range ids {
-		r.Requests = append(r.Requests, protocol.Request{ID: id, Source: v1alpha1.SourceHost, Reason: "r", Time: t0})
-	}
-	return protocol.Encode(r)
-}
-
-func admitted(boot string, ids ...string) string {
-	return protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: t0})
-}
-
-func daemon(phase protocol.DaemonPhase, boot string) string {
-	return protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: "m", Since: t0})
-}
 
 // TestReadMalformed: every malformed form of every JSON annotation is
 // reported by name, and the node it is on is never admitted, approved or
@@ -77,12 +46,8 @@ func TestReadMalformed(t *testing.T) {
 				// A node that would otherwise be taken for rebooted: Ready
 				// in a new boot, approved for the old one, with requests in
 				// its current boot.
-				ann := map[string]string{
-					protocol.RebootRequested: requested("boot-1", "h1"),
-					protocol.RebootApproved:  "boot-0",
-				}
-				ann[key] = value
-				st, err := protocol.Read(node(ann, func(n *corev1.Node) { n.Status.NodeInfo.BootID = "boot-1" }))
+				st, err := protocol.Read(gen.Node("n", gen.BootID("boot-1"),
+					gen.RequestedIDs("boot-1", v1alpha1.SourceHost, t0, "h1"), gen.Approved("boot-0"), gen.Annotations(key, value)))
 				g.Expect(err).To(MatchError(ContainSubstring("annotation " + key + " on node n is malformed")))
 				g.Expect(st.Unreadable).To(Equal(err))
 				g.Expect(st.WantsAdmission()).To(BeFalse(), "never admitted")
@@ -103,11 +68,10 @@ func TestReadMalformed(t *testing.T) {
 // TestReadKeepsWhatItCan: one unreadable annotation does not hide the rest.
 func TestReadKeepsWhatItCan(t *testing.T) {
 	g := NewWithT(t)
-	st, err := protocol.Read(node(map[string]string{
-		protocol.RebootRequested: requested("boot-0", "h"),
-		protocol.State:           "{",
-		protocol.CurrentConfig:   "v2",
-	}))
+	st, err := protocol.Read(gen.Node("n",
+		gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"),
+		gen.Annotations(protocol.State, "{", protocol.CurrentConfig, "v2"),
+	))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(st.Current()).NotTo(BeNil())
 	g.Expect(st.CurrentConfig).To(Equal("v2"))
@@ -126,73 +90,69 @@ func TestReadPredicates(t *testing.T) {
 		wantDegraded    bool
 		wantStage       protocol.Stage
 	}{
-		"idle": {node: node(nil), wantStage: protocol.StageIdle},
+		"idle": {node: gen.Node("n"), wantStage: protocol.StageIdle},
 		"requests of an earlier boot are satisfied": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-old", "h")}), wantStage: protocol.StageIdle,
+			node: gen.Node("n", gen.RequestedIDs("boot-old", v1alpha1.SourceHost, t0, "h")), wantStage: protocol.StageIdle,
 		},
 		"an empty request list asks nothing": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-0")}), wantStage: protocol.StageIdle,
+			node: gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0)), wantStage: protocol.StageIdle,
 		},
 		"requested": {
-			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h")),
 			wantCurrent: true, wantWants: true, wantStage: v1alpha1.PhaseRequested,
 		},
 		"admitted: draining": {
-			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h")}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Admitted("boot-0", t0, "h")),
 			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"approved, daemon not yet rebooting": {
-			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"), protocol.RebootApproved: "boot-0"}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Admitted("boot-0", t0, "h"), gen.Approved("boot-0")),
 			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseApproved,
 		},
 		"approved, daemon rebooting": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-0", "h"),
-				protocol.RebootApproved: "boot-0", protocol.State: daemon(protocol.DaemonRebooting, "boot-0")}),
+			node: gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Admitted("boot-0", t0, "h"),
+				gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonRebooting, "boot-0", "m", t0)),
 			wantCurrent: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back with a new boot, Ready: done": {
-			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.Admitted: admitted("boot-old", "h")}),
+			node:            gen.Node("n", gen.Approved("boot-old"), gen.Admitted("boot-old", t0, "h")),
 			wantUnavailable: true, wantDone: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back but not Ready: not done": {
-			node: node(map[string]string{protocol.RebootApproved: "boot-old"}, func(n *corev1.Node) {
-				n.Status.Conditions[0].Status = corev1.ConditionFalse
-			}),
+			node:            gen.Node("n", gen.Approved("boot-old"), gen.NotReady()),
 			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"back, but the daemon still shows the old boot's requests: not done": {
-			node:            node(map[string]string{protocol.RebootApproved: "boot-old", protocol.RebootRequested: requested("boot-old", "h")}),
+			node:            gen.Node("n", gen.Approved("boot-old"), gen.RequestedIDs("boot-old", v1alpha1.SourceHost, t0, "h")),
 			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"Ready with the approved boot: not rebooted": {
-			node:            node(map[string]string{protocol.RebootApproved: "boot-0"}),
+			node:            gen.Node("n", gen.Approved("boot-0")),
 			wantUnavailable: true, wantStage: v1alpha1.PhaseApproved,
 		},
 		"an admission whose requests are gone is void": {
-			node:            node(map[string]string{protocol.Admitted: admitted("boot-0", "h")}),
+			node:            gen.Node("n", gen.Admitted("boot-0", t0, "h")),
 			wantUnavailable: true, wantVoid: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"an admission of another boot is void": {
-			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.Admitted: admitted("boot-old", "h")}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Admitted("boot-old", t0, "h")),
 			wantCurrent: true, wantUnavailable: true, wantVoid: true, wantStage: v1alpha1.PhaseDraining,
 		},
 		"a failed drain of these requests: degraded, not asked again": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"),
-				protocol.DrainFailed: protocol.Encode(protocol.DrainFailure{BootID: "boot-0", Requests: []string{"h"}, Reason: "DrainTimeout", Message: "pdb"})}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.DrainFailed("boot-0", t0, "pdb", "h")),
 			wantCurrent: true, wantDegraded: true, wantStage: protocol.StageDegraded,
 		},
 		"a new request after a failed drain asks again": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h", "h2"),
-				protocol.DrainFailed: protocol.Encode(protocol.DrainFailure{BootID: "boot-0", Requests: []string{"h"}, Reason: "DrainTimeout"})}),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h", "h2"), gen.DrainFailed("boot-0", t0, "pdb", "h")),
 			wantCurrent: true, wantWants: true, wantStage: v1alpha1.PhaseRequested,
 		},
 		"the daemon says the reboot did not happen": {
-			node: node(map[string]string{protocol.RebootRequested: requested("boot-0", "h"), protocol.RebootApproved: "boot-0",
-				protocol.State: daemon(protocol.DaemonDegraded, "boot-0")}),
+			node: gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Approved("boot-0"),
+				gen.DaemonState(protocol.DaemonDegraded, "boot-0", "m", t0)),
 			wantCurrent: true, wantUnavailable: true, wantDegraded: true, wantStage: protocol.StageDegraded,
 		},
 		"cordoned by a person: unavailable, still asks": {
-			node:        node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}, func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Unschedulable()),
 			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRequested,
 		},
 	}
@@ -214,8 +174,8 @@ func TestReadPredicates(t *testing.T) {
 
 func TestPositionPending(t *testing.T) {
 	g := NewWithT(t)
-	st, _ := protocol.Read(node(nil))
+	st, _ := protocol.Read(gen.Node("n"))
 	g.Expect(st.Position(true).Stage).To(Equal(v1alpha1.PhasePending), "an open NodeMaintenance not yet raised")
-	st, _ = protocol.Read(node(map[string]string{protocol.RebootRequested: requested("boot-0", "h")}))
+	st, _ = protocol.Read(gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h")))
 	g.Expect(st.Position(true).Stage).To(Equal(v1alpha1.PhaseRequested), "raised requests are further along")
 }

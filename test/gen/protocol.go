@@ -1,0 +1,73 @@
+package gen
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// The node protocol's annotations as NodeOptions, each written the way its
+// one writer writes it. Times are parameters: each test has its own clock.
+
+// Annotations sets annotations from key, value pairs: those with no builder
+// here, and malformed values.
+func Annotations(kv ...string) NodeOption {
+	return func(n *corev1.Node) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			n.Annotations[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+// Req returns request id as a daemon raises it: from source, journaled at
+// at, with the reason "test <id>".
+func Req(id string, source v1alpha1.Source, at time.Time) protocol.Request {
+	return protocol.Request{ID: id, Source: source, Reason: "test " + id, Time: at}
+}
+
+// Requested writes the daemon's reboot-requested annotation: reqs,
+// outstanding in boot.
+func Requested(boot string, reqs ...protocol.Request) NodeOption {
+	return Annotations(protocol.RebootRequested, protocol.Encode(protocol.Requested{BootID: boot, Requests: reqs}))
+}
+
+// RequestedIDs is Requested with a Req of each id, all from source and
+// journaled at at.
+func RequestedIDs(boot string, source v1alpha1.Source, at time.Time, ids ...string) NodeOption {
+	reqs := make([]protocol.Request, 0, len(ids))
+	for _, id := range ids {
+		reqs = append(reqs, Req(id, source, at))
+	}
+	return Requested(boot, reqs...)
+}
+
+// Admitted writes the gate's admitted annotation: the requests ids of boot,
+// admitted (and their drain begun) at at.
+func Admitted(boot string, at time.Time, ids ...string) NodeOption {
+	return Annotations(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: at}))
+}
+
+// Approved writes the gate's reboot-approved annotation for boot.
+func Approved(boot string) NodeOption {
+	return Annotations(protocol.RebootApproved, boot)
+}
+
+// DrainFailed writes the gate's drain-failed annotation: the drain for the
+// requests ids of boot timed out at at, blocked by what message says.
+func DrainFailed(boot string, at time.Time, message string, ids ...string) NodeOption {
+	return Annotations(protocol.DrainFailed, protocol.Encode(protocol.DrainFailure{
+		BootID: boot, Requests: ids, Time: at, Reason: v1alpha1.DrainTimeoutReason, Message: message,
+	}))
+}
+
+// DaemonState writes the daemon's state annotation: in phase for boot since
+// since, saying message.
+func DaemonState(phase protocol.DaemonPhase, boot, message string, since time.Time) NodeOption {
+	return Annotations(protocol.State, protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: since}))
+}
