@@ -16,12 +16,10 @@ import (
 func TestApprovable(t *testing.T) {
 	// draining builds a node admitted d after t0, cordoned by kmaint.
 	draining := func(name string, d time.Duration, opts ...gen.NodeOption) *corev1.Node {
-		opts = append([]gen.NodeOption{gen.Unschedulable(), annotate(protocol.Cordoned, "true"),
-			annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: "boot-0", Requests: []string{name}, Time: t0.Add(d)}))}, opts...)
+		opts = append([]gen.NodeOption{gen.Unschedulable(), gen.Annotations(protocol.Cordoned, "true"), gen.Admitted("boot-0", t0.Add(d), name)}, opts...)
 		return gen.Node(name, opts...)
 	}
-	rebooting := gen.Node("r", gen.NotReady(), annotate(protocol.RebootApproved, "boot-0"),
-		annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: "boot-0", Time: t0})))
+	rebooting := gen.Node("r", gen.NotReady(), gen.Approved("boot-0"), gen.Admitted("boot-0", t0))
 	cases := map[string]struct {
 		nodes          []*corev1.Node
 		maxUnavailable int
@@ -43,7 +41,7 @@ func TestApprovable(t *testing.T) {
 		},
 		"cordoned by a person before: it costs nothing, a node kmaint cordoned waits": {
 			nodes: []*corev1.Node{rebooting, draining("a", 0),
-				gen.Node("p", gen.Unschedulable(), annotate(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: "boot-0", Time: t0.Add(time.Second)})))},
+				gen.Node("p", gen.Unschedulable(), gen.Admitted("boot-0", t0.Add(time.Second)))},
 			maxUnavailable: 2, wantOK: []string{"p"}, wantUsed: 3,
 		},
 		"not Ready: it costs nothing": {

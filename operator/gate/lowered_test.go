@@ -14,6 +14,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/harness"
 )
 
 // Lowering maxUnavailable while nodes drain holds back the approvals the new
@@ -22,7 +23,7 @@ import (
 func TestLoweredBudgetHoldsApprovals(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	createNamespace(t, "lowered")
+	harness.CreateNamespace(t, bed, "lowered")
 	createPool(t, gen.Pool("lowered", intstr.FromInt32(3)))
 	nodes := createNodes(t, "lowered", "lowered", 3)
 	for _, n := range nodes {
