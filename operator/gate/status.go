@@ -24,7 +24,9 @@ func (r *Reconciler) setStatus(st *poolState) {
 	s.PendingRequests = int32(len(st.plan.waiting))
 	s.BlockingQuery = nil
 	if st.plan.held > 0 {
-		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: st.block.query, Reason: st.block.reason, Message: st.block.message,
+		// Prometheus's own words are in the message: kept within the
+		// schema's bound, or the whole status write would be refused.
+		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: st.block.query, Reason: st.block.reason, Message: v1alpha1.FitMessage(st.block.message),
 			LastEvaluationTime: metav1.NewTime(st.block.at)}
 	}
 
