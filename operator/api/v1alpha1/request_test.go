@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -61,4 +62,13 @@ func TestObjectNameAndLabelValue(t *testing.T) {
 		g.Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), bad)
 	}
 	g.Expect(v1alpha1.LabelValue(strings.Repeat("p", 100))).NotTo(Equal(v1alpha1.LabelValue(strings.Repeat("p", 101))))
+}
+
+func TestFitMessage(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(v1alpha1.FitMessage("short")).To(Equal("short"))
+	long := v1alpha1.FitMessage(strings.Repeat("é", 20000))
+	g.Expect(len(long)).To(BeNumerically("<=", 32768), "within the API's bound on a condition message")
+	g.Expect(utf8.ValidString(long)).To(BeTrue(), "cut on a character boundary")
+	g.Expect(long).To(HaveSuffix("…"))
 }
