@@ -222,12 +222,8 @@ func (o operatorProcess) stop() {
 }
 
 func startOperator(b *testing.B, bin string) (operatorProcess, string) {
-	kc, err := bed.Kubeconfig("bench-operator", "system:masters")
-	if err != nil {
-		b.Fatal(err)
-	}
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := bed.WriteKubeconfig(kubeconfig, "bench-operator", "system:masters"); err != nil {
 		b.Fatal(err)
 	}
 	metrics, probes := harness.FreeAddr(b), harness.FreeAddr(b)
@@ -236,7 +232,7 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + probes + "/readyz")
 		if err != nil {
 			return false, nil

@@ -96,7 +96,8 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			}
 		}()
 	}
-	if err := writeKubeconfig(bed, opts.KubeconfigOut); err != nil {
+	// A cluster-admin kubeconfig for a person's kubectl.
+	if err := bed.WriteKubeconfig(opts.KubeconfigOut, "demo-admin", "system:masters"); err != nil {
 		return err
 	}
 	// The kubeconfig is no use once its API server is gone.
@@ -309,18 +310,6 @@ func hostNodes(c *sim.Cluster, pools []sim.PoolSpec) []string {
 // there is one).
 func configPool(pools []sim.PoolSpec) sim.PoolSpec {
 	return pools[min(1, len(pools)-1)]
-}
-
-// writeKubeconfig writes a cluster-admin kubeconfig for a person's kubectl.
-func writeKubeconfig(bed *testbed.Bed, path string) error {
-	kc, err := bed.Kubeconfig("demo-admin", "system:masters")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return nil
 }
 
 // printKubectlHowTo says how to look at the demo's cluster from another

@@ -38,12 +38,8 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 	RequireRoot(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	kc, err := bed.Kubeconfig("node-"+name, "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := bed.WriteKubeconfig(kubeconfig, "node-"+name, "system:masters"); err != nil {
 		t.Fatal(err)
 	}
 	boot := uuid.NewString()

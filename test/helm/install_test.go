@@ -3,7 +3,6 @@ package helm
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,12 +25,8 @@ import (
 func TestHelmInstall(t *testing.T) {
 	ctx := context.Background()
 	const ns = "kmaint-helm"
-	kc, err := bed.Kubeconfig("helm-admin", "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := bed.WriteKubeconfig(kubeconfig, "helm-admin", "system:masters"); err != nil {
 		t.Fatal(err)
 	}
 	release := []string{"kmaint", chartDir(), "--kubeconfig", kubeconfig, "--namespace", ns,

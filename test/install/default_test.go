@@ -90,12 +90,8 @@ func TestKubectlDeployDryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kc, err := bed.Kubeconfig("install-admin", "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
+	if err := bed.WriteKubeconfig(path, "install-admin", "system:masters"); err != nil {
 		t.Fatal(err)
 	}
 	// --force-conflicts: the admission test applies some of these objects

@@ -361,12 +361,8 @@ func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	kc, err := c.Bed.Kubeconfig("node-"+name, "system:masters")
-	if err != nil {
-		return nil, err
-	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := c.Bed.WriteKubeconfig(kubeconfig, "node-"+name, "system:masters"); err != nil {
 		return nil, err
 	}
 	jn := &journaldNode{name: name}

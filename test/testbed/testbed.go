@@ -121,3 +121,16 @@ func (b *Bed) Kubeconfig(user string, groups ...string) ([]byte, error) {
 	}
 	return kc, nil
 }
+
+// WriteKubeconfig writes Kubeconfig's kubeconfig to path, readable by its
+// owner only, for a process that takes a --kubeconfig.
+func (b *Bed) WriteKubeconfig(path, user string, groups ...string) error {
+	kc, err := b.Kubeconfig(user, groups...)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig of user %s: %w", user, err)
+	}
+	return nil
+}

@@ -34,18 +34,15 @@ var (
 func kubeconfig(t *testing.T) string {
 	t.Helper()
 	kubeconfigOnce.Do(func() {
-		kc, err := bed.Kubeconfig("plugin-user", "system:masters")
-		if err != nil {
-			t.Fatal(err)
-		}
 		dir, err := os.MkdirTemp("", "kubectl-kmaint-test")
 		if err != nil {
 			t.Fatal(err)
 		}
-		kubeconfigPath = filepath.Join(dir, "kubeconfig")
-		if err := os.WriteFile(kubeconfigPath, kc, 0o600); err != nil {
+		path := filepath.Join(dir, "kubeconfig")
+		if err := bed.WriteKubeconfig(path, "plugin-user", "system:masters"); err != nil {
 			t.Fatal(err)
 		}
+		kubeconfigPath = path
 	})
 	if kubeconfigPath == "" {
 		t.Fatal("no kubeconfig")
