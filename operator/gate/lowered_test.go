@@ -43,11 +43,10 @@ func TestLoweredBudgetHoldsApprovals(t *testing.T) {
 		}
 	}, timeout).Should(Succeed())
 
-	pool := getPool(g, "lowered")
-	base := pool.DeepCopy()
-	one := intstr.FromInt32(1)
-	pool.Spec.MaxUnavailable = &one
-	g.Expect(bed.Client.Patch(ctx, pool, client.MergeFrom(base))).To(Succeed())
+	harness.PatchPool(g, bed, "lowered", func(p *v1alpha1.MaintenancePool) {
+		one := intstr.FromInt32(1)
+		p.Spec.MaxUnavailable = &one
+	})
 	// The gate has seen the new budget before the drains can finish.
 	g.Eventually(func(g Gomega) int32 { return getPool(g, "lowered").Status.MaxUnavailable }, timeout).Should(BeEquivalentTo(1))
 	g.Expect(bed.Client.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("lowered"))).To(Succeed())
