@@ -84,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		if err := r.List(ctx, &list); err != nil {
 			return nil, fmt.Errorf("list maintenances: %w", err)
 		}
-		settings = pools.Settings(list.Items, func(nm *v1alpha1.NodeMaintenance) string { return string(nm.UID) })
+		settings = pools.Settings(list.Items)
 	}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {

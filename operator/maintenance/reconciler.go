@@ -98,17 +98,6 @@ func byAge(a, b v1alpha1.NodeMaintenance) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
-// requestID is the id a NodeMaintenance's request carries on the node.
-func requestID(nm *v1alpha1.NodeMaintenance) string {
-	if nm.Status.RequestID != "" {
-		return nm.Status.RequestID
-	}
-	if id := nm.Labels[v1alpha1.RequestIDLabel]; id != "" {
-		return id
-	}
-	return string(nm.UID)
-}
-
 // olderOpen names the oldest open NodeMaintenance that started in the API
 // and is older than items[i], when items[i] started in the API too. Requests
 // recorded from the node are never duplicates: the one reboot satisfies all.
@@ -130,8 +119,8 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		return nil
 	}
 	base := nm.DeepCopy()
-	v := decide(nm, requestID(nm), f, older, w)
-	nm.Status.RequestID = requestID(nm)
+	v := decide(nm, nm.RequestID(), f, older, w)
+	nm.Status.RequestID = nm.RequestID()
 	apply(&nm.Status, v, r.Clock.Now())
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
 		return nil

@@ -22,7 +22,7 @@ func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, item
 	node, requested := state.Node, state.Current()
 	known := map[string]bool{}
 	for i := range items {
-		known[requestID(&items[i])] = true
+		known[items[i].RequestID()] = true
 		known[items[i].Name] = true
 	}
 	var errs []error
@@ -30,10 +30,16 @@ func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, item
 		if known[req.ID] || known[recordName(node.Name, req)] || !req.Source.RaisedOnNode() {
 			continue
 		}
+		// The label is the id itself or absent, never a hash of it, since
+		// RequestID reads it back; the status carries every id.
+		labels := map[string]string{}
+		if v1alpha1.LabelValue(req.ID) == req.ID {
+			labels[v1alpha1.RequestIDLabel] = req.ID
+		}
 		nm := &v1alpha1.NodeMaintenance{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   recordName(node.Name, req),
-				Labels: map[string]string{v1alpha1.RequestIDLabel: v1alpha1.LabelValue(req.ID)},
+				Labels: labels,
 			},
 			Spec: v1alpha1.NodeMaintenanceSpec{
 				NodeName: node.Name,

@@ -47,7 +47,7 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
-	pf := &poolFacts{names: pools.Of(node.Node, pools.Selectors(poolList.Items)), settings: pools.Settings(items, requestID)}
+	pf := &poolFacts{names: pools.Of(node.Node, pools.Selectors(poolList.Items)), settings: pools.Settings(items)}
 	if len(pf.names) > 1 {
 		return pf, nil
 	}

@@ -154,13 +154,13 @@ type RequestSettings struct {
 }
 
 // Settings returns, by request id, the window settings of open
-// NodeMaintenances; requestID tells a NodeMaintenance's id on the node.
-func Settings(items []v1alpha1.NodeMaintenance, requestID func(*v1alpha1.NodeMaintenance) string) map[string]RequestSettings {
+// NodeMaintenances.
+func Settings(items []v1alpha1.NodeMaintenance) map[string]RequestSettings {
 	out := make(map[string]RequestSettings, len(items))
 	for i := range items {
 		nm := &items[i]
 		if !nm.Status.Phase.Done() {
-			out[requestID(nm)] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, Policy: nm.Spec.Policy}
+			out[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, Policy: nm.Spec.Policy}
 		}
 	}
 	return out

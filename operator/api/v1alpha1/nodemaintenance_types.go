@@ -236,6 +236,20 @@ type NodeMaintenance struct {
 	Status NodeMaintenanceStatus `json:"status,omitempty"`
 }
 
+// RequestID is the id the request carries in the node's journal and its
+// reboot-requested annotation: status.requestID once set; before that, the
+// request-id label of a record made from the node; else the UID, for a
+// request that starts in the API (the daemon journals it under its UID).
+func (nm *NodeMaintenance) RequestID() string {
+	if nm.Status.RequestID != "" {
+		return nm.Status.RequestID
+	}
+	if id := nm.Labels[RequestIDLabel]; id != "" {
+		return id
+	}
+	return string(nm.UID)
+}
+
 // NodeMaintenanceList is a list of NodeMaintenances.
 //
 // +kubebuilder:object:root=true

@@ -72,3 +72,14 @@ func TestFitMessage(t *testing.T) {
 	g.Expect(utf8.ValidString(long)).To(BeTrue(), "cut on a character boundary")
 	g.Expect(long).To(HaveSuffix("…"))
 }
+
+func TestRequestID(t *testing.T) {
+	g := NewWithT(t)
+	nm := &v1alpha1.NodeMaintenance{}
+	nm.UID = "uid-1"
+	g.Expect(nm.RequestID()).To(Equal("uid-1"), "a request that starts in the API is journaled under its UID")
+	nm.Labels = map[string]string{v1alpha1.RequestIDLabel: "host-abc"}
+	g.Expect(nm.RequestID()).To(Equal("host-abc"), "a record made from the node, before its status is written")
+	nm.Status.RequestID = "host-abc/long id"
+	g.Expect(nm.RequestID()).To(Equal("host-abc/long id"), "the status carries every id")
+}
