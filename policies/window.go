@@ -1,7 +1,9 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -35,23 +37,40 @@ func ParseWindow(w v1alpha1.MaintenanceWindow) (Window, error) {
 }
 
 // parseCron reads a five-field cron expression in an IANA time zone (UTC
-// when empty).
+// when empty). It accepts exactly what the API documents: five fields, the
+// zone in its own field, and a schedule that fires at all. Descriptors
+// (@every, @daily), a CRON_TZ= prefix and the zone "Local" (the operator's
+// own machine's) would each be read in a way a person did not mean.
 func parseCron(expr, tz string) (cron.Schedule, error) {
 	if tz == "" {
 		tz = "UTC"
+	}
+	if tz == "Local" {
+		return nil, errors.New(`timeZone "Local" is the operator machine's zone, not the nodes': name an IANA time zone such as Europe/Berlin, or UTC`)
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		return nil, fmt.Errorf("timeZone %q is not a known IANA time zone: %w", tz, err)
 	}
-	sched, err := cron.ParseStandard(expr)
+	if strings.Contains(expr, "TZ=") {
+		return nil, fmt.Errorf("schedule %q names a time zone: give it in timeZone, and five fields here", expr)
+	}
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+	sched, err := parser.Parse(expr)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q is not a five-field cron expression: %w", expr, err)
 	}
-	if spec, ok := sched.(*cron.SpecSchedule); ok {
-		spec.Location = loc
+	spec, ok := sched.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("schedule %q is not a five-field cron expression", expr)
 	}
-	return sched, nil
+	spec.Location = loc
+	// Every date a five-field schedule names comes within five years of
+	// the start of a leap year; one that does not never fires (30 February).
+	if spec.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, loc)).IsZero() {
+		return nil, fmt.Errorf("schedule %q never fires: no date matches it", expr)
+	}
+	return spec, nil
 }
 
 // WindowState is what a window says at one moment.

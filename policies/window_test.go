@@ -89,6 +89,13 @@ func TestWindowState(t *testing.T) {
 	}
 }
 
+func TestParseWindowAcceptsRareDates(t *testing.T) {
+	g := NewWithT(t)
+	w, err := ParseWindow(window("0 3 29 2 *", time.Hour, ""))
+	g.Expect(err).NotTo(HaveOccurred(), "29 February comes every four years")
+	g.Expect(w.State(time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)).Next).To(Equal(time.Date(2028, 2, 29, 3, 0, 0, 0, time.UTC)))
+}
+
 func TestParseWindowRejectsBadInput(t *testing.T) {
 	cases := map[string]struct {
 		window v1alpha1.MaintenanceWindow
@@ -99,6 +106,13 @@ func TestParseWindowRejectsBadInput(t *testing.T) {
 		"bad cron":       {window("0 25 * * *", time.Hour, ""), "not a five-field cron expression"},
 		"six fields":     {window("0 0 2 * * *", time.Hour, ""), "not a five-field cron expression"},
 		"empty duration": {window("0 2 * * *", 0, ""), "must be positive"},
+		"@every":         {window("@every 1s", time.Hour, ""), "not a five-field cron expression"},
+		"@daily":         {window("@daily", time.Hour, ""), "not a five-field cron expression"},
+		"CRON_TZ prefix": {window("CRON_TZ=Asia/Tokyo 0 2 * * *", time.Hour, "UTC"), "give it in timeZone"},
+		"TZ prefix":      {window("TZ=Asia/Tokyo 0 2 * * *", time.Hour, ""), "give it in timeZone"},
+		"zone Local":     {window("0 2 * * *", time.Hour, "Local"), `timeZone "Local"`},
+		"30 February":    {window("0 3 30 2 *", time.Hour, ""), "never fires"},
+		"31 April":       {window("0 3 31 4 *", time.Hour, "Europe/Berlin"), "never fires"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
