@@ -12,6 +12,8 @@ type MaintenanceWindow struct {
 	Schedule string `json:"schedule"`
 
 	// Duration is how long the window stays open once it starts, e.g. "4h".
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="duration must be a positive Go duration such as 90m or 4h"
 	Duration metav1.Duration `json:"duration"`
 

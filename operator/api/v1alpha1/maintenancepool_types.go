@@ -86,6 +86,8 @@ type DrainOptions struct {
 	// is marked Failed with the pods that blocked it, and the node is not
 	// retried for that request.
 	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive Go duration such as 10m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
@@ -146,6 +148,7 @@ type MaintenancePoolStatus struct {
 	PendingRequests int32 `json:"pendingRequests"`
 
 	// Conditions: Blocked, Draining, Degraded.
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -171,6 +174,8 @@ type BlockingQueryStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// LastEvaluationTime is when the query was last run.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	LastEvaluationTime metav1.Time `json:"lastEvaluationTime"`
 }
 

@@ -114,21 +114,37 @@ func (p Phase) Done() bool { return p == PhaseSucceeded || p == PhaseFailed }
 
 // PhaseTimes records when a NodeMaintenance entered each phase. A phase
 // passed through between two observations carries the time it was noticed.
+// The operator stamps them with its own clock; the daemon cannot write them
+// (config/admission).
 type PhaseTimes struct {
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Pending *metav1.Time `json:"pending,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Requested *metav1.Time `json:"requested,omitempty"`
 	// Draining is when the gate admitted the node and began its drain.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Draining *metav1.Time `json:"draining,omitempty"`
 	// Approved is when the drained node's reboot was approved.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Approved *metav1.Time `json:"approved,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Rebooting *metav1.Time `json:"rebooting,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Succeeded *metav1.Time `json:"succeeded,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Failed *metav1.Time `json:"failed,omitempty"`
 }
@@ -176,24 +192,32 @@ type NodeMaintenanceStatus struct {
 
 	// RequestID is the id the request carries in the node's journal and
 	// reboot-requested annotation.
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	RequestID string `json:"requestID,omitempty"`
 
 	// BootIDBefore is the boot the request was made in.
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	BootIDBefore string `json:"bootIDBefore,omitempty"`
 
 	// JournaledBootID is the boot in which the node's daemon wrote the
 	// request to the journal. Written by the daemon, for requests that start
-	// in the API.
+	// in the API. With JournaledTime, the only status the daemon may write,
+	// and only once (config/admission).
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	JournaledBootID string `json:"journaledBootID,omitempty"`
 
-	// JournaledTime is when the daemon wrote the request to the journal.
+	// JournaledTime is when the daemon wrote the request to the journal,
+	// by the node's clock: shown, never used to decide anything.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	JournaledTime *metav1.Time `json:"journaledTime,omitempty"`
 
 	// BootIDAfter is the boot the node came back with.
+	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	BootIDAfter string `json:"bootIDAfter,omitempty"`
 
@@ -202,11 +226,13 @@ type NodeMaintenanceStatus struct {
 	PhaseTimes PhaseTimes `json:"phaseTimes,omitempty"`
 
 	// Message says, for a person, what is happening or what went wrong.
+	// +kubebuilder:validation:MaxLength=32768
 	// +optional
 	Message string `json:"message,omitempty"`
 
 	// Conditions: Succeeded (True once done, False with the reason it failed),
 	// Degraded (the reboot did not happen).
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -30,6 +30,8 @@ type RebootPolicySpec struct {
 	// Cooldown is the least time between a node's last reboot, whatever caused
 	// it, and a reboot this policy asks for.
 	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="cooldown must be a Go duration such as 24h"
 	// +optional
 	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
@@ -96,6 +98,7 @@ type PrometheusTrigger struct {
 	Query string `json:"query"`
 
 	// Threshold is the number a node's value is compared with, e.g. "0.9".
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$`
 	Threshold string `json:"threshold"`
 
@@ -107,6 +110,8 @@ type PrometheusTrigger struct {
 	// For is how long the comparison must hold at every evaluation before
 	// the node qualifies, as in a Prometheus alerting rule.
 	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="for must be a Go duration such as 30m"
 	// +optional
 	For *metav1.Duration `json:"for,omitempty"`
@@ -125,6 +130,8 @@ type PrometheusTrigger struct {
 
 	// Interval is how often the query is evaluated.
 	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="interval must be a Go duration of at least 1s"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
@@ -152,6 +159,8 @@ type AlertTrigger struct {
 	AlertName string `json:"alertName"`
 
 	// Matchers are further labels an alert must carry, with these values.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128 && size(self[k]) <= 1024)",message="matchers: a label name is at most 128 characters and a value at most 1024"
 	// +optional
 	Matchers map[string]string `json:"matchers,omitempty"`
 
@@ -188,17 +197,24 @@ const (
 // Candidate is a node that currently meets a policy's trigger.
 type Candidate struct {
 	// Node is the node's name.
+	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node"`
 	// Since is when the node started to meet the trigger.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	Since metav1.Time `json:"since"`
 	// Value is the node's last query value, when the trigger has one.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Value string `json:"value,omitempty"`
 	// State says what the candidate waits for.
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	State CandidateState `json:"state,omitempty"`
 	// Until is when a Pending candidate qualifies or a Cooldown one may be
 	// requested.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Until *metav1.Time `json:"until,omitempty"`
 }
@@ -207,15 +223,21 @@ type Candidate struct {
 // value: the value that raised the request and the first one after.
 type RebootOutcome struct {
 	// Node is the node's name.
+	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node"`
 	// NodeMaintenance is the request that rebooted it.
+	// +kubebuilder:validation:MaxLength=253
 	NodeMaintenance string `json:"nodeMaintenance"`
 	// RebootedAt is when the reboot completed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	RebootedAt metav1.Time `json:"rebootedAt"`
 	// ValueBefore is the value the request was raised on.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ValueBefore string `json:"valueBefore,omitempty"`
 	// ValueAfter is the first value evaluated after the reboot.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ValueAfter string `json:"valueAfter,omitempty"`
 }
@@ -237,14 +259,20 @@ type RebootPolicyStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// LastEvaluationTime is when the trigger was last evaluated.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	LastEvaluationTime *metav1.Time `json:"lastEvaluationTime,omitempty"`
 
 	// LastEvaluationDuration is how long that evaluation took.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	LastEvaluationDuration *metav1.Duration `json:"lastEvaluationDuration,omitempty"`
 
-	// Candidates are the nodes meeting the trigger, and since when.
+	// Candidates are the nodes meeting the trigger, and since when: one per
+	// node, and no more than one object can hold.
+	// +kubebuilder:validation:MaxItems=10000
 	// +listType=map
 	// +listMapKey=node
 	// +optional
@@ -252,11 +280,15 @@ type RebootPolicyStatus struct {
 
 	// LastScheduleTime is the last fire time of a schedule trigger that was
 	// acted on.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
 	// WouldRequest lists the nodes a dry run would have requested reboots
 	// for at the last evaluation.
+	// +kubebuilder:validation:MaxItems=10000
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=set
 	// +optional
 	WouldRequest []string `json:"wouldRequest,omitempty"`
@@ -264,6 +296,7 @@ type RebootPolicyStatus struct {
 	// Outcomes holds, per node, the last reboot this policy asked for and the
 	// node's value before and after it, so that one can see whether the
 	// reboot helped.
+	// +kubebuilder:validation:MaxItems=10000
 	// +listType=map
 	// +listMapKey=node
 	// +optional
@@ -275,6 +308,7 @@ type RebootPolicyStatus struct {
 
 	// Conditions: Ready, QueryFailing, PrometheusUnreachable, CapReached,
 	// UnmatchedSeries.
+	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type
 	// +optional
