@@ -151,13 +151,23 @@ type DaemonState struct {
 	Since time.Time `json:"since"`
 }
 
+// MaxAnnotationLength is the longest kmaint annotation Decode reads, in
+// bytes. The daemon's reboot-requested holds a boot's requests, each at most
+// a few hundred bytes; a node that reports many times more is not believed
+// (a stolen daemon token could make every reader decode up to the API's
+// 256 KiB per node, on every write).
+const MaxAnnotationLength = 64 << 10
+
 // Decode reads the annotation key of node as JSON into v. It reports whether
-// the annotation is present; a present but malformed value is an error that
-// names the annotation and the node.
+// the annotation is present; a present but malformed or oversized value is an
+// error that names the annotation and the node.
 func Decode(node *corev1.Node, key string, v any) (bool, error) {
 	raw, ok := node.Annotations[key]
 	if !ok {
 		return false, nil
+	}
+	if len(raw) > MaxAnnotationLength {
+		return true, fmt.Errorf("annotation %s on node %s is %d bytes long; kmaint reads at most %d", key, node.Name, len(raw), MaxAnnotationLength)
 	}
 	if err := json.Unmarshal([]byte(raw), v); err != nil {
 		return true, fmt.Errorf("annotation %s on node %s is malformed: %w", key, node.Name, err)
