@@ -111,6 +111,10 @@ func failed(v verdict, reason, message string) verdict {
 // reached for the first time. A request that fails gets only the times of
 // the phases it really reached, and the time it failed.
 func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
+	// A message can carry what others wrote (a drain's blocking pods, a
+	// daemon's state); the API holds at most 32 KiB of it.
+	v.message, v.degraded = v1alpha1.FitMessage(v.message), v1alpha1.FitMessage(v.degraded)
+	v.wait.message = v1alpha1.FitMessage(v.wait.message)
 	s.Phase, s.Message = v.phase, v.message
 	s.BootIDBefore, s.BootIDAfter = v.bootIDBefore, v.bootIDAfter
 	t := metav1.NewTime(now)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,14 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	// Metrics records phase changes; nil records nothing.
 	Metrics *metrics.Recorder
+	// APIReader reads around the cache where a stale read could let a node
+	// exceed its share (see record); nil reads through Client.
+	APIReader client.Reader
+
+	// warned is, per node, the last RequestsNotRecorded event's boot and
+	// size, so that a flood of requests is one event, not one per write.
+	warnedMu sync.Mutex
+	warned   map[string]string
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create

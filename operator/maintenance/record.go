@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -15,24 +19,54 @@ import (
 // record creates a NodeMaintenance for each request of the node's current
 // boot that started on the node and has none yet, so that every reboot
 // request, whatever its source, shows up in `kubectl get nodemaintenances`.
+// It records at most v1alpha1.MaxRecordedPerBoot per node and boot, and only
+// ids it can record; it says so in a Warning event on the Node when there
+// are others. They ask for nothing the recorded ones do not: one reboot
+// satisfies every request of a boot.
 func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, items []v1alpha1.NodeMaintenance) error {
 	if state == nil || state.Current() == nil {
 		return nil
 	}
 	node, requested := state.Node, state.Current()
 	known := map[string]bool{}
-	for i := range items {
-		known[items[i].RequestID()] = true
-		known[items[i].Name] = true
-	}
-	var errs []error
-	for _, req := range requested.Requests {
-		if known[req.ID] || known[recordName(node.Name, req)] || !req.Source.RaisedOnNode() {
-			continue
+	inBoot := 0
+	learn := func(nm *v1alpha1.NodeMaintenance) {
+		if known[nm.Name] {
+			return
 		}
+		known[nm.RequestID()], known[nm.Name] = true, true
+		if nm.Spec.Source.RaisedOnNode() && nm.Labels[v1alpha1.BootIDLabel] == v1alpha1.LabelValue(requested.BootID) {
+			inBoot++
+		}
+	}
+	for i := range items {
+		learn(&items[i])
+	}
+	fresh := unrecorded(node.Name, requested.Requests, known)
+	if len(fresh) == 0 {
+		return nil
+	}
+	// The cache may not show records made a moment ago yet: while there
+	// seems to be room, count this boot's records on the API server, so
+	// that a daemon rewriting its ids quickly gets no more than its share.
+	if inBoot < v1alpha1.MaxRecordedPerBoot {
+		live, err := r.recordsOfBoot(ctx, node.Name, requested.BootID)
+		if err != nil {
+			return err
+		}
+		for i := range live {
+			learn(&live[i])
+		}
+		fresh = unrecorded(node.Name, fresh, known)
+	}
+	sel := selectRecords(fresh, inBoot)
+	r.reportNotRecorded(ctx, node, requested, sel)
+
+	var errs []error
+	for _, req := range sel.record {
 		// The label is the id itself or absent, never a hash of it, since
 		// RequestID reads it back; the status carries every id.
-		labels := map[string]string{}
+		labels := map[string]string{v1alpha1.BootIDLabel: v1alpha1.LabelValue(requested.BootID)}
 		if v1alpha1.LabelValue(req.ID) == req.ID {
 			labels[v1alpha1.RequestIDLabel] = req.ID
 		}
@@ -61,6 +95,114 @@ func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, item
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unrecorded returns the requests raised on the node that no known record
+// stands for.
+func unrecorded(node string, reqs []protocol.Request, known map[string]bool) []protocol.Request {
+	var out []protocol.Request
+	for _, req := range reqs {
+		if known[req.ID] || known[recordName(node, req)] || !req.Source.RaisedOnNode() {
+			continue
+		}
+		out = append(out, req)
+	}
+	return out
+}
+
+// recordsOfBoot lists, on the API server, the records of the node's
+// requests raised in boot.
+func (r *Reconciler) recordsOfBoot(ctx context.Context, node, boot string) ([]v1alpha1.NodeMaintenance, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var list v1alpha1.NodeMaintenanceList
+	if err := reader.List(ctx, &list, client.MatchingLabels{v1alpha1.BootIDLabel: v1alpha1.LabelValue(boot)}); err != nil {
+		return nil, fmt.Errorf("list records of node %s in boot %s: %w", node, boot, err)
+	}
+	out := list.Items[:0]
+	for _, nm := range list.Items {
+		if nm.Spec.NodeName == node {
+			out = append(out, nm)
+		}
+	}
+	return out, nil
+}
+
+// recordSelection is which of a node's unrecorded requests get a record.
+type recordSelection struct {
+	// record are the requests to record, in the node's order.
+	record []protocol.Request
+	// recorded is how many of the boot's requests were recorded before.
+	recorded int
+	// overCap counts the requests left out because the boot has its
+	// MaxRecordedPerBoot records.
+	overCap int
+	// invalid says why each request left out for its id was.
+	invalid []string
+}
+
+// notRecorded counts the requests left out.
+func (s recordSelection) notRecorded() int { return s.overCap + len(s.invalid) }
+
+// selectRecords picks the requests to record: those with an id kmaint can
+// record, in order, while the boot has fewer than MaxRecordedPerBoot
+// records.
+func selectRecords(fresh []protocol.Request, recorded int) recordSelection {
+	s := recordSelection{recorded: recorded}
+	room := v1alpha1.MaxRecordedPerBoot - recorded
+	for _, req := range fresh {
+		if err := v1alpha1.CheckRequestID(req.ID); err != nil {
+			s.invalid = append(s.invalid, err.Error())
+			continue
+		}
+		if room <= 0 {
+			s.overCap++
+			continue
+		}
+		room--
+		s.record = append(s.record, req)
+	}
+	return s
+}
+
+// reportNotRecorded tells, in a Warning event on the Node, that requests
+// were left out. A daemon rewriting its ids on every write would otherwise
+// turn each write into an event: a node's boot gets one event, and another
+// each time the number left out doubles.
+func (r *Reconciler) reportNotRecorded(ctx context.Context, node *corev1.Node, requested *protocol.Requested, sel recordSelection) {
+	n := sel.notRecorded()
+	if n == 0 {
+		return
+	}
+	key := fmt.Sprintf("%s/%d", requested.BootID, bits.Len(uint(n)))
+	r.warnedMu.Lock()
+	if r.warned == nil {
+		r.warned = map[string]string{}
+	}
+	seen := r.warned[node.Name] == key
+	r.warned[node.Name] = key
+	r.warnedMu.Unlock()
+	if seen {
+		return
+	}
+	msg := fmt.Sprintf("node %s raised %d reboot requests in boot %s; kmaint records at most %d per node and boot: %d recorded, %d not",
+		node.Name, len(requested.Requests), requested.BootID, v1alpha1.MaxRecordedPerBoot, sel.recorded+len(sel.record), n)
+	if len(sel.invalid) > 0 {
+		msg += fmt.Sprintf(" (%d for an id that cannot be recorded, e.g. %s)", len(sel.invalid), cut(sel.invalid[0], 200))
+	}
+	msg += ". They ask for no further reboot; this many requests suggest that the node's daemon identity is misused"
+	ctrl.LoggerFrom(ctx).Info("Requests not recorded", "bootID", requested.BootID, "requests", len(requested.Requests), "notRecorded", n)
+	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, v1alpha1.RequestsNotRecordedReason, "Record", "%s", msg)
+}
+
+// cut shortens s to at most n bytes, for an event's note (1 KiB at most).
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return v1alpha1.FitReason(s[:n])
 }
 
 // recordName is deterministic, so that a restarted operator finds the record

@@ -117,3 +117,15 @@ const (
 	// ID did not change.
 	RebootNotObservedReason = "RebootNotObserved"
 )
+
+// Reasons of Warning events that say kmaint contained what it was given: a
+// node asking for more than it may, or a time it cannot trust.
+const (
+	// RequestsNotRecordedReason: a node raised more requests in one boot
+	// than MaxRecordedPerBoot, or requests with ids that cannot be used;
+	// those are not recorded as NodeMaintenances.
+	RequestsNotRecordedReason = "RequestsNotRecorded"
+	// FutureTimeReason: a time written into kmaint's objects lies further
+	// in the future than MaxClockSkew; the operator does not use it.
+	FutureTimeReason = "FutureTime"
+)

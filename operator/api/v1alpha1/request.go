@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +22,40 @@ import (
 // reboot-requested annotation.
 const MaxReasonLength = 512
 
+// MaxRequestIDLength is the longest request id kmaint records (status.
+// requestID). kmaint's own ids are UUIDs and config-<16 hex digits>.
+const MaxRequestIDLength = 128
+
+// MaxRecordedPerBoot is the most requests raised on one node (host and
+// config requests) that the operator records as NodeMaintenances in one
+// boot. A person runs request-reboot a few times at most; a daemon's
+// stolen token could otherwise make the operator create an object per id
+// it invents. One reboot satisfies every request of a boot, so the ones
+// not recorded ask for nothing more.
+const MaxRecordedPerBoot = 16
+
+// MaxClockSkew is how far in the future, by the operator's clock, a time
+// written by another party (a node's daemon, a person) may lie and still be
+// believed; a later one is not used.
+const MaxClockSkew = 5 * time.Minute
+
+// CheckRequestID says what is wrong with a request id read off a node: empty,
+// too long, or holding control characters or spaces. nil when kmaint can
+// record it.
+func CheckRequestID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("the request id is empty")
+	case len(id) > MaxRequestIDLength:
+		return fmt.Errorf("the request id is %d bytes long; at most %d are allowed", len(id), MaxRequestIDLength)
+	case !utf8.ValidString(id):
+		return errors.New("the request id is not valid UTF-8")
+	case strings.IndexFunc(id, func(r rune) bool { return isControl(r) || unicode.IsSpace(r) }) >= 0:
+		return fmt.Errorf("the request id %q holds a space or a control character", id)
+	}
+	return nil
+}
+
 // Labels kmaint puts on NodeMaintenances.
 const (
 	// RequestIDLabel carries the request id on NodeMaintenances that record
@@ -28,6 +64,10 @@ const (
 	RequestIDLabel = "kmaint.io/request-id"
 	// PolicyLabel names the RebootPolicy that raised a NodeMaintenance.
 	PolicyLabel = "kmaint.io/policy"
+	// BootIDLabel carries, on NodeMaintenances that record requests raised
+	// on the node, the boot they were raised in (as LabelValue), so that
+	// the records of a node's boot can be counted (MaxRecordedPerBoot).
+	BootIDLabel = "kmaint.io/boot-id"
 )
 
 // CheckReason says what is wrong with a reason a person gives: empty, too
