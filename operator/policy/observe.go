@@ -48,6 +48,7 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 	if err := r.List(ctx, &nms); err != nil {
 		return nil, fmt.Errorf("list node maintenances: %w", err)
 	}
+	now := r.Clock.Now()
 	f := &facts{
 		nodes:      nodes.Items,
 		selected:   map[string]bool{},
@@ -78,14 +79,37 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 		if nm.Status.Phase != v1alpha1.PhaseSucceeded || done == nil {
 			continue
 		}
-		if done.Time.After(f.lastReboot[node]) {
-			f.lastReboot[node] = done.Time
+		at, ok := rebootedAt(nm, now)
+		if !ok {
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.FutureTimeReason, "Cooldown",
+				"status.phaseTimes.succeeded (%s) lies more than %s past the operator's clock; cooldowns count from the record's creation (%s) instead",
+				done.UTC().Format(time.RFC3339), v1alpha1.MaxClockSkew, nm.CreationTimestamp.UTC().Format(time.RFC3339))
+		}
+		if at.After(f.lastReboot[node]) {
+			f.lastReboot[node] = at
 		}
 		if prev := f.ownDone[node]; own && (prev == nil || done.Time.After(prev.Status.PhaseTimes.Succeeded.Time)) {
 			f.ownDone[node] = nm
 		}
 	}
 	return f, nil
+}
+
+// rebootedAt is when a succeeded request's node rebooted, for cooldowns, by
+// the operator's clock: status.phaseTimes.succeeded, unless it lies further
+// in the future than MaxClockSkew (written by hand, or by a clock far off),
+// which would hold every cooldown of the node until then. Then it is the
+// record's creation, which the API server stamped and which precedes the
+// reboot, and ok is false.
+func rebootedAt(nm *v1alpha1.NodeMaintenance, now time.Time) (at time.Time, ok bool) {
+	latest := now.Add(v1alpha1.MaxClockSkew)
+	if done := nm.Status.PhaseTimes.Succeeded.Time; !done.After(latest) {
+		return done, true
+	}
+	if created := nm.CreationTimestamp.Time; !created.After(latest) {
+		return created, false
+	}
+	return time.Time{}, false
 }
 
 // specError is a policy spec the operator cannot use; it is reported in the

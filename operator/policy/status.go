@@ -164,6 +164,11 @@ func outcomes(prev []v1alpha1.RebootOutcome, out *outcome) []v1alpha1.RebootOutc
 				RebootedAt:      *nm.Status.PhaseTimes.Succeeded,
 				ValueBefore:     nm.Annotations[v1alpha1.ValueAnnotation],
 			}
+			// The operator wrote it as a number; anything longer than the
+			// status holds was written by someone else and is not shown.
+			if len(o.ValueBefore) > 64 {
+				o.ValueBefore = ""
+			}
 		}
 		if v, seen := out.eval.values[node]; seen && o.ValueAfter == "" && out.eval.ran && !out.now.Before(o.RebootedAt.Add(2*out.interval)) {
 			o.ValueAfter = formatValue(v)
