@@ -116,7 +116,7 @@ func sameEntry(written, read journal.Entry) bool {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
 
 // Reconcile syncs the node: observe the journal, the Node and its
 // NodeMaintenances, decide (a pure function of what was observed), and act:

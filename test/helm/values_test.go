@@ -272,17 +272,28 @@ pools:
 		"other namespace": {
 			ns: "maintenance",
 			check: func(t *testing.T, r rendered) {
+				// The daemon's events go where the events about Nodes go,
+				// whatever the release's namespace.
+				inDefault := map[string]bool{"Role/default/kmaint-daemon": true, "RoleBinding/default/kmaint-daemon": true}
 				for _, u := range r.objs {
-					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" {
+					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" && !inDefault[manifests.ID(u)] {
 						t.Errorf("%s is not in the release namespace", manifests.ID(u))
 					}
 				}
-				vap := r.objs["ValidatingAdmissionPolicy/kmaint-daemon-own-node"]
-				conds, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
-				if len(conds) != 1 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), "'system:serviceaccount:maintenance:kmaint-daemon'") {
-					t.Errorf("the admission policy does not match the daemon's service account in maintenance: %v", conds)
+				for policy, account := range map[string]string{
+					"kmaint-daemon-own-node": "kmaint-daemon", "kmaint-daemon-events": "kmaint-daemon", "kmaint-request-sources": "kmaint-operator",
+				} {
+					vap := r.objs["ValidatingAdmissionPolicy/"+policy]
+					if vap == nil {
+						t.Errorf("no admission policy %s", policy)
+						continue
+					}
+					conds, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
+					if len(conds) != 1 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), "'system:serviceaccount:maintenance:"+account+"'") {
+						t.Errorf("the admission policy %s does not name the service account %s in maintenance: %v", policy, account, conds)
+					}
 				}
-				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator"} {
+				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "RoleBinding/default/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator"} {
 					subjects, _, _ := unstructured.NestedSlice(r.objs[key].Object, "subjects")
 					if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "maintenance" {
 						t.Errorf("%s: subjects %v", key, subjects)

@@ -50,6 +50,12 @@ func TestDefaultObjects(t *testing.T) {
 		"PodDisruptionBudget/kmaint-system/kmaint-operator",
 		"ValidatingAdmissionPolicy/kmaint-daemon-own-node",
 		"ValidatingAdmissionPolicyBinding/kmaint-daemon-own-node",
+		"ValidatingAdmissionPolicy/kmaint-daemon-events",
+		"ValidatingAdmissionPolicyBinding/kmaint-daemon-events",
+		"ValidatingAdmissionPolicy/kmaint-request-sources",
+		"ValidatingAdmissionPolicyBinding/kmaint-request-sources",
+		"Role/default/kmaint-daemon",
+		"RoleBinding/default/kmaint-daemon",
 		"DaemonSet/kmaint-system/kmaint-daemon",
 	}
 	slices.Sort(got)
