@@ -124,7 +124,9 @@ func webhookRows() []row {
 			send: func(t *testing.T, e *env) (shown, error) { return nil, send(e.webhook) }}
 	}
 	body := func(v any) func(w webhookTarget) error {
-		return func(w webhookTarget) error { return w.post(http.MethodPost, "application/json", webhookToken, mustJSON(v)) }
+		return func(w webhookTarget) error {
+			return w.post(http.MethodPost, "application/json", webhookToken, mustJSON(v))
+		}
 	}
 	good := mustJSON(payload(alert(openNodes[0])))
 	// Small alerts, so that the count is refused and not the body's size.
