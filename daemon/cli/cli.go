@@ -106,6 +106,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 		}
 		return 2
 	}
+	// Nonsensical flags are refused before anything else, with the flag's
+	// name, rather than after a connection to the API server.
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon run:", err)
+		return 2
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	v := version.Get()
 	ctrl.Log.WithName("setup").Info("Starting kmaint-daemon", "version", v.Version, "commit", v.Commit, "go", v.GoVersion)

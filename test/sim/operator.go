@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -14,9 +13,9 @@ import (
 // as a pod that is killed or evicted would be, and started again.
 type Operator struct {
 	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
+	// stopped is closed when the manager has returned, with err set.
+	stopped chan struct{}
+	err     error
 }
 
 // StartOperator starts an operator against cfg. Metrics and probes are off
@@ -38,16 +37,28 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts operator.Options)
 		cancel()
 		return nil, err
 	}
-	o := &Operator{cancel: cancel, done: make(chan error, 1)}
-	go func() { o.done <- mgr.Start(ctx) }()
+	o := &Operator{cancel: cancel, stopped: make(chan struct{})}
+	go func() {
+		o.err = mgr.Start(ctx)
+		close(o.stopped)
+	}()
 	return o, nil
+}
+
+// Running reports whether the operator is still running: false once it
+// stopped, whether it was asked to or failed on its own.
+func (o *Operator) Running() bool {
+	select {
+	case <-o.stopped:
+		return false
+	default:
+		return true
+	}
 }
 
 // Stop stops the operator and waits until it has stopped.
 func (o *Operator) Stop() error {
-	o.once.Do(func() {
-		o.cancel()
-		o.err = <-o.done
-	})
+	o.cancel()
+	<-o.stopped
 	return o.err
 }

@@ -1,0 +1,130 @@
+package badinput
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+const poolSurface = "MaintenancePool"
+
+// poolSpec is a valid pool spec selecting no node of the matrix.
+func poolSpec(kv ...any) map[string]any {
+	base := map[string]any{"nodeSelector": map[string]any{"matchLabels": map[string]any{poolLabel: "none"}}}
+	return with(base, kv...)
+}
+
+func windowSpec(kv ...any) map[string]any {
+	return with(map[string]any{"schedule": "0 2 * * *", "duration": "4h"}, kv...)
+}
+
+func drainSpec(kv ...any) map[string]any { return with(map[string]any{}, kv...) }
+
+func expr(key, op string, values ...any) map[string]any {
+	e := map[string]any{"key": key, "operator": op}
+	if values != nil {
+		e["values"] = values
+	}
+	return e
+}
+
+func selectorOf(exprs ...any) map[string]any {
+	return map[string]any{"matchExpressions": exprs}
+}
+
+func poolRows() []row {
+	refuse := func(name, field string, spec map[string]any) row {
+		return refusedSpec(poolSurface, name, "MaintenancePool", field, spec)
+	}
+	many := func(n int, item any) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = item
+		}
+		return out
+	}
+	rows := []row{
+		refuse("maxUnavailable -1", "spec.maxUnavailable", poolSpec("maxUnavailable", -1)),
+		refuse("maxUnavailable past int32", "spec.maxUnavailable", poolSpec("maxUnavailable", int64(10000000000))),
+		refuse("maxUnavailable 2^31", "spec.maxUnavailable", poolSpec("maxUnavailable", int64(1)<<31)),
+		refuse("maxUnavailable past int64", "spec.maxUnavailable", poolSpec("maxUnavailable", 1e19)),
+		refuse("maxUnavailable 1.5", "spec.maxUnavailable", poolSpec("maxUnavailable", 1.5)),
+		refuse("maxUnavailable true", "spec.maxUnavailable", poolSpec("maxUnavailable", true)),
+		refuse("maxUnavailable 150%", "spec.maxUnavailable", poolSpec("maxUnavailable", "150%")),
+		refuse("maxUnavailable -5%", "spec.maxUnavailable", poolSpec("maxUnavailable", "-5%")),
+		refuse("maxUnavailable abc", "spec.maxUnavailable", poolSpec("maxUnavailable", "abc")),
+		refuse("maxUnavailable 10 as a string", "spec.maxUnavailable", poolSpec("maxUnavailable", "10")),
+		refuse("no nodeSelector", "spec.nodeSelector", map[string]any{"maxUnavailable": 1}),
+		refuse("selector operator Equals", "spec.nodeSelector", poolSpec("nodeSelector", selectorOf(expr("a", "Equals", "b")))),
+		refuse("selector In without values", "spec.nodeSelector", poolSpec("nodeSelector", selectorOf(expr("a", "In")))),
+		refuse("selector Exists with values", "spec.nodeSelector", poolSpec("nodeSelector", selectorOf(expr("a", "Exists", "b")))),
+		refuse("selector bad key", "spec.nodeSelector", poolSpec("nodeSelector", selectorOf(expr("not a key!", "Exists")))),
+		refuse("selector bad value", "spec.nodeSelector", poolSpec("nodeSelector", map[string]any{"matchLabels": map[string]any{"a": "not a value!"}})),
+		refuse("window duration 10x", "spec.windows[0].duration", poolSpec("windows", []any{windowSpec("duration", "10x")})),
+		refuse("window duration -1h", "spec.windows[0].duration", poolSpec("windows", []any{windowSpec("duration", "-1h")})),
+		refuse("window duration 0s", "spec.windows[0].duration", poolSpec("windows", []any{windowSpec("duration", "0s")})),
+		refuse("window without schedule", "spec.windows[0].schedule", poolSpec("windows", []any{windowSpec("schedule", nil)})),
+		refuse("window schedule empty", "spec.windows[0].schedule", poolSpec("windows", []any{windowSpec("schedule", "")})),
+		refuse("window schedule of 200 characters", "spec.windows[0].schedule", poolSpec("windows", []any{windowSpec("schedule", strings.Repeat("1", 200))})),
+		refuse("window time zone of 100 characters", "spec.windows[0].timeZone", poolSpec("windows", []any{windowSpec("timeZone", strings.Repeat("a", 100))})),
+		refuse("33 windows", "spec.windows", poolSpec("windows", many(33, windowSpec()))),
+		refuse("drain timeout 0s", "spec.drain.timeout", poolSpec("drain", drainSpec("timeout", "0s"))),
+		refuse("drain timeout bogus", "spec.drain.timeout", poolSpec("drain", drainSpec("timeout", "bogus"))),
+		refuse("drain grace period 2^40", "spec.drain.gracePeriodSeconds", poolSpec("drain", drainSpec("gracePeriodSeconds", int64(1)<<40))),
+		refuse("drain grace period -1", "spec.drain.gracePeriodSeconds", poolSpec("drain", drainSpec("gracePeriodSeconds", -1))),
+		refuse("drain pod selector of 2000 characters", "spec.drain.podSelector", poolSpec("drain", drainSpec("podSelector", strings.Repeat("a", 2000)))),
+		refuse("desiredConfig with a space", "spec.desiredConfig", poolSpec("desiredConfig", "os 1.2")),
+		refuse("desiredConfig of 254 characters", "spec.desiredConfig", poolSpec("desiredConfig", strings.Repeat("a", 254))),
+		refuse("desiredConfig with a newline", "spec.desiredConfig", poolSpec("desiredConfig", "v1\nv2")),
+		refuse("17 blocking queries", "spec.blockingQueries", poolSpec("blockingQueries", many(17, map[string]any{"name": "q", "query": "up"}))),
+		refuse("blocking query without a name", "spec.blockingQueries[0].name", poolSpec("blockingQueries", []any{map[string]any{"query": "up"}})),
+		refuse("blocking query empty", "spec.blockingQueries[0].query", poolSpec("blockingQueries", []any{map[string]any{"name": "q", "query": ""}})),
+		refuse("blocking query of 5000 characters", "spec.blockingQueries[0].query", poolSpec("blockingQueries", []any{map[string]any{"name": "q", "query": strings.Repeat("u", 5000)}})),
+		refuse("paused yes", "spec.paused", poolSpec("paused", "yes")),
+	}
+
+	// Schedules the API server cannot judge reach the operator, which
+	// refuses to read any window of the pool: nothing is admitted in it.
+	invalidWindow := func(name string, window map[string]any) row {
+		return row{
+			surface: poolSurface,
+			name:    name,
+			send: func(t *testing.T, _ *env) (shown, error) {
+				u, err := createRow(t, "MaintenancePool", name, poolSpec("windows", []any{window}))
+				if err != nil {
+					return nil, err
+				}
+				return poolConditions(u.GetName()), nil
+			},
+			want: containedAs(v1alpha1.InvalidWindowReason),
+		}
+	}
+	rows = append(rows,
+		invalidWindow("window @every 1s", windowSpec("schedule", "@every 1s")),
+		invalidWindow("window @daily", windowSpec("schedule", "@daily")),
+		invalidWindow("window on February 30", windowSpec("schedule", "0 3 30 2 *")),
+		invalidWindow("window with a CRON_TZ prefix", windowSpec("schedule", "CRON_TZ=Asia/Tokyo 0 2 * * *")),
+		invalidWindow("window in time zone Local", windowSpec("timeZone", "Local")),
+		invalidWindow("window in an unknown time zone", windowSpec("timeZone", "Mars/Olympus_Mons")),
+		invalidWindow("window at minute 61", windowSpec("schedule", "61 * * * *")),
+		invalidWindow("window with six fields", windowSpec("schedule", "0 0 2 * * *")),
+	)
+
+	// A pool selecting nodes another pool has: they belong to neither, and
+	// both pools say so.
+	rows = append(rows, row{
+		surface: poolSurface,
+		name:    "pool overlapping another",
+		send: func(t *testing.T, _ *env) (shown, error) {
+			u, err := createRow(t, "MaintenancePool", "pool overlapping another",
+				poolSpec("nodeSelector", map[string]any{"matchLabels": map[string]any{poolLabel: "open"}}))
+			if err != nil {
+				return nil, err
+			}
+			return poolConditions(u.GetName()), nil
+		},
+		want: containedAs(v1alpha1.NodesInOtherPoolsReason),
+	})
+	return rows
+}
