@@ -2,10 +2,12 @@ package badinput
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -46,6 +48,20 @@ func maintenanceRows() []row {
 		refuse("source schedule by a person", "spec.source", nmSpec("source", "schedule")),
 		refuse("source alert by a person", "spec.source", nmSpec("source", "alert")),
 		refuse("policy named by a person", "spec.policy", nmSpec("policy", "someone-elses-policy")),
+		{
+			surface: maintenanceSurface,
+			name:    "kmaint's request-id label set by a person",
+			send: func(t *testing.T, _ *env) (shown, error) {
+				u := object("NodeMaintenance", rowName("nodemaintenance", "request-id label"), nmSpec())
+				u.SetLabels(map[string]string{v1alpha1.RequestIDLabel: "forged"})
+				if err := bed.Client.Create(context.Background(), u); err != nil {
+					return nil, err
+				}
+				t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), u) })
+				return nil, nil
+			},
+			want: refusedNaming("metadata.labels"),
+		},
 		updateRow("nodeName changed", "nodeName is immutable", func(s map[string]any) { s["nodeName"] = openNodes[1] }),
 		updateRow("source changed", "source is immutable", func(s map[string]any) { s["source"] = "host" }),
 		updateRow("type changed", "spec.type", func(s map[string]any) { s["type"] = "Drain" }),
@@ -88,8 +104,8 @@ func maintenanceRows() []row {
 	return rows
 }
 
-// updateRow creates a valid request, then sends change as an update: the
-// API server must refuse it naming says.
+// updateRow creates a valid request, then changes its spec as kubectl edit
+// would (a merge patch): the API server must refuse it naming says.
 func updateRow(name, says string, change func(spec map[string]any)) row {
 	return row{
 		surface: maintenanceSurface,
@@ -99,12 +115,13 @@ func updateRow(name, says string, change func(spec map[string]any)) row {
 			if err != nil {
 				t.Fatalf("create the request to update: %v", err)
 			}
-			spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+			spec := map[string]any{}
 			change(spec)
-			if err := unstructured.SetNestedMap(u.Object, spec, "spec"); err != nil {
+			patch, err := json.Marshal(map[string]any{"spec": spec})
+			if err != nil {
 				t.Fatal(err)
 			}
-			return nil, bed.Client.Update(context.Background(), u)
+			return nil, bed.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch))
 		},
 		want: refusedNaming(says),
 	}

@@ -139,9 +139,16 @@ func annotationRows() []row {
 		refuse("its NodeMaintenance Succeeded in 2099", "status", func(t *testing.T, e *env) error {
 			return patchStatus(e, ownMaintenance(t, ownNode), `{"status":{"phase":"Succeeded","phaseTimes":{"succeeded":"2099-01-01T00:00:00Z"}}}`)
 		}),
-		refuse("its NodeMaintenance's conditions", "status.conditions", func(t *testing.T, e *env) error {
+		refuse("its NodeMaintenance's conditions", "may write only status.journaledBootID", func(t *testing.T, e *env) error {
 			return patchStatus(e, ownMaintenance(t, ownNode),
 				`{"status":{"conditions":[{"type":"Succeeded","status":"True","reason":"Rebooted","message":"forged","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+		}),
+		refuse("its NodeMaintenance journaled again in another boot", "cannot be changed afterwards", func(t *testing.T, e *env) error {
+			nm := ownMaintenance(t, ownNode)
+			if err := patchStatus(e, nm, `{"status":{"journaledBootID":"boot-0"}}`); err != nil {
+				t.Fatalf("the daemon's first write of its own field: %v", err)
+			}
+			return patchStatus(e, nm, `{"status":{"journaledBootID":"boot-forged"}}`)
 		}),
 		refuse("its NodeMaintenance's spec", forbidden, func(t *testing.T, e *env) error {
 			nm := ownMaintenance(t, ownNode)
@@ -180,6 +187,9 @@ func annotationRows() []row {
 		refuse("an event about another node", otherNode, func(t *testing.T, e *env) error {
 			return e.daemons[ownNode].Create(context.Background(), forgedEvent("default", otherNode))
 		}),
+		refuse("an operator's event about its own node", "may only report the reasons", func(t *testing.T, e *env) error {
+			return e.daemons[ownNode].Create(context.Background(), forgedEvent("default", ownNode))
+		}),
 	}
 
 	contain := func(name, reason string, kv ...string) row {
@@ -206,7 +216,7 @@ func annotationRows() []row {
 		contain("request that is not JSON", v1alpha1.MalformedAnnotationReason, protocol.RebootRequested, "garbage"),
 		contain("request of the wrong shape", v1alpha1.MalformedAnnotationReason, protocol.RebootRequested, `{"bootID":7,"requests":"all"}`),
 		contain("state that is not JSON", v1alpha1.MalformedAnnotationReason, protocol.State, "{"),
-		contain("400 forged request ids", "TooManyRequests", protocol.RebootRequested,
+		contain("400 forged request ids", v1alpha1.RequestsNotRecordedReason, protocol.RebootRequested,
 			protocol.Encode(protocol.Requested{BootID: "boot-0", Requests: manyIDs})),
 	)
 	return rows
