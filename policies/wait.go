@@ -24,7 +24,8 @@ type WaitInput struct {
 	// nowhere. Unused for the whole pool, whose Conflicting condition
 	// says which nodes are in other pools.
 	Pools []string
-	// SelectorErr says why the pool's nodeSelector cannot be used.
+	// SelectorErr says why the pool's nodeSelector cannot be parsed; for a
+	// node, Pool is then the pool that might select it.
 	SelectorErr error
 	// WindowErr says why the pool's windows cannot be read.
 	WindowErr error
@@ -123,13 +124,15 @@ func ConflictingPools(in WaitInput) (string, string, bool) {
 	return v1alpha1.ConflictingReason, fmt.Sprintf("its node is selected by pools %s, and no pool admits it until only one does", strings.Join(in.Pools, ", ")), true
 }
 
-// InvalidSelector: a pool whose selector cannot be used admits nothing.
+// InvalidSelector: a pool whose selector cannot be parsed admits nothing,
+// and no pool admits a node it might select (which nodes it selects is
+// unknown).
 func InvalidSelector(in WaitInput) (string, string, bool) {
 	if in.SelectorErr == nil {
 		return "", "", false
 	}
 	if in.forNode() {
-		return v1alpha1.InvalidSelectorReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be used", in.Pool, in.SelectorErr), true
+		return v1alpha1.InvalidSelectorReason, fmt.Sprintf("pool %s might select the node and its %v; no pool admits the node until that selector can be parsed", in.Pool, in.SelectorErr), true
 	}
 	return v1alpha1.InvalidSelectorReason, in.SelectorErr.Error(), true
 }

@@ -24,8 +24,12 @@ type poolState struct {
 	views []nodeView
 	now   time.Time
 
-	// selectorErr says why the pool's selector could not be used.
+	// selectorErr says why the pool's selector cannot be parsed; views
+	// then holds the nodes it might select, which no pool admits.
 	selectorErr error
+	// selection tells which pools nodes are in, and which pools'
+	// selectors cannot be parsed.
+	selection pools.Selection
 	// windowErr says why the pool's windows could not be used; nothing is
 	// admitted then.
 	windowErr error
@@ -60,12 +64,12 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
 	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
-	if pool.Name != v1alpha1.DefaultPoolName {
-		if _, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector); err != nil {
-			st.selectorErr = fmt.Errorf("spec.nodeSelector: %w", err)
-			return st, nil
-		}
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
 	}
+	st.selection = pools.Selectors(poolList.Items)
+	st.selectorErr = st.selection.Err(pool.Name)
 	var rebootPolicies v1alpha1.RebootPolicyList
 	if err := r.List(ctx, &rebootPolicies); err != nil {
 		return nil, fmt.Errorf("list reboot policies: %w", err)
@@ -86,18 +90,13 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		settings = pools.Settings(list.Items)
 	}
-	var poolList v1alpha1.MaintenancePoolList
-	if err := r.List(ctx, &poolList); err != nil {
-		return nil, fmt.Errorf("list pools: %w", err)
-	}
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	selectors := pools.Selectors(poolList.Items)
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		in := pools.Of(node, selectors)
+		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
 			continue
 		}

@@ -33,7 +33,7 @@ const (
 	// that the approved reboot did not happen.
 	DegradedCondition = "Degraded"
 	// ConflictingCondition is True while another pool selects some of the
-	// pool's nodes too.
+	// pool's nodes too, or a pool whose nodeSelector cannot be parsed might.
 	ConflictingCondition = "Conflicting"
 )
 
@@ -70,7 +70,8 @@ const (
 const (
 	// ConflictingReason: more than one pool selects the node.
 	ConflictingReason = "Conflicting"
-	// InvalidSelectorReason: the pool's nodeSelector cannot be used.
+	// InvalidSelectorReason: the pool's nodeSelector cannot be parsed, or,
+	// for a node, that of a pool that might select it.
 	InvalidSelectorReason = "InvalidSelector"
 	// InvalidWindowReason: a window that applies cannot be read.
 	InvalidWindowReason = "InvalidWindow"
