@@ -72,6 +72,10 @@ type Budget struct {
 	Nodes int
 	// Waiting names the nodes not admitted; for one node, just it.
 	Waiting []string
+	// Elsewhere names the nodes the pool admitted that another pool
+	// selects now: they count in Unavailable until their reboot completes.
+	// Unused for one node.
+	Elsewhere []string
 }
 
 // WaitFunc is one reason to wait: it returns the condition's reason and
@@ -219,6 +223,9 @@ func BudgetExhausted(in WaitInput) (string, string, bool) {
 	if in.forNode() {
 		return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("pool %s has as many nodes unavailable as it allows (%d); it waits its turn", in.Pool, b.Max), true
 	}
-	return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
-		b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", ")), true
+	msg := fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s", b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", "))
+	if len(b.Elsewhere) > 0 {
+		msg += "; counted until their reboot completes, though in another pool now: " + strings.Join(b.Elsewhere, ", ")
+	}
+	return v1alpha1.BudgetExhaustedReason, msg, true
 }

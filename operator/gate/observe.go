@@ -30,6 +30,10 @@ type poolState struct {
 	// selection tells which pools nodes are in, and which pools'
 	// selectors cannot be parsed.
 	selection pools.Selection
+	// elsewhere holds the nodes this pool admitted that another pool
+	// selects now, still in flight: they count against this pool's budget
+	// until their reboot completes, and the pool they are in drives them.
+	elsewhere []nodeView
 	// windowErr says why the pool's windows could not be used; nothing is
 	// admitted then.
 	windowErr error
@@ -98,6 +102,10 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		node := &nodes.Items[i]
 		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
+			if v, ok := admittedHere(node, pool.Name); ok {
+				v.otherPools = in
+				st.elsewhere = append(st.elsewhere, v)
+			}
 			continue
 		}
 		v := newNodeView(node)
@@ -109,8 +117,20 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		st.views = append(st.views, v)
 	}
-	slices.SortFunc(st.views, func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) })
+	byName := func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) }
+	slices.SortFunc(st.views, byName)
+	slices.SortFunc(st.elsewhere, byName)
 	return st, nil
+}
+
+// admittedHere returns the view of a node the named pool admitted, still in
+// flight; false for any other node. Only the admission is decoded first:
+// this runs for every node the pool does not select.
+func admittedHere(node *corev1.Node, pool string) (nodeView, bool) {
+	if admittedBy(node) != pool {
+		return nodeView{}, false
+	}
+	return newNodeView(node), true
 }
 
 // replace puts a node the gate just wrote back into the state, so that later

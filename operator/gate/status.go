@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 // setStatus fills the pool's status from the reconcile's final picture.
-func (r *Reconciler) setStatus(st *poolState) {
+func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	pool := st.pool
 	s := &pool.Status
 	s.ObservedGeneration = pool.Generation
@@ -46,11 +47,14 @@ func (r *Reconciler) setStatus(st *poolState) {
 			degraded = append(degraded, degradedMessage(v))
 		}
 	}
+	// Nodes this pool admitted that are in another pool now still count.
+	s.Unavailable += int32(len(st.elsewhere))
 
 	r.setBlocked(st)
 	setDraining(st)
 	r.setDegraded(st, degraded, malformed)
 	setConflicting(st)
+	r.setOverBudget(ctx, st)
 }
 
 // setConflicting reports the pool's nodes that another pool selects too, or
@@ -115,6 +119,9 @@ func (st *poolState) waitInput() policies.WaitInput {
 			Next: p.nextOpening,
 		},
 		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
+	}
+	for _, v := range st.elsewhere {
+		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
 	}
 	for _, v := range st.views {
 		for _, pr := range v.windowProblems {
