@@ -24,7 +24,8 @@ type WaitInput struct {
 	// nowhere. Unused for the whole pool, whose Conflicting condition
 	// says which nodes are in other pools.
 	Pools []string
-	// SelectorErr says why the pool's nodeSelector cannot be used.
+	// SelectorErr says why the pool's nodeSelector cannot be parsed; for a
+	// node, Pool is then the pool that might select it.
 	SelectorErr error
 	// WindowErr says why the pool's windows cannot be read.
 	WindowErr error
@@ -71,6 +72,10 @@ type Budget struct {
 	Nodes int
 	// Waiting names the nodes not admitted; for one node, just it.
 	Waiting []string
+	// Elsewhere names the nodes the pool admitted that another pool
+	// selects now: they count in Unavailable until their reboot completes.
+	// Unused for one node.
+	Elsewhere []string
 }
 
 // WaitFunc is one reason to wait: it returns the condition's reason and
@@ -123,13 +128,15 @@ func ConflictingPools(in WaitInput) (string, string, bool) {
 	return v1alpha1.ConflictingReason, fmt.Sprintf("its node is selected by pools %s, and no pool admits it until only one does", strings.Join(in.Pools, ", ")), true
 }
 
-// InvalidSelector: a pool whose selector cannot be used admits nothing.
+// InvalidSelector: a pool whose selector cannot be parsed admits nothing,
+// and no pool admits a node it might select (which nodes it selects is
+// unknown).
 func InvalidSelector(in WaitInput) (string, string, bool) {
 	if in.SelectorErr == nil {
 		return "", "", false
 	}
 	if in.forNode() {
-		return v1alpha1.InvalidSelectorReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be used", in.Pool, in.SelectorErr), true
+		return v1alpha1.InvalidSelectorReason, fmt.Sprintf("pool %s might select the node and its %v; no pool admits the node until that selector can be parsed", in.Pool, in.SelectorErr), true
 	}
 	return v1alpha1.InvalidSelectorReason, in.SelectorErr.Error(), true
 }
@@ -216,6 +223,9 @@ func BudgetExhausted(in WaitInput) (string, string, bool) {
 	if in.forNode() {
 		return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("pool %s has as many nodes unavailable as it allows (%d); it waits its turn", in.Pool, b.Max), true
 	}
-	return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s",
-		b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", ")), true
+	msg := fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s", b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", "))
+	if len(b.Elsewhere) > 0 {
+		msg += "; counted until their reboot completes, though in another pool now: " + strings.Join(b.Elsewhere, ", ")
+	}
+	return v1alpha1.BudgetExhaustedReason, msg, true
 }

@@ -42,6 +42,14 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", SelectorErr: errors.New("spec.nodeSelector: bad"), Paused: true},
 			wantReason: v1alpha1.InvalidSelectorReason, wantMessage: "spec.nodeSelector: bad",
 		},
+		"a pool whose selector cannot be parsed might select the node": {
+			in:         policies.WaitInput{Pool: "broken", Node: node, Pools: []string{"default"}, SelectorErr: errors.New("spec.nodeSelector cannot be parsed: bad"), Paused: true},
+			wantReason: v1alpha1.InvalidSelectorReason, wantMessage: "pool broken might select the node and its spec.nodeSelector cannot be parsed: bad; no pool admits the node until that selector can be parsed",
+		},
+		"the budget counts nodes admitted here that are in another pool now": {
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 2, Waiting: []string{"n1"}, Elsewhere: []string{"n0 (in q)"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 2 nodes may be unavailable and 1 are; waiting: n1; counted until their reboot completes, though in another pool now: n0 (in q)",
+		},
 		"an invalid window comes before a pause": {
 			in:         policies.WaitInput{Pool: "p", Node: node, WindowErr: errors.New("spec.windows[0]: bad"), Paused: true},
 			wantReason: v1alpha1.InvalidWindowReason, wantMessage: "pool p's spec.windows[0]: bad; nothing is admitted until it can be read",

@@ -121,7 +121,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	}
 	var requeue time.Duration
 	var errs []error
-	mayApprove, used := approvable(st.views, st.plan.maxUnavailable)
+	mayApprove, used := approvable(st.views, len(st.elsewhere), st.plan.maxUnavailable)
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
 		// its admission stands for cannot be told.
@@ -240,18 +240,18 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		return err
 	}
 	paused := st.pool.Spec.Paused || st.windowErr != nil
-	st.plan = planAdmissions(st.views, mu, paused, false)
+	st.plan = planAdmissions(st.views, len(st.elsewhere), mu, paused, false)
 	// Blocking queries are asked only when they decide something.
 	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
 		if st.block = r.blocking(ctx, st); st.block.blocks() {
-			st.plan = planAdmissions(st.views, mu, paused, true)
+			st.plan = planAdmissions(st.views, len(st.elsewhere), mu, paused, true)
 		}
 	}
 	var errs []error
 	for _, name := range st.plan.admit {
 		v := st.view(name)
 		cur := v.Current()
-		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now}
+		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
 		node, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
 			cordon(n)
@@ -278,8 +278,10 @@ func (st *poolState) view(name string) nodeView {
 	return nodeView{}
 }
 
+// unavailable counts the nodes against the pool's budget: its own that are
+// unavailable, and those it admitted that are in another pool now.
 func (st *poolState) unavailable() int {
-	n := 0
+	n := len(st.elsewhere)
 	for _, v := range st.views {
 		if v.unavailable() {
 			n++

@@ -32,8 +32,10 @@ type plan struct {
 // approved first, the others wait, cordoned, holding their slot. A node that
 // was unavailable before kmaint touched it (cordoned by someone else, or not
 // Ready) costs nothing, as at admission, unless the pool is over budget.
-// It also returns how many nodes count against the budget.
-func approvable(views []nodeView, maxUnavailable int) (ok map[string]bool, used int) {
+// Nodes the pool admitted that another pool selects now (elsewhere) count
+// too. It also returns how many nodes count against the budget.
+func approvable(views []nodeView, elsewhere, maxUnavailable int) (ok map[string]bool, used int) {
+	used = elsewhere
 	var draining []nodeView
 	for _, v := range views {
 		switch {
@@ -80,8 +82,12 @@ func approvalFree(v nodeView) bool {
 // its requests' policies', unless a request ignores windows) waits; the
 // budget holds for the others all the same. With held (a blocking query), no
 // node is admitted: the plan then counts those that would have been.
-func planAdmissions(views []nodeView, maxUnavailable int, paused, held bool) plan {
-	p := plan{maxUnavailable: maxUnavailable}
+//
+// Nodes the pool admitted that another pool selects now (elsewhere: a
+// person relabelled them in flight) count against the budget until their
+// reboot completes, so that moving a node out frees no slot early.
+func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, paused, held bool) plan {
+	p := plan{maxUnavailable: maxUnavailable, unavailable: elsewhere}
 	var waiting []nodeView
 	for _, v := range views {
 		if v.unavailable() {

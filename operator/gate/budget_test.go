@@ -27,7 +27,10 @@ func TestPlanAdmissions(t *testing.T) {
 		otherPools map[string][]string
 		// inflight lists nodes the gate admitted that its cache does not
 		// show as admitted yet.
-		inflight       []string
+		inflight []string
+		// elsewhere counts nodes the pool admitted that another pool
+		// selects now.
+		elsewhere      int
 		maxUnavailable int
 		paused         bool
 		// closed lists nodes none of whose requests' windows are open, with
@@ -104,6 +107,13 @@ func TestPlanAdmissions(t *testing.T) {
 			maxUnavailable:  1,
 			wantWaiting:     []string{"a"},
 			wantUnavailable: 2,
+		},
+		"a node admitted here and moved to another pool holds its slot": {
+			nodes:           []*corev1.Node{gen.Node("a", gen.Requested("boot-0", req("a1", 0)))},
+			elsewhere:       1,
+			maxUnavailable:  1,
+			wantWaiting:     []string{"a"},
+			wantUnavailable: 1,
 		},
 		"a node cordoned by a person costs nothing": {
 			nodes: []*corev1.Node{
@@ -294,7 +304,7 @@ func TestPlanAdmissions(t *testing.T) {
 				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, tc.maxUnavailable, tc.paused, tc.held)
+			got := planAdmissions(views, tc.elsewhere, tc.maxUnavailable, tc.paused, tc.held)
 			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
 			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
 			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")

@@ -9,4 +9,40 @@
 // pure function, and the actions (finish, admit, drain) write what was
 // decided; the pool's status comes from the same picture, its Blocked
 // condition from policies.Wait.
+//
+// # Which pool a node is in, and which budgets it counts against
+//
+// A node's labels put it in a pool (pools.Of): the pool whose selector
+// matches it, or the default pool. That pool drives it: admits, drains,
+// approves and completes it. A node is admitted only when exactly one pool
+// holds it, so a node no pool can vouch for waits:
+//
+//   - a node two pools select is admitted by neither; both count it and
+//     report it (Conflicting);
+//   - a pool whose selector cannot be parsed (stored before the schema
+//     refused it) does not know its nodes, so every node it might select
+//     (meets each of its requirements that can be parsed) is one of its nodes
+//     as well as of the pool it would be in otherwise, and is admitted by
+//     neither. The broken pool reports them (Degraded, InvalidSelector), the
+//     other pool too (Conflicting, InvalidSelector), and so does each waiting
+//     request. Nodes it cannot select are not held up.
+//
+// A node in flight (admitted, until its reboot completes) counts against
+// every pool that holds it now and against the pool that admitted it, which
+// its admission annotation names. A person who relabels it into another pool
+// in the middle of its reboot thus frees no slot in the pool it leaves,
+// which admits no one in its place until the reboot completes, and the pool
+// it joins counts it at once, admitting and approving no one past its
+// budget; the pool it joins finishes it. Admissions written before they
+// named their pool count only where the node is.
+//
+// The gate keeps every pool within its budget, but a person can take a pool
+// past it: by moving a node in flight into a full pool, lowering
+// maxUnavailable, cordoning nodes by hand; and nodes go NotReady. Such a pool
+// admits no node that would add to the count and approves no drained node
+// until it is back within its budget, and reports it (setOverBudget): the
+// condition OverBudget names the nodes that count and why, each episode
+// gets one Warning event and one count in
+// kmaint_pool_over_budget_episodes_total, and kmaint_pool_over_budget is 1
+// while it lasts.
 package gate

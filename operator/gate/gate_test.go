@@ -142,7 +142,7 @@ func TestNodeInTwoPoolsIsReportedAndNeverAdmitted(t *testing.T) {
 	g := NewWithT(t)
 	createPool(t, gen.Pool("left", intstr.FromInt32(1)))
 	right := gen.Pool("right", intstr.FromInt32(1))
-	right.Spec.NodeSelector.MatchLabels = map[string]string{"side": "right"}
+	right.Spec.NodeSelector.MatchLabels = map[string]v1alpha1.SelectorValue{"side": "right"}
 	createPool(t, right)
 	node := createNodes(t, "both", "left", 1, gen.Labels("side", "right"))[0]
 	startOperator(t)

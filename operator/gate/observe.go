@@ -24,8 +24,16 @@ type poolState struct {
 	views []nodeView
 	now   time.Time
 
-	// selectorErr says why the pool's selector could not be used.
+	// selectorErr says why the pool's selector cannot be parsed; views
+	// then holds the nodes it might select, which no pool admits.
 	selectorErr error
+	// selection tells which pools nodes are in, and which pools'
+	// selectors cannot be parsed.
+	selection pools.Selection
+	// elsewhere holds the nodes this pool admitted that another pool
+	// selects now, still in flight: they count against this pool's budget
+	// until their reboot completes, and the pool they are in drives them.
+	elsewhere []nodeView
 	// windowErr says why the pool's windows could not be used; nothing is
 	// admitted then.
 	windowErr error
@@ -60,12 +68,12 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
 	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
-	if pool.Name != v1alpha1.DefaultPoolName {
-		if _, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector); err != nil {
-			st.selectorErr = fmt.Errorf("spec.nodeSelector: %w", err)
-			return st, nil
-		}
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
 	}
+	st.selection = pools.Selectors(poolList.Items)
+	st.selectorErr = st.selection.Err(pool.Name)
 	var rebootPolicies v1alpha1.RebootPolicyList
 	if err := r.List(ctx, &rebootPolicies); err != nil {
 		return nil, fmt.Errorf("list reboot policies: %w", err)
@@ -86,19 +94,18 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		settings = pools.Settings(list.Items)
 	}
-	var poolList v1alpha1.MaintenancePoolList
-	if err := r.List(ctx, &poolList); err != nil {
-		return nil, fmt.Errorf("list pools: %w", err)
-	}
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	selectors := pools.Selectors(poolList.Items)
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		in := pools.Of(node, selectors)
+		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
+			if v, ok := admittedHere(node, pool.Name); ok {
+				v.otherPools = in
+				st.elsewhere = append(st.elsewhere, v)
+			}
 			continue
 		}
 		v := newNodeView(node)
@@ -110,8 +117,20 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		st.views = append(st.views, v)
 	}
-	slices.SortFunc(st.views, func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) })
+	byName := func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) }
+	slices.SortFunc(st.views, byName)
+	slices.SortFunc(st.elsewhere, byName)
 	return st, nil
+}
+
+// admittedHere returns the view of a node the named pool admitted, still in
+// flight; false for any other node. Only the admission is decoded first:
+// this runs for every node the pool does not select.
+func admittedHere(node *corev1.Node, pool string) (nodeView, bool) {
+	if admittedBy(node) != pool {
+		return nodeView{}, false
+	}
+	return newNodeView(node), true
 }
 
 // replace puts a node the gate just wrote back into the state, so that later

@@ -85,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if pool.UID == "" {
 			return
 		}
-		r.setStatus(st)
+		r.setStatus(ctx, st)
 		// The cached pool may predate the last status written, so the
 		// comparison is with what this operator last wrote.
 		if r.written.Same(pool.Name, pool.UID, &pool.Status) {

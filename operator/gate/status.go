@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 // setStatus fills the pool's status from the reconcile's final picture.
-func (r *Reconciler) setStatus(st *poolState) {
+func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	pool := st.pool
 	s := &pool.Status
 	s.ObservedGeneration = pool.Generation
@@ -30,7 +31,7 @@ func (r *Reconciler) setStatus(st *poolState) {
 			LastEvaluationTime: metav1.NewTime(st.block.at)}
 	}
 
-	var degraded, malformed, conflicting []string
+	var degraded, malformed []string
 	for _, v := range st.views {
 		s.Nodes++
 		count(&s.Ready, v.Ready)
@@ -45,16 +46,51 @@ func (r *Reconciler) setStatus(st *poolState) {
 		} else if v.Degraded() {
 			degraded = append(degraded, degradedMessage(v))
 		}
-		if len(v.otherPools) > 0 {
-			conflicting = append(conflicting, fmt.Sprintf("%s (also in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
-		}
 	}
+	// Nodes this pool admitted that are in another pool now still count.
+	s.Unavailable += int32(len(st.elsewhere))
 
 	r.setBlocked(st)
 	setDraining(st)
 	r.setDegraded(st, degraded, malformed)
-	setCondition(pool, v1alpha1.ConflictingCondition, len(conflicting) > 0, v1alpha1.NodesInOtherPoolsReason, v1alpha1.NoConflictsReason,
-		"Nodes selected by another pool too are never admitted: "+strings.Join(conflicting, "; "))
+	setConflicting(st)
+	r.setOverBudget(ctx, st)
+}
+
+// setConflicting reports the pool's nodes that another pool selects too, or
+// that a pool whose selector cannot be parsed might select: no pool admits
+// them. The reason is InvalidSelector when only such pools cause it.
+func setConflicting(st *poolState) {
+	var parts []string
+	realConflict := false
+	for _, v := range st.views {
+		if len(v.otherPools) == 0 {
+			continue
+		}
+		var valid, invalid []string
+		for _, p := range append([]string{st.pool.Name}, v.otherPools...) {
+			if st.selection.Err(p) != nil {
+				invalid = append(invalid, p)
+			} else {
+				valid = append(valid, p)
+			}
+		}
+		var why []string
+		if len(valid) > 1 {
+			realConflict = true
+			why = append(why, "selected by "+strings.Join(valid, ", "))
+		}
+		if len(invalid) > 0 {
+			why = append(why, "might be selected by "+strings.Join(invalid, ", ")+", whose nodeSelector cannot be parsed")
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", v.Node.Name, strings.Join(why, "; ")))
+	}
+	reason := v1alpha1.InvalidSelectorReason
+	if realConflict {
+		reason = v1alpha1.NodesInOtherPoolsReason
+	}
+	setCondition(st.pool, v1alpha1.ConflictingCondition, len(parts) > 0, reason, v1alpha1.NoConflictsReason,
+		"Nodes that more than one pool selects, or might select, are never admitted: "+strings.Join(parts, "; "))
 }
 
 func count(n *int32, ok bool) {
@@ -83,6 +119,9 @@ func (st *poolState) waitInput() policies.WaitInput {
 			Next: p.nextOpening,
 		},
 		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
+	}
+	for _, v := range st.elsewhere {
+		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
 	}
 	for _, v := range st.views {
 		for _, pr := range v.windowProblems {
@@ -142,7 +181,15 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed []string) {
 	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.DegradedCondition)
 	switch {
 	case st.selectorErr != nil:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", st.selectorErr.Error())
+		msg := st.selectorErr.Error() + "; nothing is admitted in this pool"
+		if len(st.views) > 0 {
+			var names []string
+			for _, v := range st.views {
+				names = append(names, v.Node.Name)
+			}
+			msg += fmt.Sprintf(", nor in any other pool the %d nodes it might select, until it can be parsed: %s", len(names), nameList(names))
+		}
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
 	case st.windowErr != nil:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
 	case len(malformed) > 0:
@@ -172,4 +219,14 @@ func setCondition(pool *v1alpha1.MaintenancePool, condType string, status bool, 
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, v1alpha1.FitMessage(message)
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, c)
+}
+
+// nameList joins names for a message, the first twenty of them: enough to
+// find the rest with kubectl.
+func nameList(names []string) string {
+	const most = 20
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
 }

@@ -31,7 +31,8 @@ func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // nodeHandler enqueues the pools a node belongs to, before and after a
-// change, so a node that moves between pools is recounted by both.
+// change, so a node that moves between pools is recounted by both, and the
+// pool that admitted it, which counts it until its reboot completes.
 func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...client.Object) {
 		var poolList v1alpha1.MaintenancePoolList
@@ -47,7 +48,11 @@ func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reco
 			if !ok {
 				continue
 			}
-			for _, name := range pools.Of(node, selectors) {
+			names := pools.Of(node, selectors)
+			if a := admittedBy(node); a != "" {
+				names = append(names, a)
+			}
+			for _, name := range names {
 				if !seen[name] {
 					seen[name] = true
 					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
@@ -125,4 +130,14 @@ func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.
 		}
 	}
 	return reqs
+}
+
+// admittedBy names the pool that admitted the node; empty when none did or
+// the admission does not say.
+func admittedBy(node *corev1.Node) string {
+	var a protocol.Admission
+	if ok, err := protocol.Decode(node, protocol.Admitted, &a); !ok || err != nil {
+		return ""
+	}
+	return a.Pool
 }

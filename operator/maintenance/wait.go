@@ -27,9 +27,11 @@ type waiting struct {
 // poolFacts is what one reconcile read of a node's pool, to tell the node's
 // waiting requests why they wait.
 type poolFacts struct {
-	// names are the pools that select the node; more than one admits it
-	// nowhere.
+	// names are the pools that select the node, or might (see
+	// pools.Selection); more than one admits it nowhere.
 	names []string
+	// selection tells which of them cannot parse their selector.
+	selection pools.Selection
 	// pool is the node's pool object; nil for the built-in default pool
 	// without one.
 	pool *v1alpha1.MaintenancePool
@@ -47,7 +49,8 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
-	pf := &poolFacts{names: pools.Of(node.Node, pools.Selectors(poolList.Items)), settings: pools.Settings(items)}
+	sel := pools.Selectors(poolList.Items)
+	pf := &poolFacts{names: pools.Of(node.Node, sel), selection: sel, settings: pools.Settings(items)}
 	if len(pf.names) > 1 {
 		return pf, nil
 	}
@@ -73,6 +76,16 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0]}
 	if len(pf.names) > 1 {
+		// A pool that cannot parse its selector might select the node: it
+		// is said as such, not as one more pool that selects it.
+		in.Pools = nil
+		for _, name := range pf.names {
+			if err := pf.selection.Err(name); err != nil && in.SelectorErr == nil {
+				in.Pool, in.SelectorErr = name, err
+			} else if err == nil {
+				in.Pools = append(in.Pools, name)
+			}
+		}
 		return in
 	}
 	in.WindowErr = pf.windows.PoolErr()

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,10 @@ func poolChanged() predicate.Predicate {
 }
 
 // poolNodes maps a pool to the nodes it selects that have a Requested
-// NodeMaintenance: only those show why they wait.
+// NodeMaintenance: only those show why they wait. Nodes that wait because
+// of a conflict or a selector that cannot be parsed are mapped too, whatever
+// their pools: a pool's new selector may have ended that, and the pool it
+// selected them for no longer names them.
 func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.NodeMaintenanceList
 	if err := r.List(ctx, &list); err != nil {
@@ -66,7 +70,7 @@ func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconci
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 			continue
 		}
-		if slices.Contains(pools.Of(node, selectors), obj.GetName()) {
+		if slices.Contains(pools.Of(node, selectors), obj.GetName()) || waitsForPools(&nm) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
@@ -91,4 +95,11 @@ func (r *Reconciler) policyNodes(ctx context.Context, obj client.Object) []recon
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}})
 	}
 	return reqs
+}
+
+// waitsForPools reports whether a NodeMaintenance waits because more than
+// one pool selects, or might select, its node.
+func waitsForPools(nm *v1alpha1.NodeMaintenance) bool {
+	c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
+	return c != nil && (c.Reason == v1alpha1.ConflictingReason || c.Reason == v1alpha1.InvalidSelectorReason)
 }

@@ -84,6 +84,8 @@ func TestOperatorMetrics(t *testing.T) {
 			`kmaint_pool_unavailable_nodes{pool="metrics"} 0`,
 			`kmaint_pool_window_open{pool="metrics"} 1`,
 			`kmaint_pool_blocked{pool="metrics",reason=""} 0`,
+			`kmaint_pool_over_budget{pool="metrics"} 0`,
+			`kmaint_pool_over_budget_episodes_total{pool="metrics"} 0`,
 			`kmaint_policy_requests_raised_total{policy="metrics-monthly"} 0`,
 			`kmaint_policy_condition{condition="Ready",policy="metrics-monthly"} 1`,
 			`kmaint_policy_candidates{policy="metrics-monthly",state="Pending"} 0`,

@@ -15,6 +15,7 @@ const (
 	PolicyEvaluationErrorsTotal  = "kmaint_policy_evaluation_errors_total"     // counter {policy, reason}
 	PolicyEvaluationDurationSecs = "kmaint_policy_evaluation_duration_seconds" // histogram {policy}
 	PolicyQueryValue             = "kmaint_policy_query_value"                 // gauge {policy, node}
+	PoolOverBudgetEpisodesTotal  = "kmaint_pool_over_budget_episodes_total"    // counter {pool}: times the pool went over its budget
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -29,6 +30,7 @@ const (
 	PoolBlocked          = "kmaint_pool_blocked"           // gauge {pool, reason}: 1 while blocked, for that reason
 	PoolWindowOpen       = "kmaint_pool_window_open"       // gauge {pool}: 1 while a window is open (or the pool has none)
 	PoolPaused           = "kmaint_pool_paused"            // gauge {pool}
+	PoolOverBudget       = "kmaint_pool_over_budget"       // gauge {pool}: 1 while more nodes count against the budget than it allows
 
 	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
 	PolicyOpenRequests   = "kmaint_policy_open_requests"                     // gauge {policy}
@@ -53,9 +55,9 @@ func All() []string {
 	return []string{
 		RequestsTotal, AdmissionsTotal, DrainDurationSeconds, DrainFailuresTotal, RebootDurationSeconds,
 		RebootFailuresTotal, MaintenancesCompletedTotal, PolicyEvaluationsTotal, PolicyEvaluationErrorsTotal,
-		PolicyEvaluationDurationSecs, PolicyQueryValue,
+		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
-		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused,
+		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
 		AlertWebhookRequestsTotal,

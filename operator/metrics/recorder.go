@@ -21,6 +21,7 @@ type Recorder struct {
 	evalErrors     *prometheus.CounterVec
 	evalDuration   *prometheus.HistogramVec
 	queryValue     *prometheus.GaugeVec
+	overBudget     *prometheus.CounterVec
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -55,6 +56,8 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "Time a RebootPolicy's Prometheus query took.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"policy"}),
 		queryValue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: PolicyQueryValue,
 			Help: "A RebootPolicy's last query value for each selected node it names."}, []string{"policy", "node"}),
+		overBudget: prometheus.NewCounterVec(prometheus.CounterOpts{Name: PoolOverBudgetEpisodesTotal,
+			Help: "Times a pool went over its budget (its OverBudget condition turned True), by pool."}, []string{"pool"}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -68,6 +71,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.evalErrors = register(reg, r.evalErrors, &err)
 	r.evalDuration = register(reg, r.evalDuration, &err)
 	r.queryValue = register(reg, r.queryValue, &err)
+	r.overBudget = register(reg, r.overBudget, &err)
 	return r, err
 }
 
@@ -96,6 +100,7 @@ func (r *Recorder) InitPool(pool string) {
 		return
 	}
 	r.admissions.WithLabelValues(pool)
+	r.overBudget.WithLabelValues(pool)
 	r.drainFailures.WithLabelValues(pool, "DrainTimeout")
 	r.rebootFailures.WithLabelValues(pool, "RebootNotObserved")
 	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert"} {
@@ -119,6 +124,13 @@ func (r *Recorder) RequestSeen(source, pool, policy string) {
 func (r *Recorder) Admitted(pool string) {
 	if r != nil {
 		r.admissions.WithLabelValues(pool).Inc()
+	}
+}
+
+// OverBudget counts a pool going over its budget.
+func (r *Recorder) OverBudget(pool string) {
+	if r != nil {
+		r.overBudget.WithLabelValues(pool).Inc()
 	}
 }
 

@@ -46,6 +46,7 @@ func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.Passive
 	s.desc(PoolBlocked, "1 while the pool admits nothing new, with the reason (Paused, BudgetExhausted, OutsideWindow, BlockingQuery ...).", []string{"pool", "reason"})
 	s.desc(PoolWindowOpen, "1 while one of the pool's maintenance windows is open, or the pool has none.", pool)
 	s.desc(PoolPaused, "1 while the pool is paused.", pool)
+	s.desc(PoolOverBudget, "1 while more of the pool's nodes count against its budget than maxUnavailable allows (its OverBudget condition).", pool)
 	policy := []string{"policy"}
 	s.desc(PolicyCandidates, "Nodes meeting a policy's trigger, by what they wait for.", []string{"policy", "state"})
 	s.desc(PolicyOpenRequests, "A policy's requests not yet Succeeded or Failed.", policy)
@@ -144,6 +145,7 @@ func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.Maintenance
 	// Unreadable windows count as shut, as the gate treats them.
 	s.gauge(ch, PoolWindowOpen, bool01(pools.NewWindows(s.Clock.Now(), p, nil).Pool().Open), name)
 	s.gauge(ch, PoolPaused, bool01(p.Spec.Paused), name)
+	s.gauge(ch, PoolOverBudget, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.OverBudgetCondition)), name)
 }
 
 func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPolicy, open int) {

@@ -5,49 +5,10 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
-
-// Selectors returns every pool's node selector but the default pool's.
-// Pools whose selector is invalid select nothing; the gate reports them.
-func Selectors(pools []v1alpha1.MaintenancePool) map[string]labels.Selector {
-	selectors := make(map[string]labels.Selector, len(pools))
-	for i := range pools {
-		p := &pools[i]
-		if p.Name == v1alpha1.DefaultPoolName || p.Spec.NodeSelector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			continue
-		}
-		selectors[p.Name] = sel
-	}
-	return selectors
-}
-
-// Of returns the pools that select a node, sorted: the pools whose selector
-// matches it, or the default pool when none does. More than one means the
-// node is admitted nowhere.
-func Of(node *corev1.Node, selectors map[string]labels.Selector) []string {
-	var names []string
-	for name, sel := range selectors {
-		if sel.Matches(labels.Set(node.Labels)) {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		return []string{v1alpha1.DefaultPoolName}
-	}
-	slices.Sort(names)
-	return names
-}
 
 // Verdict says whether a request's windows let it be admitted now.
 type Verdict struct {

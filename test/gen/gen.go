@@ -183,7 +183,7 @@ func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenanceP
 	return &v1alpha1.MaintenancePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.MaintenancePoolSpec{
-			NodeSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}},
+			NodeSelector:   &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": v1alpha1.SelectorValue(name)}},
 			MaxUnavailable: &maxUnavailable,
 		},
 	}

@@ -265,7 +265,7 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 	if p.Spec.Paused {
 		state = append(state, "Paused")
 	}
-	for _, t := range []string{v1alpha1.BlockedCondition, v1alpha1.DegradedCondition, v1alpha1.ConflictingCondition} {
+	for _, t := range []string{v1alpha1.BlockedCondition, v1alpha1.DegradedCondition, v1alpha1.ConflictingCondition, v1alpha1.OverBudgetCondition} {
 		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == "True" {
 			if t != v1alpha1.BlockedCondition || c.Reason != v1alpha1.PausedReason {
 				state = append(state, t+": "+c.Reason)

@@ -98,6 +98,11 @@ type Admission struct {
 	Requests []string `json:"requests"`
 	// Time is when the node was admitted and its drain began.
 	Time time.Time `json:"time"`
+	// Pool names the pool that admitted the node. Until the reboot
+	// completes the node counts against that pool's budget, whichever pool
+	// its labels put it in meanwhile; empty in admissions written before
+	// the field existed, which count only where the node is.
+	Pool string `json:"pool,omitempty"`
 }
 
 // DrainFailure is the value of DrainFailed.

@@ -33,8 +33,13 @@ const (
 	// that the approved reboot did not happen.
 	DegradedCondition = "Degraded"
 	// ConflictingCondition is True while another pool selects some of the
-	// pool's nodes too.
+	// pool's nodes too, or a pool whose nodeSelector cannot be parsed might.
 	ConflictingCondition = "Conflicting"
+	// OverBudgetCondition is True while more of the pool's nodes count
+	// against its budget than maxUnavailable allows, whatever the cause (a
+	// node relabelled into the pool in flight, a lowered maxUnavailable,
+	// nodes cordoned by hand or gone NotReady). kmaint never causes it.
+	OverBudgetCondition = "OverBudget"
 )
 
 // NodeMaintenance condition types (and DegradedCondition above).
@@ -70,7 +75,8 @@ const (
 const (
 	// ConflictingReason: more than one pool selects the node.
 	ConflictingReason = "Conflicting"
-	// InvalidSelectorReason: the pool's nodeSelector cannot be used.
+	// InvalidSelectorReason: the pool's nodeSelector cannot be parsed, or,
+	// for a node, that of a pool that might select it.
 	InvalidSelectorReason = "InvalidSelector"
 	// InvalidWindowReason: a window that applies cannot be read.
 	InvalidWindowReason = "InvalidWindow"
@@ -100,6 +106,10 @@ const (
 	AsExpectedReason          = "AsExpected"
 	NodesInOtherPoolsReason   = "NodesInOtherPools"
 	NoConflictsReason         = "NoConflicts"
+	// TooManyUnavailableReason: OverBudget is True; the message counts and
+	// names the nodes.
+	TooManyUnavailableReason = "TooManyUnavailable"
+	WithinBudgetReason       = "WithinBudget"
 )
 
 // Reasons of NodeMaintenance conditions.

@@ -16,7 +16,7 @@ type MaintenancePoolSpec struct {
 	// pool named "default", which takes every node that no other pool selects.
 	// A node selected by two pools is reported by both and admitted by neither.
 	// +optional
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	NodeSelector *LabelSelector `json:"nodeSelector,omitempty"`
 
 	// MaxUnavailable is how many of the pool's nodes may be unavailable at
 	// once: approved, draining, rebooting, not Ready or unschedulable for any

@@ -167,6 +167,63 @@ func TestMaintenancePoolAdmission(t *testing.T) {
 	})
 }
 
+// TestMaintenancePoolSelectorAdmission sends selectors that the label
+// selector parser refuses: the schema refuses each of them, naming the
+// field, so that no pool is stored whose nodes cannot be told.
+func TestMaintenancePoolSelectorAdmission(t *testing.T) {
+	const (
+		operatorMsg = `Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist"`
+		valuesMsg   = "values must list at least one value for the operators In and NotIn, and none for Exists and DoesNotExist"
+		keyMsg      = "key must be a label key"
+		labelKeyMsg = "every key must be a label key"
+		valueMsg    = "must be a label value"
+	)
+	expr := func(e map[string]any) map[string]any {
+		return map[string]any{"nodeSelector": map[string]any{"matchExpressions": []any{e}}}
+	}
+	labels := func(l map[string]any) map[string]any {
+		return map[string]any{"nodeSelector": map[string]any{"matchLabels": l}}
+	}
+	const exprField = "spec.nodeSelector.matchExpressions[0]"
+	many := make([]any, 33)
+	for i := range many {
+		many[i] = map[string]any{"key": fmt.Sprintf("k%d", i), "operator": "Exists"}
+	}
+	runAdmissionCases(t, "MaintenancePool", map[string]admissionCase{
+		"operator Equals":            {spec: expr(map[string]any{"key": "zone", "operator": "Equals", "values": []any{"a"}}), wantErr: operatorMsg, wantField: exprField + ".operator"},
+		"operator in lower case":     {spec: expr(map[string]any{"key": "zone", "operator": "in", "values": []any{"a"}}), wantErr: "Unsupported value", wantField: exprField + ".operator"},
+		"no operator":                {spec: expr(map[string]any{"key": "zone"}), wantErr: "Required value", wantField: exprField + ".operator"},
+		"no key":                     {spec: expr(map[string]any{"operator": "Exists"}), wantErr: "Required value", wantField: exprField + ".key"},
+		"In without values":          {spec: expr(map[string]any{"key": "zone", "operator": "In"}), wantErr: valuesMsg, wantField: exprField + ".values"},
+		"In with an empty list":      {spec: expr(map[string]any{"key": "zone", "operator": "In", "values": []any{}}), wantErr: valuesMsg, wantField: exprField + ".values"},
+		"NotIn without values":       {spec: expr(map[string]any{"key": "zone", "operator": "NotIn"}), wantErr: valuesMsg, wantField: exprField + ".values"},
+		"Exists with values":         {spec: expr(map[string]any{"key": "zone", "operator": "Exists", "values": []any{"a"}}), wantErr: valuesMsg, wantField: exprField + ".values"},
+		"DoesNotExist with values":   {spec: expr(map[string]any{"key": "zone", "operator": "DoesNotExist", "values": []any{"a"}}), wantErr: valuesMsg, wantField: exprField + ".values"},
+		"key with a space":           {spec: expr(map[string]any{"key": "bad key", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key with two slashes":       {spec: expr(map[string]any{"key": "a.io/b/c", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key with an empty prefix":   {spec: expr(map[string]any{"key": "/zone", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key with an upper prefix":   {spec: expr(map[string]any{"key": "Example.com/zone", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key ending in a dash":       {spec: expr(map[string]any{"key": "zone-", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key name of 64 characters":  {spec: expr(map[string]any{"key": strings.Repeat("k", 64), "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key prefix of 254":          {spec: expr(map[string]any{"key": strings.Repeat("p", 254) + "/k", "operator": "Exists"}), wantErr: keyMsg, wantField: exprField + ".key"},
+		"key of 318 characters":      {spec: expr(map[string]any{"key": strings.Repeat("p", 254) + "/" + strings.Repeat("k", 63), "operator": "Exists"}), wantErr: "Too long", wantField: exprField + ".key"},
+		"value with a space":         {spec: expr(map[string]any{"key": "zone", "operator": "In", "values": []any{"a", "b c"}}), wantErr: valueMsg, wantField: exprField + ".values[1]"},
+		"value starting with a dot":  {spec: expr(map[string]any{"key": "zone", "operator": "NotIn", "values": []any{".a"}}), wantErr: valueMsg, wantField: exprField + ".values[0]"},
+		"value of 64 characters":     {spec: expr(map[string]any{"key": "zone", "operator": "In", "values": []any{strings.Repeat("v", 64)}}), wantErr: "Too long", wantField: exprField + ".values[0]"},
+		"65 values":                  {spec: expr(map[string]any{"key": "zone", "operator": "In", "values": make([]any, 65)}), wantErr: "Too many", wantField: exprField + ".values"},
+		"33 expressions":             {spec: map[string]any{"nodeSelector": map[string]any{"matchExpressions": many}}, wantErr: "Too many", wantField: "spec.nodeSelector.matchExpressions"},
+		"matchLabels key with space": {spec: labels(map[string]any{"bad key": "x"}), wantErr: labelKeyMsg, wantField: "spec.nodeSelector.matchLabels"},
+		"matchLabels key too long":   {spec: labels(map[string]any{strings.Repeat("k", 64): "x"}), wantErr: labelKeyMsg, wantField: "spec.nodeSelector.matchLabels"},
+		"matchLabels bad value":      {spec: labels(map[string]any{"pool": "-x"}), wantErr: valueMsg, wantField: "spec.nodeSelector.matchLabels[pool]"},
+		"matchLabels long value":     {spec: labels(map[string]any{"pool": strings.Repeat("v", 64)}), wantErr: "Too long", wantField: "spec.nodeSelector.matchLabels.pool"},
+		"In with values":             {spec: expr(map[string]any{"key": "zone", "operator": "In", "values": []any{"a", "b"}})},
+		"Exists without values":      {spec: expr(map[string]any{"key": "kubernetes.io/hostname", "operator": "Exists"})},
+		"DoesNotExist, empty list":   {spec: expr(map[string]any{"key": "zone", "operator": "DoesNotExist", "values": []any{}})},
+		"longest key and value":      {spec: expr(map[string]any{"key": strings.Repeat("p", 253) + "/" + strings.Repeat("k", 63), "operator": "In", "values": []any{strings.Repeat("v", 63)}})},
+		"matchLabels empty value":    {spec: labels(map[string]any{"example.com/pool": ""})},
+	})
+}
+
 // TestDefaultPoolNeedsNoSelector runs on its own: only one pool can be named
 // default.
 func TestDefaultPoolNeedsNoSelector(t *testing.T) {
@@ -388,7 +445,7 @@ func TestDefaultsTyped(t *testing.T) {
 
 	pool := &v1alpha1.MaintenancePool{
 		ObjectMeta: metav1.ObjectMeta{Name: "defaults-typed-pool"},
-		Spec:       v1alpha1.MaintenancePoolSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "x"}}},
+		Spec:       v1alpha1.MaintenancePoolSpec{NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "x"}}},
 	}
 	g.Expect(bed.Client.Create(ctx, pool)).To(Succeed())
 	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), pool) })

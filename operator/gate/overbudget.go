@@ -1,0 +1,91 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// setOverBudget reports a pool that has more nodes counting against its
+// budget than maxUnavailable allows. The gate never takes a pool there (it
+// admits and approves within the budget, counting nodes in flight against
+// every pool they are in and the pool that admitted them), but a person can:
+// by relabelling a node in flight into the pool, lowering maxUnavailable,
+// cordoning nodes; and nodes go NotReady. While it lasts no node that would
+// add to the count is admitted and no drained node is approved. Each episode
+// gets one Warning event and one count in the metrics; the condition says
+// which nodes count, and why.
+func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState) {
+	pool := st.pool
+	maxUnavailable, err := policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
+	used := st.unavailable()
+	// A pool whose selector cannot be parsed has no nodes of its own to
+	// count; its condition Degraded says so.
+	over := err == nil && st.selectorErr == nil && used > maxUnavailable
+	msg := ""
+	if over {
+		msg = fmt.Sprintf("%d nodes count against a maxUnavailable of %d: %s; no node that would add to them is admitted and no drained node is approved until the pool is back within its budget",
+			used, maxUnavailable, nameList(st.countedNodes()))
+	}
+	was := r.lastCondition(pool, v1alpha1.OverBudgetCondition)
+	setCondition(pool, v1alpha1.OverBudgetCondition, over, v1alpha1.TooManyUnavailableReason, v1alpha1.WithinBudgetReason, msg)
+	if over && (was == nil || was.Status != metav1.ConditionTrue) {
+		ctrl.LoggerFrom(ctx).Info("Pool over budget", "pool", pool.Name, "unavailable", used, "maxUnavailable", maxUnavailable)
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.OverBudgetCondition, "Count", "%s", v1alpha1.FitMessage(msg))
+		r.Metrics.OverBudget(pool.Name)
+	}
+}
+
+// lastCondition is the pool's condition as this operator last wrote it, or
+// as the cache shows it when this operator has written none: the cache may
+// not show the last write yet, and an episode must be announced once.
+func (r *Reconciler) lastCondition(pool *v1alpha1.MaintenancePool, condType string) *metav1.Condition {
+	if last, ok := r.written.Last(pool.Name, pool.UID); ok {
+		return meta.FindStatusCondition(last.Conditions, condType)
+	}
+	return meta.FindStatusCondition(pool.Status.Conditions, condType)
+}
+
+// countedNodes names the nodes that count against the pool's budget, each
+// with why.
+func (st *poolState) countedNodes() []string {
+	var names []string
+	for _, v := range st.views {
+		if v.unavailable() {
+			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v, st.pool.Name)))
+		}
+	}
+	for _, v := range st.elsewhere {
+		names = append(names, fmt.Sprintf("%s (%s, admitted by this pool and now in %s)", v.Node.Name, unavailableBecause(v, st.pool.Name), strings.Join(v.otherPools, ", ")))
+	}
+	return names
+}
+
+// unavailableBecause says why a node counts against its pool's budget.
+func unavailableBecause(v nodeView, pool string) string {
+	var why string
+	switch {
+	case v.inflight:
+		why = "admitted"
+	case v.Rebooting():
+		why = "rebooting"
+	case v.Draining():
+		why = "draining"
+	case !v.Ready:
+		why = "not Ready"
+	default:
+		why = "cordoned"
+	}
+	if a := v.Admission; a != nil && a.Pool != "" && a.Pool != pool {
+		why += ", admitted by pool " + a.Pool
+	}
+	return why
+}
