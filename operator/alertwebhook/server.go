@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -24,25 +23,36 @@ const (
 )
 
 // Server serves a Handler at AlertsPath, and a liveness probe at
-// HealthzPath, until its context ends. It serves TLS when CertFile and
-// KeyFile are set, reloading them when they change (cert-manager rotates
-// them in place); otherwise plain HTTP, which is for tests and for clusters
-// where a mesh or a private network protects the traffic: the bearer token
-// travels in the clear.
+// HealthzPath, until its context ends. It serves TLS with the certificate
+// Certificates give (a generated one kept in a Secret, SecretCertificates,
+// or mounted files, FileCertificates); without Certificates it serves plain
+// HTTP, which is only for clusters where a mesh or a private network
+// protects the traffic: the bearer token travels in the clear.
 type Server struct {
 	// BindAddress is the address to listen on, e.g. ":9443" or
 	// "127.0.0.1:0".
 	BindAddress string
 	// Handler handles the alerts.
 	Handler http.Handler
-	// CertFile and KeyFile are a PEM certificate and key; both or neither.
-	CertFile, KeyFile string
+	// Certificates give the TLS certificate; nil serves plain HTTP.
+	Certificates Certificates
 	// Logger logs the server's start; unset means the logger of Start's
 	// context.
 	Logger logr.Logger
 
 	mu   sync.Mutex
 	addr net.Addr
+}
+
+// Certificates give a Server its serving certificate and keep it current.
+type Certificates interface {
+	// Load reads (or makes) the first certificate. The server listens only
+	// once it has one, and fails to start when Load fails.
+	Load(ctx context.Context) error
+	// Start keeps the certificate current until ctx ends.
+	Start(ctx context.Context) error
+	// GetCertificate gives the current certificate, as tls.Config wants.
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 var (
@@ -68,9 +78,6 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.Handler == nil {
 		return errors.New("alert webhook server: no handler")
 	}
-	if (s.CertFile == "") != (s.KeyFile == "") {
-		return errors.New("alert webhook server: set both a certificate and a key file, or neither")
-	}
 	mux := http.NewServeMux()
 	mux.Handle(AlertsPath, s.Handler)
 	mux.HandleFunc(HealthzPath, func(w http.ResponseWriter, _ *http.Request) {
@@ -88,14 +95,12 @@ func (s *Server) Start(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 
-	var watcher *certwatcher.CertWatcher
-	if s.CertFile != "" {
-		var err error
-		watcher, err = certwatcher.New(s.CertFile, s.KeyFile)
-		if err != nil {
+	certs := s.Certificates
+	if certs != nil {
+		if err := certs.Load(ctx); err != nil {
 			return fmt.Errorf("alert webhook server: %w", err)
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 	}
 
 	ln, err := net.Listen("tcp", s.BindAddress)
@@ -110,10 +115,10 @@ func (s *Server) Start(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	if watcher != nil {
+	if certs != nil {
 		wg.Go(func() {
-			if err := watcher.Start(ctx); err != nil {
-				errs <- fmt.Errorf("alert webhook server: watch certificate: %w", err)
+			if err := certs.Start(ctx); err != nil {
+				errs <- fmt.Errorf("alert webhook server: keep certificate current: %w", err)
 				cancel()
 			}
 		})
@@ -132,8 +137,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if logger.GetSink() == nil {
 		logger = log.FromContext(ctx)
 	}
-	logger.Info("Serving Alertmanager webhook", "address", ln.Addr().String(), "path", AlertsPath, "tls", watcher != nil)
-	if watcher != nil {
+	logger.Info("Serving Alertmanager webhook", "address", ln.Addr().String(), "path", AlertsPath, "tls", certs != nil)
+	if certs != nil {
 		err = srv.ServeTLS(ln, "", "")
 	} else {
 		err = srv.Serve(ln)

@@ -67,7 +67,7 @@ func TestServer(t *testing.T) {
 	sink := &recordingSink{}
 	s := &alertwebhook.Server{
 		BindAddress: "127.0.0.1:0",
-		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)},
+		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()},
 		Logger:      testr.New(t),
 	}
 	if s.NeedLeaderElection() {
@@ -111,10 +111,10 @@ func TestServerTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSignedCert(t)
 	sink := &recordingSink{}
 	s := &alertwebhook.Server{
-		BindAddress: "127.0.0.1:0",
-		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)},
-		CertFile:    certFile, KeyFile: keyFile,
-		Logger: testr.New(t),
+		BindAddress:  "127.0.0.1:0",
+		Handler:      &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()},
+		Certificates: &alertwebhook.FileCertificates{CertFile: certFile, KeyFile: keyFile},
+		Logger:       testr.New(t),
 	}
 	base, stop := startServer(t, s, "https")
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -133,9 +133,10 @@ func TestServerConfigErrors(t *testing.T) {
 	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}}
 	for name, s := range map[string]*alertwebhook.Server{
 		"no handler":       {BindAddress: "127.0.0.1:0"},
-		"cert without key": {BindAddress: "127.0.0.1:0", Handler: h, CertFile: "tls.crt"},
-		"missing files":    {BindAddress: "127.0.0.1:0", Handler: h, CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"},
-		"bad address":      {BindAddress: "127.0.0.1:notaport", Handler: h},
+		"cert without key": {BindAddress: "127.0.0.1:0", Handler: h, Certificates: &alertwebhook.FileCertificates{CertFile: "tls.crt"}},
+		"missing files": {BindAddress: "127.0.0.1:0", Handler: h,
+			Certificates: &alertwebhook.FileCertificates{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}},
+		"bad address": {BindAddress: "127.0.0.1:notaport", Handler: h},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Start(t.Context()); err == nil {
