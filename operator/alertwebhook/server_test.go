@@ -150,6 +150,24 @@ func TestServerConfigErrors(t *testing.T) {
 // their paths and a pool that trusts the certificate.
 func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
+	certPEM, keyPEM := certPair(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), net.ParseIP("127.0.0.1"))
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+// certPair is a self-signed certificate for ip, valid from notBefore to
+// notAfter, and its key, in PEM.
+func certPair(t *testing.T, notBefore, notAfter time.Time, ip net.IP) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +175,9 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "kmaint-alerts"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{ip},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -171,19 +189,14 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	return b
 }
