@@ -57,7 +57,9 @@ type TokenSource interface {
 // Handler serves Alertmanager's webhook: it accepts only POSTs of JSON
 // payloads that carry the right bearer token, and answers 200 only after
 // Sink has taken the payload's alerts, so that Alertmanager retries
-// everything the operator did not act on.
+// everything the operator did not act on (503). Alerts it refuses (no
+// labels, an unknown status, absurd times) are left out and listed in a
+// 400, after the others were taken.
 type Handler struct {
 	// Tokens gives the token requests must carry. Required: a Handler never
 	// accepts a request when it has no token to compare.
