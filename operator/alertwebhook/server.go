@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.Handler == nil {
 		return errors.New("alert webhook server: no handler")
 	}
+	logger := s.Logger
+	if logger.GetSink() == nil {
+		logger = log.FromContext(ctx)
+	}
 	mux := http.NewServeMux()
 	mux.Handle(AlertsPath, s.Handler)
 	mux.HandleFunc(HealthzPath, func(w http.ResponseWriter, _ *http.Request) {
@@ -93,6 +99,9 @@ func (s *Server) Start(ctx context.Context) error {
 		// Requests keep the context's values (the logger) but not its end,
 		// so that those in flight at shutdown can finish within the grace.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// Failed handshakes, such as Alertmanager sending plain HTTP to the
+		// TLS port, in the operator's log rather than on stderr.
+		ErrorLog: stdlog.New(logWriter{logger}, "", 0),
 	}
 
 	certs := s.Certificates
@@ -133,10 +142,6 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	})
 
-	logger := s.Logger
-	if logger.GetSink() == nil {
-		logger = log.FromContext(ctx)
-	}
 	logger.Info("Serving Alertmanager webhook", "address", ln.Addr().String(), "path", AlertsPath, "tls", certs != nil)
 	if certs != nil {
 		err = srv.ServeTLS(ln, "", "")
@@ -154,4 +159,12 @@ func (s *Server) Start(ctx context.Context) error {
 		all = append(all, e)
 	}
 	return errors.Join(all...)
+}
+
+// logWriter turns what http.Server logs into log lines of the logger.
+type logWriter struct{ logger logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.logger.Info("Alert webhook connection failed", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
