@@ -20,6 +20,21 @@ func TestOptionsValidate(t *testing.T) {
 		"a certificate without its key":      {opts: Options{AlertWebhookCertFile: "tls.crt"}, wantErr: "go together"},
 		"a key without its certificate":      {opts: Options{AlertWebhookKeyFile: "tls.key"}, wantErr: "go together"},
 		"both":                               {opts: Options{AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key", DrainPollInterval: time.Second}},
+		"a negative firing TTL":              {opts: Options{AlertWebhookFiringTTL: -time.Second}, wantErr: "--alert-webhook-firing-ttl=-1s: must be positive and at most 168h0m0s"},
+		"a firing TTL over a week":           {opts: Options{AlertWebhookFiringTTL: 8 * 24 * time.Hour}, wantErr: "--alert-webhook-firing-ttl=192h0m0s"},
+		"a firing TTL of a week":             {opts: Options{AlertWebhookFiringTTL: 7 * 24 * time.Hour}},
+		"plain HTTP":                         {opts: Options{AlertWebhookInsecureHTTP: true}},
+		"a certificate secret and hosts":     {opts: Options{AlertWebhookCertSecret: "ns/tls", AlertWebhookCertHosts: []string{"a.example"}}},
+		"plain HTTP and certificate files": {
+			opts:    Options{AlertWebhookInsecureHTTP: true, AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key"},
+			wantErr: "--alert-webhook-cert-file/--alert-webhook-key-file and --alert-webhook-insecure-http: choose one way to serve the alert webhook",
+		},
+		"plain HTTP and a certificate secret": {
+			opts: Options{AlertWebhookInsecureHTTP: true, AlertWebhookCertSecret: "ns/tls"}, wantErr: "choose one way",
+		},
+		"certificate files and hosts for a generated one": {
+			opts: Options{AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key", AlertWebhookCertHosts: []string{"a"}}, wantErr: "choose one way",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

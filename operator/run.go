@@ -63,9 +63,25 @@ type Options struct {
 	AlertWebhookTokenSecret string
 	// AlertWebhookTokenKey is the Secret's key; empty means "token".
 	AlertWebhookTokenKey string
-	// AlertWebhookCertFile and AlertWebhookKeyFile serve the receiver over
-	// TLS; empty serves plain HTTP.
+	// AlertWebhookCertFile and AlertWebhookKeyFile serve the receiver with
+	// a mounted certificate (e.g. the Secret cert-manager writes), reloaded
+	// when it changes.
 	AlertWebhookCertFile, AlertWebhookKeyFile string
+	// AlertWebhookCertSecret names the Secret ("namespace/name") that holds
+	// the certificate the operator generates and renews, when no files are
+	// given; empty means DefaultAlertCertSecret in the token Secret's
+	// namespace.
+	AlertWebhookCertSecret string
+	// AlertWebhookCertHosts are the names the generated certificate is for;
+	// empty means those of the kmaint-operator Service in the certificate
+	// Secret's namespace.
+	AlertWebhookCertHosts []string
+	// AlertWebhookInsecureHTTP serves plain HTTP, the bearer token in the
+	// clear: only where a mesh or a private network protects the traffic.
+	AlertWebhookInsecureHTTP bool
+	// AlertWebhookFiringTTL is how long a firing alert counts after it was
+	// last received; 0 means alertwebhook.DefaultFiringTTL.
+	AlertWebhookFiringTTL time.Duration
 	// AllowDuplicateControllerNames lets several operators run in one
 	// process, as the simulated cluster does when it restarts the operator.
 	AllowDuplicateControllerNames bool
@@ -162,7 +178,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
 	}
-	if err := addAlertWebhook(mgr, opts); err != nil {
+	if err := addAlertWebhook(mgr, opts, clk); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -179,11 +195,20 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	return mgr, nil
 }
 
-// The webhook reads its token Secret, in the operator's own namespace only.
-// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=get
+// The webhook reads its token Secret, and makes and renews its certificate
+// Secret, in the operator's own namespace only.
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=get;create;update
+
+// DefaultAlertCertSecret is the name of the Secret holding the webhook's
+// generated certificate, in the token Secret's namespace.
+const DefaultAlertCertSecret = "kmaint-alert-webhook-tls"
+
+// alertService is the Service through which Alertmanager reaches the
+// webhook (config/manager/service.yaml).
+const alertService = "kmaint-operator"
 
 // addAlertWebhook adds the Alertmanager webhook receiver, when asked for.
-func addAlertWebhook(mgr manager.Manager, opts Options) error {
+func addAlertWebhook(mgr manager.Manager, opts Options, clk clock.PassiveClock) error {
 	if opts.AlertWebhookAddr == "" || opts.AlertWebhookAddr == "0" {
 		return nil
 	}
@@ -199,24 +224,65 @@ func addAlertWebhook(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("alert webhook metrics: %w", err)
 	}
+	certs, err := alertCertificates(mgr, opts, ns, clk)
+	if err != nil {
+		return err
+	}
 	srv := &alertwebhook.Server{
-		BindAddress: opts.AlertWebhookAddr,
-		CertFile:    opts.AlertWebhookCertFile,
-		KeyFile:     opts.AlertWebhookKeyFile,
+		BindAddress:  opts.AlertWebhookAddr,
+		Certificates: certs,
 		Handler: &alertwebhook.Handler{
 			Tokens: &alertwebhook.SecretToken{Reader: mgr.GetAPIReader(), Namespace: ns, Name: name, Key: key},
 			Sink: &policy.AlertSink{
 				Client:    mgr.GetClient(),
 				APIReader: mgr.GetAPIReader(),
 				Recorder:  mgr.GetEventRecorder("kmaint-alert-webhook"),
+				Clock:     clk,
 			},
-			Metrics: m,
+			Metrics:   m,
+			FiringTTL: opts.AlertWebhookFiringTTL,
+			Clock:     clk,
 		},
 	}
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("add alert webhook: %w", err)
 	}
 	return nil
+}
+
+// alertCertificates gives the webhook its certificates: mounted files when
+// given, none when plain HTTP is asked for, and by default one generated
+// and kept in a Secret.
+func alertCertificates(mgr manager.Manager, opts Options, tokenNamespace string, clk clock.PassiveClock) (alertwebhook.Certificates, error) {
+	switch {
+	case opts.AlertWebhookInsecureHTTP:
+		return nil, nil
+	case opts.AlertWebhookCertFile != "":
+		return &alertwebhook.FileCertificates{CertFile: opts.AlertWebhookCertFile, KeyFile: opts.AlertWebhookKeyFile}, nil
+	}
+	ns, name := tokenNamespace, DefaultAlertCertSecret
+	if opts.AlertWebhookCertSecret != "" {
+		var ok bool
+		ns, name, ok = strings.Cut(opts.AlertWebhookCertSecret, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("--alert-webhook-cert-secret wants namespace/name, got %q", opts.AlertWebhookCertSecret)
+		}
+	}
+	hosts := opts.AlertWebhookCertHosts
+	if len(hosts) == 0 {
+		hosts = alertwebhook.ServiceHosts(alertService, ns)
+	}
+	// Read through the API server, not a cache: the operator may get only
+	// the Secrets of its namespace, and watches none.
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("client for the alert webhook's certificate: %w", err)
+	}
+	certs := &alertwebhook.SecretCertificates{Client: c, Namespace: ns, Name: name, Hosts: hosts}
+	if tc, ok := clk.(clock.WithTicker); ok {
+		certs.Clock = tc
+	}
+	return certs, nil
 }
 
 // slimNode drops what the operator never reads from a cached Node: managed
@@ -251,6 +317,24 @@ func (o Options) Validate() error {
 	}
 	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
 		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")
+	}
+	if ttl := o.AlertWebhookFiringTTL; ttl < 0 || ttl > alertwebhook.MaxFiringTTL {
+		return fmt.Errorf("--alert-webhook-firing-ttl=%s: must be positive and at most %s (0 means the default, %s)", ttl, alertwebhook.MaxFiringTTL, alertwebhook.DefaultFiringTTL)
+	}
+	// One way to serve the webhook: a generated certificate (the default),
+	// mounted files, or plain HTTP.
+	var ways []string
+	if o.AlertWebhookCertFile != "" || o.AlertWebhookKeyFile != "" {
+		ways = append(ways, "--alert-webhook-cert-file/--alert-webhook-key-file")
+	}
+	if o.AlertWebhookCertSecret != "" || len(o.AlertWebhookCertHosts) > 0 {
+		ways = append(ways, "--alert-webhook-cert-secret/--alert-webhook-cert-hosts")
+	}
+	if o.AlertWebhookInsecureHTTP {
+		ways = append(ways, "--alert-webhook-insecure-http")
+	}
+	if len(ways) > 1 {
+		return fmt.Errorf("%s: choose one way to serve the alert webhook", strings.Join(ways, " and "))
 	}
 	return nil
 }

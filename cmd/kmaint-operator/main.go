@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	// Maintenance windows name IANA time zones; the image need not ship them.
 	_ "time/tzdata"
@@ -35,8 +36,19 @@ func main() {
 	fs.StringVar(&opts.AlertWebhookAddr, "alert-webhook-bind-address", "0", `Address of the Alertmanager webhook receiver (path /alerts), e.g. ":9443"; "0" turns it off.`)
 	fs.StringVar(&opts.AlertWebhookTokenSecret, "alert-webhook-token-secret", "", "Secret (namespace/name) holding the bearer token Alertmanager must send; required with the receiver.")
 	fs.StringVar(&opts.AlertWebhookTokenKey, "alert-webhook-token-key", "token", "Key of the token in that Secret.")
-	fs.StringVar(&opts.AlertWebhookCertFile, "alert-webhook-cert-file", "", "PEM certificate to serve the receiver over TLS (reloaded when it changes).")
+	fs.StringVar(&opts.AlertWebhookCertSecret, "alert-webhook-cert-secret", "", `Secret (namespace/name) where the operator keeps the receiver's generated CA and certificate, creating and renewing them (default: `+operator.DefaultAlertCertSecret+` in the token Secret's namespace).`)
+	fs.Func("alert-webhook-cert-hosts", "Comma-separated DNS names and IPs the generated certificate names (default: the kmaint-operator Service's names in the certificate Secret's namespace).", func(v string) error {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				opts.AlertWebhookCertHosts = append(opts.AlertWebhookCertHosts, h)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&opts.AlertWebhookCertFile, "alert-webhook-cert-file", "", "PEM certificate to serve the receiver with instead of a generated one, e.g. a mounted cert-manager Secret (reloaded when it changes).")
 	fs.StringVar(&opts.AlertWebhookKeyFile, "alert-webhook-key-file", "", "PEM key for --alert-webhook-cert-file.")
+	fs.BoolVar(&opts.AlertWebhookInsecureHTTP, "alert-webhook-insecure-http", false, "Serve the receiver over plain HTTP, the bearer token in the clear (only behind a mesh or on a private network).")
+	fs.DurationVar(&opts.AlertWebhookFiringTTL, "alert-webhook-firing-ttl", 0, "How long a firing alert counts after it was last received, unless its endsAt is sooner; keep it above Alertmanager's repeat_interval (default 12h, at most 168h).")
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -5,13 +5,16 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -20,6 +23,24 @@ const (
 	DefaultMaxBodyBytes int64 = 1 << 20
 	DefaultMaxAlerts          = 1000
 )
+
+// DefaultFiringTTL is how long a firing alert counts after it was last
+// received, when it names no earlier end. Alertmanager sends a firing alert
+// again every repeat_interval (4h by default) while nothing else changes in
+// its group, and every group_interval (5m) when something does, so an alert
+// that still fires is received again well within 12h: three default repeat
+// intervals, so that one or two lost notifications do not drop it. An alert
+// whose resolution was lost (or a single old POST) stops counting after it.
+// Set the TTL above Alertmanager's repeat_interval.
+const DefaultFiringTTL = 12 * time.Hour
+
+// MaxFiringTTL bounds FiringTTL: a record is never trusted for longer than
+// a week without news of the alert.
+const MaxFiringTTL = 7 * 24 * time.Hour
+
+// maxRefusalsShown caps the refused alerts a response lists, so that a
+// payload of a thousand bad alerts gets a short answer.
+const maxRefusalsShown = 10
 
 // Sink receives the alerts of each accepted payload. Alertmanager resends a
 // whole payload when it is not acknowledged, so Receive must be idempotent:
@@ -36,7 +57,9 @@ type TokenSource interface {
 // Handler serves Alertmanager's webhook: it accepts only POSTs of JSON
 // payloads that carry the right bearer token, and answers 200 only after
 // Sink has taken the payload's alerts, so that Alertmanager retries
-// everything the operator did not act on.
+// everything the operator did not act on (503). Alerts it refuses (no
+// labels, an unknown status, absurd times) are left out and listed in a
+// 400, after the others were taken.
 type Handler struct {
 	// Tokens gives the token requests must carry. Required: a Handler never
 	// accepts a request when it has no token to compare.
@@ -52,6 +75,15 @@ type Handler struct {
 	Logger logr.Logger
 	// Metrics counts requests by response code; nil counts nothing.
 	Metrics *Metrics
+	// FiringTTL is how long a firing alert counts after it was received,
+	// unless its endsAt is sooner; 0 means DefaultFiringTTL.
+	FiringTTL time.Duration
+	// ClockSkew is how far ahead of Clock an alert's startsAt may be; 0
+	// means DefaultClockSkew.
+	ClockSkew time.Duration
+	// Clock is the receiver's clock, against which alerts' times are
+	// checked; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -129,7 +161,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if maxAlerts <= 0 {
 		maxAlerts = DefaultMaxAlerts
 	}
-	payload, alerts, err := decodePayload(body, maxAlerts)
+	payload, alerts, refused, err := decodePayload(body, maxAlerts, h.timeRules())
 	if err != nil {
 		reject(http.StatusBadRequest, err.Error())
 		return
@@ -149,7 +181,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if len(refused) > 0 {
+		// The good alerts are taken, the bad ones refused, and the answer
+		// is 400 so that the sender (Alertmanager logs the body) learns of
+		// them; Alertmanager does not retry a 4xx, and sends the group
+		// again at its next group_interval, when the good alerts are taken
+		// again, to no effect.
+		logger.Info("Refused alerts of a webhook payload", "receiver", payload.Receiver,
+			"refused", len(refused), "taken", len(alerts), "first", refused[0].Error())
+		h.reply(w, http.StatusBadRequest, refusalMessage(refused, len(alerts)))
+		return
+	}
 	h.reply(w, http.StatusOK, "ok")
+}
+
+// timeRules are the bounds of alerts' times for a request received now.
+func (h *Handler) timeRules() timeRules {
+	clk := h.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	r := timeRules{now: clk.Now(), skew: h.ClockSkew, ttl: h.FiringTTL}
+	if r.skew <= 0 {
+		r.skew = DefaultClockSkew
+	}
+	if r.ttl <= 0 {
+		r.ttl = DefaultFiringTTL
+	}
+	r.ttl = min(r.ttl, MaxFiringTTL)
+	return r
+}
+
+// refusalMessage lists the refused alerts, one a line, the first
+// maxRefusalsShown of them.
+func refusalMessage(refused []*AlertError, taken int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "refused %d of %d alerts (the other %d were taken):", len(refused), len(refused)+taken, taken)
+	for i, e := range refused {
+		if i == maxRefusalsShown {
+			fmt.Fprintf(&b, "\n... and %d more", len(refused)-i)
+			break
+		}
+		b.WriteString("\n" + e.Error())
+	}
+	return b.String()
 }
 
 // reply writes a short plain-text response and counts it.

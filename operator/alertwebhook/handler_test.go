@@ -44,7 +44,7 @@ func TestHandlerResponses(t *testing.T) {
 		"json suffix type":         {contentType: "application/vnd.alertmanager+json", body: valid, wantCode: 200, wantBatches: 1},
 		"lowercase scheme":         {auth: "bearer " + testToken, body: valid, wantCode: 200, wantBatches: 1},
 		"unknown fields": {
-			body:     []byte(`{"version":"4","status":"firing","future":{"x":1},"alerts":[{"status":"firing","labels":{"node":"n1"},"newField":true}]}`),
+			body:     []byte(`{"version":"4","status":"firing","future":{"x":1},"alerts":[{"status":"firing","labels":{"node":"n1"},"startsAt":"2026-03-01T10:00:00Z","newField":true}]}`),
 			wantCode: 200, wantBatches: 1,
 		},
 		"no alerts": {body: payload(t), wantCode: 200, wantBatches: 0},
@@ -96,19 +96,28 @@ func TestHandlerResponses(t *testing.T) {
 		"no version":         {body: []byte(`{"alerts":[{"status":"firing","labels":{"node":"n1"}}]}`), wantCode: 400, wantBody: "version"},
 		"too many alerts":    {body: payload(t, firing("a"), firing("b"), firing("c")), maxAlerts: 2, wantCode: 400, wantBody: "3 alerts"},
 		"as many as allowed": {body: payload(t, firing("a"), firing("b")), maxAlerts: 2, wantCode: 200, wantBatches: 1},
+		// A bad alert is refused on its own: the others are taken, and
+		// the answer, 400, names the bad one.
 		"alert without labels": {
-			body: payload(t, firing("a"), alertwebhook.PayloadAlert{Status: "firing"}), wantCode: 400, wantBody: "alert 1 has no labels",
+			body: payload(t, firing("a"), alertwebhook.PayloadAlert{Status: "firing", StartsAt: t0}), wantCode: 400, wantBatches: 1,
+			wantBody: "refused 1 of 2 alerts (the other 1 were taken):\nalerts[1]: labels: no labels",
 		},
 		"alert with unknown status": {
-			body:     payload(t, alertwebhook.PayloadAlert{Status: "pending", Labels: map[string]string{"node": "n1"}}),
-			wantCode: 400, wantBody: `status "pending"`,
+			body:     payload(t, alertwebhook.PayloadAlert{Status: "pending", Labels: map[string]string{"node": "n1"}, StartsAt: t0}),
+			wantCode: 400, wantBody: `alerts[0] (alertname "", fingerprint `,
 		},
 		"alert without status": {
-			body: payload(t, alertwebhook.PayloadAlert{Labels: map[string]string{"node": "n1"}}), wantCode: 400, wantBody: "status",
+			body: payload(t, alertwebhook.PayloadAlert{Labels: map[string]string{"node": "n1"}, StartsAt: t0}), wantCode: 400, wantBody: `: status: "", want "firing" or "resolved"`,
 		},
 		"labels of the wrong type": {
 			body:     []byte(`{"version":"4","alerts":[{"status":"firing","labels":{"node":1}}]}`),
-			wantCode: 400, wantBody: "alerts.labels",
+			wantCode: 400, wantBody: "alerts[0]: labels: not an object of string values",
+		},
+		"alert not an object": {
+			body: []byte(`{"version":"4","alerts":[7]}`), wantCode: 400, wantBody: "alerts[0]: alert: not a JSON object",
+		},
+		"alerts not a list": {
+			body: []byte(`{"version":"4","alerts":{}}`), wantCode: 400, wantBody: `field "alerts"`,
 		},
 
 		"sink fails": {body: valid, sinkErr: errors.New("API server down"), wantCode: 503, wantBatches: 1},
@@ -122,7 +131,7 @@ func TestHandlerResponses(t *testing.T) {
 			}
 			h := &alertwebhook.Handler{
 				Tokens: tokens, Sink: sink, MaxBodyBytes: tc.maxBody, MaxAlerts: tc.maxAlerts,
-				Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
+				Logger: testr.NewWithOptions(t, testr.Options{Verbosity: 1}), Clock: receiverClock(),
 			}
 			method := tc.method
 			if method == "" {
@@ -169,7 +178,7 @@ func TestHandlerResponses(t *testing.T) {
 
 func TestHandlerPassesAlerts(t *testing.T) {
 	sink := &recordingSink{}
-	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)}
+	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()}
 	req := httptest.NewRequest(http.MethodPost, "/alerts", bytes.NewReader(payload(t, firing("n1"), resolved("n2"))))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+testToken)
@@ -180,15 +189,19 @@ func TestHandlerPassesAlerts(t *testing.T) {
 	}
 	want := [][]alertwebhook.Alert{{
 		{
-			Labels:   map[string]string{"alertname": "KernelDeadlock", "node": "n1", "severity": "critical"},
-			Firing:   true,
-			StartsAt: t0,
+			Labels: map[string]string{"alertname": "KernelDeadlock", "node": "n1", "severity": "critical"},
+			// Alertmanager's own fingerprint of these labels.
+			Fingerprint: fingerprintOf(map[string]string{"alertname": "KernelDeadlock", "node": "n1", "severity": "critical"}),
+			Firing:      true,
+			StartsAt:    t0,
+			Until:       receivedAt.Add(alertwebhook.DefaultFiringTTL),
 		},
 		{
-			Labels:   map[string]string{"alertname": "KernelDeadlock", "node": "n2", "severity": "critical"},
-			Firing:   false,
-			StartsAt: t0,
-			EndsAt:   t1,
+			Labels:      map[string]string{"alertname": "KernelDeadlock", "node": "n2", "severity": "critical"},
+			Fingerprint: fingerprintOf(map[string]string{"alertname": "KernelDeadlock", "node": "n2", "severity": "critical"}),
+			Firing:      false,
+			StartsAt:    t0,
+			EndsAt:      t1,
 		},
 	}}
 	got := sink.batches()
@@ -212,7 +225,7 @@ func TestHandlerDefaultBodyLimit(t *testing.T) {
 				t.Fatalf("built a body of %d bytes, want %d", len(body), size)
 			}
 			sink := &recordingSink{}
-			h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)}
+			h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()}
 			req := httptest.NewRequest(http.MethodPost, "/alerts", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+testToken)
@@ -261,8 +274,8 @@ func TestHandlerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second registration: %v", err)
 	}
-	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}, Metrics: m, Logger: testr.New(t)}
-	h2 := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}, Metrics: m2, Logger: testr.New(t)}
+	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}, Metrics: m, Logger: testr.New(t), Clock: receiverClock()}
+	h2 := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}, Metrics: m2, Logger: testr.New(t), Clock: receiverClock()}
 	send := func(h http.Handler, auth string) {
 		req := httptest.NewRequest(http.MethodPost, "/alerts", bytes.NewReader(payload(t, firing("n1"))))
 		req.Header.Set("Content-Type", "application/json")

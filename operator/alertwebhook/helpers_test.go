@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/kmaint/kmaint/operator/alertwebhook"
 )
 
@@ -41,10 +44,25 @@ func staticToken(token string) alertwebhook.TokenSource {
 	return tokenFunc(func(context.Context) (string, error) { return token, nil })
 }
 
+// The times of the test alerts: t0 they started, t1 the resolved ones
+// ended, receivedAt the receiver's clock reads when they come in.
 var (
-	t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	t1 = t0.Add(5 * time.Minute)
+	t0         = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	t1         = t0.Add(5 * time.Minute)
+	receivedAt = t1.Add(time.Minute)
 )
+
+// receiverClock is the receiver's clock, at receivedAt.
+func receiverClock() *testingclock.FakeClock { return testingclock.NewFakeClock(receivedAt) }
+
+// fingerprintOf is Alertmanager's fingerprint of the labels.
+func fingerprintOf(labels map[string]string) string {
+	set := model.LabelSet{}
+	for k, v := range labels {
+		set[model.LabelName(k)] = model.LabelValue(v)
+	}
+	return set.Fingerprint().String()
+}
 
 func firing(node string) alertwebhook.PayloadAlert {
 	return alertwebhook.PayloadAlert{

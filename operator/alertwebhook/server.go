@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -24,25 +25,36 @@ const (
 )
 
 // Server serves a Handler at AlertsPath, and a liveness probe at
-// HealthzPath, until its context ends. It serves TLS when CertFile and
-// KeyFile are set, reloading them when they change (cert-manager rotates
-// them in place); otherwise plain HTTP, which is for tests and for clusters
-// where a mesh or a private network protects the traffic: the bearer token
-// travels in the clear.
+// HealthzPath, until its context ends. It serves TLS with the certificate
+// Certificates give (a generated one kept in a Secret, SecretCertificates,
+// or mounted files, FileCertificates); without Certificates it serves plain
+// HTTP, which is only for clusters where a mesh or a private network
+// protects the traffic: the bearer token travels in the clear.
 type Server struct {
 	// BindAddress is the address to listen on, e.g. ":9443" or
 	// "127.0.0.1:0".
 	BindAddress string
 	// Handler handles the alerts.
 	Handler http.Handler
-	// CertFile and KeyFile are a PEM certificate and key; both or neither.
-	CertFile, KeyFile string
+	// Certificates give the TLS certificate; nil serves plain HTTP.
+	Certificates Certificates
 	// Logger logs the server's start; unset means the logger of Start's
 	// context.
 	Logger logr.Logger
 
 	mu   sync.Mutex
 	addr net.Addr
+}
+
+// Certificates give a Server its serving certificate and keep it current.
+type Certificates interface {
+	// Load reads (or makes) the first certificate. The server listens only
+	// once it has one, and fails to start when Load fails.
+	Load(ctx context.Context) error
+	// Start keeps the certificate current until ctx ends.
+	Start(ctx context.Context) error
+	// GetCertificate gives the current certificate, as tls.Config wants.
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 var (
@@ -68,8 +80,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.Handler == nil {
 		return errors.New("alert webhook server: no handler")
 	}
-	if (s.CertFile == "") != (s.KeyFile == "") {
-		return errors.New("alert webhook server: set both a certificate and a key file, or neither")
+	logger := s.Logger
+	if logger.GetSink() == nil {
+		logger = log.FromContext(ctx)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(AlertsPath, s.Handler)
@@ -86,16 +99,17 @@ func (s *Server) Start(ctx context.Context) error {
 		// Requests keep the context's values (the logger) but not its end,
 		// so that those in flight at shutdown can finish within the grace.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// Failed handshakes, such as Alertmanager sending plain HTTP to the
+		// TLS port, in the operator's log rather than on stderr.
+		ErrorLog: stdlog.New(logWriter{logger}, "", 0),
 	}
 
-	var watcher *certwatcher.CertWatcher
-	if s.CertFile != "" {
-		var err error
-		watcher, err = certwatcher.New(s.CertFile, s.KeyFile)
-		if err != nil {
+	certs := s.Certificates
+	if certs != nil {
+		if err := certs.Load(ctx); err != nil {
 			return fmt.Errorf("alert webhook server: %w", err)
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: watcher.GetCertificate}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 	}
 
 	ln, err := net.Listen("tcp", s.BindAddress)
@@ -110,10 +124,10 @@ func (s *Server) Start(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	if watcher != nil {
+	if certs != nil {
 		wg.Go(func() {
-			if err := watcher.Start(ctx); err != nil {
-				errs <- fmt.Errorf("alert webhook server: watch certificate: %w", err)
+			if err := certs.Start(ctx); err != nil {
+				errs <- fmt.Errorf("alert webhook server: keep certificate current: %w", err)
 				cancel()
 			}
 		})
@@ -128,12 +142,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	})
 
-	logger := s.Logger
-	if logger.GetSink() == nil {
-		logger = log.FromContext(ctx)
-	}
-	logger.Info("Serving Alertmanager webhook", "address", ln.Addr().String(), "path", AlertsPath, "tls", watcher != nil)
-	if watcher != nil {
+	logger.Info("Serving Alertmanager webhook", "address", ln.Addr().String(), "path", AlertsPath, "tls", certs != nil)
+	if certs != nil {
 		err = srv.ServeTLS(ln, "", "")
 	} else {
 		err = srv.Serve(ln)
@@ -149,4 +159,12 @@ func (s *Server) Start(ctx context.Context) error {
 		all = append(all, e)
 	}
 	return errors.Join(all...)
+}
+
+// logWriter turns what http.Server logs into log lines of the logger.
+type logWriter struct{ logger logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.logger.Info("Alert webhook connection failed", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -67,7 +67,7 @@ func TestServer(t *testing.T) {
 	sink := &recordingSink{}
 	s := &alertwebhook.Server{
 		BindAddress: "127.0.0.1:0",
-		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)},
+		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()},
 		Logger:      testr.New(t),
 	}
 	if s.NeedLeaderElection() {
@@ -111,10 +111,10 @@ func TestServerTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSignedCert(t)
 	sink := &recordingSink{}
 	s := &alertwebhook.Server{
-		BindAddress: "127.0.0.1:0",
-		Handler:     &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t)},
-		CertFile:    certFile, KeyFile: keyFile,
-		Logger: testr.New(t),
+		BindAddress:  "127.0.0.1:0",
+		Handler:      &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: sink, Logger: testr.New(t), Clock: receiverClock()},
+		Certificates: &alertwebhook.FileCertificates{CertFile: certFile, KeyFile: keyFile},
+		Logger:       testr.New(t),
 	}
 	base, stop := startServer(t, s, "https")
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -133,9 +133,10 @@ func TestServerConfigErrors(t *testing.T) {
 	h := &alertwebhook.Handler{Tokens: staticToken(testToken), Sink: &recordingSink{}}
 	for name, s := range map[string]*alertwebhook.Server{
 		"no handler":       {BindAddress: "127.0.0.1:0"},
-		"cert without key": {BindAddress: "127.0.0.1:0", Handler: h, CertFile: "tls.crt"},
-		"missing files":    {BindAddress: "127.0.0.1:0", Handler: h, CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"},
-		"bad address":      {BindAddress: "127.0.0.1:notaport", Handler: h},
+		"cert without key": {BindAddress: "127.0.0.1:0", Handler: h, Certificates: &alertwebhook.FileCertificates{CertFile: "tls.crt"}},
+		"missing files": {BindAddress: "127.0.0.1:0", Handler: h,
+			Certificates: &alertwebhook.FileCertificates{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}},
+		"bad address": {BindAddress: "127.0.0.1:notaport", Handler: h},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Start(t.Context()); err == nil {
@@ -149,6 +150,24 @@ func TestServerConfigErrors(t *testing.T) {
 // their paths and a pool that trusts the certificate.
 func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
+	certPEM, keyPEM := certPair(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), net.ParseIP("127.0.0.1"))
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+// certPair is a self-signed certificate for ip, valid from notBefore to
+// notAfter, and its key, in PEM.
+func certPair(t *testing.T, notBefore, notAfter time.Time, ip net.IP) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -156,9 +175,9 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
 		Subject:      pkix.Name{CommonName: "kmaint-alerts"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{ip},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -170,19 +189,14 @@ func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	return b
 }

@@ -151,7 +151,7 @@ func TestSecretTokenCancelledCallerNotCached(t *testing.T) {
 func TestHandlerWithSecretToken(t *testing.T) {
 	s, clk := newSecretToken(t)
 	sink := &recordingSink{}
-	h := &alertwebhook.Handler{Tokens: s, Sink: sink, Logger: testr.New(t)}
+	h := &alertwebhook.Handler{Tokens: s, Sink: sink, Logger: testr.New(t), Clock: receiverClock()}
 	send := func(token string) int {
 		req := httptest.NewRequest(http.MethodPost, "/alerts", bytes.NewReader(payload(t, firing("n1"))))
 		req.Header.Set("Content-Type", "application/json")

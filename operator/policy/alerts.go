@@ -2,16 +2,14 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,16 +19,19 @@ import (
 )
 
 // AlertSink takes the alerts of the operator's Alertmanager webhook and
-// records, on each policy with a matching alert trigger, the nodes they fire
-// for (v1alpha1.FiringAlertsAnnotation); the policy controller raises the
-// requests. Any replica may receive alerts: the record is in the API server,
-// where the leader's controller sees it at once.
+// records, on each policy with a matching alert trigger, the episodes of the
+// alerts by node (v1alpha1.FiringAlertsAnnotation, an alertwebhook.Record);
+// the policy controller raises the requests for the nodes with one firing.
+// Any replica may receive alerts: the record is in the API server, where the
+// leader's controller sees it at once.
 type AlertSink struct {
 	// Client reads policies and nodes, from the cache.
 	Client client.Client
 	// APIReader reads a policy afresh after a write conflict.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// Clock dates what the sink records; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 var _ alertwebhook.Sink = (*AlertSink)(nil)
@@ -53,24 +54,29 @@ func (s *AlertSink) Receive(ctx context.Context, alerts []alertwebhook.Alert) er
 		if t == nil {
 			continue
 		}
-		firing, resolved, unknown := matchAlerts(t, alerts, policies.NewNodeResolver(nodes.Items, t.MatchNodeBy))
+		seen, unknown := matchAlerts(t, alerts, policies.NewNodeResolver(nodes.Items, t.MatchNodeBy))
 		if len(unknown) > 0 {
 			s.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "AlertNodeUnknown", "ReceiveAlert",
 				"Alert %s fires for %q, which names no node by label %q: %v", t.AlertName, alertNodeLabel(t), alertNodeLabel(t), first(unknown, 5))
 		}
-		if len(firing) == 0 && len(resolved) == 0 {
+		if len(seen) == 0 {
 			continue
 		}
-		if err := s.record(ctx, p, firing, resolved); err != nil {
+		if err := s.record(ctx, p, seen); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// sighting is an alert of a trigger, and the node it names.
+type sighting struct {
+	node  string
+	alert alertwebhook.Alert
+}
+
 // matchAlerts picks the alerts of the trigger and maps them onto nodes.
-func matchAlerts(t *v1alpha1.AlertTrigger, alerts []alertwebhook.Alert, nodes policies.NodeResolver) (firing map[string]time.Time, resolved map[string]bool, unknown []string) {
-	firing, resolved = map[string]time.Time{}, map[string]bool{}
+func matchAlerts(t *v1alpha1.AlertTrigger, alerts []alertwebhook.Alert, nodes policies.NodeResolver) (seen []sighting, unknown []string) {
 	for _, a := range alerts {
 		if a.Labels["alertname"] != t.AlertName {
 			continue
@@ -91,20 +97,9 @@ func matchAlerts(t *v1alpha1.AlertTrigger, alerts []alertwebhook.Alert, nodes po
 			unknown = append(unknown, value)
 			continue
 		}
-		if !a.Firing {
-			resolved[node] = true
-			continue
-		}
-		if since, seen := firing[node]; !seen || a.StartsAt.Before(since) {
-			firing[node] = a.StartsAt
-		}
+		seen = append(seen, sighting{node: node, alert: a})
 	}
-	// A node with one alert firing and another resolved still has one
-	// firing.
-	for node := range firing {
-		delete(resolved, node)
-	}
-	return firing, resolved, unknown
+	return seen, unknown
 }
 
 func alertNodeLabel(t *v1alpha1.AlertTrigger) string {
@@ -114,31 +109,34 @@ func alertNodeLabel(t *v1alpha1.AlertTrigger) string {
 	return "node"
 }
 
-// record merges firing and resolved nodes into the policy's annotation, with
-// the policy's resourceVersion, so that two replicas receiving at once
-// cannot lose each other's alerts.
-func (s *AlertSink) record(ctx context.Context, cached *v1alpha1.RebootPolicy, firing map[string]time.Time, resolved map[string]bool) error {
+// record merges the sightings into the policy's record, with the policy's
+// resourceVersion, so that two replicas receiving at once cannot lose each
+// other's alerts.
+func (s *AlertSink) record(ctx context.Context, cached *v1alpha1.RebootPolicy, seen []sighting) error {
+	clk := s.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	p := cached.DeepCopy()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current := FiringAlerts{}
+		now := clk.Now()
+		current, readable := alertwebhook.Record{}, false
 		if raw, ok := p.Annotations[v1alpha1.FiringAlertsAnnotation]; ok {
 			// A record that cannot be read is replaced: the controller
 			// reported it, and the alerts at hand are the truth now.
-			_ = json.Unmarshal([]byte(raw), &current)
-		}
-		next := maps.Clone(current)
-		for node, since := range firing {
-			if old, ok := next[node]; !ok || since.Before(old) {
-				next[node] = since
+			if r, err := alertwebhook.ParseRecord(raw); err == nil {
+				current, readable = r, true
 			}
 		}
-		for node := range resolved {
-			delete(next, node)
+		next := current.Clone()
+		for _, sg := range seen {
+			next.Observe(sg.node, sg.alert, now)
 		}
-		if maps.EqualFunc(current, next, time.Time.Equal) {
+		next.Prune(now)
+		if readable && next.Equal(current) {
 			return nil
 		}
-		raw, err := json.Marshal(next)
+		raw, err := next.Marshal()
 		if err != nil {
 			return err
 		}
@@ -146,10 +144,11 @@ func (s *AlertSink) record(ctx context.Context, cached *v1alpha1.RebootPolicy, f
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[v1alpha1.FiringAlertsAnnotation] = string(raw)
+		p.Annotations[v1alpha1.FiringAlertsAnnotation] = raw
 		err = s.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		if err == nil {
-			ctrl.LoggerFrom(ctx).Info("Recorded firing alerts", "policy", p.Name, "firing", len(next))
+			firing, _ := next.Firing(now, nil)
+			ctrl.LoggerFrom(ctx).Info("Recorded alerts", "policy", p.Name, "firing", len(firing))
 			return nil
 		}
 		fresh := &v1alpha1.RebootPolicy{}

@@ -2,13 +2,13 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/kmaint/kmaint/operator/alertwebhook"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -187,31 +187,29 @@ func evaluateSchedule(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatu
 	return ev
 }
 
-// FiringAlerts is the content of v1alpha1.FiringAlertsAnnotation.
-type FiringAlerts map[string]time.Time
-
+// evaluateAlerts reads the policy's alert record: the nodes with an alert
+// episode firing now are candidates, since the episode's start, which also
+// names the request, so an episode asks once per boot. An episode stops
+// counting when it ends, when it expires for lack of news, and when the
+// node completes a reboot after its start: that reboot was its answer.
 func evaluateAlerts(p *v1alpha1.RebootPolicy, f *facts, now time.Time) evaluation {
 	ev := evaluation{ran: true, at: now}
 	raw, ok := p.Annotations[v1alpha1.FiringAlertsAnnotation]
 	if !ok {
 		return ev
 	}
-	var firing FiringAlerts
-	if err := json.Unmarshal([]byte(raw), &firing); err != nil {
-		ev.err = fmt.Errorf("annotation %s is not JSON {node: time}: %w", v1alpha1.FiringAlertsAnnotation, err)
+	record, err := alertwebhook.ParseRecord(raw)
+	if err != nil {
+		ev.err = fmt.Errorf("annotation %s: %w", v1alpha1.FiringAlertsAnnotation, err)
 		return ev
 	}
+	// Come back when an episode expires, so the status drops it on time.
+	firing, expires := record.Firing(now, f.lastReboot)
+	ev.next = expires
 	for node, since := range firing {
-		if !f.selected[node] {
-			continue
+		if f.selected[node] {
+			ev.candidates = append(ev.candidates, policies.Candidate{Node: node, Since: since, Value: math.NaN()})
 		}
-		if r := f.lastReboot[node]; r.After(since) {
-			// The alert predates the reboot: the reboot was its answer, and
-			// the alert should resolve. Until it does, the cooldown from
-			// that reboot holds a new request back.
-			since = r
-		}
-		ev.candidates = append(ev.candidates, policies.Candidate{Node: node, Since: since, Value: math.NaN()})
 	}
 	policies.SortCandidates(ev.candidates)
 	return ev

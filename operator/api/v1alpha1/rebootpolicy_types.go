@@ -243,9 +243,10 @@ type RebootOutcome struct {
 }
 
 // FiringAlertsAnnotation on a RebootPolicy with an alert trigger holds the
-// nodes its alerts fire for, as JSON {node: startsAt}. The operator's
-// Alertmanager webhook writes it, on any replica; the policy controller
-// reads it.
+// episodes of its alerts by node, firing or ended, as JSON {node:
+// [{fingerprint, startsAt, until, ended}]} (alertwebhook.Record). The
+// operator's Alertmanager webhook writes it, on any replica; the policy
+// controller reads it.
 const FiringAlertsAnnotation = "kmaint.io/firing-alerts"
 
 // ValueAnnotation on a NodeMaintenance raised by a Prometheus trigger holds
