@@ -116,4 +116,7 @@ const (
 	// RebootNotObservedReason: the daemon asked for the reboot and the boot
 	// ID did not change.
 	RebootNotObservedReason = "RebootNotObserved"
+	// CancelledReason: the request was withdrawn on the node before its
+	// reboot was approved (kmaint-daemon cancel-reboot).
+	CancelledReason = "Cancelled"
 )
