@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
@@ -50,6 +51,12 @@ type agent struct {
 	// ignored is the last approval for another boot that was logged, so
 	// that it is logged once, not on every sync.
 	ignored string
+	// told are the cancellations whose outcome was logged and evented, so
+	// that each is told once.
+	told map[string]bool
+	// volatile is whether the journal holds nothing of the node's earlier
+	// boots; nil until the first sync has looked.
+	volatile *bool
 }
 
 // onEntry records an entry read back from the journal.
@@ -105,12 +112,12 @@ func (a *agent) append(e journal.Entry) error {
 }
 
 // sameEntry reports whether a read-back entry is one this daemon wrote: a
-// request by its id, a rebooting entry by its boot.
+// request or a cancellation by its id, a rebooting entry by its boot.
 func sameEntry(written, read journal.Entry) bool {
 	if written.Kind != read.Kind || written.BootID != read.BootID {
 		return false
 	}
-	return written.Kind != journal.KindRequest || written.ID == read.ID
+	return written.Kind == journal.KindRebooting || written.ID == read.ID
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -149,25 +156,85 @@ func (a *agent) observe(ctx context.Context) (facts, bool, error) {
 	return facts{
 		now: a.clock.Now(), bootID: a.bootID, entries: entries, node: node,
 		maintenances: nms.Items, rebootTimeout: a.rebootTimeout,
+		volatileJournal: a.checkJournal(ctx, node),
 	}, true, nil
+}
+
+// checkJournal finds out, once, whether the journal kept the node's earlier
+// boots, and says so when it did not: a log line, an event on the Node, a
+// metric, and the daemon's state.
+func (a *agent) checkJournal(ctx context.Context, node *corev1.Node) bool {
+	if a.volatile != nil {
+		return *a.volatile
+	}
+	boots, err := a.journal.Boots()
+	if err != nil {
+		// Not knowing changes nothing kmaint does; it is only not said.
+		ctrl.LoggerFrom(ctx).Info("Cannot tell whether the journal keeps earlier boots", "reason", err.Error())
+		boots = nil
+	}
+	volatile, previous := volatileJournal(boots, a.bootID, node)
+	a.volatile = &volatile
+	a.metrics.setVolatileJournal(volatile)
+	if volatile && previous != "" {
+		msg := fmt.Sprintf("The journal holds no entry from before boot %s, though the node ran boot %s before it (volatile journal storage, or vacuumed): "+
+			"the node keeps no record of its earlier reboot requests. kmaint keeps what must outlive a reboot on the Node and its NodeMaintenances, "+
+			"so no request or config reboots the node twice.", a.bootID, previous)
+		ctrl.LoggerFrom(ctx).Info("Volatile journal", "message", msg, "previousBoot", previous)
+		a.recorder.Eventf(node, nil, corev1.EventTypeNormal, "VolatileJournal", "Start", "%s", msg)
+	}
+	return volatile
+}
+
+// volatileJournal reports whether a journal holding entries of boots has
+// lost the node's earlier boots: it holds none but the current one, and the
+// daemon's state on the node names another boot the node ran before, which
+// it returns. A new node's journal holds only its first boot too, and is not
+// called volatile. A daemon restarted in the same boot keeps what its state
+// says the first one found, with no previous boot to name.
+func volatileJournal(boots []string, bootID string, node *corev1.Node) (volatile bool, previous string) {
+	if slices.ContainsFunc(boots, func(b string) bool { return b != bootID }) || node == nil {
+		return false, ""
+	}
+	st, _ := protocol.Read(node)
+	switch {
+	case st.Daemon == nil || st.Daemon.BootID == "":
+		return false, ""
+	case st.Daemon.BootID == bootID:
+		return st.Daemon.VolatileJournal, ""
+	}
+	return true, st.Daemon.BootID
 }
 
 // act carries out a plan, in its order.
 func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var errs []error
-	for _, e := range p.write {
+	for _, w := range p.write {
+		if w.reportFirst != nil {
+			// A NodeMaintenance deleted meanwhile is not journaled.
+			if err := a.report(ctx, *w.reportFirst); err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+		}
+		e := w.entry
 		if err := a.append(e); err != nil {
-			errs = append(errs, fmt.Errorf("journal request %s: %w", e.ID, err))
+			errs = append(errs, fmt.Errorf("journal %s %s: %w", e.Kind, e.ID, err))
 			continue
 		}
-		log.Info("Request journaled", "request", e.ID, "source", e.Source, "reason", e.Reason)
+		log.Info("Journaled", "kind", e.Kind, "request", e.ID, "source", e.Source, "reason", e.Reason)
 	}
-	if err := a.patchAnnotations(ctx, node, p.annotations); err != nil {
+	if err := a.patchAnnotations(ctx, node, p.annotations, p.lock); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	}
+	a.tellCancellations(ctx, node, p.cancellations)
 	for _, r := range p.reports {
-		errs = append(errs, a.report(ctx, r))
+		if err := a.report(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
 	}
 	if p.ignoredApproval != "" && p.ignoredApproval != a.ignored {
 		a.ignored = p.ignoredApproval
@@ -204,13 +271,40 @@ func (a *agent) reboot(ctx context.Context, node *corev1.Node, e journal.Entry) 
 	return nil
 }
 
+// tellCancellations logs each cancellation's outcome and records it as an
+// event on the Node, once per daemon.
+func (a *agent) tellCancellations(ctx context.Context, node *corev1.Node, cs []cancellation) {
+	for _, c := range cs {
+		if a.told[c.id] {
+			continue
+		}
+		if a.told == nil {
+			a.told = map[string]bool{}
+		}
+		a.told[c.id] = true
+		ctrl.LoggerFrom(ctx).Info("Cancellation", "request", c.id, "source", c.source, "refused", c.refused, "message", c.message)
+		if c.refused {
+			a.recorder.Eventf(node, nil, corev1.EventTypeWarning, "CancelRefused", "Cancel", "%s", c.message)
+		} else {
+			a.recorder.Eventf(node, nil, corev1.EventTypeNormal, "RequestCancelled", "Cancel", "%s", c.message)
+		}
+	}
+}
+
 // patchAnnotations writes only the daemon's own annotations that changed,
 // as a merge patch, so it never races the operator's writes to others.
-func (a *agent) patchAnnotations(ctx context.Context, node *corev1.Node, changes map[string]*string) error {
+// With lock it also names the node's resourceVersion, so that it fails with
+// a conflict, and the sync runs again, if the node changed since it was
+// read.
+func (a *agent) patchAnnotations(ctx context.Context, node *corev1.Node, changes map[string]*string, lock bool) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": changes}})
+	metadata := map[string]any{"annotations": changes}
+	if lock {
+		metadata["resourceVersion"] = node.ResourceVersion
+	}
+	data, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
 		return fmt.Errorf("encode annotations: %w", err)
 	}
@@ -232,7 +326,7 @@ func (a *agent) report(ctx context.Context, r report) error {
 	}
 	nm := &v1alpha1.NodeMaintenance{}
 	nm.Name = r.name
-	if err := a.client.Status().Patch(ctx, nm, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
+	if err := a.client.Status().Patch(ctx, nm, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("report to maintenance %s: %w", r.name, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ type metrics struct {
 	state       *prometheus.GaugeVec
 	outstanding prometheus.Gauge
 	bootTime    prometheus.Gauge
+	volatile    prometheus.Gauge
 }
 
 // newMetrics registers the daemon's metrics, each labelled with its node so
@@ -50,6 +51,10 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 			Name: "kmaint_daemon_boot_time_seconds",
 			Help: "When the node's current boot began, in seconds since the epoch.",
 		}),
+		volatile: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kmaint_daemon_journal_volatile",
+			Help: "1 when the node's journal holds nothing of the boots before the current one (volatile storage, or vacuumed), else 0.",
+		}),
 	}
 	m.bootTime.Set(float64(bootTime.Unix()))
 	// Every source's series starts at 0, so that a boot's first request
@@ -58,7 +63,7 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 		v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert} {
 		m.requests.WithLabelValues(string(s))
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime} {
+	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime, m.volatile} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -75,6 +80,14 @@ func (m *metrics) setState(phase protocol.DaemonPhase, outstanding int) {
 		m.state.WithLabelValues(string(p)).Set(v)
 	}
 	m.outstanding.Set(float64(outstanding))
+}
+
+func (m *metrics) setVolatileJournal(volatile bool) {
+	v := 0.0
+	if volatile {
+		v = 1
+	}
+	m.volatile.Set(v)
 }
 
 // ReadBootTime reads when the machine booted from a /proc/stat file's btime

@@ -26,6 +26,9 @@ type facts struct {
 	// rebootTimeout is how long after asking for a reboot the boot ID must
 	// have changed before the daemon calls the reboot failed.
 	rebootTimeout time.Duration
+	// volatileJournal is true when the journal holds nothing of the node's
+	// earlier boots (see volatileJournal).
+	volatileJournal bool
 }
 
 // report is what the daemon tells a NodeMaintenance: when and in which boot
@@ -36,16 +39,42 @@ type report struct {
 	time   time.Time
 }
 
-// plan is what one sync does, in this order: journal new requests, patch the
+// write is an entry to journal. A request that starts in the API is first
+// reported to its NodeMaintenance, in the boot it is about to be journaled
+// in: the report survives a reboot that a volatile journal does not, so a
+// request journaled just before a reboot is never journaled again after it.
+type write struct {
+	entry journal.Entry
+	// reportFirst, when set, is written before the entry; the entry is not
+	// journaled when it fails.
+	reportFirst *report
+}
+
+// cancellation is what became of a journaled cancellation this sync.
+type cancellation struct {
+	id      string
+	source  v1alpha1.Source
+	refused bool
+	// message says why, for a person.
+	message string
+}
+
+// plan is what one sync does, in this order: report and journal, patch the
 // node's annotations, report to NodeMaintenances, and reboot.
 type plan struct {
-	// write are request entries to journal.
-	write []journal.Entry
+	// write are entries to journal.
+	write []write
 	// annotations maps each annotation to change to its new value; nil
 	// removes it.
 	annotations map[string]*string
+	// lock makes the annotation patch conditional on the node being the one
+	// read: set when it withdraws a cancelled request, so that an approval
+	// written meanwhile (which covered the request) is never lost under it.
+	lock bool
 	// reports are journal records for NodeMaintenances.
 	reports []report
+	// cancellations are this boot's cancellations and what became of them.
+	cancellations []cancellation
 	// reboot, when set, is the rebooting entry to journal right before the
 	// reboot.
 	reboot *journal.Entry
@@ -84,102 +113,168 @@ func decide(f facts) plan {
 	if f.node != nil && f.node.Annotations != nil {
 		ann = f.node.Annotations
 	}
-
-	// Index the journal: every request ever journaled (a request belongs to
-	// the first boot it was journaled in), this boot's requests, and this
-	// boot's rebooting entry.
-	journaled := map[string]journal.Entry{}
-	var thisBoot []journal.Entry
-	var rebooting *journal.Entry
-	applied := ""
-	for _, e := range f.entries {
-		switch e.Kind {
-		case journal.KindRequest:
-			if _, seen := journaled[e.ID]; seen {
-				continue
-			}
-			journaled[e.ID] = e
-			if e.BootID == f.bootID {
-				thisBoot = append(thisBoot, e)
-			} else if e.Config != "" {
-				// A config requested in an earlier boot was applied by the
-				// reboot that ended that boot.
-				applied = e.Config
-			}
-		case journal.KindRebooting:
-			if e.BootID == f.bootID && rebooting == nil {
-				rebooting = &e
-			}
-		}
+	var st protocol.NodeState
+	if f.node != nil {
+		st, _ = protocol.Read(f.node)
 	}
+	j := indexJournal(f.entries, f.bootID)
 
-	// Requests that start in the API: journal each accepted one once.
-	for _, nm := range f.maintenances {
-		if nm.Spec.Source.RaisedOnNode() {
-			continue
-		}
-		id := string(nm.UID)
-		if e, ok := journaled[id]; ok {
-			if nm.Status.JournaledBootID == "" {
-				p.reports = append(p.reports, report{name: nm.Name, bootID: e.BootID, time: e.Time})
-			}
-			continue
-		}
-		if nm.Status.Phase == v1alpha1.PhasePending {
-			p.write = append(p.write, journal.Entry{Kind: journal.KindRequest, ID: id, Source: nm.Spec.Source, Reason: nm.Spec.Reason, Time: f.now})
-		}
-	}
+	// Requests that start in the API: journal each accepted one once, and
+	// withdraw those whose NodeMaintenance is gone.
+	live := journalMaintenances(&p, f, j)
+	cancelDeleted(&p, f, j, live)
 
 	// Config: report what the last reboot applied, and request a reboot for
 	// a config the pool wants and this boot has not asked for yet.
 	current := ann[protocol.CurrentConfig]
-	if applied != "" && applied != current {
+	if applied := appliedConfig(j, st.Daemon, f.bootID); applied != "" && applied != current {
 		setAnnotation(p.annotations, ann, protocol.CurrentConfig, &applied)
 		current = applied
 	}
 	if desired := ann[protocol.DesiredConfig]; desired != "" && desired != current {
 		id := v1alpha1.ConfigRequestID(f.bootID, desired)
-		if _, ok := journaled[id]; !ok {
+		if _, ok := j.first[id]; !ok {
 			from := current
 			if from == "" {
 				from = "unknown"
 			}
-			p.write = append(p.write, journal.Entry{Kind: journal.KindRequest, ID: id, Source: v1alpha1.SourceConfig,
-				Reason: configReason(from, desired), Config: desired, Time: f.now})
+			e := journal.Entry{Kind: journal.KindRequest, ID: id, Source: v1alpha1.SourceConfig,
+				Reason: configReason(from, desired), Config: desired, Time: f.now}
+			p.write = append(p.write, write{entry: e})
 		}
 	}
 
-	// Raise this boot's requests, or clear them.
-	for _, e := range thisBoot {
+	// Raise this boot's requests, less those cancelled in time, or clear
+	// them.
+	var cancelled []string
+	approved := ann[protocol.RebootApproved] == f.bootID
+	onNode := st.Current()
+	config := ""
+	for _, e := range j.thisBoot {
+		if c, ok := j.cancels[e.ID]; ok {
+			out := judgeCancel(e, c, j, approved, onNode)
+			p.cancellations = append(p.cancellations, out)
+			if !out.refused {
+				cancelled = append(cancelled, e.ID)
+				// Withdrawing a request the node shows races the
+				// gate's approval of it: the patch must not land on
+				// an approval it did not see.
+				p.lock = p.lock || onNode != nil && onNode.Has(e.ID)
+				continue
+			}
+		}
 		// The reason is shown everywhere; one journaled with control
 		// characters (by a writer other than request-reboot) is escaped.
 		p.outstanding = append(p.outstanding, protocol.Request{ID: e.ID, Source: e.Source, Reason: v1alpha1.FitReason(e.Reason), Time: e.Time, Config: e.Config})
+		if e.Config != "" {
+			config = e.Config
+		}
 	}
-	if len(p.outstanding) > 0 {
-		v := protocol.Encode(protocol.Requested{BootID: f.bootID, Requests: p.outstanding})
+	if len(p.outstanding) > 0 || len(cancelled) > 0 {
+		v := protocol.Encode(protocol.Requested{BootID: f.bootID, Requests: p.outstanding, Cancelled: cancelled})
 		setAnnotation(p.annotations, ann, protocol.RebootRequested, &v)
 	} else {
 		setAnnotation(p.annotations, ann, protocol.RebootRequested, nil)
 	}
 
-	p.state = decideReboot(&p, f, ann, rebooting)
+	p.state = decideReboot(&p, f, ann, j.rebooting)
+	p.state.Config, p.state.VolatileJournal = config, f.volatileJournal
 	// The daemon rewrites its own state whatever it read: an unreadable one
 	// is replaced.
 	old := protocol.DaemonState{}
-	if f.node != nil {
-		if st, _ := protocol.Read(f.node); st.Daemon != nil {
-			old = *st.Daemon
-		}
+	if st.Daemon != nil {
+		old = *st.Daemon
 	}
 	if old.Phase == p.state.Phase && old.BootID == p.state.BootID && !old.Since.IsZero() {
 		p.state.Since = old.Since
 	}
-	if old.Phase != p.state.Phase || old.BootID != p.state.BootID || old.Message != p.state.Message {
+	if old.Phase != p.state.Phase || old.BootID != p.state.BootID || old.Message != p.state.Message ||
+		old.Config != p.state.Config || old.VolatileJournal != p.state.VolatileJournal {
 		v := protocol.Encode(p.state)
 		setAnnotation(p.annotations, ann, protocol.State, &v)
 	}
 	p.becameDegraded = p.state.Phase == protocol.DaemonDegraded && (old.Phase != protocol.DaemonDegraded || old.BootID != f.bootID)
 	return p
+}
+
+// journalMaintenances plans the journaling of accepted NodeMaintenances
+// that start in the API, and the reports of those journaled. It returns the
+// ids of those that exist and are not being deleted.
+func journalMaintenances(p *plan, f facts, j journalIndex) map[string]bool {
+	live := map[string]bool{}
+	for _, nm := range f.maintenances {
+		if nm.Spec.Source.RaisedOnNode() || nm.DeletionTimestamp != nil {
+			continue
+		}
+		id := string(nm.UID)
+		live[id] = true
+		if e, ok := j.first[id]; ok {
+			if nm.Status.JournaledBootID == "" {
+				p.reports = append(p.reports, report{name: nm.Name, bootID: e.BootID, time: e.Time})
+			}
+			continue
+		}
+		e := journal.Entry{Kind: journal.KindRequest, ID: id, Source: nm.Spec.Source, Reason: nm.Spec.Reason, Time: f.now}
+		switch boot := nm.Status.JournaledBootID; {
+		case boot != "" && boot != f.bootID:
+			// Journaled in an earlier boot whose journal is gone
+			// (volatile): that boot's reboot satisfied it.
+		case nm.Status.Phase.Done():
+		case boot == f.bootID:
+			// Reported, and the write that was to follow did not happen
+			// (a failed write, a daemon killed in between).
+			p.write = append(p.write, write{entry: e})
+		case nm.Status.Phase == v1alpha1.PhasePending:
+			p.write = append(p.write, write{entry: e, reportFirst: &report{name: nm.Name, bootID: f.bootID, time: f.now}})
+		}
+	}
+	return live
+}
+
+// cancelDeleted plans a cancellation for each of this boot's requests that
+// started in the API and whose NodeMaintenance is gone or being deleted,
+// unless one is journaled already or the reboot for it was asked for. The
+// planned cancellations count in this sync, as journaled ones do.
+func cancelDeleted(p *plan, f facts, j journalIndex, live map[string]bool) {
+	for _, e := range j.thisBoot {
+		if e.Source.RaisedOnNode() || live[e.ID] || j.rebootingFor(e.ID) {
+			continue
+		}
+		if _, ok := j.cancels[e.ID]; ok {
+			continue
+		}
+		c := journal.Entry{Kind: journal.KindCancel, ID: e.ID, Reason: "its NodeMaintenance was deleted", Time: f.now, BootID: f.bootID}
+		p.write = append(p.write, write{entry: c})
+		j.cancels[e.ID] = c
+	}
+}
+
+// judgeCancel says whether a cancellation withdraws its request: it does
+// until the request's reboot is approved. Once the node shows the request
+// and an approval of this boot, the approval covered it and the node was
+// drained for it; once the daemon asked for the reboot, it is under way.
+func judgeCancel(req, c journal.Entry, j journalIndex, approved bool, onNode *protocol.Requested) cancellation {
+	out := cancellation{id: req.ID, source: req.Source}
+	switch {
+	case j.rebootingFor(req.ID):
+		out.refused, out.message = true, fmt.Sprintf("cancellation of request %s refused: the reboot for it was already under way", req.ID)
+	case approved && onNode != nil && onNode.Has(req.ID):
+		out.refused, out.message = true, fmt.Sprintf("cancellation of request %s refused: its reboot was approved for boot %s before the cancellation reached the daemon", req.ID, req.BootID)
+	default:
+		out.message = fmt.Sprintf("request %s (%s) cancelled before its reboot was approved: %s", req.ID, req.Source, c.Reason)
+	}
+	return out
+}
+
+// appliedConfig is the config the node runs since its last reboot, when
+// known: the one the daemon's state of the boot before says that boot's
+// reboot applied; or else, for a state written before kmaint kept it
+// there, the one the journal of earlier boots says.
+func appliedConfig(j journalIndex, old *protocol.DaemonState, bootID string) string {
+	if old != nil && old.BootID != "" && old.BootID != bootID && old.Config != "" {
+		return old.Config
+	}
+	return j.applied
 }
 
 // decideReboot decides whether to reboot now, and the daemon's state.

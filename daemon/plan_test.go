@@ -81,14 +81,30 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 		wantWrite []journal.Entry
 		// wantReports are the journal records told to NodeMaintenances.
 		wantReports []report
+		// wantReportFirst are the records told before journaling, one per
+		// entry of wantWrite (nil for none).
+		wantReportFirst []*report
 	}{
-		"an accepted api request is journaled with its id, source and reason": {
-			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
-			wantWrite:    []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceAPI, Reason: "why uid-1", Time: planNow}},
+		"an accepted api request is reported in this boot, then journaled with its id, source and reason": {
+			maintenances:    []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
+			wantWrite:       []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceAPI, Reason: "why uid-1", Time: planNow}},
+			wantReportFirst: []*report{{name: "nm-uid-1", bootID: planBoot, time: planNow}},
 		},
 		"an accepted metric request is journaled with its source": {
-			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceMetric, v1alpha1.PhasePending, "")},
-			wantWrite:    []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceMetric, Reason: "why uid-1", Time: planNow}},
+			maintenances:    []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceMetric, v1alpha1.PhasePending, "")},
+			wantWrite:       []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceMetric, Reason: "why uid-1", Time: planNow}},
+			wantReportFirst: []*report{{name: "nm-uid-1", bootID: planBoot, time: planNow}},
+		},
+		"reported in this boot but missing from the journal (the write failed): journaled, not reported again": {
+			maintenances:    []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)},
+			wantWrite:       []journal.Entry{{Kind: journal.KindRequest, ID: "uid-1", Source: v1alpha1.SourceAPI, Reason: "why uid-1", Time: planNow}},
+			wantReportFirst: []*report{nil},
+		},
+		"reported in an earlier boot, which a volatile journal lost: not journaled again": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, planPrevBoot)},
+		},
+		"reported in an earlier boot and still Requested, journal lost: not journaled again": {
+			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planPrevBoot)},
 		},
 		"journaled in this boot: not again, and reported with its boot and time": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
@@ -139,15 +155,21 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 				planRequest("uid-3", v1alpha1.SourceAPI, planOldBoot, planAgo(2*time.Hour)),
 				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
 			},
-			wantWrite:   []journal.Entry{{Kind: journal.KindRequest, ID: "uid-2", Source: v1alpha1.SourceSchedule, Reason: "why uid-2", Time: planNow}},
-			wantReports: []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
+			wantWrite:       []journal.Entry{{Kind: journal.KindRequest, ID: "uid-2", Source: v1alpha1.SourceSchedule, Reason: "why uid-2", Time: planNow}},
+			wantReportFirst: []*report{{name: "nm-uid-2", bootID: planBoot, time: planNow}},
+			wantReports:     []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}))
-			g.Expect(p.write).To(Equal(tt.wantWrite))
+			g.Expect(planEntries(p)).To(Equal(tt.wantWrite))
+			var first []*report
+			for _, w := range p.write {
+				first = append(first, w.reportFirst)
+			}
+			g.Expect(first).To(Equal(tt.wantReportFirst))
 			g.Expect(p.reports).To(Equal(tt.wantReports))
 			g.Expect(p.reboot).To(BeNil())
 		})
@@ -242,11 +264,13 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 }
 
 func TestDecideReboots(t *testing.T) {
-	// Two requests of this boot, journaled out of id order.
+	// Two requests of this boot, journaled out of id order; "a" has its
+	// NodeMaintenance.
 	requests := []journal.Entry{
 		planRequest("b", v1alpha1.SourceHost, planBoot, planAgo(time.Hour)),
 		planRequest("a", v1alpha1.SourceAPI, planBoot, planAgo(50*time.Minute)),
 	}
+	maintenances := []v1alpha1.NodeMaintenance{planNM("a", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)}
 	askedAt := planAgo(5 * time.Minute)
 	withRebooting := append(append([]journal.Entry(nil), requests...), planRebooting(planBoot, askedAt, "a", "b"))
 	tests := map[string]struct {
@@ -353,7 +377,7 @@ func TestDecideReboots(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries, now: tt.now}, tt.node...))
+			p := decide(planFacts(facts{entries: tt.entries, now: tt.now, maintenances: maintenances}, tt.node...))
 			g.Expect(p.reboot).To(Equal(tt.wantReboot))
 			g.Expect(p.state.Phase).To(Equal(tt.wantPhase))
 			g.Expect(p.state.BootID).To(Equal(planBoot))
@@ -428,7 +452,7 @@ func TestDecideRequestsAndReportsConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			p := decide(planFacts(facts{entries: tt.entries}, tt.node...))
-			g.Expect(p.write).To(Equal(tt.wantWrite))
+			g.Expect(planEntries(p)).To(Equal(tt.wantWrite))
 			if tt.wantCurrent == nil {
 				g.Expect(p.annotations).NotTo(HaveKey(protocol.CurrentConfig))
 			} else {
@@ -461,11 +485,11 @@ func TestDecideConfigRequestFitsTheJournal(t *testing.T) {
 			g := NewWithT(t)
 			p := decide(planFacts(facts{}, gen.Annotations(protocol.DesiredConfig, tt.desired, protocol.CurrentConfig, tt.current)))
 			g.Expect(p.write).To(HaveLen(1))
-			g.Expect(p.write[0].Config).To(Equal(tt.desired))
-			g.Expect(p.write[0].ID).To(Equal(v1alpha1.ConfigRequestID(planBoot, tt.desired)))
-			g.Expect(len(p.write[0].Reason)).To(BeNumerically("<=", v1alpha1.MaxReasonLength))
-			g.Expect(utf8.ValidString(p.write[0].Reason)).To(BeTrue())
-			g.Expect(p.write[0].Reason).To(ContainSubstring(tt.wantInReason))
+			g.Expect(p.write[0].entry.Config).To(Equal(tt.desired))
+			g.Expect(p.write[0].entry.ID).To(Equal(v1alpha1.ConfigRequestID(planBoot, tt.desired)))
+			g.Expect(len(p.write[0].entry.Reason)).To(BeNumerically("<=", v1alpha1.MaxReasonLength))
+			g.Expect(utf8.ValidString(p.write[0].entry.Reason)).To(BeTrue())
+			g.Expect(p.write[0].entry.Reason).To(ContainSubstring(tt.wantInReason))
 		})
 	}
 }
@@ -555,6 +579,15 @@ func TestDecideStateAnnotation(t *testing.T) {
 			g.Expect(got).To(Equal(p.state))
 		})
 	}
+}
+
+// planEntries are the entries a plan journals.
+func planEntries(p plan) []journal.Entry {
+	var out []journal.Entry
+	for _, w := range p.write {
+		out = append(out, w.entry)
+	}
+	return out
 }
 
 // planPtr returns a pointer to s, for want fields that tell "no change" (nil)

@@ -31,6 +31,7 @@ const usage = `kmaint-daemon is kmaint's node agent.
 Usage:
   kmaint-daemon run [flags]               run the agent for this node (the DaemonSet's command)
   kmaint-daemon request-reboot <reason>   ask for a reboot of this node
+  kmaint-daemon cancel-reboot <id>        withdraw one of this boot's requests
   kmaint-daemon version                   print the version (also --version)
 
 request-reboot writes one entry to this node's systemd journal and nothing
@@ -40,6 +41,12 @@ when its pool has room, inside its maintenance windows, cordons and drains it,
 and approves the reboot; the daemon then reboots the node. The request belongs
 to the current boot: any reboot satisfies it, and it is never replayed after.
 Follow it with: kubectl get nodemaintenances --field-selector spec.nodeName=<node>
+
+cancel-reboot journals the cancellation of one of this boot's requests (the id
+request-reboot printed; without one it lists them). The daemon withdraws the
+request until the node's reboot is approved for it, even while the node drains:
+kmaint then uncordons what it cordoned. After the approval the cancellation is
+refused (event CancelRefused on the Node) and the node reboots.
 `
 
 // Main runs kmaint-daemon with args (without the program name) and returns
@@ -57,6 +64,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, hooks Ho
 		return run(ctx, args[1:], stderr, hooks)
 	case "request-reboot":
 		return requestReboot(args[1:], stdout, stderr)
+	case "cancel-reboot":
+		return cancelReboot(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version.Get())
 		return 0
@@ -85,6 +94,43 @@ func requestReboot(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "Reboot requested (request %s). kmaint reboots this node when its pool has room.\n", id)
+	return 0
+}
+
+func cancelReboot(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cancel-reboot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bootIDFile := fs.String("boot-id-file", daemon.DefaultBootIDPath, "The kernel's boot ID file.")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kmaint-daemon cancel-reboot <request id>\n\n%s", usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "kmaint-daemon cancel-reboot: one request id, not %d words\n", fs.NArg())
+		return 2
+	}
+	bootID, err := daemon.ReadBootID(*bootIDFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon cancel-reboot:", err)
+		return 1
+	}
+	out, err := daemon.CancelReboot(ctx, &journal.Systemd{}, fs.Arg(0), bootID, os.Geteuid(), time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon cancel-reboot:", err)
+		return 1
+	}
+	r := out.Request
+	if out.Already {
+		fmt.Fprintf(stdout, "Request %s (%s: %s) is already cancelled.\n", r.ID, r.Source, v1alpha1.FitReason(r.Reason))
+		return 0
+	}
+	fmt.Fprintf(stdout, "Cancellation of request %s (%s: %s) journaled. The daemon withdraws it unless the node's reboot is already approved for it: "+
+		"then the node reboots and the Node gets a CancelRefused event.\n", r.ID, r.Source, v1alpha1.FitReason(r.Reason))
 	return 0
 }
 

@@ -18,7 +18,14 @@ const (
 	// RebootingMessageID marks "rebooting now" entries, written right before
 	// the daemon asks logind to reboot, naming the requests it satisfies.
 	RebootingMessageID = "f1e2d3c4b5a697887766554433221100"
+	// CancelMessageID marks "request cancelled" entries: root on the host
+	// (kmaint-daemon cancel-reboot), or the daemon for a NodeMaintenance
+	// deleted before its reboot was approved.
+	CancelMessageID = "5d0c7e3a9b2f4e61a8c4d2b7f0e9a613"
 )
+
+// MessageIDs are the MESSAGE_IDs of every kind of kmaint entry.
+func MessageIDs() []string { return []string{RequestMessageID, RebootingMessageID, CancelMessageID} }
 
 // The journal fields kmaint writes, besides MESSAGE and MESSAGE_ID.
 const (
@@ -39,22 +46,37 @@ const (
 	KindRequest Kind = "request"
 	// KindRebooting records that the daemon is rebooting for some requests.
 	KindRebooting Kind = "rebooting"
+	// KindCancel withdraws a request of the same boot, unless its reboot
+	// was already approved.
+	KindCancel Kind = "cancel"
 )
+
+// MaxWriterLag is how far before the journal received an entry its writer
+// may date it (KMAINT_TIME). Writers stamp an entry just before sending it;
+// a time later than its receipt, or older than this, is not the writer's
+// clock but a forgery or a mistake (KMAINT_TIME=0 would sort first in the
+// pool's queue), and the receive time is used instead.
+const MaxWriterLag = time.Minute
+
+// MaxIDLength is the longest request id an entry may carry, in bytes.
+const MaxIDLength = 128
 
 // Entry is one kmaint journal entry.
 type Entry struct {
 	Kind Kind
-	// ID identifies a request (KindRequest).
+	// ID identifies a request (KindRequest), or the request withdrawn
+	// (KindCancel).
 	ID string
 	// Source is where the request came from (KindRequest).
 	Source v1alpha1.Source
-	// Reason is why (KindRequest).
+	// Reason is why (KindRequest, KindCancel).
 	Reason string
 	// Config is the config identity a config request asks for.
 	Config string
 	// Requests are the ids a reboot satisfies (KindRebooting).
 	Requests []string
-	// Time is when the entry was written.
+	// Time is when the entry was written: the writer's KMAINT_TIME, bounded
+	// by Received (see MaxWriterLag).
 	Time time.Time
 
 	// BootID is the boot the entry was written in, in the form of
@@ -62,6 +84,22 @@ type Entry struct {
 	BootID string
 	// UID is the writer's user id. Set by the journal, not the writer.
 	UID int
+	// Received is when the journal received the entry
+	// (__REALTIME_TIMESTAMP). Set by the journal, not the writer.
+	Received time.Time
+}
+
+// boundTime is the time an entry is taken to be written at: the writer's,
+// unless it is missing, later than the journal's receipt, or more than
+// MaxWriterLag before it; then the receipt's.
+func boundTime(written, received time.Time) time.Time {
+	switch {
+	case received.IsZero():
+		return written
+	case written.IsZero(), written.After(received), received.Sub(written) > MaxWriterLag:
+		return received
+	}
+	return written
 }
 
 // Journal appends kmaint entries and reads them back.
@@ -72,6 +110,10 @@ type Journal interface {
 	// oldest first, then caughtUp once, then fn with each new entry as it is
 	// written, until ctx is done. Both run on Follow's goroutine.
 	Follow(ctx context.Context, fn func(Entry), caughtUp func()) error
+	// Boots returns the boot IDs the journal holds entries of, kmaint's or
+	// not: one that holds only the current boot has lost the node's earlier
+	// boots (volatile storage, or vacuumed).
+	Boots() ([]string, error)
 }
 
 // fields renders an entry as journal fields.
@@ -82,6 +124,11 @@ func (e Entry) fields() (message string, vars map[string]string) {
 		vars["MESSAGE_ID"] = RebootingMessageID
 		vars[fieldRequests] = strings.Join(e.Requests, ",")
 		message = fmt.Sprintf("kmaint: rebooting for requests %s", vars[fieldRequests])
+	case KindCancel:
+		vars["MESSAGE_ID"] = CancelMessageID
+		vars[fieldRequestID] = e.ID
+		vars[fieldReason] = e.Reason
+		message = fmt.Sprintf("kmaint: reboot request %s cancelled: %s", e.ID, e.Reason)
 	default:
 		vars["MESSAGE_ID"] = RequestMessageID
 		vars[fieldRequestID] = e.ID
@@ -104,16 +151,19 @@ func parse(f map[string]string) (Entry, error) {
 		return e, fmt.Errorf("entry without a valid _UID %q", f["_UID"])
 	}
 	e.UID = uid
-	if us, err := strconv.ParseInt(f[fieldTime], 10, 64); err == nil {
-		e.Time = time.UnixMicro(us)
-	} else if us, err := strconv.ParseInt(f["__REALTIME_TIMESTAMP"], 10, 64); err == nil {
-		e.Time = time.UnixMicro(us)
+	if us, err := strconv.ParseInt(f["__REALTIME_TIMESTAMP"], 10, 64); err == nil {
+		e.Received = time.UnixMicro(us)
 	}
+	var written time.Time
+	if us, err := strconv.ParseInt(f[fieldTime], 10, 64); err == nil {
+		written = time.UnixMicro(us)
+	}
+	e.Time = boundTime(written, e.Received)
 	switch f["MESSAGE_ID"] {
 	case RequestMessageID:
 		e.Kind, e.ID, e.Reason, e.Config = KindRequest, f[fieldRequestID], f[fieldReason], f[fieldConfig]
 		e.Source = v1alpha1.Source(f[fieldSource])
-		if e.ID == "" || len(e.ID) > 128 {
+		if e.ID == "" || len(e.ID) > MaxIDLength {
 			return e, fmt.Errorf("request entry with a missing or oversize %s", fieldRequestID)
 		}
 		switch e.Source {
@@ -128,6 +178,14 @@ func parse(f map[string]string) (Entry, error) {
 		e.Kind = KindRebooting
 		if r := f[fieldRequests]; r != "" {
 			e.Requests = strings.Split(r, ",")
+		}
+	case CancelMessageID:
+		e.Kind, e.ID, e.Reason = KindCancel, f[fieldRequestID], f[fieldReason]
+		if e.ID == "" || len(e.ID) > MaxIDLength {
+			return e, fmt.Errorf("cancel entry with a missing or oversize %s", fieldRequestID)
+		}
+		if e.Reason == "" || len(e.Reason) > v1alpha1.MaxReasonLength {
+			return e, fmt.Errorf("cancel of %s has an empty or oversize reason", e.ID)
 		}
 	default:
 		return e, fmt.Errorf("not a kmaint entry: MESSAGE_ID %q", f["MESSAGE_ID"])

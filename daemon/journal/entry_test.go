@@ -2,6 +2,7 @@ package journal
 
 import (
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ const (
 
 var testTime = time.Date(2025, 3, 1, 12, 30, 15, 123456000, time.UTC)
 
+// testReceived is when journald received the entries: a moment after
+// their writers dated them.
+var testReceived = testTime.Add(3 * time.Millisecond)
+
 // stored renders e the way journald would hand it back: the fields the
 // writer sent, plus MESSAGE and the trusted fields journald adds itself.
 func stored(e Entry, uid string) map[string]string {
@@ -27,7 +32,7 @@ func stored(e Entry, uid string) map[string]string {
 	f["MESSAGE"] = msg
 	f["_BOOT_ID"] = strings.ReplaceAll(testBoot, "-", "")
 	f["_UID"] = uid
-	f["__REALTIME_TIMESTAMP"] = "1700000000000000"
+	f["__REALTIME_TIMESTAMP"] = strconv.FormatInt(testReceived.UnixMicro(), 10)
 	return f
 }
 
@@ -59,6 +64,12 @@ func TestEntryRoundTripsThroughJournalFields(t *testing.T) {
 			want:          Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "mine", Time: testTime, BootID: testBoot, UID: 1000},
 			wantMessageID: RequestMessageID,
 		},
+		"cancellation keeps the request it withdraws and why": {
+			entry:         Entry{Kind: KindCancel, ID: "h1", Reason: "cancelled on the node", Time: testTime},
+			uid:           "0",
+			want:          Entry{Kind: KindCancel, ID: "h1", Reason: "cancelled on the node", Time: testTime, BootID: testBoot},
+			wantMessageID: CancelMessageID,
+		},
 		"rebooting entry keeps its requests in order": {
 			entry:         Entry{Kind: KindRebooting, Requests: []string{"a", "b", "config-1"}, Time: testTime},
 			uid:           "0",
@@ -76,24 +87,58 @@ func TestEntryRoundTripsThroughJournalFields(t *testing.T) {
 			// KMAINT_TIME, not the journal's receive time, and to the
 			// microsecond.
 			g.Expect(got.Time).To(BeTemporally("==", tt.want.Time))
-			got.Time, tt.want.Time = time.Time{}, time.Time{}
+			g.Expect(got.Received).To(BeTemporally("==", testReceived))
+			got.Time, tt.want.Time, got.Received = time.Time{}, time.Time{}, time.Time{}
 			g.Expect(got).To(Equal(tt.want))
 		})
 	}
 }
 
-func TestParseTakesTheJournalTimeWithoutKmaintTime(t *testing.T) {
-	g := NewWithT(t)
-	f := stored(Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "r", Time: testTime}, "0")
-	delete(f, fieldTime)
-	got, err := parse(f)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.Time).To(BeTemporally("==", time.UnixMicro(1700000000000000)))
+// A writer dates its entry (KMAINT_TIME), and the time orders the pool's
+// queue; journald's receive time bounds it, so that a writer cannot jump
+// the queue (KMAINT_TIME=0) or date a request in the future.
+func TestParseBoundsTheWritersTimeByTheReceiveTime(t *testing.T) {
+	tests := map[string]struct {
+		// kmaintTime is KMAINT_TIME; "-" leaves it out.
+		kmaintTime string
+		// want is the entry's time.
+		want time.Time
+	}{
+		"a moment before receipt: the writer's":        {kmaintTime: micros(testReceived.Add(-time.Second)), want: testReceived.Add(-time.Second)},
+		"exactly at receipt: the writer's":             {kmaintTime: micros(testReceived), want: testReceived},
+		"MaxWriterLag before receipt: the writer's":    {kmaintTime: micros(testReceived.Add(-MaxWriterLag)), want: testReceived.Add(-MaxWriterLag)},
+		"just over MaxWriterLag before: the receipt's": {kmaintTime: micros(testReceived.Add(-MaxWriterLag - time.Microsecond)), want: testReceived},
+		"0 (1970, first in the queue): the receipt's":  {kmaintTime: "0", want: testReceived},
+		"negative: the receipt's":                      {kmaintTime: "-5", want: testReceived},
+		"after receipt: the receipt's":                 {kmaintTime: micros(testReceived.Add(time.Microsecond)), want: testReceived},
+		"in the year 9999: the receipt's":              {kmaintTime: micros(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)), want: testReceived},
+		"not a number: the receipt's":                  {kmaintTime: "yesterday", want: testReceived},
+		"overflowing int64: the receipt's":             {kmaintTime: "99999999999999999999", want: testReceived},
+		"missing: the receipt's":                       {kmaintTime: "-", want: testReceived},
+		"empty: the receipt's":                         {kmaintTime: "", want: testReceived},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			f := stored(Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "r", Time: testTime}, "0")
+			if tt.kmaintTime == "-" {
+				delete(f, fieldTime)
+			} else {
+				f[fieldTime] = tt.kmaintTime
+			}
+			got, err := parse(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Time).To(BeTemporally("==", tt.want))
+		})
+	}
 }
+
+func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
 func TestParseRejectsMalformedEntries(t *testing.T) {
 	request := Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "kernel", Time: testTime}
 	rebooting := Entry{Kind: KindRebooting, Requests: []string{"h1"}, Time: testTime}
+	cancel := Entry{Kind: KindCancel, ID: "h1", Reason: "cancelled on the node", Time: testTime}
 	tests := map[string]struct {
 		entry Entry
 		// change spoils the stored fields.
@@ -119,6 +164,11 @@ func TestParseRejectsMalformedEntries(t *testing.T) {
 		"request without _BOOT_ID":         {entry: request, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
 		"rebooting entry without _BOOT_ID": {entry: rebooting, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
 		"rebooting entry without _UID":     {entry: rebooting, change: func(f map[string]string) { delete(f, "_UID") }, wantErr: "_UID"},
+		"cancellation without request id":  {entry: cancel, change: func(f map[string]string) { delete(f, fieldRequestID) }, wantErr: fieldRequestID},
+		"cancellation id of 129 bytes":     {entry: cancel, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 129) }, wantErr: fieldRequestID},
+		"cancellation without reason":      {entry: cancel, change: func(f map[string]string) { delete(f, fieldReason) }, wantErr: "reason"},
+		"cancellation reason of 513 bytes": {entry: cancel, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength+1) }, wantErr: "reason"},
+		"cancellation without _BOOT_ID":    {entry: cancel, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/journal"
@@ -43,10 +44,10 @@ func (s *Systemd) Follow(ctx context.Context, fn func(Entry), caughtUp func()) e
 		return err
 	}
 	defer j.Close()
-	// Match either MESSAGE_ID. The root check is done on the trusted _UID
-	// field below, not in the match, so entries from other users can be
-	// reported rather than silently dropped.
-	for i, id := range []string{RequestMessageID, RebootingMessageID} {
+	// Match any of kmaint's MESSAGE_IDs. The root check is done on the
+	// trusted _UID field below, not in the match, so entries from other
+	// users can be reported rather than silently dropped.
+	for i, id := range MessageIDs() {
 		if i > 0 {
 			if err := j.AddDisjunction(); err != nil {
 				return fmt.Errorf("journal match: %w", err)
@@ -84,6 +85,24 @@ func (s *Systemd) Follow(ctx context.Context, fn func(Entry), caughtUp func()) e
 	}
 }
 
+// Boots lists the boots the journal files hold entries of, from journald's
+// index of the _BOOT_ID field.
+func (s *Systemd) Boots() ([]string, error) {
+	j, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	ids, err := j.GetUniqueValues("_BOOT_ID")
+	if err != nil {
+		return nil, fmt.Errorf("list the journal's boots: %w", err)
+	}
+	for i := range ids {
+		ids[i] = FormatBootID(ids[i])
+	}
+	return ids, nil
+}
+
 func (s *Systemd) open() (*sdjournal.Journal, error) {
 	var j *sdjournal.Journal
 	var err error
@@ -104,6 +123,8 @@ func (s *Systemd) deliver(j *sdjournal.Journal, fn func(Entry)) {
 		s.invalid(nil, fmt.Errorf("read journal entry: %w", err))
 		return
 	}
+	// sd-journal hands the receive time apart from the fields.
+	raw.Fields["__REALTIME_TIMESTAMP"] = strconv.FormatUint(raw.RealtimeTimestamp, 10)
 	e, err := parse(raw.Fields)
 	switch {
 	case err != nil:

@@ -44,6 +44,11 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		return failed(v, v1alpha1.NodeNotFoundReason, fmt.Sprintf("node %s does not exist; nothing will be rebooted", nm.Spec.NodeName))
 	}
 	raised := f.Requested != nil && f.Requested.Has(requestID)
+	// Request ids are unique, so one the daemon shows cancelled is this
+	// request, withdrawn before its reboot was approved.
+	if f.Requested != nil && slices.Contains(f.Requested.Cancelled, requestID) {
+		return failed(v, v1alpha1.CancelledReason, fmt.Sprintf("the request was cancelled on node %s (boot %s) before its reboot was approved", nm.Spec.NodeName, f.Requested.BootID))
+	}
 	// Only a request not yet raised or journaled can be refused: once the
 	// node has it, the coming reboot satisfies it whatever else is open.
 	if s.BootIDBefore == "" && older != "" && !raised && s.JournaledBootID == "" {

@@ -44,6 +44,16 @@ func raisedIn(phase v1alpha1.Phase, boot string) v1alpha1.NodeMaintenanceStatus 
 	return v1alpha1.NodeMaintenanceStatus{Phase: phase, RequestID: reqID, BootIDBefore: boot}
 }
 
+// cancelledOn writes a reboot-requested annotation of boot that shows the
+// request cancelled withdrawn and the others still raised.
+func cancelledOn(boot, cancelled string, raised ...string) gen.NodeOption {
+	r := protocol.Requested{BootID: boot, Requests: []protocol.Request{}, Cancelled: []string{cancelled}}
+	for _, id := range raised {
+		r.Requests = append(r.Requests, gen.Req(id, v1alpha1.SourceHost, t0))
+	}
+	return gen.Annotations(protocol.RebootRequested, protocol.Encode(r))
+}
+
 func TestDecide(t *testing.T) {
 	cases := map[string]struct {
 		// status is the NodeMaintenance's status before the reconcile.
@@ -258,6 +268,32 @@ func TestDecide(t *testing.T) {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
 			node:       gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonRebooting, "boot-0", "rebooting", t0)),
 			wantPhase:  v1alpha1.PhaseRebooting,
+			wantBefore: "boot-0",
+		},
+		"cancelled on the node before its approval: failed, Cancelled": {
+			status:      raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:        gen.Node("n1", cancelledOn("boot-0", reqID)),
+			wantPhase:   v1alpha1.PhaseFailed,
+			wantReason:  v1alpha1.CancelledReason,
+			wantMessage: "cancelled on node n1 (boot boot-0) before its reboot was approved",
+			wantBefore:  "boot-0",
+		},
+		"cancelled while draining, another request still raised: failed, Cancelled": {
+			status:     raisedIn(v1alpha1.PhaseDraining, "boot-0"),
+			node:       gen.Node("n1", cancelledOn("boot-0", reqID, "host-1"), gen.Admitted("boot-0", t0, reqID, "host-1")),
+			wantPhase:  v1alpha1.PhaseFailed,
+			wantReason: v1alpha1.CancelledReason,
+			wantBefore: "boot-0",
+		},
+		"cancelled before it was seen raised: failed, Cancelled": {
+			node:       gen.Node("n1", cancelledOn("boot-0", reqID)),
+			wantPhase:  v1alpha1.PhaseFailed,
+			wantReason: v1alpha1.CancelledReason,
+		},
+		"another request cancelled: this one is not": {
+			status:     raisedIn(v1alpha1.PhaseRequested, "boot-0"),
+			node:       gen.Node("n1", cancelledOn("boot-0", "host-1", reqID)),
+			wantPhase:  v1alpha1.PhaseRequested,
 			wantBefore: "boot-0",
 		},
 		"succeeded never changes": {

@@ -45,6 +45,7 @@ const (
 	DaemonState              = "kmaint_daemon_state"                // gauge {node, state}
 	DaemonOutstandingRequest = "kmaint_daemon_outstanding_requests" // gauge {node}
 	DaemonBootTimeSeconds    = "kmaint_daemon_boot_time_seconds"    // gauge {node}: when the current boot began
+	DaemonJournalVolatile    = "kmaint_daemon_journal_volatile"     // gauge {node}: 1 when the journal kept no earlier boot
 
 	// The Alertmanager webhook's.
 	AlertWebhookRequestsTotal = "kmaint_alert_webhook_requests_total" // counter {code}
@@ -60,6 +61,6 @@ func All() []string {
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
-		AlertWebhookRequestsTotal,
+		DaemonJournalVolatile, AlertWebhookRequestsTotal,
 	}
 }

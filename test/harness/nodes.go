@@ -28,6 +28,9 @@ type NodeOptions struct {
 	Fast bool
 	// MetricsAddr and ProbeAddr are the daemon's; default off.
 	MetricsAddr, ProbeAddr string
+	// VolatileJournal keeps the node's journal in its /run, lost at every
+	// reboot, as on nodes without a persistent journal.
+	VolatileJournal bool
 }
 
 // StartNode registers a Node and starts a simulated node for it: its own
@@ -64,8 +67,9 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
 			"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
 			"--reboot-timeout", opts.RebootTimeout.String()},
-		Env: []string{node.DaemonEnv + "=1"},
-		Log: logFile,
+		Env:             []string{node.DaemonEnv + "=1"},
+		Log:             logFile,
+		VolatileJournal: opts.VolatileJournal,
 		OnReboot: func(ctx context.Context, _, next string) error {
 			if !opts.Fast {
 				if err := gen.SetBoot(ctx, bed.Client, name, next, false); err != nil {
@@ -105,8 +109,20 @@ func RequireRoot(t testing.TB) {
 	t.Skip("simulated nodes need root for their mount namespace; run make test as root (CI does)")
 }
 
+// CancelReboot runs `kmaint-daemon cancel-reboot` on the node as uid.
+func CancelReboot(t testing.TB, n *node.Node, uid int, id string) ([]byte, error) {
+	t.Helper()
+	return runDaemonCommand(t, n, uid, "cancel-reboot", id)
+}
+
 // RequestReboot runs `kmaint-daemon request-reboot` on the node as uid.
 func RequestReboot(t testing.TB, n *node.Node, uid int, reason string) ([]byte, error) {
+	t.Helper()
+	return runDaemonCommand(t, n, uid, "request-reboot", reason)
+}
+
+// runDaemonCommand runs `kmaint-daemon <command> <arg>` on the node as uid.
+func runDaemonCommand(t testing.TB, n *node.Node, uid int, command, arg string) ([]byte, error) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -116,7 +132,7 @@ func RequestReboot(t testing.TB, n *node.Node, uid int, reason string) ([]byte, 
 		// The test binary sits in a directory only root may enter.
 		self = copyForEveryone(t, self)
 	}
-	return n.Exec(context.Background(), uid, "env", node.DaemonEnv+"=1", self, "request-reboot", reason)
+	return n.Exec(context.Background(), uid, "env", node.DaemonEnv+"=1", self, command, arg)
 }
 
 // copyForEveryone copies an executable where any user may run it.

@@ -21,10 +21,11 @@ import (
 // Journald is the journal daemon the nodes run.
 const Journald = "/lib/systemd/systemd-journald"
 
-// journaldConf keeps each node's journal on its own disk directory, off the
-// host's kernel log, and without rate limits that would drop test entries.
+// journaldConf keeps each node's journal on its own disk directory (or, for
+// a volatile journal, in the node's /run), off the host's kernel log, and
+// without rate limits that would drop test entries.
 const journaldConf = `[Journal]
-Storage=persistent
+Storage=%s
 ReadKMsg=no
 Audit=no
 RateLimitBurst=0
@@ -61,6 +62,9 @@ type Config struct {
 	BootID string
 	// Env is the daemon's environment, on top of this process's.
 	Env []string
+	// VolatileJournal keeps the journal in the node's /run only
+	// (Storage=volatile), emptied by every reboot as a tmpfs is.
+	VolatileJournal bool
 	// OnReboot is called for each reboot the daemon asks for, with the old
 	// and new boot IDs, after the node's processes stopped and before they
 	// start again: the place to play the kubelet.
@@ -96,7 +100,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "journal"), 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir, "journald.conf"), []byte(journaldConf), 0o644); err != nil {
+	storage := "persistent"
+	if cfg.VolatileJournal {
+		storage = "volatile"
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "journald.conf"), []byte(fmt.Sprintf(journaldConf, storage)), 0o644); err != nil {
 		return nil, err
 	}
 	machineID := strings.ReplaceAll(uuid.NewString(), "-", "")
@@ -295,6 +303,12 @@ func (n *Node) reboot(ctx context.Context) error {
 	n.mu.Unlock()
 	kill(daemon)
 	kill(n.journald)
+	if n.cfg.VolatileJournal {
+		// /run is a tmpfs: a reboot empties it.
+		if err := n.forgetRuntimeJournal(); err != nil {
+			return err
+		}
+	}
 	n.mu.Lock()
 	err := n.writeBootID(uuid.NewString())
 	next := n.bootID
@@ -314,6 +328,22 @@ func (n *Node) reboot(ctx context.Context) error {
 		return err
 	}
 	n.rebootDone <- struct{}{}
+	return nil
+}
+
+// forgetRuntimeJournal empties the journal kept in the node's /run, which
+// the node's namespace holds on a tmpfs of its own.
+func (n *Node) forgetRuntimeJournal() error {
+	dir := filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", "run/log/journal")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("empty the runtime journal of node %s: %w", n.cfg.Name, err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("empty the runtime journal of node %s: %w", n.cfg.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -33,8 +33,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `kubectl kmaint shows and steers kmaint, the one gate for every node reboot in a cluster.
 
 It reads and writes kmaint's API (MaintenancePool, NodeMaintenance): the status of
-pools and nodes, reboot requests, rolling reboots of a pool, pausing a pool, a
-node's reboot history and an HTML report of the reboots so far.`,
+pools and nodes, reboot requests and their cancellation, rolling reboots of a pool,
+pausing a pool, a node's reboot history and an HTML report of the reboots so far.`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl kmaint"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -46,6 +46,7 @@ node's reboot history and an HTML report of the reboots so far.`,
 	root.AddCommand(
 		newStatusCommand(k),
 		newRequestCommand(k),
+		newCancelCommand(k),
 		newRolloutCommand(k),
 		newPauseCommand(k, true),
 		newPauseCommand(k, false),

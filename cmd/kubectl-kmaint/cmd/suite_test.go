@@ -20,7 +20,11 @@ import (
 // works in its own pool, with its own nodes.
 var bed *testbed.Bed
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+func TestMain(m *testing.M) {
+	// The cancel tests run simulated nodes, whose daemon is this binary.
+	harness.MaybeRunDaemon()
+	os.Exit(harness.Main(m, &bed))
+}
 
 const timeout = 30 * time.Second
 

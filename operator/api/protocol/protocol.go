@@ -62,6 +62,9 @@ type Requested struct {
 	BootID string `json:"bootID"`
 	// Requests are the boot's outstanding requests, oldest first.
 	Requests []Request `json:"requests"`
+	// Cancelled are the ids of this boot's requests withdrawn before their
+	// reboot was approved; their reboot will not happen.
+	Cancelled []string `json:"cancelled,omitempty"`
 }
 
 // Earliest returns when the oldest request was made.
@@ -154,6 +157,17 @@ type DaemonState struct {
 	Message string `json:"message,omitempty"`
 	// Since is when the daemon entered the phase.
 	Since time.Time `json:"since"`
+	// Config is the config identity the reboot that ends BootID applies:
+	// the last config requested in that boot and not cancelled. Written
+	// before the reboot, it tells the next boot's daemon which config the
+	// node runs without the journal of the boot before, which a node with a
+	// volatile journal does not keep.
+	Config string `json:"config,omitempty"`
+	// VolatileJournal is true when the node's journal holds no entry from
+	// before BootID although the node booted before (volatile storage, or
+	// vacuumed): the node keeps no record of its earlier requests, and
+	// kmaint relies on what it keeps on the Node and its NodeMaintenances.
+	VolatileJournal bool `json:"volatileJournal,omitempty"`
 }
 
 // MaxAnnotationLength is the longest kmaint annotation Decode reads, in

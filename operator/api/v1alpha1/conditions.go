@@ -126,6 +126,9 @@ const (
 	// RebootNotObservedReason: the daemon asked for the reboot and the boot
 	// ID did not change.
 	RebootNotObservedReason = "RebootNotObserved"
+	// CancelledReason: the request was withdrawn on the node before its
+	// reboot was approved (kmaint-daemon cancel-reboot).
+	CancelledReason = "Cancelled"
 )
 
 // Reasons of Warning events that say kmaint contained what it was given: a
