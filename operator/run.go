@@ -26,9 +26,11 @@ import (
 	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/operator/unreadable"
 	"github.com/kmaint/kmaint/policies/promapi"
 )
 
@@ -127,6 +129,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := mgr.Add(metrics.NewState(mgr.GetClient(), ctrlmetrics.Registry, clk)); err != nil {
 		return nil, fmt.Errorf("add state metrics: %w", err)
 	}
+	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	copts := controller.Options{
 		SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames),
 		// A request that hangs (a stalled connection to the API server or
@@ -161,6 +166,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
+	}
+	for _, kind := range unreadable.Kinds() {
+		u := &unreadable.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-unreadable"), Clock: clk, Kind: kind}
+		if err := u.SetupWithManager(mgr, copts); err != nil {
+			return nil, fmt.Errorf("set up the report of unreadable %ss: %w", kind.Name, err)
+		}
 	}
 	if err := addAlertWebhook(mgr, opts); err != nil {
 		return nil, err

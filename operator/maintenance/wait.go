@@ -38,6 +38,8 @@ type poolFacts struct {
 	// settings gives, by request id, the node's NodeMaintenances' window
 	// settings.
 	settings map[string]pools.RequestSettings
+	// unreadable say which MaintenancePools cannot be read, and why.
+	unreadable []string
 }
 
 // readPool reads the node's pool and the cluster's RebootPolicies from the
@@ -48,7 +50,12 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	pf := &poolFacts{names: pools.Of(node.Node, pools.Selectors(poolList.Items)), settings: pools.Settings(items)}
-	if len(pf.names) > 1 {
+	for i := range poolList.Items {
+		if err := poolList.Items[i].Unreadable(); err != nil {
+			pf.unreadable = append(pf.unreadable, fmt.Sprintf("MaintenancePool %s cannot be read (%v)", poolList.Items[i].Name, err))
+		}
+	}
+	if len(pf.names) > 1 || len(pf.unreadable) > 0 {
 		return pf, nil
 	}
 	pool := &v1alpha1.MaintenancePool{}
@@ -71,8 +78,8 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 // spec and the pool's status (the budget as the gate last counted it, the
 // blocking query that holds it) tell.
 func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
-	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0]}
-	if len(pf.names) > 1 {
+	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0], UnreadablePools: pf.unreadable}
+	if len(pf.names) > 1 || len(pf.unreadable) > 0 {
 		return in
 	}
 	in.WindowErr = pf.windows.PoolErr()

@@ -21,6 +21,7 @@ type Recorder struct {
 	evalErrors     *prometheus.CounterVec
 	evalDuration   *prometheus.HistogramVec
 	queryValue     *prometheus.GaugeVec
+	pruned         prometheus.Counter
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -55,6 +56,8 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "Time a RebootPolicy's Prometheus query took.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"policy"}),
 		queryValue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: PolicyQueryValue,
 			Help: "A RebootPolicy's last query value for each selected node it names."}, []string{"policy", "node"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: MaintenancesPrunedTotal,
+			Help: "Finished NodeMaintenances deleted because they fell out of the history's retention."}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -68,6 +71,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.evalErrors = register(reg, r.evalErrors, &err)
 	r.evalDuration = register(reg, r.evalDuration, &err)
 	r.queryValue = register(reg, r.queryValue, &err)
+	r.pruned = register(reg, r.pruned, &err)
 	return r, err
 }
 
@@ -191,5 +195,12 @@ func (r *Recorder) PolicyValues(policy string, values map[string]float64) {
 func (r *Recorder) ForgetPolicy(policy string) {
 	if r != nil {
 		r.queryValue.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	}
+}
+
+// Pruned counts finished NodeMaintenances deleted by retention.
+func (r *Recorder) Pruned(n int) {
+	if r != nil {
+		r.pruned.Add(float64(n))
 	}
 }

@@ -129,7 +129,13 @@ func (r *Reconciler) evaluateQuery(ctx context.Context, t *v1alpha1.PrometheusTr
 			ev.values[node] = v
 		}
 	}
-	ev.candidates = policies.Track(prev, ev.values, s.threshold, f.lastReboot, now)
+	var holding []string
+	for node, v := range ev.values {
+		if s.threshold.Holds(v) {
+			holding = append(holding, node)
+		}
+	}
+	ev.candidates = policies.Track(prev, ev.values, s.threshold, f.lastReboots(holding, now), now)
 	return ev
 }
 
@@ -178,7 +184,7 @@ func evaluateSchedule(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatu
 	for node, c := range byNode {
 		// A node that left the selection, or rebooted since the fire, is
 		// done with.
-		if !f.selected[node] || f.lastReboot[node].After(c.Since) {
+		if !f.selected[node] || f.lastReboot(node, now).After(c.Since) {
 			continue
 		}
 		ev.candidates = append(ev.candidates, c)
@@ -205,7 +211,7 @@ func evaluateAlerts(p *v1alpha1.RebootPolicy, f *facts, now time.Time) evaluatio
 		if !f.selected[node] {
 			continue
 		}
-		if r := f.lastReboot[node]; r.After(since) {
+		if r := f.lastReboot(node, now); r.After(since) {
 			// The alert predates the reboot: the reboot was its answer, and
 			// the alert should resolve. Until it does, the cooldown from
 			// that reboot holds a new request back.
