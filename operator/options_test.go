@@ -20,6 +20,9 @@ func TestOptionsValidate(t *testing.T) {
 		"a certificate without its key":      {opts: Options{AlertWebhookCertFile: "tls.crt"}, wantErr: "go together"},
 		"a key without its certificate":      {opts: Options{AlertWebhookKeyFile: "tls.key"}, wantErr: "go together"},
 		"both":                               {opts: Options{AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key", DrainPollInterval: time.Second}},
+		"a negative history per node":        {opts: Options{HistoryPerNode: -1}, wantErr: "--history-per-node=-1"},
+		"a negative history age":             {opts: Options{HistoryMaxAge: -time.Hour}, wantErr: "--history-max-age=-1h0m0s"},
+		"the history's defaults":             {opts: Options{HistoryPerNode: 10, HistoryMaxAge: 90 * 24 * time.Hour}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	// Maintenance windows name IANA time zones; the image need not ship them.
 	_ "time/tzdata"
 
@@ -37,6 +38,8 @@ func main() {
 	fs.StringVar(&opts.AlertWebhookTokenKey, "alert-webhook-token-key", "token", "Key of the token in that Secret.")
 	fs.StringVar(&opts.AlertWebhookCertFile, "alert-webhook-cert-file", "", "PEM certificate to serve the receiver over TLS (reloaded when it changes).")
 	fs.StringVar(&opts.AlertWebhookKeyFile, "alert-webhook-key-file", "", "PEM key for --alert-webhook-cert-file.")
+	fs.IntVar(&opts.HistoryPerNode, "history-per-node", 10, "Finished NodeMaintenances kept per node; older ones are deleted (0: no limit). A node's last reboot, and each policy's last request for it, are always kept.")
+	fs.DurationVar(&opts.HistoryMaxAge, "history-max-age", 90*24*time.Hour, "Finished NodeMaintenances older than this are deleted (0: kept for ever), but for those always kept.")
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
