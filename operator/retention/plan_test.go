@@ -94,8 +94,8 @@ func TestPlan(t *testing.T) {
 			wantNext:   now.Add(-10 * day).Add(time.Hour).Add(30 * day).Add(-day),
 		},
 		"the node's last reboot stays, whatever its age or rank: cooldowns count from it": {
-			items:      append(failedEvery("f", 4, day), record("rebooted", 40*day, v1alpha1.PhaseSucceeded), record("rebooted-before", 50*day, v1alpha1.PhaseSucceeded)),
-			node:       &node, keep: keep,
+			items: append(failedEvery("f", 4, day), record("rebooted", 40*day, v1alpha1.PhaseSucceeded), record("rebooted-before", 50*day, v1alpha1.PhaseSucceeded)),
+			node:  &node, keep: keep,
 			wantPruned: []string{"f-03", "rebooted-before"},
 			wantNext:   now.Add(-3 * day).Add(time.Hour).Add(30 * day),
 		},
@@ -120,8 +120,8 @@ func TestPlan(t *testing.T) {
 			wantPruned: []string{"f-01", "f-02"},
 		},
 		"a node that is gone keeps nothing past count and age": {
-			items: append(failedEvery("f", 4, day), record("rebooted", 40*day, v1alpha1.PhaseSucceeded), record("p-failed", 40*day, v1alpha1.PhaseFailed, ofPolicy("p"))),
-			keep:  keep,
+			items:      append(failedEvery("f", 4, day), record("rebooted", 40*day, v1alpha1.PhaseSucceeded), record("p-failed", 40*day, v1alpha1.PhaseFailed, ofPolicy("p"))),
+			keep:       keep,
 			wantPruned: []string{"f-03", "rebooted", "p-failed"},
 			wantNext:   now.Add(-3 * day).Add(time.Hour).Add(30 * day),
 		},
