@@ -35,6 +35,9 @@ func TestOptionsValidate(t *testing.T) {
 		"certificate files and hosts for a generated one": {
 			opts: Options{AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key", AlertWebhookCertHosts: []string{"a"}}, wantErr: "choose one way",
 		},
+		"a negative history per node": {opts: Options{HistoryPerNode: -1}, wantErr: "--history-per-node=-1"},
+		"a negative history age":      {opts: Options{HistoryMaxAge: -time.Hour}, wantErr: "--history-max-age=-1h0m0s"},
+		"the history's defaults":      {opts: Options{HistoryPerNode: 10, HistoryMaxAge: 90 * 24 * time.Hour}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -26,9 +26,12 @@ import (
 	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/operator/retention"
+	"github.com/kmaint/kmaint/operator/unreadable"
 	"github.com/kmaint/kmaint/policies/promapi"
 )
 
@@ -85,6 +88,11 @@ type Options struct {
 	// AllowDuplicateControllerNames lets several operators run in one
 	// process, as the simulated cluster does when it restarts the operator.
 	AllowDuplicateControllerNames bool
+	// HistoryPerNode is how many finished NodeMaintenances each node
+	// keeps, and HistoryMaxAge how long one is kept (see
+	// retention.Retention); 0 sets no limit. Both 0 prune nothing.
+	HistoryPerNode int
+	HistoryMaxAge  time.Duration
 }
 
 // Leader election and events need these besides what the controllers' own
@@ -143,6 +151,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := mgr.Add(metrics.NewState(mgr.GetClient(), ctrlmetrics.Registry, clk)); err != nil {
 		return nil, fmt.Errorf("add state metrics: %w", err)
 	}
+	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	copts := controller.Options{
 		SkipNameValidation: ptr.To(opts.AllowDuplicateControllerNames),
 		// A request that hangs (a stalled connection to the API server or
@@ -177,6 +188,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
+	}
+	rt := &retention.Reconciler{Client: mgr.GetClient(), Clock: clk, Metrics: rec,
+		Keep: retention.Retention{PerNode: opts.HistoryPerNode, MaxAge: opts.HistoryMaxAge}}
+	if err := rt.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("set up retention: %w", err)
+	}
+	for _, kind := range unreadable.Kinds() {
+		u := &unreadable.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-unreadable"), Clock: clk, Kind: kind}
+		if err := u.SetupWithManager(mgr, copts); err != nil {
+			return nil, fmt.Errorf("set up the report of unreadable %ss: %w", kind.Name, err)
+		}
 	}
 	if err := addAlertWebhook(mgr, opts, clk); err != nil {
 		return nil, err
@@ -310,10 +332,14 @@ func (o Options) Validate() error {
 		{"--drain-poll-interval", o.DrainPollInterval},
 		{"--prometheus-timeout", o.PrometheusTimeout},
 		{"--blocking-query-interval", o.BlockingQueryInterval},
+		{"--history-max-age", o.HistoryMaxAge},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
 		}
+	}
+	if o.HistoryPerNode < 0 {
+		return fmt.Errorf("--history-per-node=%d: must be 0 (no limit) or more", o.HistoryPerNode)
 	}
 	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
 		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")

@@ -24,6 +24,9 @@ type WaitInput struct {
 	// nowhere. Unused for the whole pool, whose Conflicting condition
 	// says which nodes are in other pools.
 	Pools []string
+	// UnreadablePools say which MaintenancePools cannot be read, and why:
+	// while there is one, no pool admits anything.
+	UnreadablePools []string
 	// SelectorErr says why the pool's nodeSelector cannot be parsed; for a
 	// node, Pool is then the pool that might select it.
 	SelectorErr error
@@ -89,6 +92,7 @@ type WaitFunc func(WaitInput) (reason, message string, wait bool)
 func WaitChain() []WaitFunc {
 	return []WaitFunc{
 		UnreadableAnnotations,
+		UnreadablePool,
 		ConflictingPools,
 		InvalidSelector,
 		InvalidWindow,
@@ -118,6 +122,22 @@ func UnreadableAnnotations(in WaitInput) (string, string, bool) {
 		return "", "", false
 	}
 	return v1alpha1.MalformedAnnotationReason, fmt.Sprintf("%v; nothing is done to the node until they can be read", in.Node.Unreadable), true
+}
+
+// UnreadablePool: while a MaintenancePool cannot be read, no pool admits
+// anything. Its selector is unknown, so any node may be its own: admitted
+// under another pool (the default pool, which takes the nodes no readable
+// pool selects, above all), it would escape the unreadable pool's budget,
+// pause and windows.
+func UnreadablePool(in WaitInput) (string, string, bool) {
+	if len(in.UnreadablePools) == 0 {
+		return "", "", false
+	}
+	which := strings.Join(in.UnreadablePools, "; ")
+	if in.forNode() {
+		return v1alpha1.UnreadablePoolReason, fmt.Sprintf("%s; no pool admits a node until it can be read or is deleted", which), true
+	}
+	return v1alpha1.UnreadablePoolReason, fmt.Sprintf("%s; no pool admits, drains or approves a node until it can be read or is deleted, since the nodes it selects cannot be told", which), true
 }
 
 // ConflictingPools: a node selected by more than one pool is admitted by none.

@@ -34,6 +34,14 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "a", Node: &unreadable, Pools: []string{"a", "b"}, Paused: true},
 			wantReason: v1alpha1.MalformedAnnotationReason, wantMessage: "annotation kmaint.io/state on node n1 is malformed",
 		},
+		"an unreadable pool holds every pool, after a node's own annotations": {
+			in:         policies.WaitInput{Pool: "p", UnreadablePools: []string{"MaintenancePool big cannot be read (spec.maxUnavailable: x)"}, Paused: true, Budget: budgetFull},
+			wantReason: v1alpha1.UnreadablePoolReason, wantMessage: "MaintenancePool big cannot be read (spec.maxUnavailable: x); no pool admits, drains or approves",
+		},
+		"an unreadable pool, for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Pools: []string{"a", "b"}, UnreadablePools: []string{"MaintenancePool big cannot be read (x)"}},
+			wantReason: v1alpha1.UnreadablePoolReason, wantMessage: "MaintenancePool big cannot be read (x); no pool admits a node",
+		},
 		"a node in two pools": {
 			in:         policies.WaitInput{Pool: "a", Node: node, Pools: []string{"a", "b"}, Paused: true},
 			wantReason: v1alpha1.ConflictingReason, wantMessage: "selected by pools a, b",

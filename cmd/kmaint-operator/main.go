@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
+
 	// Maintenance windows name IANA time zones; the image need not ship them.
 	_ "time/tzdata"
 
@@ -49,6 +51,8 @@ func main() {
 	fs.StringVar(&opts.AlertWebhookKeyFile, "alert-webhook-key-file", "", "PEM key for --alert-webhook-cert-file.")
 	fs.BoolVar(&opts.AlertWebhookInsecureHTTP, "alert-webhook-insecure-http", false, "Serve the receiver over plain HTTP, the bearer token in the clear (only behind a mesh or on a private network).")
 	fs.DurationVar(&opts.AlertWebhookFiringTTL, "alert-webhook-firing-ttl", 0, "How long a firing alert counts after it was last received, unless its endsAt is sooner; keep it above Alertmanager's repeat_interval (default 12h, at most 168h).")
+	fs.IntVar(&opts.HistoryPerNode, "history-per-node", 10, "Finished NodeMaintenances kept per node; older ones are deleted (0: no limit). A node's last reboot, and each policy's last request for it, are always kept.")
+	fs.DurationVar(&opts.HistoryMaxAge, "history-max-age", 90*24*time.Hour, "Finished NodeMaintenances older than this are deleted (0: kept for ever), but for those always kept.")
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -22,6 +22,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/policies"
 	"github.com/kmaint/kmaint/policies/promapi"
@@ -64,6 +65,9 @@ func startGate(t *testing.T, opts gateOptions) {
 		BlockingQueryInterval: opts.interval,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		t.Fatal(err)
 	}

@@ -251,6 +251,7 @@ func TestUnreadableNodeIsNeverCompleted(t *testing.T) {
 	base := n.DeepCopy()
 	n.Spec.Unschedulable = true
 	n.Annotations = map[string]string{
+		protocol.Admitted:       protocol.Encode(protocol.Admission{BootID: "boot-old", Time: time.Now()}),
 		protocol.RebootApproved: "boot-old",
 		protocol.Cordoned:       "true",
 		protocol.State:          `{"phase":`,

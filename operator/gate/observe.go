@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/pools"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -24,6 +26,10 @@ type poolState struct {
 	views []nodeView
 	now   time.Time
 
+	// unreadablePools say which MaintenancePools cannot be read (this one
+	// among them, maybe), and why; while there is one, the gate only
+	// completes reboots that are done (see Reconcile).
+	unreadablePools []string
 	// selectorErr says why the pool's selector cannot be parsed; views
 	// then holds the nodes it might select, which no pool admits.
 	selectorErr error
@@ -72,6 +78,11 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
+	for i := range poolList.Items {
+		if err := poolList.Items[i].Unreadable(); err != nil {
+			st.unreadablePools = append(st.unreadablePools, fmt.Sprintf("MaintenancePool %s cannot be read (%v)", poolList.Items[i].Name, err))
+		}
+	}
 	st.selection = pools.Selectors(poolList.Items)
 	st.selectorErr = st.selection.Err(pool.Name)
 	var rebootPolicies v1alpha1.RebootPolicyList
@@ -89,10 +100,14 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	var settings map[string]pools.RequestSettings
 	if !st.window.Open || wins.PolicyWindows() {
 		var list v1alpha1.NodeMaintenanceList
-		if err := r.List(ctx, &list); err != nil {
-			return nil, fmt.Errorf("list maintenances: %w", err)
+		if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
+			return nil, fmt.Errorf("list open maintenances: %w", err)
 		}
 		settings = pools.Settings(list.Items)
+	}
+	unreadable, err := r.unreadableRequests(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
@@ -112,7 +127,8 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
 		if cur := v.Current(); cur != nil && st.windowErr == nil {
-			ww := wins.Node(cur.Requests, settings)
+			reqs := v.holdUnreadable(cur.Requests, unreadable)
+			ww := wins.Node(reqs, settings)
 			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
 		}
 		st.views = append(st.views, v)
@@ -131,6 +147,21 @@ func admittedHere(node *corev1.Node, pool string) (nodeView, bool) {
 		return nodeView{}, false
 	}
 	return newNodeView(node), true
+}
+
+// unreadableRequests returns, by request id, the NodeMaintenances that
+// cannot be read: their requests are never admitted, since nothing of them
+// (their node, their windows, whether they are still open) can be told.
+func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string, error) {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Unreadable}); err != nil {
+		return nil, fmt.Errorf("list unreadable maintenances: %w", err)
+	}
+	ids := make(map[string]string, len(list.Items))
+	for i := range list.Items {
+		ids[list.Items[i].RequestID()] = list.Items[i].Name
+	}
+	return ids, nil
 }
 
 // replace puts a node the gate just wrote back into the state, so that later

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,8 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		// The built-in default pool has no object to report on.
-		if pool.UID == "" {
+		// The built-in default pool has no object to report on, and a pool
+		// that cannot be read is never written back (package unreadable
+		// reports it).
+		if pool.UID == "" || pool.Unreadable() != nil {
 			return
 		}
 		r.setStatus(ctx, st)
@@ -99,6 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
+	}
+	if len(st.unreadablePools) > 0 {
+		return ctrl.Result{}, r.holdForUnreadable(ctx, st)
 	}
 
 	// Finishing frees slots that admitting fills at once, and a node just
@@ -127,6 +133,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
 
+// holdForUnreadable is the whole reconcile while a MaintenancePool cannot
+// be read. Its selector is unknown, so any node may be its own, and what
+// this pool sees as its nodes may not be: the gate admits nothing, steps no
+// drain (another pool's drain options could evict what this one's keep),
+// approves nothing and writes no desired config. It still completes
+// reboots that are done, which needs no pool: a node that came back is
+// uncordoned, whichever pool it is in. Every readable pool's Blocked
+// condition names the unreadable one, and package unreadable reports it on
+// the pool itself.
+func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error {
+	err := r.finish(ctx, st)
+	st.plan = planAdmissions(st.views, len(st.elsewhere), 0, true, false)
+	if mu, muErr := policies.ResolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views)); muErr == nil {
+		st.plan.maxUnavailable = mu
+	}
+	for _, v := range st.views {
+		if v.Draining() {
+			st.drains[v.Node.Name] = drainReport{blocked: true, message: "held: " + strings.Join(st.unreadablePools, "; ")}
+		}
+	}
+	return err
+}
+
 // SetupWithManager registers the gate with the manager. Node changes that
 // matter to the protocol and pool spec changes trigger reconciles; nothing
 // polls, except a drain in progress, which requeues itself.
@@ -146,8 +175,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).
-		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolAndDefault),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged()))).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),

@@ -130,6 +130,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 			}
 		}
 	}
+	in.UnreadablePools = st.unreadablePools
 	if p.held > 0 {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
@@ -137,7 +138,8 @@ func (st *poolState) waitInput() policies.WaitInput {
 }
 
 // setBlocked reports why waiting requests are not admitted, with a Warning
-// event when the budget first runs out.
+// event when the budget first runs out, or a pool that cannot be read first
+// holds this one.
 func (r *Reconciler) setBlocked(st *poolState) {
 	pool := st.pool
 	reason, msg, blocked := policies.Wait(st.waitInput())
@@ -147,7 +149,8 @@ func (r *Reconciler) setBlocked(st *poolState) {
 	}
 	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.BlockedCondition)
 	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
-	if reason == v1alpha1.BudgetExhaustedReason && (was == nil || was.Reason != reason) {
+	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason
+	if warn && (was == nil || was.Reason != reason) {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
 	}
 }

@@ -28,6 +28,9 @@ type nodeView struct {
 	// windowProblems say why some of the node's requests are never admitted
 	// as things stand (their policy's windows cannot be read).
 	windowProblems []string
+	// heldUnreadable is true when every current request of the node is one
+	// of a NodeMaintenance that cannot be read: none of them is admitted.
+	heldUnreadable bool
 }
 
 func newNodeView(node *corev1.Node) nodeView {
@@ -44,7 +47,25 @@ func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() }
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.
 func (v nodeView) waiting() bool {
-	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0
+	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable
+}
+
+// holdUnreadable returns the requests that are not those of unreadable
+// NodeMaintenances (unreadable, by request id), and marks the node held
+// when none is left. The node's admission, when another request earns it,
+// still names every request: the one reboot satisfies them all.
+func (v *nodeView) holdUnreadable(reqs []protocol.Request, unreadable map[string]string) []protocol.Request {
+	if len(unreadable) == 0 {
+		return reqs
+	}
+	var readable []protocol.Request
+	for _, req := range reqs {
+		if _, ok := unreadable[req.ID]; !ok {
+			readable = append(readable, req)
+		}
+	}
+	v.heldUnreadable = len(readable) == 0
+	return readable
 }
 
 // requestTime is when the node's oldest outstanding request was made.

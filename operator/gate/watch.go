@@ -30,6 +30,48 @@ func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 	return reqs
 }
 
+// poolHandler enqueues a changed pool and the default pool; and every pool
+// when the pool cannot be read, or could not before the change: each
+// pool's Blocked condition names the unreadable ones, and none admits
+// while there is one.
+func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		reqs := poolAndDefault(ctx, objs[len(objs)-1])
+		for _, obj := range objs {
+			if p, ok := obj.(*v1alpha1.MaintenancePool); ok && p.Unreadable() != nil {
+				reqs = r.allPools(ctx, obj)
+				break
+			}
+		}
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// readabilityChanged passes a pool update that makes it readable or
+// unreadable, which a new CRD version can do without a new generation.
+func readabilityChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
+			n, okNew := e.ObjectNew.(*v1alpha1.MaintenancePool)
+			return !okOld || !okNew || (o.Unreadable() == nil) != (n.Unreadable() == nil)
+		},
+	}
+}
+
 // nodeHandler enqueues the pools a node belongs to, before and after a
 // change, so a node that moves between pools is recounted by both, and the
 // pool that admitted it, which counts it until its reboot completes.
@@ -75,11 +117,15 @@ func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reco
 
 // maintenancePools maps a NodeMaintenance to its node's pools: a request
 // that may ignore windows, or that its policy's windows hold, changes what
-// the gate may admit.
+// the gate may admit. One that cannot be read names no node, and holds its
+// request wherever it is: every pool looks again.
 func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []reconcile.Request {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
 		return nil
+	}
+	if nm.Unreadable() != nil {
+		return r.allPools(ctx, obj)
 	}
 	node := &corev1.Node{}
 	if err := r.Get(ctx, types.NamespacedName{Name: nm.Spec.NodeName}, node); err != nil {

@@ -26,11 +26,9 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/metrics"
 )
-
-// NodeNameField indexes NodeMaintenances by spec.nodeName.
-const NodeNameField = "spec.nodeName"
 
 // Reconciler moves the NodeMaintenances of one node per reconcile: the node's
 // name is the key, so a request for a node that does not exist is handled
@@ -68,7 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get node %s: %w", req.Name, err)
 	}
 	var list v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &list, client.MatchingFields{NodeNameField: req.Name}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{index.NodeName: req.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list maintenances of node %s: %w", req.Name, err)
 	}
 	items := list.Items
@@ -154,25 +152,24 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 	return nil
 }
 
-// SetupWithManager indexes NodeMaintenances by node and registers the
-// controller.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+// SetupWithManager registers the controller. It finds NodeMaintenances
+// through the indexes of package index, which the manager must have.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.NodeMaintenance{}, NodeNameField, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.NodeMaintenance).Spec.NodeName}
-	}); err != nil {
-		return fmt.Errorf("index maintenances by node: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("maintenance").
 		WithOptions(opts).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.NodeMaintenance).Spec.NodeName}}}
+			nm := o.(*v1alpha1.NodeMaintenance)
+			if nm.Unreadable() != nil {
+				return nil // its node is unknown; package unreadable reports it
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}}}
 		})).
 		Watches(&corev1.Node{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(protocolChanged())).
-		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(r.poolNodes), builder.WithPredicates(poolChanged())).
+		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(), builder.WithPredicates(poolChanged())).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyNodes),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)

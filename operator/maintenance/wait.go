@@ -40,6 +40,8 @@ type poolFacts struct {
 	// settings gives, by request id, the node's NodeMaintenances' window
 	// settings.
 	settings map[string]pools.RequestSettings
+	// unreadable say which MaintenancePools cannot be read, and why.
+	unreadable []string
 }
 
 // readPool reads the node's pool and the cluster's RebootPolicies from the
@@ -51,7 +53,12 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 	}
 	sel := pools.Selectors(poolList.Items)
 	pf := &poolFacts{names: pools.Of(node.Node, sel), selection: sel, settings: pools.Settings(items)}
-	if len(pf.names) > 1 {
+	for i := range poolList.Items {
+		if err := poolList.Items[i].Unreadable(); err != nil {
+			pf.unreadable = append(pf.unreadable, fmt.Sprintf("MaintenancePool %s cannot be read (%v)", poolList.Items[i].Name, err))
+		}
+	}
+	if len(pf.names) > 1 || len(pf.unreadable) > 0 {
 		return pf, nil
 	}
 	pool := &v1alpha1.MaintenancePool{}
@@ -74,7 +81,7 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 // spec and the pool's status (the budget as the gate last counted it, the
 // blocking query that holds it) tell.
 func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
-	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0]}
+	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0], UnreadablePools: pf.unreadable}
 	if len(pf.names) > 1 {
 		// A pool that cannot parse its selector might select the node: it
 		// is said as such, not as one more pool that selects it.
@@ -86,6 +93,9 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 				in.Pools = append(in.Pools, name)
 			}
 		}
+		return in
+	}
+	if len(pf.unreadable) > 0 {
 		return in
 	}
 	in.WindowErr = pf.windows.PoolErr()

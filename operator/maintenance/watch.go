@@ -7,13 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/pools"
 )
 
@@ -33,7 +36,7 @@ func poolChanged() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
 			n, okNew := e.ObjectNew.(*v1alpha1.MaintenancePool)
-			if !okOld || !okNew || o.Generation != n.Generation {
+			if !okOld || !okNew || o.Generation != n.Generation || (o.Unreadable() == nil) != (n.Unreadable() == nil) {
 				return true
 			}
 			return exhausted(o) != exhausted(n) || blocking(o) != blocking(n)
@@ -41,17 +44,47 @@ func poolChanged() predicate.Predicate {
 	}
 }
 
+// poolHandler maps a pool change to the nodes whose waiting requests it
+// may concern (see poolNodes), before and after the change.
+func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		seen := map[reconcile.Request]bool{}
+		for _, obj := range objs {
+			for _, req := range r.poolNodes(ctx, obj) {
+				if !seen[req] {
+					seen[req] = true
+					q.Add(req)
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
 // poolNodes maps a pool to the nodes it selects that have a Requested
 // NodeMaintenance: only those show why they wait. Nodes that wait because
-// of a conflict or a selector that cannot be parsed are mapped too, whatever
-// their pools: a pool's new selector may have ended that, and the pool it
-// selected them for no longer names them.
+// of a conflict, a selector that cannot be parsed or a pool that cannot be
+// read are mapped too, whatever their pools: a pool's new selector may have
+// ended that, and the pool it selected them for no longer names them. A
+// pool that cannot be read holds every pool, so it maps to all of them.
 func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List maintenances for a pool event")
 		return nil
 	}
+	p, _ := obj.(*v1alpha1.MaintenancePool)
+	all := p != nil && p.Unreadable() != nil
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List pools for a pool event")
@@ -70,7 +103,7 @@ func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconci
 		if err := r.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
 			continue
 		}
-		if slices.Contains(pools.Of(node, selectors), obj.GetName()) || waitsForPools(&nm) {
+		if all || slices.Contains(pools.Of(node, selectors), obj.GetName()) || waitsForPools(&nm) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
@@ -81,7 +114,7 @@ func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconci
 // whose windows it may have changed.
 func (r *Reconciler) policyNodes(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List maintenances for a policy event")
 		return nil
 	}
@@ -101,5 +134,6 @@ func (r *Reconciler) policyNodes(ctx context.Context, obj client.Object) []recon
 // one pool selects, or might select, its node.
 func waitsForPools(nm *v1alpha1.NodeMaintenance) bool {
 	c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)
-	return c != nil && (c.Reason == v1alpha1.ConflictingReason || c.Reason == v1alpha1.InvalidSelectorReason)
+	return c != nil && (c.Reason == v1alpha1.ConflictingReason || c.Reason == v1alpha1.InvalidSelectorReason ||
+		c.Reason == v1alpha1.UnreadablePoolReason)
 }

@@ -16,6 +16,7 @@ const (
 	PolicyEvaluationDurationSecs = "kmaint_policy_evaluation_duration_seconds" // histogram {policy}
 	PolicyQueryValue             = "kmaint_policy_query_value"                 // gauge {policy, node}
 	PoolOverBudgetEpisodesTotal  = "kmaint_pool_over_budget_episodes_total"    // counter {pool}: times the pool went over its budget
+	MaintenancesPrunedTotal      = "kmaint_maintenances_pruned_total"          // counter: finished NodeMaintenances deleted by retention
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -39,6 +40,9 @@ const (
 	PolicyCondition      = "kmaint_policy_condition"                         // gauge {policy, condition}: 1 while the condition is True
 	PolicyLastEvaluation = "kmaint_policy_last_evaluation_timestamp_seconds" // gauge {policy}
 
+	UnreadableObjects = "kmaint_unreadable_objects" // gauge {kind}: objects whose stored body does not fit the API
+	Maintenances      = "kmaint_maintenances"       // gauge {state}: NodeMaintenances kept, open, finished or unreadable
+
 	// The daemon's, one set per node, each with a constant node label.
 	DaemonRequestsTotal      = "kmaint_daemon_requests_total"       // counter {node, source}
 	DaemonRebootsTotal       = "kmaint_daemon_reboots_total"        // counter {node}
@@ -56,10 +60,11 @@ func All() []string {
 	return []string{
 		RequestsTotal, AdmissionsTotal, DrainDurationSeconds, DrainFailuresTotal, RebootDurationSeconds,
 		RebootFailuresTotal, MaintenancesCompletedTotal, PolicyEvaluationsTotal, PolicyEvaluationErrorsTotal,
-		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal,
+		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
+		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
 		DaemonJournalVolatile, AlertWebhookRequestsTotal,
 	}

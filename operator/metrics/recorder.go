@@ -22,6 +22,7 @@ type Recorder struct {
 	evalDuration   *prometheus.HistogramVec
 	queryValue     *prometheus.GaugeVec
 	overBudget     *prometheus.CounterVec
+	pruned         prometheus.Counter
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -58,6 +59,8 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "A RebootPolicy's last query value for each selected node it names."}, []string{"policy", "node"}),
 		overBudget: prometheus.NewCounterVec(prometheus.CounterOpts{Name: PoolOverBudgetEpisodesTotal,
 			Help: "Times a pool went over its budget (its OverBudget condition turned True), by pool."}, []string{"pool"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: MaintenancesPrunedTotal,
+			Help: "Finished NodeMaintenances deleted because they fell out of the history's retention."}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -72,6 +75,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.evalDuration = register(reg, r.evalDuration, &err)
 	r.queryValue = register(reg, r.queryValue, &err)
 	r.overBudget = register(reg, r.overBudget, &err)
+	r.pruned = register(reg, r.pruned, &err)
 	return r, err
 }
 
@@ -203,5 +207,12 @@ func (r *Recorder) PolicyValues(policy string, values map[string]float64) {
 func (r *Recorder) ForgetPolicy(policy string) {
 	if r != nil {
 		r.queryValue.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	}
+}
+
+// Pruned counts finished NodeMaintenances deleted by retention.
+func (r *Recorder) Pruned(n int) {
+	if r != nil {
+		r.pruned.Add(float64(n))
 	}
 }

@@ -54,6 +54,8 @@ func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.Passive
 	s.desc(PolicyThreshold, "A Prometheus policy's threshold.", policy)
 	s.desc(PolicyCondition, "1 while a policy's condition is True.", []string{"policy", "condition"})
 	s.desc(PolicyLastEvaluation, "When a policy was last evaluated, in seconds since the epoch.", policy)
+	s.desc(UnreadableObjects, "kmaint objects whose stored body does not fit the API (see their Unreadable condition), by kind.", []string{"kind"})
+	s.desc(Maintenances, "NodeMaintenances kept, by state: open, finished, or unreadable.", []string{"state"})
 	return s
 }
 
@@ -101,7 +103,11 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		log.Error(err, "list pools for metrics")
 	}
 	for i := range pools.Items {
-		s.collectPool(ch, &pools.Items[i])
+		// Nothing of a pool that cannot be read is known but that;
+		// UnreadableObjects counts it.
+		if pools.Items[i].Unreadable() == nil {
+			s.collectPool(ch, &pools.Items[i])
+		}
 	}
 	var list v1alpha1.RebootPolicyList
 	if err := s.Reader.List(ctx, &list); err != nil {
@@ -112,13 +118,42 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		log.Error(err, "list node maintenances for metrics")
 	}
 	open := map[string]int{}
-	for _, nm := range nms.Items {
-		if nm.Spec.Policy != "" && !nm.Status.Phase.Done() {
-			open[nm.Spec.Policy]++
+	states := map[string]int{"open": 0, "finished": 0, "unreadable": 0}
+	for i := range nms.Items {
+		nm := &nms.Items[i]
+		switch {
+		case nm.Unreadable() != nil:
+			states["unreadable"]++
+		case nm.Status.Phase.Done():
+			states["finished"]++
+		default:
+			states["open"]++
+			if nm.Spec.Policy != "" {
+				open[nm.Spec.Policy]++
+			}
+		}
+	}
+	for state, n := range states {
+		s.gauge(ch, Maintenances, float64(n), state)
+	}
+	for i := range list.Items {
+		if list.Items[i].Unreadable() == nil {
+			s.collectPolicy(ch, &list.Items[i], open[list.Items[i].Name])
+		}
+	}
+	unreadable := map[string]int{"MaintenancePool": 0, "RebootPolicy": 0, "NodeMaintenance": states["unreadable"]}
+	for i := range pools.Items {
+		if pools.Items[i].Unreadable() != nil {
+			unreadable["MaintenancePool"]++
 		}
 	}
 	for i := range list.Items {
-		s.collectPolicy(ch, &list.Items[i], open[list.Items[i].Name])
+		if list.Items[i].Unreadable() != nil {
+			unreadable["RebootPolicy"]++
+		}
+	}
+	for kind, n := range unreadable {
+		s.gauge(ch, UnreadableObjects, float64(n), kind)
 	}
 }
 

@@ -129,7 +129,13 @@ func (r *Reconciler) evaluateQuery(ctx context.Context, t *v1alpha1.PrometheusTr
 			ev.values[node] = v
 		}
 	}
-	ev.candidates = policies.Track(prev, ev.values, s.threshold, f.lastReboot, now)
+	var holding []string
+	for node, v := range ev.values {
+		if s.threshold.Holds(v) {
+			holding = append(holding, node)
+		}
+	}
+	ev.candidates = policies.Track(prev, ev.values, s.threshold, f.lastReboots(holding, now), now)
 	return ev
 }
 
@@ -178,7 +184,7 @@ func evaluateSchedule(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatu
 	for node, c := range byNode {
 		// A node that left the selection, or rebooted since the fire, is
 		// done with.
-		if !f.selected[node] || f.lastReboot[node].After(c.Since) {
+		if !f.selected[node] || f.lastReboot(node, now).After(c.Since) {
 			continue
 		}
 		ev.candidates = append(ev.candidates, c)
@@ -204,7 +210,13 @@ func evaluateAlerts(p *v1alpha1.RebootPolicy, f *facts, now time.Time) evaluatio
 		return ev
 	}
 	// Come back when an episode expires, so the status drops it on time.
-	firing, expires := record.Firing(now, f.lastReboot)
+	var nodes []string
+	for node := range record {
+		if f.selected[node] {
+			nodes = append(nodes, node)
+		}
+	}
+	firing, expires := record.Firing(now, f.lastReboots(nodes, now))
 	ev.next = expires
 	for node, since := range firing {
 		if f.selected[node] {

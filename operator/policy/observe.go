@@ -8,18 +8,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
 )
 
-// facts is what one reconcile reads off the cluster for a policy.
+// facts is what one reconcile reads off the cluster for a policy. It reads
+// the NodeMaintenances it needs through the cache's indexes: the open ones,
+// the policy's own, and the history of the nodes that meet the trigger, so
+// that a reconcile costs what the policy touches, not the cluster's whole
+// reboot history.
 type facts struct {
 	// nodes are all nodes; selected the names the policy's selector picks.
 	nodes    []corev1.Node
 	selected map[string]bool
-	// lastReboot is each node's last completed reboot, whatever its source.
-	lastReboot map[string]time.Time
 	// open holds nodes with an open request of any source.
 	open map[string]bool
 	// ownOpen counts this policy's open requests.
@@ -28,8 +32,21 @@ type facts struct {
 	ownDone map[string]*v1alpha1.NodeMaintenance
 	// boot is each node's current boot ID.
 	boot map[string]string
-	// names holds every NodeMaintenance's name.
+	// names holds the names of this policy's NodeMaintenances.
 	names map[string]bool
+	// unreadable says which NodeMaintenances cannot be read; while there
+	// are some, the policy raises nothing.
+	unreadable []string
+
+	// history lists a node's NodeMaintenances; lastReboot calls it the
+	// first time it is asked about a node.
+	history func(node string) ([]v1alpha1.NodeMaintenance, error)
+	reboots map[string]time.Time
+	// futureTime reports a completion time that lies past the operator's
+	// clock, which lastReboot does not believe.
+	futureTime func(nm *v1alpha1.NodeMaintenance)
+	// err is the first failure to read a node's history.
+	err error
 }
 
 func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*facts, error) {
@@ -44,19 +61,38 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var nms v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &nms); err != nil {
-		return nil, fmt.Errorf("list node maintenances: %w", err)
+	var open, own, unreadable v1alpha1.NodeMaintenanceList
+	for _, l := range []struct {
+		list  *v1alpha1.NodeMaintenanceList
+		field string
+		value string
+	}{
+		{&open, index.State, index.Open},
+		{&unreadable, index.State, index.Unreadable},
+		{&own, index.Policy, p.Name},
+	} {
+		if err := r.List(ctx, l.list, client.MatchingFields{l.field: l.value}); err != nil {
+			return nil, fmt.Errorf("list node maintenances by %s %s: %w", l.field, l.value, err)
+		}
 	}
-	now := r.Clock.Now()
 	f := &facts{
-		nodes:      nodes.Items,
-		selected:   map[string]bool{},
-		lastReboot: map[string]time.Time{},
-		open:       map[string]bool{},
-		ownDone:    map[string]*v1alpha1.NodeMaintenance{},
-		names:      make(map[string]bool, len(nms.Items)),
-		boot:       make(map[string]string, len(nodes.Items)),
+		nodes:    nodes.Items,
+		selected: map[string]bool{},
+		open:     map[string]bool{},
+		ownDone:  map[string]*v1alpha1.NodeMaintenance{},
+		names:    make(map[string]bool, len(own.Items)),
+		boot:     make(map[string]string, len(nodes.Items)),
+		reboots:  map[string]time.Time{},
+		history: func(node string) ([]v1alpha1.NodeMaintenance, error) {
+			var list v1alpha1.NodeMaintenanceList
+			err := r.List(ctx, &list, client.MatchingFields{index.NodeName: node})
+			return list.Items, err
+		},
+		futureTime: func(nm *v1alpha1.NodeMaintenance) {
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.FutureTimeReason, "Cooldown",
+				"status.phaseTimes.succeeded (%s) lies more than %s past the operator's clock; cooldowns count from the record's creation (%s) instead",
+				nm.Status.PhaseTimes.Succeeded.UTC().Format(time.RFC3339), v1alpha1.MaxClockSkew, nm.CreationTimestamp.UTC().Format(time.RFC3339))
+		},
 	}
 	for i := range nodes.Items {
 		f.boot[nodes.Items[i].Name] = protocol.BootID(&nodes.Items[i])
@@ -64,32 +100,26 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 			f.selected[nodes.Items[i].Name] = true
 		}
 	}
-	for i := range nms.Items {
-		nm := &nms.Items[i]
-		node, own := nm.Spec.NodeName, nm.Spec.Policy == p.Name
-		f.names[nm.Name] = true
-		if !nm.Status.Phase.Done() {
-			f.open[node] = true
-			if own {
-				f.ownOpen++
-			}
-			continue
+	for i := range open.Items {
+		nm := &open.Items[i]
+		f.open[nm.Spec.NodeName] = true
+		if nm.Spec.Policy == p.Name {
+			f.ownOpen++
 		}
+	}
+	for i := range unreadable.Items {
+		nm := &unreadable.Items[i]
+		f.unreadable = append(f.unreadable, fmt.Sprintf("NodeMaintenance %s (%v)", nm.Name, nm.Unreadable()))
+	}
+	for i := range own.Items {
+		nm := &own.Items[i]
+		f.names[nm.Name] = true
 		done := nm.Status.PhaseTimes.Succeeded
 		if nm.Status.Phase != v1alpha1.PhaseSucceeded || done == nil {
 			continue
 		}
-		at, ok := rebootedAt(nm, now)
-		if !ok {
-			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.FutureTimeReason, "Cooldown",
-				"status.phaseTimes.succeeded (%s) lies more than %s past the operator's clock; cooldowns count from the record's creation (%s) instead",
-				done.UTC().Format(time.RFC3339), v1alpha1.MaxClockSkew, nm.CreationTimestamp.UTC().Format(time.RFC3339))
-		}
-		if at.After(f.lastReboot[node]) {
-			f.lastReboot[node] = at
-		}
-		if prev := f.ownDone[node]; own && (prev == nil || done.Time.After(prev.Status.PhaseTimes.Succeeded.Time)) {
-			f.ownDone[node] = nm
+		if prev := f.ownDone[nm.Spec.NodeName]; prev == nil || done.Time.After(prev.Status.PhaseTimes.Succeeded.Time) {
+			f.ownDone[nm.Spec.NodeName] = nm
 		}
 	}
 	return f, nil
@@ -110,6 +140,54 @@ func rebootedAt(nm *v1alpha1.NodeMaintenance, now time.Time) (at time.Time, ok b
 		return created, false
 	}
 	return time.Time{}, false
+}
+
+// lastReboot is the node's last completed reboot, whatever its source; zero
+// when none is recorded. Only nodes that meet the trigger need it, so it is
+// looked up when first asked for. A history that cannot be read counts as a
+// reboot just now, so that no cooldown is skipped; the error stops the
+// reconcile from raising anything (see facts.err).
+func (f *facts) lastReboot(node string, now time.Time) time.Time {
+	if t, ok := f.reboots[node]; ok {
+		return t
+	}
+	items, err := f.history(node)
+	if err != nil {
+		if f.err == nil {
+			f.err = fmt.Errorf("read the reboot history of node %s: %w", node, err)
+		}
+		f.reboots[node] = now
+		return now
+	}
+	var last time.Time
+	for i := range items {
+		nm := &items[i]
+		done := nm.Status.PhaseTimes.Succeeded
+		if nm.Status.Phase != v1alpha1.PhaseSucceeded || done == nil {
+			continue
+		}
+		at, ok := rebootedAt(nm, now)
+		if !ok && f.futureTime != nil {
+			f.futureTime(nm)
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	f.reboots[node] = last
+	return last
+}
+
+// lastReboots is lastReboot for each of nodes, by node, leaving out those
+// with none.
+func (f *facts) lastReboots(nodes []string, now time.Time) map[string]time.Time {
+	out := make(map[string]time.Time, len(nodes))
+	for _, n := range nodes {
+		if t := f.lastReboot(n, now); !t.IsZero() {
+			out[n] = t
+		}
+	}
+	return out
 }
 
 // specError is a policy spec the operator cannot use; it is reported in the

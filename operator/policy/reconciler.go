@@ -65,7 +65,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
 	}
-	if !p.DeletionTimestamp.IsZero() {
+	// A policy that cannot be read raises nothing and is never written
+	// back; package unreadable reports it.
+	if !p.DeletionTimestamp.IsZero() || p.Unreadable() != nil {
 		r.written.Forget(p.Name)
 		return ctrl.Result{}, nil
 	}
@@ -117,7 +119,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	out.selection = r.decide(&p, s, f, out)
-	if p.Spec.DryRun {
+	if f.err != nil {
+		return ctrl.Result{}, f.err
+	}
+	if p.Spec.DryRun || len(f.unreadable) > 0 {
 		return r.requeue(out), nil
 	}
 	out.raised, err = r.raise(ctx, &p, s, byNode(out.eval.candidates), f.boot, out.selection.Raise)
@@ -159,10 +164,14 @@ func (r *Reconciler) decide(p *v1alpha1.RebootPolicy, s spec, f *facts, out *out
 			open[c.Node] = true
 		}
 	}
+	nodes := make([]string, 0, len(out.eval.candidates))
+	for _, c := range out.eval.candidates {
+		nodes = append(nodes, c.Node)
+	}
 	return policies.Select(out.eval.candidates, policies.Guards{
 		For:          s.forDur,
 		Cooldown:     s.cooldown,
-		LastReboot:   f.lastReboot,
+		LastReboot:   f.lastReboots(nodes, out.now),
 		Open:         open,
 		OpenByPolicy: f.ownOpen,
 		Cap:          out.cap,

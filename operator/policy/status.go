@@ -96,7 +96,15 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 	}
 	cond(v1alpha1.CapReachedCondition, capMsg != "", "TooManyCandidates", capMsg)
 	r.warnOnce(p, out.last, v1alpha1.CapReachedCondition, "CapReached", capMsg)
-	cond(v1alpha1.ReadyCondition, true, "Evaluated", fmt.Sprintf("%d candidates, %d open requests", len(ev.candidates), out.facts.ownOpen+len(sel.Raise)))
+	if held := out.facts.unreadable; len(held) > 0 {
+		// Any of them may be a node's last reboot, which its cooldown
+		// counts from, or an open request of this policy.
+		msg := fmt.Sprintf("No requests are raised while NodeMaintenances cannot be read: %s", strings.Join(first(held, 10), "; "))
+		cond(v1alpha1.ReadyCondition, false, v1alpha1.UnreadableMaintenanceReason, msg)
+		r.warnOnce(p, out.last, v1alpha1.ReadyCondition, v1alpha1.UnreadableMaintenanceReason, msg)
+	} else {
+		cond(v1alpha1.ReadyCondition, true, "Evaluated", fmt.Sprintf("%d candidates, %d open requests", len(ev.candidates), out.facts.ownOpen+len(sel.Raise)))
+	}
 
 	st.WouldRequest = nil
 	if p.Spec.DryRun {

@@ -53,9 +53,18 @@ func Admitted(boot string, at time.Time, ids ...string) NodeOption {
 	return Annotations(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: at}))
 }
 
-// Approved writes the gate's reboot-approved annotation for boot.
+// Approved writes the gate's reboot-approved annotation for boot, and, as
+// the gate never approves a boot it did not admit, the admission of boot
+// when the node has none (an Admitted given after it replaces that one).
+// A bare approval, as a person might write one, is
+// Annotations(protocol.RebootApproved, value).
 func Approved(boot string) NodeOption {
-	return Annotations(protocol.RebootApproved, boot)
+	return func(n *corev1.Node) {
+		if _, ok := n.Annotations[protocol.Admitted]; !ok {
+			Admitted(boot, time.Time{})(n)
+		}
+		Annotations(protocol.RebootApproved, boot)(n)
+	}
 }
 
 // DrainFailed writes the gate's drain-failed annotation: the drain for the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -71,11 +72,42 @@ func Read(node *corev1.Node) (NodeState, error) {
 	before := len(errs)
 	if s.Admission = decode[Admission](node, Admitted, &errs); len(errs) > before {
 		s.Admission = &Admission{}
+	} else if err := checkApproval(node, s.Approved, s.Admission); err != nil {
+		errs = append(errs, err)
 	}
 	s.DrainFailure = decode[DrainFailure](node, DrainFailed, &errs)
 	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
+}
+
+// checkApproval says what is wrong with an approval that is not the gate's:
+// the gate approves only the boot it admitted, and removes the approval
+// and the admission together, so an approval without an admission, or of
+// another boot (a hand-written "garbage"), is read as unreadable. Taken as
+// it stands, it would be an approval of an old boot, on a node Ready in
+// another: a reboot that never happened would be completed.
+func checkApproval(node *corev1.Node, approved string, admission *Admission) error {
+	switch {
+	case approved == "":
+		return nil
+	case admission == nil:
+		return fmt.Errorf("annotation %s on node %s is %s, but the node has no %s annotation: the gate approves only a boot it admitted",
+			RebootApproved, node.Name, quote(approved), Admitted)
+	case admission.BootID != approved:
+		return fmt.Errorf("annotation %s on node %s is %s, but the node was admitted for boot %s: the gate approves only the boot it admitted",
+			RebootApproved, node.Name, quote(approved), quote(admission.BootID))
+	}
+	return nil
+}
+
+// quote shows a value a person or a tool wrote, escaped and cut short.
+func quote(v string) string {
+	const most = 64
+	if len(v) > most {
+		return strconv.Quote(v[:most]) + "…"
+	}
+	return strconv.Quote(v)
 }
 
 // decode reads one annotation; nil when absent or unreadable, and then the

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,48 @@ func TestReadMalformed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReadApprovalNotTheGates: an approval the gate did not write (none
+// of the boot it admitted) is unreadable, so a Ready node in another boot
+// is never taken for rebooted, and the node keeps its slot.
+func TestReadApprovalNotTheGates(t *testing.T) {
+	cases := map[string]struct {
+		approval []gen.NodeOption
+		want     string
+	}{
+		"garbage, no admission": {
+			approval: []gen.NodeOption{gen.Annotations(protocol.RebootApproved, "garbage")},
+			want:     `annotation kmaint.io/reboot-approved on node n is "garbage", but the node has no kmaint.io/admitted annotation`,
+		},
+		"garbage beside an admission": {
+			approval: []gen.NodeOption{gen.Admitted("boot-0", t0, "h"), gen.Annotations(protocol.RebootApproved, "garbage")},
+			want:     `annotation kmaint.io/reboot-approved on node n is "garbage", but the node was admitted for boot "boot-0"`,
+		},
+		"another boot than the admitted one": {
+			approval: []gen.NodeOption{gen.Admitted("boot-0", t0, "h"), gen.Annotations(protocol.RebootApproved, "boot-9")},
+			want:     `is "boot-9", but the node was admitted for boot "boot-0"`,
+		},
+		"a long value is cut": {
+			approval: []gen.NodeOption{gen.Annotations(protocol.RebootApproved, strings.Repeat("x", 500)+"\x1b[2J")},
+			want:     `"` + strings.Repeat("x", 64) + `"…, but the node has no`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			// Ready in a new boot, its old boot's requests gone: what a
+			// completed reboot looks like.
+			opts := append([]gen.NodeOption{gen.BootID("boot-1")}, tc.approval...)
+			st, err := protocol.Read(gen.Node("n", opts...))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+			g.Expect(st.RebootDone()).To(BeFalse(), "never taken for rebooted")
+			g.Expect(st.Unavailable()).To(BeTrue(), "keeps its slot")
+			g.Expect(st.AdmissionVoid()).To(BeFalse())
+			g.Expect(st.Degraded()).To(BeTrue())
+			g.Expect(st.Position(false).Stage).To(Equal(protocol.StageDegraded))
+		})
 	}
 }
 

@@ -42,6 +42,19 @@ const (
 	OverBudgetCondition = "OverBudget"
 )
 
+// UnreadableCondition is True on any kmaint object whose stored body does
+// not fit the API's Go types (see MaintenancePool.Unreadable), with reason
+// DecodeFailedReason and a message naming the field; the object is then
+// written nothing else until it reads.
+const UnreadableCondition = "Unreadable"
+
+// DecodeFailedReason is UnreadableCondition's reason; UnreadableReason
+// is the reason of the Warning event that reports such an object.
+const (
+	DecodeFailedReason = "DecodeFailed"
+	UnreadableReason   = "Unreadable"
+)
+
 // NodeMaintenance condition types (and DegradedCondition above).
 const (
 	// SucceededCondition is Unknown while the request is open, True once
@@ -73,6 +86,9 @@ const (
 // NodeMaintenance's Waiting condition, in the order they are checked
 // (policies.Wait).
 const (
+	// UnreadablePoolReason: a MaintenancePool cannot be read (see
+	// MaintenancePool.Unreadable), so no pool admits anything.
+	UnreadablePoolReason = "UnreadablePool"
 	// ConflictingReason: more than one pool selects the node.
 	ConflictingReason = "Conflicting"
 	// InvalidSelectorReason: the pool's nodeSelector cannot be parsed, or,
@@ -111,6 +127,12 @@ const (
 	TooManyUnavailableReason = "TooManyUnavailable"
 	WithinBudgetReason       = "WithinBudget"
 )
+
+// UnreadableMaintenanceReason: a RebootPolicy's Ready condition is False
+// with it while some NodeMaintenance cannot be read (see
+// NodeMaintenance.Unreadable): the policy raises nothing, since any of them
+// may be the reboot a node's cooldown counts from.
+const UnreadableMaintenanceReason = "UnreadableMaintenance"
 
 // Reasons of NodeMaintenance conditions.
 const (

@@ -202,6 +202,10 @@ type MaintenancePool struct {
 	// +required
 	Spec   MaintenancePoolSpec   `json:"spec"`
 	Status MaintenancePoolStatus `json:"status,omitempty"`
+
+	// unreadable says why the stored body could not be decoded; see
+	// Unreadable. Never serialized.
+	unreadable string `json:"-"`
 }
 
 // MaintenancePoolList is a list of MaintenancePools.

@@ -260,6 +260,10 @@ type NodeMaintenance struct {
 	// +required
 	Spec   NodeMaintenanceSpec   `json:"spec"`
 	Status NodeMaintenanceStatus `json:"status,omitempty"`
+
+	// unreadable says why the stored body could not be decoded; see
+	// Unreadable. Never serialized.
+	unreadable string `json:"-"`
 }
 
 // RequestID is the id the request carries in the node's journal and its

@@ -333,6 +333,10 @@ type RebootPolicy struct {
 	// +required
 	Spec   RebootPolicySpec   `json:"spec"`
 	Status RebootPolicyStatus `json:"status,omitempty"`
+
+	// unreadable says why the stored body could not be decoded; see
+	// Unreadable. Never serialized.
+	unreadable string `json:"-"`
 }
 
 // RebootPolicyList is a list of RebootPolicies.

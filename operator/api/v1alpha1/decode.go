@@ -1,0 +1,163 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
+)
+
+// Decoding that one stored object cannot break.
+//
+// The API server hands back what it stored, whatever the CRD says today: an
+// object stored before a bound existed (maxUnavailable: 10000000000 in an
+// int32), or through another version of the CRD whose schema allowed other
+// types. Decoded strictly, one such object fails the whole list, and an
+// informer that cannot list never syncs: the operator would see no pool at
+// all. So each kind decodes itself: an object whose body does not fit its Go
+// type keeps its metadata (name, UID, labels, generation) and nothing else,
+// and says why through Unreadable. Controllers skip such an object and fail
+// closed around it; they never write it back: MarshalJSON refuses to, so no
+// update or patch computed from it can reach the API server.
+//
+// client-go's JSON serializer (apimachinery's, through sigs.k8s.io/json)
+// calls these methods for single objects, every item of a list and every
+// watch event alike. CBOR, off unless a client turns it on, would not.
+
+// Unreadable says why the MaintenancePool's body could not be decoded; nil
+// when it could. An unreadable pool holds only its metadata.
+func (p *MaintenancePool) Unreadable() error { return unreadableError(p.unreadable) }
+
+// UnmarshalJSON decodes a MaintenancePool, or only its metadata when the
+// rest does not fit; see Unreadable.
+func (p *MaintenancePool) UnmarshalJSON(data []byte) error {
+	type plain MaintenancePool
+	var whole plain
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
+	if err == nil {
+		*p = MaintenancePool(whole)
+		p.unreadable = ""
+		return nil
+	}
+	*p = MaintenancePool{}
+	p.unreadable, err = metadataOnly(data, &p.TypeMeta, &p.ObjectMeta, err)
+	return err
+}
+
+// MarshalJSON refuses an unreadable MaintenancePool: written back, its
+// missing spec would replace the stored one.
+func (p MaintenancePool) MarshalJSON() ([]byte, error) {
+	type plain MaintenancePool
+	if p.unreadable != "" {
+		return nil, refuseWrite("MaintenancePool", p.Name, p.unreadable)
+	}
+	return json.Marshal(plain(p))
+}
+
+// Unreadable says why the RebootPolicy's body could not be decoded; nil when
+// it could. An unreadable policy holds only its metadata.
+func (p *RebootPolicy) Unreadable() error { return unreadableError(p.unreadable) }
+
+// UnmarshalJSON decodes a RebootPolicy, or only its metadata when the rest
+// does not fit; see Unreadable.
+func (p *RebootPolicy) UnmarshalJSON(data []byte) error {
+	type plain RebootPolicy
+	var whole plain
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
+	if err == nil {
+		*p = RebootPolicy(whole)
+		p.unreadable = ""
+		return nil
+	}
+	*p = RebootPolicy{}
+	p.unreadable, err = metadataOnly(data, &p.TypeMeta, &p.ObjectMeta, err)
+	return err
+}
+
+// MarshalJSON refuses an unreadable RebootPolicy: written back, its missing
+// spec would replace the stored one.
+func (p RebootPolicy) MarshalJSON() ([]byte, error) {
+	type plain RebootPolicy
+	if p.unreadable != "" {
+		return nil, refuseWrite("RebootPolicy", p.Name, p.unreadable)
+	}
+	return json.Marshal(plain(p))
+}
+
+// Unreadable says why the NodeMaintenance's body could not be decoded; nil
+// when it could. An unreadable NodeMaintenance holds only its metadata: its
+// node, phase and source are unknown.
+func (nm *NodeMaintenance) Unreadable() error { return unreadableError(nm.unreadable) }
+
+// UnmarshalJSON decodes a NodeMaintenance, or only its metadata when the
+// rest does not fit; see Unreadable.
+func (nm *NodeMaintenance) UnmarshalJSON(data []byte) error {
+	type plain NodeMaintenance
+	var whole plain
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
+	if err == nil {
+		*nm = NodeMaintenance(whole)
+		nm.unreadable = ""
+		return nil
+	}
+	*nm = NodeMaintenance{}
+	nm.unreadable, err = metadataOnly(data, &nm.TypeMeta, &nm.ObjectMeta, err)
+	return err
+}
+
+// MarshalJSON refuses an unreadable NodeMaintenance: written back, its
+// missing spec would replace the stored one.
+func (nm NodeMaintenance) MarshalJSON() ([]byte, error) {
+	type plain NodeMaintenance
+	if nm.unreadable != "" {
+		return nil, refuseWrite("NodeMaintenance", nm.Name, nm.unreadable)
+	}
+	return json.Marshal(plain(nm))
+}
+
+// metadataOnly decodes the type and object metadata of an object whose body
+// failed to decode with bodyErr, and returns what to keep as the reason it
+// is unreadable. Data whose metadata cannot be decoded either is no stored
+// object (the API server checks metadata on every write): its error is
+// returned as such.
+func metadataOnly(data []byte, tm *metav1.TypeMeta, om *metav1.ObjectMeta, bodyErr error) (string, error) {
+	var head struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &head); err != nil {
+		return "", errors.Join(bodyErr, err)
+	}
+	*tm, *om = head.TypeMeta, head.Metadata
+	return describe(bodyErr), nil
+}
+
+// typeError is the shape of the error encoding/json (and its fork in
+// sigs.k8s.io/json) gives for a value of the wrong type, with the Go struct
+// around the field: "json: cannot unmarshal number 10000000000 into Go
+// struct field MaintenancePoolSpec.spec.maxUnavailable of type int32".
+var typeError = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [^ .]+\.(\S+) of type (\S+)$`)
+
+// describe says what does not fit in the API's words: the field's path and
+// what it holds, without the Go names a person cannot look up.
+func describe(err error) string {
+	m := typeError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s: cannot read %s as %s", m[2], m[1], m[3])
+}
+
+func unreadableError(why string) error {
+	if why == "" {
+		return nil
+	}
+	return errors.New(why)
+}
+
+func refuseWrite(kind, name, why string) error {
+	return fmt.Errorf("%s %s cannot be read (%s), so it is never written back", kind, name, why)
+}

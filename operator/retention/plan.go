@@ -1,0 +1,132 @@
+package retention
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// Retention is how much finished history is kept. A finished NodeMaintenance
+// (Succeeded or Failed) is deleted once it is not among its node's PerNode
+// newest finished ones, or once it finished more than MaxAge ago, unless it
+// is still read (see Plan). Both bound the history: PerNode its size
+// whatever the rate of reboots, MaxAge how long a node that is gone, or
+// rarely rebooted, keeps its records.
+type Retention struct {
+	// PerNode is how many finished NodeMaintenances each node keeps; 0
+	// keeps any number.
+	PerNode int
+	// MaxAge is how long a finished NodeMaintenance is kept; 0 keeps it
+	// for ever.
+	MaxAge time.Duration
+}
+
+// Enabled reports whether anything is ever pruned.
+func (r Retention) Enabled() bool { return r.PerNode > 0 || r.MaxAge > 0 }
+
+// Plan decides which of one node's NodeMaintenances (items, as listed by
+// spec.nodeName) to delete at now, and when to look again: the next moment
+// a kept one ages out, zero when none will. node is the node as the protocol
+// reads it; nil when the node does not exist.
+//
+// Never deleted: an open NodeMaintenance; and, while the node exists,
+//   - its latest Succeeded one, which policy cooldowns count from;
+//   - for each RebootPolicy, its latest finished one (the policy does not
+//     raise a request again for the episode it names) and its latest
+//     Succeeded one (the policy's reboot outcomes);
+//   - one whose request the node's reboot-requested annotation still
+//     carries, which would otherwise be recorded again.
+//
+// Records of a node that is gone keep none of those protections: nothing
+// reads them but people, and they go by count and age alone.
+func Plan(items []v1alpha1.NodeMaintenance, node *protocol.NodeState, keep Retention, now time.Time) (prune []*v1alpha1.NodeMaintenance, next time.Time) {
+	if !keep.Enabled() {
+		return nil, time.Time{}
+	}
+	var finished []*v1alpha1.NodeMaintenance
+	for i := range items {
+		if nm := &items[i]; nm.Unreadable() == nil && nm.Status.Phase.Done() {
+			finished = append(finished, nm)
+		}
+	}
+	// Newest first.
+	slices.SortFunc(finished, func(a, b *v1alpha1.NodeMaintenance) int {
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Name, a.Name)
+	})
+	kept := protected(finished, node)
+	for i, nm := range finished {
+		if kept[nm.Name] {
+			continue
+		}
+		overCount := keep.PerNode > 0 && i >= keep.PerNode
+		expires := FinishedAt(nm).Add(keep.MaxAge)
+		overAge := keep.MaxAge > 0 && !now.Before(expires)
+		switch {
+		case overCount || overAge:
+			prune = append(prune, nm)
+		case keep.MaxAge > 0 && (next.IsZero() || expires.Before(next)):
+			next = expires
+		}
+	}
+	return prune, next
+}
+
+// protected names the finished NodeMaintenances that are still read (see
+// Plan). finished is newest first.
+func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) map[string]bool {
+	kept := map[string]bool{}
+	if node == nil {
+		return kept
+	}
+	var lastSucceeded *v1alpha1.NodeMaintenance
+	policyFinished := map[string]bool{}
+	policySucceeded := map[string]*v1alpha1.NodeMaintenance{}
+	later := func(a, b *v1alpha1.NodeMaintenance) bool {
+		return b == nil || a.Status.PhaseTimes.Succeeded.After(b.Status.PhaseTimes.Succeeded.Time)
+	}
+	for _, nm := range finished {
+		succeeded := nm.Status.Phase == v1alpha1.PhaseSucceeded && nm.Status.PhaseTimes.Succeeded != nil
+		if succeeded && later(nm, lastSucceeded) {
+			lastSucceeded = nm
+		}
+		if p := nm.Spec.Policy; p != "" {
+			if !policyFinished[p] {
+				policyFinished[p] = true
+				kept[nm.Name] = true
+			}
+			if succeeded && later(nm, policySucceeded[p]) {
+				policySucceeded[p] = nm
+			}
+		}
+		if node.Requested != nil && node.Requested.Has(nm.RequestID()) {
+			kept[nm.Name] = true
+		}
+	}
+	if lastSucceeded != nil {
+		kept[lastSucceeded.Name] = true
+	}
+	for _, nm := range policySucceeded {
+		kept[nm.Name] = true
+	}
+	return kept
+}
+
+// FinishedAt is when a finished NodeMaintenance finished: the time of its
+// Succeeded or Failed phase, else (a record from before phase times were
+// kept) when it was created.
+func FinishedAt(nm *v1alpha1.NodeMaintenance) time.Time {
+	for _, t := range []*metav1.Time{nm.Status.PhaseTimes.Succeeded, nm.Status.PhaseTimes.Failed} {
+		if t != nil {
+			return t.Time
+		}
+	}
+	return nm.CreationTimestamp.Time
+}
