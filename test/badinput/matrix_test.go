@@ -150,10 +150,10 @@ func setUp(t *testing.T) *env {
 	installIdentities(t)
 
 	open := gen.Pool(openPool, intstr.FromInt32(1))
-	open.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: "open"}}
+	open.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{poolLabel: "open"}}
 	harness.Create(t, bed, open)
 	paused := gen.Pool(pausedPool, intstr.FromInt32(3))
-	paused.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: "paused"}}
+	paused.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{poolLabel: "paused"}}
 	paused.Spec.Paused = true
 	harness.Create(t, bed, paused)
 	for _, n := range openNodes {
@@ -216,7 +216,7 @@ func checkInvariants(t *testing.T, e *env) {
 
 	// The operator still sees new objects: a pool created now gets a status.
 	probe := gen.Pool("matrix-probe", intstr.FromInt32(1))
-	probe.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: "probe"}}
+	probe.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{poolLabel: "probe"}}
 	harness.Create(t, bed, probe)
 	g.Eventually(func(g Gomega) int64 {
 		return harness.GetPool(g, bed, probe.Name).Status.ObservedGeneration

@@ -129,7 +129,7 @@ func TestForgedRequestFloodWithDaemonToken(t *testing.T) {
 	installIdentities(t)
 	node := "flood-a"
 	pool := gen.Pool("flood", intstr.FromInt32(1))
-	pool.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "flood"}}
+	pool.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "flood"}}
 	pool.Spec.Paused = true // nothing is admitted: only the records are looked at
 	g.Expect(bed.Client.Create(ctx, pool)).To(Succeed())
 	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node, gen.Labels("pool", "flood")))).To(Succeed())
