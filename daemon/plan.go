@@ -171,7 +171,8 @@ func decide(f facts) plan {
 		}
 	}
 	if len(p.outstanding) > 0 || len(cancelled) > 0 {
-		v := protocol.Encode(protocol.Requested{BootID: f.bootID, Requests: p.outstanding, Cancelled: cancelled})
+		// Requests is a list, empty when all were cancelled, never null.
+		v := protocol.Encode(protocol.Requested{BootID: f.bootID, Requests: append([]protocol.Request{}, p.outstanding...), Cancelled: cancelled})
 		setAnnotation(p.annotations, ann, protocol.RebootRequested, &v)
 	} else {
 		setAnnotation(p.annotations, ann, protocol.RebootRequested, nil)

@@ -25,6 +25,10 @@ func TestOptionsValidate(t *testing.T) {
 		"a firing TTL of a week":             {opts: Options{AlertWebhookFiringTTL: 7 * 24 * time.Hour}},
 		"plain HTTP":                         {opts: Options{AlertWebhookInsecureHTTP: true}},
 		"a certificate secret and hosts":     {opts: Options{AlertWebhookCertSecret: "ns/tls", AlertWebhookCertHosts: []string{"a.example"}}},
+		"a certificate secret without namespace": {
+			opts: Options{AlertWebhookCertSecret: "tls"}, wantErr: `--alert-webhook-cert-secret="tls": want namespace/name`,
+		},
+		"a certificate secret of three parts": {opts: Options{AlertWebhookCertSecret: "a/b/c"}, wantErr: "want namespace/name"},
 		"plain HTTP and certificate files": {
 			opts:    Options{AlertWebhookInsecureHTTP: true, AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key"},
 			wantErr: "--alert-webhook-cert-file/--alert-webhook-key-file and --alert-webhook-insecure-http: choose one way to serve the alert webhook",

@@ -284,11 +284,7 @@ func alertCertificates(mgr manager.Manager, opts Options, tokenNamespace string,
 	}
 	ns, name := tokenNamespace, DefaultAlertCertSecret
 	if opts.AlertWebhookCertSecret != "" {
-		var ok bool
-		ns, name, ok = strings.Cut(opts.AlertWebhookCertSecret, "/")
-		if !ok || ns == "" || name == "" {
-			return nil, fmt.Errorf("--alert-webhook-cert-secret wants namespace/name, got %q", opts.AlertWebhookCertSecret)
-		}
+		ns, name, _ = strings.Cut(opts.AlertWebhookCertSecret, "/") // checked by Validate
 	}
 	hosts := opts.AlertWebhookCertHosts
 	if len(hosts) == 0 {
@@ -346,6 +342,11 @@ func (o Options) Validate() error {
 	}
 	if ttl := o.AlertWebhookFiringTTL; ttl < 0 || ttl > alertwebhook.MaxFiringTTL {
 		return fmt.Errorf("--alert-webhook-firing-ttl=%s: must be positive and at most %s (0 means the default, %s)", ttl, alertwebhook.MaxFiringTTL, alertwebhook.DefaultFiringTTL)
+	}
+	if c := o.AlertWebhookCertSecret; c != "" {
+		if ns, name, ok := strings.Cut(c, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--alert-webhook-cert-secret=%q: want namespace/name", c)
+		}
 	}
 	// One way to serve the webhook: a generated certificate (the default),
 	// mounted files, or plain HTTP.

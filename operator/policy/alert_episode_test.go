@@ -199,6 +199,28 @@ func TestAlertReplayRaisesNothing(t *testing.T) {
 	})
 }
 
+// A record of alerts that cannot be read (written by hand) raises nothing
+// and says why; the next notification replaces it.
+func TestAlertRecordDamaged(t *testing.T) {
+	g := NewWithT(t)
+	nodes := harness.CreateNodes(t, bed, "damaged", "damaged", 1)
+	w := startWebhook(t, operator.Options{})
+	alertPolicy(t, "damaged", nil)
+	p := harness.GetPolicy(g, bed, "damaged")
+	base := p.DeepCopy()
+	p.Annotations = map[string]string{v1alpha1.FiringAlertsAnnotation: `{"` + nodes[0] + `":[{"fingerprint":"x"}]}`}
+	g.Expect(bed.Client.Patch(context.Background(), p, client.MergeFrom(base))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(g, "damaged", v1alpha1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal("EvaluationFailed"))
+		g.Expect(c.Message).To(ContainSubstring(`annotation kmaint.io/firing-alerts: node "` + nodes[0] + `": episode 0 has no startsAt`))
+	}, timeout).Should(Succeed())
+	noRequest(g, "damaged", nodes[0])
+
+	w.send(t, alert("firing", "KernelDeadlock", nodes[0], "critical"))
+	requested(g, "damaged", nodes[0], 1)
+}
+
 // The operator serves the webhook over TLS by default, with the certificate
 // it keeps in a Secret; plain HTTP to it gets nothing. A restarted operator
 // serves the same certificate.
