@@ -89,7 +89,7 @@ type env struct {
 	// daemons holds, per node, a client with that node's daemon token.
 	daemons map[string]client.Client
 	// webhook is the running Alertmanager receiver.
-	webhook webhookTarget
+	webhook *webhookTarget
 }
 
 func TestBadInputMatrix(t *testing.T) {
@@ -180,6 +180,7 @@ func setUp(t *testing.T) *env {
 		}
 	})
 	e.op = op
+	e.webhook.trust(t)
 
 	// The operator is up once it has looked at both pools and the witness,
 	// which waits for a daemon that never comes.
@@ -236,6 +237,6 @@ func conditionReasons(conds []metav1.Condition) []string {
 }
 
 // operatorOptions runs the operator as the chart does, with the webhook on.
-func operatorOptions(w webhookTarget) operator.Options {
+func operatorOptions(w *webhookTarget) operator.Options {
 	return w.options()
 }

@@ -3,6 +3,8 @@ package badinput
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -29,13 +33,14 @@ const (
 	webhookToken   = "matrix-webhook-token"
 )
 
-// webhookTarget is the operator's Alertmanager receiver.
+// webhookTarget is the operator's Alertmanager receiver, served over TLS
+// from the certificate the operator generates, as it is by default.
 type webhookTarget struct {
 	addr   string
 	client *http.Client
 }
 
-func startWebhookTarget(t *testing.T) webhookTarget {
+func startWebhookTarget(t *testing.T) *webhookTarget {
 	g := NewWithT(t)
 	ctx := context.Background()
 	g.Expect(bed.Client.Create(ctx, &corev1.Secret{
@@ -51,20 +56,38 @@ func startWebhookTarget(t *testing.T) webhookTarget {
 			Alert:        &v1alpha1.AlertTrigger{AlertName: alertName},
 		},
 	})
-	return webhookTarget{addr: harness.FreeAddr(t), client: &http.Client{Timeout: 30 * time.Second}}
+	return &webhookTarget{addr: harness.FreeAddr(t)}
 }
 
-func (w webhookTarget) options() operator.Options {
+func (w *webhookTarget) options() operator.Options {
 	return operator.Options{
 		AlertWebhookAddr:        w.addr,
 		AlertWebhookTokenSecret: manifests.Namespace + "/kmaint-alert-webhook",
 	}
 }
 
+// trust waits for the certificate the running operator generated and
+// trusts its CA, as Alertmanager's tls_config would.
+func (w *webhookTarget) trust(t *testing.T) {
+	g := NewWithT(t)
+	secret := &corev1.Secret{}
+	g.Eventually(func() error {
+		return bed.Client.Get(context.Background(), client.ObjectKey{Namespace: manifests.Namespace, Name: operator.DefaultAlertCertSecret}, secret)
+	}).WithTimeout(time.Minute).Should(Succeed(), "the operator made no certificate Secret")
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue(), "no ca.crt in the Secret")
+	w.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "kmaint-operator." + manifests.Namespace + ".svc"},
+	}}
+	g.Eventually(func() error {
+		return w.post(http.MethodPost, "application/json", webhookToken, mustJSON(payload()))
+	}).WithTimeout(time.Minute).Should(Succeed(), "the webhook serves TLS")
+}
+
 // post sends body as Alertmanager would, with header changes; a reply that
 // is not 2xx is returned as an error holding its status and text.
-func (w webhookTarget) post(method, contentType, token string, body []byte) error {
-	req, err := http.NewRequest(method, "http://"+w.addr+"/alerts", bytes.NewReader(body))
+func (w *webhookTarget) post(method, contentType, token string, body []byte) error {
+	req, err := http.NewRequest(method, "https://"+w.addr+"/alerts", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -119,12 +142,12 @@ func mustJSON(v any) []byte {
 }
 
 func webhookRows() []row {
-	refuse := func(name, says string, send func(w webhookTarget) error) row {
+	refuse := func(name, says string, send func(w *webhookTarget) error) row {
 		return row{surface: webhookSurface, name: name, want: refusedNaming(says),
 			send: func(t *testing.T, e *env) (shown, error) { return nil, send(e.webhook) }}
 	}
-	body := func(v any) func(w webhookTarget) error {
-		return func(w webhookTarget) error {
+	body := func(v any) func(w *webhookTarget) error {
+		return func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/json", webhookToken, mustJSON(v))
 		}
 	}
@@ -135,21 +158,21 @@ func webhookRows() []row {
 		manyAlerts[i] = map[string]any{"status": "firing", "labels": map[string]any{"a": "b"}}
 	}
 	return []row{
-		refuse("GET", "POST", func(w webhookTarget) error { return w.post(http.MethodGet, "", webhookToken, nil) }),
-		refuse("no token", "bearer token", func(w webhookTarget) error { return w.post(http.MethodPost, "application/json", "", good) }),
-		refuse("wrong token", "invalid bearer token", func(w webhookTarget) error {
+		refuse("GET", "POST", func(w *webhookTarget) error { return w.post(http.MethodGet, "", webhookToken, nil) }),
+		refuse("no token", "bearer token", func(w *webhookTarget) error { return w.post(http.MethodPost, "application/json", "", good) }),
+		refuse("wrong token", "invalid bearer token", func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/json", "guess", good)
 		}),
-		refuse("token of another Secret key", "invalid bearer token", func(w webhookTarget) error {
+		refuse("token of another Secret key", "invalid bearer token", func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/json", strings.ToUpper(webhookToken), good)
 		}),
-		refuse("form content type", "content type", func(w webhookTarget) error {
+		refuse("form content type", "content type", func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/x-www-form-urlencoded", webhookToken, good)
 		}),
-		refuse("body of 10 MiB", "body larger", func(w webhookTarget) error {
+		refuse("body of 10 MiB", "body larger", func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/json", webhookToken, bytes.Repeat([]byte(" "), 10<<20))
 		}),
-		refuse("not JSON", "invalid JSON", func(w webhookTarget) error {
+		refuse("not JSON", "invalid JSON", func(w *webhookTarget) error {
 			return w.post(http.MethodPost, "application/json", webhookToken, []byte("alerts: all of them"))
 		}),
 		refuse("JSON array", "invalid", body([]any{payload(alert(openNodes[0]))})),
@@ -157,7 +180,7 @@ func webhookRows() []row {
 		refuse("one alert past the limit", "max_alerts", body(payload(manyAlerts...))),
 		refuse("alert without labels", "labels", body(payload(alert(openNodes[0], "labels", nil)))),
 		refuse("alert with status exploding", "status", body(payload(alert(openNodes[0], "status", "exploding")))),
-		refuse("startsAt not a time", "startsAt", body(payload(alert(openNodes[0], "startsAt", "yesterday")))),
+		refuse("startsAt not a time", "startsAt or endsAt", body(payload(alert(openNodes[0], "startsAt", "yesterday")))),
 		refuse("labels not a map", "labels", body(payload(alert(openNodes[0], "labels", []any{"node"})))),
 		refuse("startsAt in year 9999", "startsAt", body(payload(alert(openNodes[0], "startsAt", "9999-01-01T00:00:00Z")))),
 		refuse("startsAt tomorrow", "startsAt", body(payload(alert(openNodes[0], "startsAt", time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339))))),
