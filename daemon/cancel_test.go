@@ -111,17 +111,18 @@ func TestHostRequestCancelledBeforeApprovalNeverReboots(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
 	g.Expect(string(out)).To(ContainSubstring("is already cancelled"))
 
-	// Withdrawing the last one too: released, and nothing reboots when the
-	// pool opens.
+	// Withdrawing the last one too: once the node shows it withdrawn (an
+	// approval before that would refuse it), nothing reboots when the pool
+	// opens.
 	out, err = harness.CancelReboot(t, n, 0, keep)
 	g.Expect(err).NotTo(HaveOccurred(), string(out))
-	harness.PatchPool(g, bed, "hostcancel", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
 	g.Eventually(func(g Gomega) {
 		r := requested(g, "hostcancel")
 		g.Expect(r.Requests).To(BeEmpty())
 		g.Expect(r.Cancelled).To(ConsistOf(id, keep))
 		g.Expect(state(g, "hostcancel").Phase).To(Equal(protocol.DaemonIdle))
 	}, timeout).Should(Succeed())
+	harness.PatchPool(g, bed, "hostcancel", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
 	g.Consistently(func(g Gomega) {
 		g.Expect(n.Reboots()).To(Equal(0))
 		node := getNode(g, "hostcancel")
