@@ -180,7 +180,7 @@ func webhookRows() []row {
 		refuse("one alert past the limit", "max_alerts", body(payload(manyAlerts...))),
 		refuse("alert without labels", "labels", body(payload(alert(openNodes[0], "labels", nil)))),
 		refuse("alert with status exploding", "status", body(payload(alert(openNodes[0], "status", "exploding")))),
-		refuse("startsAt not a time", "startsAt or endsAt", body(payload(alert(openNodes[0], "startsAt", "yesterday")))),
+		refuse("startsAt not a time", "startsAt", body(payload(alert(openNodes[0], "startsAt", "yesterday")))),
 		refuse("labels not a map", "labels", body(payload(alert(openNodes[0], "labels", []any{"node"})))),
 		refuse("startsAt in year 9999", "startsAt", body(payload(alert(openNodes[0], "startsAt", "9999-01-01T00:00:00Z")))),
 		refuse("startsAt tomorrow", "startsAt", body(payload(alert(openNodes[0], "startsAt", time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339))))),

@@ -112,8 +112,8 @@ func (d *display) follow(ctx context.Context, w *watcher) error {
 	}
 }
 
-// report notes the nodes whose step or source changed, and prints a line for
-// each unless the view is live.
+// report notes the nodes whose step, source or reason to wait changed, and
+// prints a line for each unless the view is live.
 func (d *display) report(v view) {
 	pools := map[string]poolRow{}
 	for _, p := range v.pools {
@@ -122,7 +122,10 @@ func (d *display) report(v view) {
 	for _, n := range v.nodes {
 		was, seen := d.shown[n.name]
 		d.shown[n.name] = n
-		if (!seen && n.step == stepIdle) || (seen && was.step == n.step && was.source == n.source) || d.live {
+		// A reason to wait may be written a moment after the step it
+		// belongs to: a new reason is a line of its own.
+		newReason := n.waiting != "" && (!seen || was.waiting != n.waiting)
+		if (!seen && n.step == stepIdle) || (seen && was.step == n.step && was.source == n.source && !newReason) || d.live {
 			continue
 		}
 		line := fmt.Sprintf("%8s  %-12s %-8s %-10s %-11s", "+"+elapsed(time.Since(d.start)), n.name, n.pool, n.step, n.source)
