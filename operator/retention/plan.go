@@ -86,7 +86,7 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 	if node == nil {
 		return kept
 	}
-	var lastSucceeded *v1alpha1.NodeMaintenance
+	var lastSucceeded, newestSucceeded *v1alpha1.NodeMaintenance
 	policyFinished := map[string]bool{}
 	policySucceeded := map[string]*v1alpha1.NodeMaintenance{}
 	later := func(a, b *v1alpha1.NodeMaintenance) bool {
@@ -96,6 +96,9 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 		succeeded := nm.Status.Phase == v1alpha1.PhaseSucceeded && nm.Status.PhaseTimes.Succeeded != nil
 		if succeeded && later(nm, lastSucceeded) {
 			lastSucceeded = nm
+		}
+		if succeeded && newestSucceeded == nil {
+			newestSucceeded = nm
 		}
 		if p := nm.Spec.Policy; p != "" {
 			if !policyFinished[p] {
@@ -110,8 +113,13 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 			kept[nm.Name] = true
 		}
 	}
-	if lastSucceeded != nil {
-		kept[lastSucceeded.Name] = true
+	// Cooldowns read the latest reboot by its completion time, unless that
+	// lies in the future (a clock far off, or a forged time), when they
+	// read its creation instead: both candidates stay.
+	for _, nm := range []*v1alpha1.NodeMaintenance{lastSucceeded, newestSucceeded} {
+		if nm != nil {
+			kept[nm.Name] = true
+		}
 	}
 	for _, nm := range policySucceeded {
 		kept[nm.Name] = true

@@ -99,6 +99,15 @@ func TestPlan(t *testing.T) {
 			wantPruned: []string{"f-03", "rebooted-before"},
 			wantNext:   now.Add(-3 * day).Add(time.Hour).Add(30 * day),
 		},
+		"a reboot stamped in the future does not push the real last reboot out": {
+			items: append(failedEvery("f", 4, day),
+				record("forged", 50*day, v1alpha1.PhaseSucceeded, func(nm *v1alpha1.NodeMaintenance) {
+					nm.Status.PhaseTimes.Succeeded = &metav1.Time{Time: now.Add(70 * 365 * day)}
+				}),
+				record("rebooted", 40*day, v1alpha1.PhaseSucceeded)),
+			node: &node, keep: retention.Retention{PerNode: 3},
+			wantPruned: []string{"f-03"},
+		},
 		"each policy's latest request and latest reboot stay": {
 			items: append(failedEvery("f", 4, day),
 				record("p-failed", 40*day, v1alpha1.PhaseFailed, ofPolicy("p")),
