@@ -40,7 +40,9 @@ func (r Retention) Enabled() bool { return r.PerNode > 0 || r.MaxAge > 0 }
 //     raise a request again for the episode it names) and its latest
 //     Succeeded one (the policy's reboot outcomes);
 //   - one whose request the node's reboot-requested annotation still
-//     carries, which would otherwise be recorded again.
+//     carries, which would otherwise be recorded again;
+//   - a record of a request raised on the node in its current boot, which
+//     the cap on records per boot counts (see inCurrentBoot).
 //
 // Records of a node that is gone keep none of those protections: nothing
 // reads them but people, and they go by count and age alone.
@@ -109,7 +111,7 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 				policySucceeded[p] = nm
 			}
 		}
-		if node.Requested != nil && node.Requested.Has(nm.RequestID()) {
+		if node.Requested != nil && node.Requested.Has(nm.RequestID()) || inCurrentBoot(nm, node) {
 			kept[nm.Name] = true
 		}
 	}
@@ -125,6 +127,19 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 		kept[nm.Name] = true
 	}
 	return kept
+}
+
+// inCurrentBoot reports whether nm records a request raised on the node in
+// the boot it is in, or the boot its requests are of: the cap on records
+// per node and boot (v1alpha1.MaxRecordedPerBoot) counts those, and pruning
+// them would let a daemon have its ids recorded again and again.
+func inCurrentBoot(nm *v1alpha1.NodeMaintenance, node *protocol.NodeState) bool {
+	boot, ok := nm.Labels[v1alpha1.BootIDLabel]
+	if !ok || !nm.Spec.Source.RaisedOnNode() {
+		return false
+	}
+	return node.BootID != "" && boot == v1alpha1.LabelValue(node.BootID) ||
+		node.Requested != nil && boot == v1alpha1.LabelValue(node.Requested.BootID)
 }
 
 // FinishedAt is when a finished NodeMaintenance finished: the time of its
