@@ -35,7 +35,8 @@ func (r Retention) Enabled() bool { return r.PerNode > 0 || r.MaxAge > 0 }
 // reads it; nil when the node does not exist.
 //
 // Never deleted: an open NodeMaintenance; and, while the node exists,
-//   - its latest Succeeded one, which policy cooldowns count from;
+//   - its latest Succeeded one, which policy cooldowns count from (by its
+//     completion time, and by its creation: see protected);
 //   - for each RebootPolicy, its latest finished one (the policy does not
 //     raise a request again for the episode it names) and its latest
 //     Succeeded one (the policy's reboot outcomes);
