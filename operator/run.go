@@ -328,7 +328,6 @@ func (o Options) Validate() error {
 		{"--drain-poll-interval", o.DrainPollInterval},
 		{"--prometheus-timeout", o.PrometheusTimeout},
 		{"--blocking-query-interval", o.BlockingQueryInterval},
-		{"--history-max-age", o.HistoryMaxAge},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
@@ -336,6 +335,9 @@ func (o Options) Validate() error {
 	}
 	if o.HistoryPerNode < 0 {
 		return fmt.Errorf("--history-per-node=%d: must be 0 (no limit) or more", o.HistoryPerNode)
+	}
+	if o.HistoryMaxAge < 0 {
+		return fmt.Errorf("--history-max-age=%s: must be 0 (no limit) or more", o.HistoryMaxAge)
 	}
 	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
 		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")

@@ -35,12 +35,15 @@ func (r Retention) Enabled() bool { return r.PerNode > 0 || r.MaxAge > 0 }
 // reads it; nil when the node does not exist.
 //
 // Never deleted: an open NodeMaintenance; and, while the node exists,
-//   - its latest Succeeded one, which policy cooldowns count from;
+//   - its latest Succeeded one, which policy cooldowns count from (by its
+//     completion time, and by its creation: see protected);
 //   - for each RebootPolicy, its latest finished one (the policy does not
 //     raise a request again for the episode it names) and its latest
 //     Succeeded one (the policy's reboot outcomes);
 //   - one whose request the node's reboot-requested annotation still
-//     carries, which would otherwise be recorded again.
+//     carries, which would otherwise be recorded again;
+//   - a record of a request raised on the node in its current boot, which
+//     the cap on records per boot counts (see inCurrentBoot).
 //
 // Records of a node that is gone keep none of those protections: nothing
 // reads them but people, and they go by count and age alone.
@@ -86,7 +89,7 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 	if node == nil {
 		return kept
 	}
-	var lastSucceeded *v1alpha1.NodeMaintenance
+	var lastSucceeded, newestSucceeded *v1alpha1.NodeMaintenance
 	policyFinished := map[string]bool{}
 	policySucceeded := map[string]*v1alpha1.NodeMaintenance{}
 	later := func(a, b *v1alpha1.NodeMaintenance) bool {
@@ -97,6 +100,9 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 		if succeeded && later(nm, lastSucceeded) {
 			lastSucceeded = nm
 		}
+		if succeeded && newestSucceeded == nil {
+			newestSucceeded = nm
+		}
 		if p := nm.Spec.Policy; p != "" {
 			if !policyFinished[p] {
 				policyFinished[p] = true
@@ -106,17 +112,35 @@ func protected(finished []*v1alpha1.NodeMaintenance, node *protocol.NodeState) m
 				policySucceeded[p] = nm
 			}
 		}
-		if node.Requested != nil && node.Requested.Has(nm.RequestID()) {
+		if node.Requested != nil && node.Requested.Has(nm.RequestID()) || inCurrentBoot(nm, node) {
 			kept[nm.Name] = true
 		}
 	}
-	if lastSucceeded != nil {
-		kept[lastSucceeded.Name] = true
+	// Cooldowns read the latest reboot by its completion time, unless that
+	// lies in the future (a clock far off, or a forged time), when they
+	// read its creation instead: both candidates stay.
+	for _, nm := range []*v1alpha1.NodeMaintenance{lastSucceeded, newestSucceeded} {
+		if nm != nil {
+			kept[nm.Name] = true
+		}
 	}
 	for _, nm := range policySucceeded {
 		kept[nm.Name] = true
 	}
 	return kept
+}
+
+// inCurrentBoot reports whether nm records a request raised on the node in
+// the boot it is in, or the boot its requests are of: the cap on records
+// per node and boot (v1alpha1.MaxRecordedPerBoot) counts those, and pruning
+// them would let a daemon have its ids recorded again and again.
+func inCurrentBoot(nm *v1alpha1.NodeMaintenance, node *protocol.NodeState) bool {
+	boot, ok := nm.Labels[v1alpha1.BootIDLabel]
+	if !ok || !nm.Spec.Source.RaisedOnNode() {
+		return false
+	}
+	return node.BootID != "" && boot == v1alpha1.LabelValue(node.BootID) ||
+		node.Requested != nil && boot == v1alpha1.LabelValue(node.Requested.BootID)
 }
 
 // FinishedAt is when a finished NodeMaintenance finished: the time of its

@@ -40,6 +40,14 @@ func record(name string, ago time.Duration, phase v1alpha1.Phase, opts ...func(*
 	return nm
 }
 
+// raisedInBoot makes a record of a host request raised in boot.
+func raisedInBoot(boot string) func(*v1alpha1.NodeMaintenance) {
+	return func(nm *v1alpha1.NodeMaintenance) {
+		nm.Spec.Source = v1alpha1.SourceHost
+		nm.Labels = map[string]string{v1alpha1.BootIDLabel: v1alpha1.LabelValue(boot)}
+	}
+}
+
 func ofPolicy(p string) func(*v1alpha1.NodeMaintenance) {
 	return func(nm *v1alpha1.NodeMaintenance) { nm.Spec.Policy = p }
 }
@@ -99,6 +107,15 @@ func TestPlan(t *testing.T) {
 			wantPruned: []string{"f-03", "rebooted-before"},
 			wantNext:   now.Add(-3 * day).Add(time.Hour).Add(30 * day),
 		},
+		"a reboot stamped in the future does not push the real last reboot out": {
+			items: append(failedEvery("f", 4, day),
+				record("forged", 50*day, v1alpha1.PhaseSucceeded, func(nm *v1alpha1.NodeMaintenance) {
+					nm.Status.PhaseTimes.Succeeded = &metav1.Time{Time: now.Add(70 * 365 * day)}
+				}),
+				record("rebooted", 40*day, v1alpha1.PhaseSucceeded)),
+			node: &node, keep: retention.Retention{PerNode: 3},
+			wantPruned: []string{"f-03"},
+		},
 		"each policy's latest request and latest reboot stay": {
 			items: append(failedEvery("f", 4, day),
 				record("p-failed", 40*day, v1alpha1.PhaseFailed, ofPolicy("p")),
@@ -118,6 +135,14 @@ func TestPlan(t *testing.T) {
 		"a record that cannot be read is never pruned: whether it finished cannot be told": {
 			items: append(failedEvery("f", 3, day), unreadable(t, "bad")), node: &node, keep: retention.Retention{PerNode: 1},
 			wantPruned: []string{"f-01", "f-02"},
+		},
+		"records raised on the node in its current boot stay: the cap per boot counts them": {
+			items: append(failedEvery("f", 3, day),
+				record("this-boot", 40*day, v1alpha1.PhaseFailed, raisedInBoot("boot-0")),
+				record("last-boot", 41*day, v1alpha1.PhaseFailed, raisedInBoot("boot-old"))),
+			node: &node, keep: keep,
+			wantPruned: []string{"last-boot"},
+			wantNext:   now.Add(-3 * day).Add(time.Hour).Add(30 * day),
 		},
 		"a node that is gone keeps nothing past count and age": {
 			items:      append(failedEvery("f", 4, day), record("rebooted", 40*day, v1alpha1.PhaseSucceeded), record("p-failed", 40*day, v1alpha1.PhaseFailed, ofPolicy("p"))),

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -92,9 +91,16 @@ type Reconciler struct {
 	Kind      Kind
 
 	mu sync.Mutex
-	// reported is the message last reported per object, so that an
-	// object is reported once, not at every change.
-	reported map[types.UID]string
+	// reported is what was last reported per object, so that an object is
+	// reported once, not at every change.
+	reported map[types.UID]report
+}
+
+// report is what was said of one object: the message of its event, and
+// whether its condition says the same.
+type report struct {
+	message string
+	written bool
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools;rebootpolicies;nodemaintenances,verbs=get;list;watch
@@ -114,17 +120,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.clear(ctx, obj)
 	}
 	msg := v1alpha1.FitMessage(fmt.Sprintf("%s %s cannot be read: %v; %s", r.Kind.Name, obj.GetName(), why, r.Kind.Consequence))
-	if r.last(obj.GetUID()) == msg {
+	last := r.last(obj.GetUID())
+	if last.message == msg && last.written {
 		return ctrl.Result{}, nil
 	}
-	ctrl.LoggerFrom(ctx).Info("Object cannot be read", "kind", r.Kind.Name, "name", obj.GetName(), "error", why.Error())
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.UnreadableReason, "Read", "%s", msg)
-	// Reported once the event is out, whether or not the condition can be
-	// written: the retry is for the condition.
-	r.remember(obj.GetUID(), msg)
+	if last.message != msg {
+		ctrl.LoggerFrom(ctx).Info("Object cannot be read", "kind", r.Kind.Name, "name", obj.GetName(), "error", why.Error())
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.UnreadableReason, "Read", "%s", msg)
+		r.remember(obj.GetUID(), report{message: msg})
+	}
+	// A condition that cannot be written is retried; the event is not
+	// sent again.
 	if err := r.setCondition(ctx, obj, msg); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.remember(obj.GetUID(), report{message: msg, written: true})
 	return ctrl.Result{}, nil
 }
 
@@ -176,10 +186,7 @@ func (r *Reconciler) setCondition(ctx context.Context, obj Object, msg string) e
 		return fmt.Errorf("condition patch of %s %s: %w", r.Kind.Name, obj.GetName(), err)
 	}
 	if err := r.Status().Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			r.forget(obj.GetUID()) // report again from what is there now
-		}
-		return fmt.Errorf("write the Unreadable condition of %s %s: %w", r.Kind.Name, obj.GetName(), err)
+		return client.IgnoreNotFound(fmt.Errorf("write the Unreadable condition of %s %s: %w", r.Kind.Name, obj.GetName(), err))
 	}
 	return nil
 }
@@ -209,19 +216,19 @@ func asMap(v any) (map[string]any, error) {
 	return m, nil
 }
 
-func (r *Reconciler) last(uid types.UID) string {
+func (r *Reconciler) last(uid types.UID) report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.reported[uid]
 }
 
-func (r *Reconciler) remember(uid types.UID, msg string) {
+func (r *Reconciler) remember(uid types.UID, rep report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.reported == nil {
-		r.reported = map[types.UID]string{}
+		r.reported = map[types.UID]report{}
 	}
-	r.reported[uid] = msg
+	r.reported[uid] = rep
 }
 
 func (r *Reconciler) forget(uid types.UID) {

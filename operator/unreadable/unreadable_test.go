@@ -1,6 +1,7 @@
 package unreadable_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	plugin "github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
@@ -142,6 +144,15 @@ func TestUnreadableObjectsAreContained(t *testing.T) {
 		g.Expect(harness.MaintenancesOf(g, bed, good[0])).To(HaveLen(1))
 	}
 	g.Eventually(func(g Gomega) { expectContained(g, 1) }, timeout).Should(Succeed())
+	// kubectl kmaint status and history show them, beside the others.
+	var out bytes.Buffer
+	g.Expect(plugin.Status(ctx, bed.Client, &out, plugin.StatusOptions{Output: plugin.OutputWide})).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`ur-big\s.*Unreadable\s.*cannot be read: spec.maxUnavailable: cannot read number 10000000000 as int32`))
+	g.Expect(out.String()).To(MatchRegexp(`ur-paused\s+1\s`))
+	out.Reset()
+	g.Expect(plugin.History(ctx, bed.Client, &out, plugin.HistoryOptions{Node: good[1], Output: plugin.OutputWide})).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("ur-bad"))
+	g.Expect(out.String()).To(ContainSubstring("(cannot be read: spec.ignoreWindows: cannot read string as bool)"))
 	g.Consistently(func(g Gomega) {
 		for _, n := range append(good, paused...) {
 			g.Expect(admitted(g, n)).To(BeFalse(), "node %s admitted", n)

@@ -30,6 +30,9 @@ const OtherVersion = "v1alpha2"
 // if it has one), and puts the shipped CRD back. The object stays stored
 // as it was written, whatever the shipped schema says; reading it as
 // v1alpha1 gives back what no v1alpha1 client could have written.
+// (harness.CreateUnchecked loosens one field of v1alpha1's schema instead,
+// for an object a test then reads through the typed client; this one stores
+// a whole object, status included, as a CRD version of its own would.)
 func (b *Bed) StoreUnchecked(ctx context.Context, obj *unstructured.Unstructured) error {
 	mapping, err := b.Client.RESTMapper().RESTMapping(obj.GroupVersionKind().GroupKind(), v1alpha1.GroupVersion.Version)
 	if err != nil {
@@ -93,8 +96,9 @@ func storeThrough(ctx context.Context, c client.Client, obj *unstructured.Unstru
 	return nil
 }
 
-// setVersions writes a CRD's versions, and waits until the API server
-// serves exactly those.
+// setVersions writes a CRD's versions. The API server serves a version
+// added a moment later (storeThrough waits for it); one removed may be
+// served a moment longer, which no test of v1alpha1 can tell.
 func (b *Bed) setVersions(ctx context.Context, crdName string, versions []any) error {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})

@@ -90,6 +90,9 @@ func History(ctx context.Context, c client.Client, w io.Writer, o HistoryOptions
 	tw.line(header)
 	for _, nm := range items {
 		reason := nm.Spec.Reason
+		if err := nm.Unreadable(); err != nil {
+			reason = fmt.Sprintf("(cannot be read: %v)", err)
+		}
 		if nm.Spec.Policy != "" {
 			reason = fmt.Sprintf("%s (policy %s)", reason, nm.Spec.Policy)
 		}

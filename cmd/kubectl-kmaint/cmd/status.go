@@ -252,6 +252,12 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 		return s
 	}
 	p := r.pool
+	if err := p.Unreadable(); err != nil {
+		s.progress, s.unavailable, s.pending = "-", "-", "-"
+		s.state = "Unreadable"
+		s.message = fmt.Sprintf("cannot be read: %v; no pool admits until it can be read or is deleted", err)
+		return s
+	}
 	st := p.Status
 	s.config = p.Spec.DesiredConfig
 	if p.Spec.DesiredConfig != "" {

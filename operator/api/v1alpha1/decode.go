@@ -159,5 +159,5 @@ func unreadableError(why string) error {
 }
 
 func refuseWrite(kind, name, why string) error {
-	return fmt.Errorf("%s %s cannot be read (%s), so it is never written back", kind, name, why)
+	return fmt.Errorf("%s %s cannot be read (%s), so it is never written back: what the API server stores would be lost", kind, name, why)
 }
