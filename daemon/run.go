@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,14 +39,24 @@ import (
 // DefaultBootIDPath is where the kernel publishes the current boot ID.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
+// bootIDPattern is a boot ID as the kernel writes it and FormatBootID
+// formats it: a UUID in lower case.
+var bootIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
 // Options configure the daemon: what kmaint-daemon's flags set, and the
 // seams at which the simulated cluster replaces the host. What only running
 // many daemons in one process needs is passed to Run as a Hook.
 type Options struct {
 	// NodeName is the node the daemon runs on (from the downward API).
 	NodeName string
-	// BootIDPath is read once at start: a boot ID never changes while the
-	// process lives, since a reboot ends it.
+	// BootIDPath is the file holding the node's boot ID, the one journald
+	// stamps the node's entries with and the kubelet reports; empty means
+	// DefaultBootIDPath. It is read once at start: a boot ID never changes
+	// while the process lives, since a reboot ends it. Inside a container
+	// the kernel's file is the host kernel's, which is the node's only when
+	// the node is a machine or a VM, not when the node is itself a
+	// container with a boot ID of its own (a systemd-nspawn machine): there
+	// it names a copy of the node's (the chart's daemon.bootIDFile).
 	BootIDPath string
 	// Journal is where requests are written and read; nil means the
 	// system's journal.
@@ -77,17 +89,32 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id.
+// ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id,
+// and refuses one that holds no boot ID: every request the daemon journals
+// and every one it reads back is matched by the boot ID, so a wrong one
+// must stop it rather than make it ignore the node's requests.
 func ReadBootID(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read boot ID: %w", err)
 	}
 	id := journal.FormatBootID(string(b))
-	if id == "" {
+	switch {
+	case id == "":
 		return "", fmt.Errorf("boot ID file %s is empty", path)
+	case !bootIDPattern.MatchString(id):
+		return "", fmt.Errorf("boot ID file %s holds %q, not a boot ID (a UUID, as %s holds)", path, truncate(string(b), 64), DefaultBootIDPath)
 	}
 	return id, nil
+}
+
+// truncate shortens s for an error message.
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // Run runs the daemon for one node until ctx is done. The kmaint-daemon

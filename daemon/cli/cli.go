@@ -139,7 +139,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&opts.NodeName, "node-name", os.Getenv("NODE_NAME"), "This node's name (default $NODE_NAME, set from the downward API).")
-	fs.StringVar(&opts.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "The kernel's boot ID file.")
+	fs.StringVar(&opts.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath,
+		"The node's boot ID file. The default, the kernel's, is the node's on machines and VMs; on nodes that are themselves containers "+
+			"with a boot ID of their own (systemd-nspawn machines) a container sees the host kernel's there, so give a copy of the node's "+
+			"(the chart's daemon.bootIDFile).")
 	fs.DurationVar(&opts.RebootTimeout, "reboot-timeout", 10*time.Minute, "How long the boot ID may stay unchanged after a reboot was asked for before the node is reported degraded.")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8090", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8091", `Address of /healthz and /readyz; "0" turns them off.`)
@@ -156,6 +159,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 	// name, rather than after a connection to the API server.
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "kmaint-daemon run:", err)
+		return 2
+	}
+	if _, err := daemon.ReadBootID(opts.BootIDPath); err != nil {
+		fmt.Fprintf(stderr, "kmaint-daemon run: --boot-id-file=%s: %v\n", opts.BootIDPath, err)
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))

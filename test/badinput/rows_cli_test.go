@@ -85,6 +85,8 @@ func cliRows() []row {
 		daemonRow("run with a negative reboot timeout", "--reboot-timeout", "run", "--node-name", "n", "--reboot-timeout=-1s", "--kubeconfig", "/nonexistent"),
 		daemonRow("run with a reboot timeout of 1ms", "--reboot-timeout", "run", "--node-name", "n", "--reboot-timeout=1ms", "--kubeconfig", "/nonexistent"),
 		daemonRow("run with a reboot timeout that is not a duration", "reboot-timeout", "run", "--reboot-timeout=soon"),
+		daemonRow("run with a boot ID file that does not exist", "--boot-id-file=/nonexistent/boot_id", "run", "--node-name", "n", "--boot-id-file=/nonexistent/boot_id", "--kubeconfig", "/nonexistent"),
+		daemonRow("run with a boot ID file that holds no boot ID", "not a boot ID", "run", "--node-name", "n", "--boot-id-file=/etc/passwd", "--kubeconfig", "/nonexistent"),
 		daemonRow("an unknown command", "unknown command", "reboot-now"),
 		operatorRow("negative drain poll interval", "--drain-poll-interval", operator.Options{DrainPollInterval: -1}),
 		operatorRow("negative Prometheus timeout", "--prometheus-timeout", operator.Options{PrometheusTimeout: -1}),

@@ -31,6 +31,12 @@ type NodeOptions struct {
 	// VolatileJournal keeps the node's journal in its /run, lost at every
 	// reboot, as on nodes without a persistent journal.
 	VolatileJournal bool
+	// ContainerNode runs the daemon as in a pod on a node that is itself a
+	// container with a boot ID of its own (a systemd-nspawn machine): its
+	// /proc/sys/kernel/random/boot_id is the host kernel's, not the one
+	// journald stamps the node's entries with, and it is told the node's
+	// with --boot-id-file, as the chart's daemon.bootIDFile does.
+	ContainerNode bool
 }
 
 // StartNode registers a Node and starts a simulated node for it: its own
@@ -60,13 +66,21 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 	if err != nil {
 		t.Fatal(err)
 	}
+	daemon := []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
+		"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
+		"--reboot-timeout", opts.RebootTimeout.String()}
+	if opts.ContainerNode {
+		// In a mount namespace of its own, without the node's boot ID
+		// mounted over the kernel's, as a container's fresh /proc is.
+		daemon = append([]string{"unshare", "--mount", "--propagation", "private", "--",
+			"sh", "-c", `umount /proc/sys/kernel/random/boot_id && exec "$@"`, "sh"}, daemon...)
+		daemon = append(daemon, "--boot-id-file", node.BootIDFile(dir))
+	}
 	n, err := node.Start(ctx, node.Config{
-		Name:   name,
-		Dir:    dir,
-		BootID: boot,
-		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
-			"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
-			"--reboot-timeout", opts.RebootTimeout.String()},
+		Name:            name,
+		Dir:             dir,
+		BootID:          boot,
+		Daemon:          daemon,
 		Env:             []string{node.DaemonEnv + "=1"},
 		Log:             logFile,
 		VolatileJournal: opts.VolatileJournal,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kmaint/kmaint/test/manifests"
@@ -234,6 +235,27 @@ daemon:
 				}
 				if got := ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.String(); got != "1" {
 					t.Errorf("maxUnavailable %s, want 1", got)
+				}
+			},
+		},
+		// Nodes that are containers: the node's boot ID from a host file,
+		// mounted read-only where --boot-id-file says.
+		"boot ID file": {
+			values: "daemon: {bootIDFile: /run/kmaint/boot_id}",
+			check: func(t *testing.T, r rendered) {
+				spec := r.daemon().Spec.Template.Spec
+				ctr := spec.Containers[0]
+				if !slices.Contains(ctr.Args, "--boot-id-file=/run/kmaint/boot_id") {
+					t.Errorf("args %q lack --boot-id-file=/run/kmaint/boot_id", ctr.Args)
+				}
+				i := slices.IndexFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/run/kmaint/boot_id" })
+				if i < 0 || !ctr.VolumeMounts[i].ReadOnly {
+					t.Fatalf("no read-only mount at /run/kmaint/boot_id: %v", ctr.VolumeMounts)
+				}
+				j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == ctr.VolumeMounts[i].Name })
+				want := &corev1.HostPathVolumeSource{Path: "/run/kmaint/boot_id", Type: ptr.To(corev1.HostPathFile)}
+				if j < 0 || !cmp.Equal(spec.Volumes[j].HostPath, want) {
+					t.Errorf("volume %s is not the host file /run/kmaint/boot_id: %v", ctr.VolumeMounts[i].Name, spec.Volumes)
 				}
 			},
 		},

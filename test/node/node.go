@@ -173,8 +173,13 @@ func (n *Node) SetIgnoreReboots(ignore bool) {
 
 func (n *Node) writeBootID(id string) error {
 	n.bootID = id
-	return os.WriteFile(filepath.Join(n.cfg.Dir, "boot_id"), []byte(id+"\n"), 0o644)
+	return os.WriteFile(BootIDFile(n.cfg.Dir), []byte(id+"\n"), 0o644)
 }
+
+// BootIDFile is the file in a node's Dir that holds its current boot ID,
+// mounted over /proc/sys/kernel/random/boot_id in its namespace and
+// rewritten in place by each reboot.
+func BootIDFile(dir string) string { return filepath.Join(dir, "boot_id") }
 
 // command returns a command that runs inside the node's namespace.
 func (n *Node) command(args ...string) *exec.Cmd {
