@@ -23,6 +23,7 @@ prometheus:
 alertWebhook:
   tokenSecret: {create: true}
 dashboards: {enabled: true}
+daemon: {bootIDFile: /run/kmaint/boot_id}
 pools:
   - name: workers
     spec:
