@@ -100,7 +100,8 @@ func requestReboot(args []string, stdout, stderr io.Writer) int {
 func cancelReboot(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cancel-reboot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bootIDFile := fs.String("boot-id-file", daemon.DefaultBootIDPath, "The kernel's boot ID file.")
+	bootIDFile := fs.String("boot-id-file", daemon.DefaultBootIDPath,
+		"The node's boot ID file: the default is right on the node itself; in a pod on a node that is a container, the file run --boot-id-file names.")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: kmaint-daemon cancel-reboot <request id>\n\n%s", usage)
 	}
