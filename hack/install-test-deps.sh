@@ -26,6 +26,7 @@ APT_PACKAGES=(
 	prometheus      # prometheus and promtool for test/promtest and test/alerts (2.42 in bookworm)
 	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
+	buildah debootstrap # kmaint's image from the Dockerfile without a registry (hack/image-tar.sh)
 )
 
 # Services the packages above ship, which must not run on a test machine.
