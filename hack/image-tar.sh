@@ -100,7 +100,7 @@ if [[ -s "${OUT}" ]]; then
 fi
 
 (( EUID == 0 )) || die "building the image needs root (debootstrap, buildah with chroot isolation)"
-for tool in buildah debootstrap unshare flock; do
+for tool in buildah debootstrap unshare setpriv flock; do
 	command -v "${tool}" >/dev/null 2>&1 || die "${tool} is missing: run hack/install-test-deps.sh"
 done
 
@@ -126,10 +126,13 @@ echo '{"default":[{"type":"insecureAcceptAnything"}]}' >"${DIR}/policy.json"
 
 # in_namespace runs a command in a private mount and PID namespace with
 # /var/lib read-only, with buildah's temporary files and cache mounts under
-# bin/image.
+# bin/image. When this script dies, even by SIGKILL, the namespace and all
+# in it die too: unshare gets SIGKILL when its parent dies, and kills the
+# namespace's first process, which takes every other with it.
 in_namespace() {
 	mkdir -p "${DIR}/buildah-tmp"
-	TMPDIR="${DIR}/buildah-tmp" unshare --mount --propagation private --pid --fork --kill-child --mount-proc -- \
+	TMPDIR="${DIR}/buildah-tmp" setpriv --pdeathsig SIGKILL -- \
+		unshare --mount --propagation private --pid --fork --kill-child --mount-proc -- \
 		bash -euo pipefail -c 'mount --bind /var/lib /var/lib && mount -o remount,bind,ro /var/lib && exec "$@"' bash "$@"
 }
 

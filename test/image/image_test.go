@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -68,6 +69,9 @@ func build(t *testing.T) *built {
 		var stderr bytes.Buffer
 		cmd := exec.Command(filepath.Join(repo, "hack", "image-tar.sh"), filepath.Join(repo, "bin"))
 		cmd.Dir, cmd.Stderr = repo, &stderr
+		// An interrupted test takes the build with it (the script ends its
+		// namespace when it dies).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("hack/image-tar.sh: %v\n%s", err, tail(stderr.String(), 4000))
