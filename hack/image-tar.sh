@@ -272,6 +272,30 @@ if ! have_image docker.io/library/debian:bookworm-slim || ! have_image "docker.i
 	log "base images ready after $((SECONDS - start))s"
 fi
 
+# The build stage's `go mod download` fills its cache mount at /go/pkg/mod
+# (buildah keeps it at buildah-cache/go/pkg/mod). On a fresh machine it
+# would download every module again that `make mod-download` already put in
+# the host's module cache; copying go.sum's modules from there first saves
+# that. Best effort: whatever is missing is downloaded as before, and the
+# go command checks every module against go.sum either way.
+seed_module_cache() {
+	local from to line path version esc f
+	from="$(GOFLAGS= go env GOMODCACHE 2>/dev/null)/cache/download"
+	to="${DIR}/buildah-tmp/buildah-cache/go/pkg/mod/cache/download"
+	[[ -d "${from}" ]] || return 0
+	while read -r path version _; do
+		version="${version%/go.mod}"
+		esc="$(sed 's/[A-Z]/!\L&/g' <<<"${path}")"
+		for f in "${esc}/@v/${version}".{info,mod,zip,ziphash}; do
+			if [[ -f "${from}/${f}" && ! -e "${to}/${f}" ]]; then
+				mkdir -p "$(dirname "${to}/${f}")"
+				cp "${from}/${f}" "${to}/${f}"
+			fi
+		done
+	done <"${SNAP}/go.sum"
+}
+seed_module_cache
+
 log "building ${IMAGE_NAME} from the Dockerfile (VERSION=${VERSION} COMMIT=${COMMIT})"
 build --build-arg "VERSION=${VERSION}" --build-arg "COMMIT=${COMMIT}" -t "${IMAGE_NAME}" -f "${SNAP}/Dockerfile" "${SNAP}"
 rm -f "${OUT}.tmp"
