@@ -173,6 +173,15 @@ func (a *agent) checkJournal(ctx context.Context, node *corev1.Node) bool {
 		ctrl.LoggerFrom(ctx).Info("Cannot tell whether the journal keeps earlier boots", "reason", err.Error())
 		boots = nil
 	}
+	if len(boots) > 0 && !slices.Contains(boots, a.bootID) {
+		// journald stamps every entry with the boot it is written in, its
+		// own start first: a boot the node's journal has never seen is
+		// not the node's. Said, not acted on (a journal that stores only
+		// errors may hold nothing of a boot yet).
+		ctrl.LoggerFrom(ctx).Error(nil, "The node's journal holds no entry of the daemon's boot ID, which is then not the node's: "+
+			"the daemon would ignore every request journaled on the node. On nodes that are containers with a boot ID of their own "+
+			"(systemd-nspawn machines), pass the node's with --boot-id-file (the chart's daemon.bootIDFile)", "bootsInJournal", len(boots))
+	}
 	volatile, previous := volatileJournal(boots, a.bootID, node)
 	a.volatile = &volatile
 	a.metrics.setVolatileJournal(volatile)

@@ -41,6 +41,20 @@ func TestBootIDFileOnAContainerNode(t *testing.T) {
 		g.Expect(st.Phase).To(Equal(protocol.DaemonIdle))
 	}, timeout).Should(Succeed())
 	g.Expect(n.BootID()).NotTo(Equal(first))
+	log, err := os.ReadFile(harness.NodeLog(n.Dir()))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(log)).NotTo(ContainSubstring("holds no entry of the daemon's boot ID"))
+}
+
+// Without --boot-id-file on such a node, the daemon reads the host kernel's
+// boot ID, which the node's journal has never seen, and says so.
+func TestWrongBootIDIsReported(t *testing.T) {
+	g := NewWithT(t)
+	n := harness.StartNode(t, bed, "container-node-no-flag", harness.NodeOptions{ContainerNode: true, WithoutBootIDFile: true})
+	g.Eventually(func() (string, error) {
+		b, err := os.ReadFile(harness.NodeLog(n.Dir()))
+		return string(b), err
+	}, timeout).Should(ContainSubstring("holds no entry of the daemon's boot ID"))
 }
 
 func TestReadBootID(t *testing.T) {

@@ -37,6 +37,9 @@ type NodeOptions struct {
 	// journald stamps the node's entries with, and it is told the node's
 	// with --boot-id-file, as the chart's daemon.bootIDFile does.
 	ContainerNode bool
+	// WithoutBootIDFile, with ContainerNode, leaves --boot-id-file out, as
+	// an install that does not set daemon.bootIDFile on such nodes would.
+	WithoutBootIDFile bool
 }
 
 // StartNode registers a Node and starts a simulated node for it: its own
@@ -62,7 +65,7 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "node.log"))
+	logFile, err := os.Create(NodeLog(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,9 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 		// mounted over the kernel's, as a container's fresh /proc is.
 		daemon = append([]string{"unshare", "--mount", "--propagation", "private", "--",
 			"sh", "-c", `umount /proc/sys/kernel/random/boot_id && exec "$@"`, "sh"}, daemon...)
-		daemon = append(daemon, "--boot-id-file", node.BootIDFile(dir))
+		if !opts.WithoutBootIDFile {
+			daemon = append(daemon, "--boot-id-file", node.BootIDFile(dir))
+		}
 	}
 	n, err := node.Start(ctx, node.Config{
 		Name:            name,
@@ -182,3 +187,7 @@ func tail(b []byte, n int) []byte {
 	}
 	return b[len(b)-n:]
 }
+
+// NodeLog is the file in a simulated node's Dir that receives the output of
+// its journald and daemon.
+func NodeLog(dir string) string { return filepath.Join(dir, "node.log") }

@@ -146,6 +146,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// Dir returns the node's Dir.
+func (n *Node) Dir() string { return n.cfg.Dir }
+
 // BootID returns the node's current boot ID.
 func (n *Node) BootID() string {
 	n.mu.Lock()
