@@ -164,9 +164,12 @@ func (s NodeState) WantsAdmission() bool {
 }
 
 // DaemonDegraded reports whether the daemon says the approved reboot did not
-// happen.
+// happen, in the boot the node runs: a node that has since come back with
+// another boot did reboot, whatever its daemon said before and has not
+// rewritten yet (the reboot was slower than the daemon's timeout, or the
+// daemon is not back).
 func (s NodeState) DaemonDegraded() bool {
-	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded
+	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded && s.Daemon.BootID == s.BootID
 }
 
 // Degraded reports whether the node needs a person: its daemon says the

@@ -194,6 +194,13 @@ func TestReadPredicates(t *testing.T) {
 				gen.DaemonState(protocol.DaemonDegraded, "boot-0", "m", t0)),
 			wantCurrent: true, wantUnavailable: true, wantDegraded: true, wantStage: protocol.StageDegraded,
 		},
+		"the daemon said the reboot did not happen, and it did: not degraded": {
+			// The reboot was slower than the daemon's timeout; the daemon
+			// of the new boot has not rewritten its state yet.
+			node: gen.Node("n", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Approved("boot-0"),
+				gen.DaemonState(protocol.DaemonDegraded, "boot-0", "m", t0)),
+			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
+		},
 		"cordoned by a person: unavailable, still asks": {
 			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Unschedulable()),
 			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRequested,
