@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,9 +209,16 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // SetBoot plays the kubelet across a reboot: it reports the node's boot ID
 // and Ready condition, as a kubelet does when the node goes down and when it
 // comes back. Like a kubelet it tries again when the node changed between
-// its read and its write (the operator and the daemon write the node too).
+// its read and its write (the operator and the daemon write the node too),
+// and when the API server fails or is too slow to answer, as a loaded one
+// is: a simulated node whose kubelet gave up would never come back.
 func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// Quickly at first, for a conflict, then for up to about a minute, for
+	// an API server that struggles.
+	backoff := wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 16, Cap: 5 * time.Second}
+	err := retry.OnError(backoff, func(err error) bool {
+		return !apierrors.IsNotFound(err) && ctx.Err() == nil
+	}, func() error {
 		n := &corev1.Node{}
 		if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 			return err

@@ -95,6 +95,11 @@ type Node interface {
 	// ForceReboot reboots the node by hand, whatever kmaint says, and
 	// returns once it is back.
 	ForceReboot(ctx context.Context) error
+	// SetNoDaemonOnBoot keeps the node's daemon from starting when the node
+	// comes back from its next reboots (true), as a DaemonSet pod that never
+	// comes back would, or lets it start again (false). StartDaemon starts
+	// it by hand either way.
+	SetNoDaemonOnBoot(absent bool)
 	Stop()
 }
 
@@ -141,6 +146,11 @@ func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) 
 	}
 	if cfg.NodeLog == nil {
 		cfg.NodeLog = io.Discard
+		// The nodes' own logs (their daemons') go with the operator's when
+		// a test is run to be read.
+		if os.Getenv("KMAINT_TEST_LOG") != "" {
+			cfg.NodeLog = os.Stderr
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, addresses: map[string]string{}}
