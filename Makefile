@@ -27,7 +27,7 @@ IMG ?= ghcr.io/kmaint/kmaint:$(or $(VERSION),v0.1.0)
 # Extra targets `make test` needs before it runs; later work hooks its
 # prerequisites in here (e.g. TEST_PREREQS += demo-assets).
 TEST_PREREQS ?=
-TEST_PREREQS += helm image-tar-for-tests
+TEST_PREREQS += helm bin-module image-tar-for-tests
 
 .PHONY: help
 help: ## List the targets
@@ -84,6 +84,14 @@ test-deps: ## Install the system packages the tests need (hack/install-test-deps
 helm: ## Print the dir of helm and the Prometheus Operator CRDs test/helm uses, building helm into bin/helm first if missing
 	hack/helm-assets.sh bin
 
+# bin/ caches whole root file systems and builds (the node image, the
+# image's base layers), Go sources among them. A go.mod of its own makes bin/
+# a separate module, so that ./... (go test, go vet) never reaches into it.
+.PHONY: bin-module
+bin-module: ## Fence bin/ off from ./... with a go.mod of its own
+	@mkdir -p "$(BIN)"
+	@[[ -f "$(BIN)/go.mod" ]] || printf '%s\n' '// Caches, not kmaint code: see the Makefile (bin-module).' 'module kmaint.invalid/bin-cache' >"$(BIN)/go.mod"
+
 .PHONY: envtest
 envtest: ## Print the kube-apiserver/etcd/kubectl dir, building them into bin/k8s first if missing (~11 min)
 	hack/envtest-assets.sh bin
@@ -113,7 +121,7 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|config/rbac/daemon/role\.yaml|operator/api/.*zz_generated\..*|dashboards/.*\.json)$$
 
 .PHONY: verify
-verify: test-deps manifests dashboards ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
+verify: test-deps bin-module manifests dashboards ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
 	@echo "verify: generated files are committed and up to date"
 	@git diff --exit-code -- config/ operator/api/ 'dashboards/*.json' || { echo "verify: generated files differ from the commit; run make generate and commit the result" >&2; exit 1; }
 	@untracked="$$(git ls-files --others --exclude-standard -- config operator/api dashboards | grep -E '$(GENERATED_UNTRACKED)' || true)"; \

@@ -103,12 +103,18 @@ func (a *agent) append(e journal.Entry) error {
 	if err := a.journal.Append(e); err != nil {
 		return err
 	}
-	// As the journal stamps it: this boot, root.
+	a.remember(e)
+	return nil
+}
+
+// remember counts an entry as written, as the journal stamps it (this
+// boot, root), until the follower reads it back; one the journal refused
+// stays for the process's life: what it says happened all the same.
+func (a *agent) remember(e journal.Entry) {
 	e.BootID, e.UID = a.bootID, 0
 	a.mu.Lock()
 	a.written = append(a.written, e)
 	a.mu.Unlock()
-	return nil
 }
 
 // sameEntry reports whether a read-back entry is one this daemon wrote: a
@@ -264,20 +270,31 @@ func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result
 	return res, errors.Join(errs...)
 }
 
-// reboot journals that it is rebooting, so that it never asks twice in one
-// boot, then asks the rebooter.
+// reboot asks the rebooter, then journals that it asked, so that it never
+// asks twice in one boot. Asking first means that a daemon stopped or killed
+// in between asks again when it restarts in the same boot, which the one
+// reboot under way satisfies; journaling first would mean that such a daemon
+// never asks, and its node, cordoned and drained, waits for a person. A
+// refused ask is journaled too: it is reported (degraded), not retried. One
+// cut short by the daemon's own stop is not: the next daemon asks again.
 func (a *agent) reboot(ctx context.Context, node *corev1.Node, e journal.Entry) error {
-	if err := a.append(e); err != nil {
-		return fmt.Errorf("journal reboot: %w", err)
-	}
 	ctrl.LoggerFrom(ctx).Info("Rebooting", "bootID", a.bootID, "requests", e.Requests)
 	a.recorder.Eventf(node, nil, corev1.EventTypeNormal, "Rebooting", "Reboot", "Rebooting boot %s for requests %v", a.bootID, e.Requests)
 	a.metrics.reboots.Inc()
+	var errs []error
 	if err := a.rebooter.Reboot(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("reboot cut short by the daemon's stop: %w", err)
+		}
 		a.recorder.Eventf(node, nil, corev1.EventTypeWarning, "RebootFailed", "Reboot", "The reboot could not be started: %v", err)
-		return fmt.Errorf("reboot: %w", err)
+		errs = append(errs, fmt.Errorf("reboot: %w", err))
 	}
-	return nil
+	if err := a.append(e); err != nil {
+		// Still, this daemon asked: it must not ask again.
+		a.remember(e)
+		errs = append(errs, fmt.Errorf("journal reboot: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // tellCancellations logs each cancellation's outcome and records it as an

@@ -17,6 +17,8 @@ func TestOptionsValidate(t *testing.T) {
 		"a negative drain poll interval":     {opts: Options{DrainPollInterval: -time.Second}, wantErr: "--drain-poll-interval=-1s"},
 		"a negative Prometheus timeout":      {opts: Options{PrometheusTimeout: -1}, wantErr: "--prometheus-timeout"},
 		"a negative blocking query interval": {opts: Options{BlockingQueryInterval: -time.Minute}, wantErr: "--blocking-query-interval"},
+		"a negative daemon confirm timeout":  {opts: Options{DaemonConfirmTimeout: -time.Minute}, wantErr: "--daemon-confirm-timeout=-1m0s: must be positive"},
+		"a daemon confirm timeout under 1s":  {opts: Options{DaemonConfirmTimeout: time.Millisecond}, wantErr: "--daemon-confirm-timeout=1ms: no daemon starts that fast"},
 		"a certificate without its key":      {opts: Options{AlertWebhookCertFile: "tls.crt"}, wantErr: "go together"},
 		"a key without its certificate":      {opts: Options{AlertWebhookKeyFile: "tls.key"}, wantErr: "go together"},
 		"both":                               {opts: Options{AlertWebhookCertFile: "tls.crt", AlertWebhookKeyFile: "tls.key", DrainPollInterval: time.Second}},

@@ -47,6 +47,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// DrainPollInterval is how often a drain in progress is stepped.
 	DrainPollInterval time.Duration
+	// DaemonConfirmTimeout is how long a node may be back from its approved
+	// reboot (Ready, new boot ID) without its daemon confirming it before
+	// the gate completes the reboot without it and reports the daemon
+	// missing; 0 means 10m.
+	DaemonConfirmTimeout time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
 	// PrometheusURL is the Prometheus server that policies and blocking
@@ -168,6 +173,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Clock:             clk,
 		DrainPollInterval: opts.DrainPollInterval,
 		Metrics:           rec,
+
+		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
 
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 	}
@@ -328,6 +335,7 @@ func (o Options) Validate() error {
 		{"--drain-poll-interval", o.DrainPollInterval},
 		{"--prometheus-timeout", o.PrometheusTimeout},
 		{"--blocking-query-interval", o.BlockingQueryInterval},
+		{"--daemon-confirm-timeout", o.DaemonConfirmTimeout},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
@@ -338,6 +346,9 @@ func (o Options) Validate() error {
 	}
 	if o.HistoryMaxAge < 0 {
 		return fmt.Errorf("--history-max-age=%s: must be 0 (no limit) or more", o.HistoryMaxAge)
+	}
+	if o.DaemonConfirmTimeout > 0 && o.DaemonConfirmTimeout < time.Second {
+		return fmt.Errorf("--daemon-confirm-timeout=%s: no daemon starts that fast after a reboot; give at least 1s (the default is 10m)", o.DaemonConfirmTimeout)
 	}
 	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
 		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")

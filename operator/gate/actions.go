@@ -73,7 +73,8 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	return errors.Join(errs...)
 }
 
-// finish completes reboots that are done and releases admissions that no
+// finish completes reboots that are done, bounds the wait for a daemon
+// that does not confirm its node's reboot, and releases admissions that no
 // longer stand for a request, freeing their slots. Each is one patch, so no
 // crash can leave a node uncordoned with its approval, or the reverse.
 func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
@@ -86,6 +87,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				delete(n.Annotations, protocol.RebootApproved)
 				delete(n.Annotations, protocol.Admitted)
 				delete(n.Annotations, protocol.DrainFailed)
+				delete(n.Annotations, protocol.RebootUnconfirmed)
 				uncordonIfOurs(n)
 			})
 			if err != nil {
@@ -95,6 +97,10 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID)
 			r.event(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
+		case v.AwaitingDaemon():
+			errs = append(errs, r.awaitDaemon(ctx, st, v))
+		case v.UnconfirmedStale():
+			errs = append(errs, r.forgetUnconfirmed(ctx, st, v))
 		case v.AdmissionVoid():
 			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 				delete(n.Annotations, protocol.Admitted)

@@ -51,6 +51,9 @@ type poolState struct {
 	plan plan
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
+	// wake is when a phase wants the pool reconciled again at the latest,
+	// for something that changes with time only; zero when nothing does.
+	wake time.Time
 }
 
 // getPool returns the named pool. The built-in default pool exists without

@@ -50,6 +50,11 @@ type Reconciler struct {
 	// BlockingQueryInterval is how long a pool's blocking-query results
 	// stand before the queries run again (30s if zero).
 	BlockingQueryInterval time.Duration
+	// DaemonConfirmTimeout is how long a node may be back from its approved
+	// reboot (Ready, new boot ID) without its daemon confirming it, before
+	// the gate completes the reboot without the daemon and reports the
+	// daemon missing (10m if zero).
+	DaemonConfirmTimeout time.Duration
 
 	inflight *inflight
 	// written is the status last written per pool, so that an unchanged
@@ -130,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if st.plan.held > 0 {
 		wake(r.recheckAfter(st))
 	}
+	if !st.wake.IsZero() {
+		wake(st.wake.Sub(st.now))
+	}
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
 
@@ -158,7 +166,8 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 
 // SetupWithManager registers the gate with the manager. Node changes that
 // matter to the protocol and pool spec changes trigger reconciles; nothing
-// polls, except a drain in progress, which requeues itself.
+// polls, except a drain in progress and a wait for a daemon, which requeue
+// themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -168,6 +177,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	if r.BlockingQueryInterval == 0 {
 		r.BlockingQueryInterval = 30 * time.Second
+	}
+	if r.DaemonConfirmTimeout == 0 {
+		r.DaemonConfirmTimeout = defaultDaemonConfirmTimeout
 	}
 	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
 	r.inflight = newInflight()

@@ -100,8 +100,11 @@ func count(n *int32, ok bool) {
 }
 
 func degradedMessage(v nodeView) string {
-	if v.DaemonDegraded() {
+	switch {
+	case v.DaemonDegraded():
 		return fmt.Sprintf("%s: %s", v.Node.Name, v.Daemon.Message)
+	case v.DaemonMissing():
+		return fmt.Sprintf("%s: %s", v.Node.Name, v.Unconfirmed.Message())
 	}
 	return fmt.Sprintf("%s: %s", v.Node.Name, v.DrainFailure.Message)
 }

@@ -20,7 +20,10 @@ type verdict struct {
 	message      string
 	bootIDBefore string
 	bootIDAfter  string
-	degraded     string
+	// degraded, when set, is the message of a Degraded condition with
+	// degradedReason.
+	degraded       string
+	degradedReason string
 	// wait says why a Requested request is not admitted yet, if known.
 	wait waiting
 }
@@ -79,6 +82,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	case f.BootID != "" && f.BootID != boot && f.Ready && (f.Requested == nil || f.Requested.BootID != boot):
 		v.phase, v.bootIDAfter = v1alpha1.PhaseSucceeded, f.BootID
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s", nm.Spec.NodeName, boot, f.BootID)
+	case f.BootID != "" && f.BootID != boot && f.Ready && f.Unconfirmed != nil && f.Unconfirmed.ApprovedBoot == boot && f.Approved != boot:
+		// The gate completed the reboot without the daemon: what it can
+		// prove (a new boot, Ready) is all there is to know.
+		v.phase, v.bootIDAfter = v1alpha1.PhaseSucceeded, f.BootID
+		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s; its daemon did not confirm the reboot", nm.Spec.NodeName, boot, f.BootID)
+		v.degraded, v.degradedReason = f.Unconfirmed.Message(), v1alpha1.DaemonMissingReason
 	case f.BootID != boot:
 		v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is coming back with boot %s", nm.Spec.NodeName, f.BootID)
 	case f.DrainFailure != nil && f.DrainFailure.BootID == boot && slices.Contains(f.DrainFailure.Requests, requestID):
@@ -89,7 +98,7 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		switch daemon := f.Daemon; {
 		case daemon != nil && daemon.BootID == boot && daemon.Phase == protocol.DaemonDegraded:
 			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s was asked to reboot and has not", nm.Spec.NodeName)
-			v.degraded = daemon.Message
+			v.degraded, v.degradedReason = daemon.Message, v1alpha1.RebootNotObservedReason
 		case daemon != nil && daemon.BootID == boot && daemon.Phase == protocol.DaemonRebooting, s.Phase == v1alpha1.PhaseRebooting:
 			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is drained and rebooting", nm.Spec.NodeName)
 		default:
@@ -153,7 +162,7 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.WaitingCondition)
 	}
 	if v.degraded != "" {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DegradedCondition, Status: metav1.ConditionTrue, Reason: v1alpha1.RebootNotObservedReason, Message: v.degraded, LastTransitionTime: t})
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DegradedCondition, Status: metav1.ConditionTrue, Reason: v.degradedReason, Message: v.degraded, LastTransitionTime: t})
 	} else {
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.DegradedCondition)
 	}

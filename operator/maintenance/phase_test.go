@@ -76,6 +76,8 @@ func TestDecide(t *testing.T) {
 		wantBefore, wantAfter string
 		// wantDegraded is the degraded message; empty means not degraded.
 		wantDegraded string
+		// wantDegradedReason is the Degraded condition's reason.
+		wantDegradedReason string
 		// wantWait is the Waiting reason carried; empty means none.
 		wantWait string
 	}{
@@ -252,11 +254,44 @@ func TestDecide(t *testing.T) {
 			wantBefore: "boot-0",
 		},
 		"degraded when the daemon says the approved reboot did not happen": {
-			status:       raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
-			node:         gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonDegraded, "boot-0", "logind refused the reboot", t0)),
-			wantPhase:    v1alpha1.PhaseRebooting,
-			wantBefore:   "boot-0",
-			wantDegraded: "logind refused the reboot",
+			status:             raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:               gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"), gen.DaemonState(protocol.DaemonDegraded, "boot-0", "logind refused the reboot", t0)),
+			wantPhase:          v1alpha1.PhaseRebooting,
+			wantBefore:         "boot-0",
+			wantDegraded:       "logind refused the reboot",
+			wantDegradedReason: v1alpha1.RebootNotObservedReason,
+		},
+		"back without its daemon, waited for: rebooting": {
+			status: raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node: gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"),
+				gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantPhase:   v1alpha1.PhaseRebooting,
+			wantMessage: "coming back with boot boot-1",
+			wantBefore:  "boot-0",
+		},
+		"completed without its daemon: succeeded, and degraded saying so": {
+			status:             raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:               gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantPhase:          v1alpha1.PhaseSucceeded,
+			wantMessage:        "node n1 rebooted: boot boot-0, then boot-1; its daemon did not confirm the reboot",
+			wantBefore:         "boot-0",
+			wantAfter:          "boot-1",
+			wantDegraded:       protocol.UnconfirmedReboot{ApprovedBoot: "boot-0", BootID: "boot-1", Since: t0}.Message(),
+			wantDegradedReason: v1alpha1.DaemonMissingReason,
+		},
+		"completed without the daemon, but not Ready now: rebooting": {
+			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantPhase:   v1alpha1.PhaseRebooting,
+			wantMessage: "coming back with boot boot-1",
+			wantBefore:  "boot-0",
+		},
+		"a missing daemon after another boot's reboot proves nothing of this one": {
+			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
+			node:        gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.RebootUnconfirmed("boot-old", "boot-0", t0)),
+			wantPhase:   v1alpha1.PhaseRebooting,
+			wantMessage: "coming back with boot boot-1",
+			wantBefore:  "boot-0",
 		},
 		"not degraded by a daemon state of another boot": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
@@ -333,6 +368,7 @@ func TestDecide(t *testing.T) {
 			g.Expect(got.bootIDBefore).To(Equal(tc.wantBefore), "bootIDBefore")
 			g.Expect(got.bootIDAfter).To(Equal(tc.wantAfter), "bootIDAfter")
 			g.Expect(got.degraded).To(Equal(tc.wantDegraded), "degraded")
+			g.Expect(got.degradedReason).To(Equal(tc.wantDegradedReason), "degraded reason")
 			g.Expect(got.wait.reason).To(Equal(tc.wantWait), "wait")
 		})
 	}
@@ -426,7 +462,7 @@ func TestApply(t *testing.T) {
 		},
 		"degraded sets the Degraded condition": {
 			status:              v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRebooting, PhaseTimes: v1alpha1.PhaseTimes{Pending: &earlier, Requested: &earlier, Approved: &earlier, Draining: &earlier, Rebooting: &earlier}},
-			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0", degraded: "logind refused the reboot"},
+			verdict:             verdict{phase: v1alpha1.PhaseRebooting, bootIDBefore: "boot-0", degraded: "logind refused the reboot", degradedReason: v1alpha1.RebootNotObservedReason},
 			wantKept:            []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseApproved, v1alpha1.PhaseDraining, v1alpha1.PhaseRebooting},
 			wantSucceeded:       metav1.ConditionUnknown,
 			wantSucceededReason: "Rebooting",
@@ -494,6 +530,7 @@ func TestApply(t *testing.T) {
 			}
 			g.Expect(d).NotTo(BeNil(), "Degraded condition")
 			g.Expect(d.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(d.Reason).To(Equal(tc.verdict.degradedReason))
 			g.Expect(d.Message).To(Equal(tc.wantDegraded))
 		})
 	}

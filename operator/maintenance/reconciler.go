@@ -144,6 +144,10 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		case v1alpha1.PhaseFailed:
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v.reason, "Fail", "%s", nm.Status.Message)
 		case v1alpha1.PhaseSucceeded:
+			if v.degradedReason == v1alpha1.DaemonMissingReason {
+				r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.DaemonMissingReason, "Complete", "%s", nm.Status.Message)
+				break
+			}
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, v1alpha1.RebootedReason, "Complete", "%s", nm.Status.Message)
 		default:
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, string(nm.Status.Phase), "Progress", "%s", nm.Status.Message)

@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,9 +198,23 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	if err := c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := c.Status().Update(ctx, pod); err != nil {
+	// Like a kubelet, it tries again when a loaded API server fails: a pod
+	// left Pending would keep its budget from allowing any eviction.
+	err := retry.OnError(kubeletBackoff(), func(err error) bool {
+		return !apierrors.IsNotFound(err) && ctx.Err() == nil
+	}, func() error {
+		running := pod.DeepCopy()
+		running.Status.Phase = corev1.PodRunning
+		running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		err := c.Status().Update(ctx, running)
+		if apierrors.IsConflict(err) {
+			if getErr := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); getErr != nil {
+				return getErr
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -207,9 +223,13 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // SetBoot plays the kubelet across a reboot: it reports the node's boot ID
 // and Ready condition, as a kubelet does when the node goes down and when it
 // comes back. Like a kubelet it tries again when the node changed between
-// its read and its write (the operator and the daemon write the node too).
+// its read and its write (the operator and the daemon write the node too),
+// and when the API server fails or is too slow to answer, as a loaded one
+// is: a simulated node whose kubelet gave up would never come back.
 func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.OnError(kubeletBackoff(), func(err error) bool {
+		return !apierrors.IsNotFound(err) && ctx.Err() == nil
+	}, func() error {
 		n := &corev1.Node{}
 		if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 			return err
@@ -222,4 +242,11 @@ func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bo
 		return fmt.Errorf("set boot of node %s: %w", node, err)
 	}
 	return nil
+}
+
+// kubeletBackoff is how the simulated kubelet tries again: quickly at first,
+// for a conflict, then for up to about a minute, for an API server that
+// struggles.
+func kubeletBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 16, Cap: 5 * time.Second}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,8 +24,18 @@ func FinishPodDeletions(ctx context.Context, cs kubernetes.Interface) error {
 		if !ok || pod.DeletionTimestamp == nil {
 			return
 		}
-		// Errors mean the pod is already gone or the test is ending.
-		_ = cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		del := func() error {
+			return cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		if err := del(); err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return
+		}
+		// A loaded API server failed or timed out: like a kubelet, try
+		// again, or the pod stays terminating and its node's drain never
+		// ends. Off the informer's goroutine, so other pods go on.
+		go func() {
+			_ = retry.OnError(kubeletBackoff(), func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, del)
+		}()
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    finish,

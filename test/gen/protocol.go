@@ -80,3 +80,10 @@ func DrainFailed(boot string, at time.Time, message string, ids ...string) NodeO
 func DaemonState(phase protocol.DaemonPhase, boot, message string, since time.Time) NodeOption {
 	return Annotations(protocol.State, protocol.Encode(protocol.DaemonState{Phase: phase, BootID: boot, Message: message, Since: since}))
 }
+
+// RebootUnconfirmed writes the gate's reboot-unconfirmed annotation: the
+// node came back from the reboot approved for approvedBoot with boot, first
+// seen at since, and its daemon has not confirmed it.
+func RebootUnconfirmed(approvedBoot, boot string, since time.Time) NodeOption {
+	return Annotations(protocol.RebootUnconfirmed, protocol.Encode(protocol.UnconfirmedReboot{ApprovedBoot: approvedBoot, BootID: boot, Since: since}))
+}

@@ -86,7 +86,13 @@ type Node struct {
 	// ignoreReboots makes the node ignore the daemon's reboot, as a machine
 	// whose reboot hangs or is refused would.
 	ignoreReboots bool
-	rebootDone    chan struct{}
+	// noDaemonOnBoot keeps the daemon from starting when the node comes
+	// back from a reboot, as a DaemonSet pod that never comes back would.
+	noDaemonOnBoot bool
+	// down is true while the node reboots: nothing starts on a machine
+	// that is down, and the reboot starts the daemon of the new boot.
+	down       bool
+	rebootDone chan struct{}
 }
 
 // RebootLine is what the simulated rebooter prints to ask for a reboot.
@@ -156,7 +162,8 @@ func (n *Node) BootID() string {
 	return n.bootID
 }
 
-// Reboots returns how many reboots the node has done.
+// Reboots returns how many reboots the node has done, counting a second
+// ask of one daemon process as one more.
 func (n *Node) Reboots() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -172,6 +179,15 @@ func (n *Node) SetIgnoreReboots(ignore bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ignoreReboots = ignore
+}
+
+// SetNoDaemonOnBoot keeps the daemon from starting after the node's next
+// reboots (true), or lets it start again (false); StartDaemon still starts
+// it by hand.
+func (n *Node) SetNoDaemonOnBoot(absent bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.noDaemonOnBoot = absent
 }
 
 func (n *Node) writeBootID(id string) error {
@@ -233,13 +249,18 @@ func (n *Node) startJournald() error {
 	return nil
 }
 
-// StartDaemon starts the daemon, unless it runs.
+// StartDaemon starts the daemon, unless it runs or the node is down for a
+// reboot, which starts it when the node is back.
 func (n *Node) StartDaemon(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.daemon != nil {
+	if n.daemon != nil || n.down {
 		return nil
 	}
+	return n.startDaemonLocked(ctx)
+}
+
+func (n *Node) startDaemonLocked(ctx context.Context) error {
 	cmd := n.command(n.cfg.Daemon...)
 	cmd.Env = append(os.Environ(), n.cfg.Env...)
 	cmd.Stderr = n.cfg.Log
@@ -251,35 +272,62 @@ func (n *Node) StartDaemon(ctx context.Context) error {
 		return fmt.Errorf("start daemon on node %s: %w", n.cfg.Name, err)
 	}
 	n.daemon = cmd
-	go n.watchDaemon(ctx, out)
+	go n.watchDaemon(ctx, cmd, out, n.bootID)
 	return nil
 }
 
-// watchDaemon forwards the daemon's output and performs the reboots it asks
-// for.
-func (n *Node) watchDaemon(ctx context.Context, out io.Reader) {
+// watchDaemon forwards the output of the daemon started in boot and
+// performs the reboot it asks for. Like logind, the node reboots once for
+// any number of asks in one boot: an ask of a boot that is over, or made
+// while the node is already going down (by a daemon restarted in between),
+// changes nothing. A daemon process asks once: a second ask of the same
+// process counts as a reboot of its own (see Reboots), so that it shows.
+func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader, boot string) {
+	defer n.reportExit(cmd)
 	sc := bufio.NewScanner(out)
+	asked := false
 	for sc.Scan() {
 		if strings.TrimSpace(sc.Text()) != RebootLine {
 			fmt.Fprintln(n.cfg.Log, sc.Text())
 			continue
 		}
+		if asked {
+			n.mu.Lock()
+			n.reboots++
+			n.mu.Unlock()
+			fmt.Fprintf(n.cfg.Log, "node %s: its daemon asked for a second reboot in boot %s\n", n.cfg.Name, boot)
+			continue
+		}
+		asked = true
 		n.mu.Lock()
 		ignore := n.ignoreReboots
 		n.mu.Unlock()
 		if ignore {
 			continue
 		}
-		if err := n.reboot(ctx); err != nil {
+		if err := n.reboot(ctx, boot); err != nil {
 			fmt.Fprintf(n.cfg.Log, "node %s: reboot failed: %v\n", n.cfg.Name, err)
 		}
-		return
+	}
+}
+
+// reportExit says when the daemon ended by itself: nothing restarts it, so
+// a test that waits on it would otherwise wait without a word.
+func (n *Node) reportExit(cmd *exec.Cmd) {
+	n.mu.Lock()
+	own := n.daemon == cmd
+	if own {
+		n.daemon = nil
+	}
+	n.mu.Unlock()
+	if own {
+		fmt.Fprintf(n.cfg.Log, "node %s: daemon exited by itself: %v\n", n.cfg.Name, cmd.Wait())
 	}
 }
 
 // Reboot reboots the node now, whatever its daemon thinks, as a person
 // rebooting the machine by hand would.
-func (n *Node) Reboot(ctx context.Context) error { return n.reboot(ctx) }
+func (n *Node) Reboot(ctx context.Context) error { return n.reboot(ctx, "") }
 
 // KillDaemon kills the daemon at once, as a crash or an OOM kill would.
 func (n *Node) KillDaemon() {
@@ -299,16 +347,41 @@ func kill(cmd *exec.Cmd) {
 }
 
 // reboot stops everything the node runs, changes its boot ID and starts it
-// all again.
-func (n *Node) reboot(ctx context.Context) error {
+// all again. A reboot a daemon of boot from asked for is done only while
+// that boot runs and the node is not already going down: like logind, the
+// machine reboots once however often it is asked in one boot. An empty from
+// is a reboot by hand.
+func (n *Node) reboot(ctx context.Context, from string) error {
 	// Once asked, the machine reboots even if the daemon that asked has
 	// died meanwhile, as with logind: whatever daemon runs now goes down.
+	// While it is down nothing starts on it: a daemon started then (by a
+	// test restarting a killed one) would run in the old boot on the new
+	// boot's machine, which no real machine does.
 	n.mu.Lock()
+	if n.down || from != "" && from != n.bootID {
+		n.mu.Unlock()
+		return nil
+	}
 	daemon := n.daemon
 	n.daemon = nil
 	n.reboots++
+	n.down = true
 	old := n.bootID
 	n.mu.Unlock()
+	err := n.restart(ctx, daemon, old)
+	n.mu.Lock()
+	n.down = false
+	n.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	n.rebootDone <- struct{}{}
+	return nil
+}
+
+// restart is a reboot's work, while the node is down: it ends with the new
+// boot's daemon started, unless the node keeps it from starting.
+func (n *Node) restart(ctx context.Context, daemon *exec.Cmd, old string) error {
 	kill(daemon)
 	kill(n.journald)
 	if n.cfg.VolatileJournal {
@@ -332,11 +405,12 @@ func (n *Node) reboot(ctx context.Context) error {
 	if err := n.startJournald(); err != nil {
 		return err
 	}
-	if err := n.StartDaemon(ctx); err != nil {
-		return err
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.noDaemonOnBoot {
+		return nil
 	}
-	n.rebootDone <- struct{}{}
-	return nil
+	return n.startDaemonLocked(ctx)
 }
 
 // forgetRuntimeJournal empties the journal kept in the node's /run, which

@@ -17,12 +17,14 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -95,6 +97,11 @@ type Node interface {
 	// ForceReboot reboots the node by hand, whatever kmaint says, and
 	// returns once it is back.
 	ForceReboot(ctx context.Context) error
+	// SetNoDaemonOnBoot keeps the node's daemon from starting when the node
+	// comes back from its next reboots (true), as a DaemonSet pod that never
+	// comes back would, or lets it start again (false). StartDaemon starts
+	// it by hand either way.
+	SetNoDaemonOnBoot(absent bool)
 	Stop()
 }
 
@@ -139,8 +146,17 @@ func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) 
 	if cfg.Timing.DaemonRebootTimeout == 0 {
 		cfg.Timing.DaemonRebootTimeout = time.Minute
 	}
+	// A test run to be read (KMAINT_TEST_LOG) shows the simulation's own
+	// logs and the nodes' (their daemons') with the operator's.
+	debug := os.Getenv("KMAINT_TEST_LOG") != ""
+	if cfg.Log.GetSink() == nil && debug {
+		cfg.Log = ctrl.Log.WithName("sim")
+	}
 	if cfg.NodeLog == nil {
 		cfg.NodeLog = io.Discard
+		if debug {
+			cfg.NodeLog = os.Stderr
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, addresses: map[string]string{}}
@@ -315,12 +331,15 @@ func (c *Cluster) afterReboot(name string) {
 	}
 }
 
+// createWorkloadBudgets creates the workload's namespace and budgets. A
+// later cluster on the same API server (a later test of the package) shares
+// them.
 func (c *Cluster) createWorkloadBudgets() error {
 	if c.Config.PodsPerNode == 0 {
 		return nil
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}
-	if err := c.Bed.Client.Create(c.ctx, ns); err != nil {
+	if err := c.Bed.Client.Create(c.ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace: %w", err)
 	}
 	for i := range appsPerNamespace {
@@ -332,7 +351,7 @@ func (c *Cluster) createWorkloadBudgets() error {
 				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			},
 		}
-		if err := c.Bed.Client.Create(c.ctx, pdb); err != nil {
+		if err := c.Bed.Client.Create(c.ctx, pdb); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create budget %s: %w", app, err)
 		}
 	}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -23,7 +25,10 @@ func runDisruptionController(ctx context.Context, cs kubernetes.Interface) error
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	pods := factory.Core().V1().Pods()
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	// Failures back off to a second at most: a sync that failed once too
+	// often must not wait a quarter of an hour for the next event, which a
+	// drain blocked by a stale budget never brings.
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second))
 	enqueue := func(obj any) {
 		if m, err := accessor(obj); err == nil {
 			queue.Add(m.GetNamespace())
@@ -66,6 +71,8 @@ func accessor(obj any) (metav1.Object, error) {
 	return apimeta.Accessor(obj)
 }
 
+// syncBudgets brings every budget of the namespace up to date; one that
+// cannot be written does not keep the others stale.
 func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
 	listPods func(labels.Selector) ([]*corev1.Pod, error),
 	listPDBs func(labels.Selector) ([]*policyv1.PodDisruptionBudget, error)) error {
@@ -73,6 +80,7 @@ func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for _, pdb := range budgets {
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		if err != nil {
@@ -99,7 +107,10 @@ func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
 			desired = int32(v)
 		case pdb.Spec.MaxUnavailable != nil:
 			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), false)
-			desired = expected - int32(v)
+			// As the real controller does: a budget of an app with fewer
+			// pods than it may lose wants none healthy, not -1, which the
+			// API server refuses.
+			desired = max(expected-int32(v), 0)
 		}
 		allowed := max(healthy-desired, 0)
 		st := pdb.Status
@@ -113,8 +124,8 @@ func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
 		next.Status.DesiredHealthy, next.Status.ExpectedPods = desired, expected
 		next.Status.DisruptedPods = nil
 		if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -25,6 +25,8 @@ func (j *journaldNode) ForceReboot(ctx context.Context) error { return j.n.Reboo
 
 func (j *journaldNode) IgnoreReboots(ignore bool) { j.n.SetIgnoreReboots(ignore) }
 
+func (j *journaldNode) SetNoDaemonOnBoot(absent bool) { j.n.SetNoDaemonOnBoot(absent) }
+
 func (j *journaldNode) RequestReboot(reason string) error {
 	out, err := j.n.Exec(context.Background(), 0, "env", node.DaemonEnv+"=1", j.self, "request-reboot", reason)
 	if err != nil {

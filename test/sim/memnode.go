@@ -34,6 +34,10 @@ type memNode struct {
 	bootID  string
 	reboots int
 	ignore  bool
+	// noDaemonOnBoot keeps the daemon from starting after a reboot.
+	noDaemonOnBoot bool
+	// down is true while the node reboots: nothing starts on it then.
+	down bool
 	// stop ends the running daemon; done is closed when it has ended.
 	stop func()
 	done chan struct{}
@@ -74,13 +78,25 @@ func (n *memNode) IgnoreReboots(ignore bool) {
 	n.ignore = ignore
 }
 
-// StartDaemon runs the real daemon for the node in a goroutine.
+func (n *memNode) SetNoDaemonOnBoot(absent bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.noDaemonOnBoot = absent
+}
+
+// StartDaemon runs the real daemon for the node in a goroutine, unless it
+// runs or the node is down for a reboot, which starts it when it is back.
 func (n *memNode) StartDaemon(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.stop != nil {
+	if n.stop != nil || n.down {
 		return nil
 	}
+	n.startDaemonLocked(ctx)
+	return nil
+}
+
+func (n *memNode) startDaemonLocked(ctx context.Context) {
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	n.stop, n.done = cancel, done
@@ -88,7 +104,7 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 	opts := daemon.Options{
 		NodeName:      n.name,
 		Journal:       n.journal,
-		Rebooter:      memRebooter{n},
+		Rebooter:      &memRebooter{n: n, boot: n.bootID},
 		RebootTimeout: n.timing.DaemonRebootTimeout,
 		MetricsAddr:   "0",
 		ProbeAddr:     "0",
@@ -107,7 +123,6 @@ func (n *memNode) StartDaemon(ctx context.Context) error {
 			n.log.Error(err, "Daemon stopped", "node", n.name)
 		}
 	}()
-	return nil
 }
 
 // KillDaemon stops the daemon and waits until it has.
@@ -131,32 +146,56 @@ func (n *memNode) Stop() { n.KillDaemon() }
 
 // ForceReboot reboots the node now and returns once it is back.
 func (n *memNode) ForceReboot(ctx context.Context) error {
-	n.reboot(ctx)
+	n.reboot(ctx, "")
 	return nil
 }
 
-// memRebooter performs the simulated reboot of a memNode.
-type memRebooter struct{ n *memNode }
+// memRebooter performs the simulated reboot of a memNode for one daemon,
+// started in boot.
+type memRebooter struct {
+	n      *memNode
+	boot   string
+	asked  bool
+	askedM sync.Mutex
+}
 
 // Reboot returns at once, as logind does; the node goes down shortly after.
-func (r memRebooter) Reboot(ctx context.Context) error {
+// A daemon asks once: a second ask of the same daemon counts as a reboot of
+// its own, so that it shows.
+func (r *memRebooter) Reboot(ctx context.Context) error {
 	n := r.n
+	r.askedM.Lock()
+	again := r.asked
+	r.asked = true
+	r.askedM.Unlock()
 	n.mu.Lock()
 	ignore := n.ignore
+	if again {
+		n.reboots++
+	}
 	n.mu.Unlock()
-	if ignore {
+	if ignore || again {
 		return nil
 	}
-	go n.reboot(context.WithoutCancel(ctx))
+	go n.reboot(context.WithoutCancel(ctx), r.boot)
 	return nil
 }
 
 // reboot takes the node down for the reboot time and brings it back with a
-// new boot ID and a fresh daemon.
-func (n *memNode) reboot(ctx context.Context) {
+// new boot ID and a fresh daemon. Like logind, the node reboots once however
+// often it is asked in one boot (from; empty for a reboot by hand): an ask
+// of a boot that is over, or made while the node goes down, changes nothing.
+func (n *memNode) reboot(ctx context.Context, from string) {
 	// The reboot's duration counts from the moment it was asked for, as a
 	// real one's does: shutting the daemon down is part of it.
 	back := time.After(n.timing.jittered())
+	n.mu.Lock()
+	if n.down || from != "" && from != n.bootID {
+		n.mu.Unlock()
+		return
+	}
+	n.down = true
+	n.mu.Unlock()
 	if n.onDown != nil {
 		n.onDown(n.name)
 	}
@@ -177,9 +216,12 @@ func (n *memNode) reboot(ctx context.Context) {
 	if err := gen.SetBoot(ctx, n.kube, n.name, boot, true); err != nil {
 		n.log.Error(err, "Simulated kubelet could not report Ready", "node", n.name)
 	}
-	if err := n.StartDaemon(ctx); err != nil {
-		n.log.Error(err, "Daemon did not start after reboot", "node", n.name)
+	n.mu.Lock()
+	n.down = false
+	if !n.noDaemonOnBoot {
+		n.startDaemonLocked(ctx)
 	}
+	n.mu.Unlock()
 	if n.onReboot != nil {
 		n.onReboot(n.name)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,6 +79,9 @@ func Start() (*Bed, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// On a shared, busy machine kube-apiserver can take longer than
+		// envtest's default 20s to start; a slow start is not a failure.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	// Test data need not survive a crash: without fsync, etcd does not
 	// stall behind the disk when several test packages write at once (a

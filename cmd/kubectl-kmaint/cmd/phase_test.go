@@ -42,7 +42,7 @@ func TestPhaseOf(t *testing.T) {
 			want: nodeState{Phase: v1alpha1.PhaseApproved, Reason: "host: kernel"}},
 		"approved for the boot before, coming back": {node: []gen.NodeOption{gen.Approved("b0")},
 			want: nodeState{Phase: v1alpha1.PhaseRebooting, Reason: "coming back with boot b1"}},
-		"daemon degraded": {node: []gen.NodeOption{gen.Approved("b1"), gen.DaemonState(protocol.DaemonDegraded, "", "reboot did not happen", t0)},
+		"daemon degraded": {node: []gen.NodeOption{gen.Approved("b1"), gen.DaemonState(protocol.DaemonDegraded, "b1", "reboot did not happen", t0)},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "reboot did not happen", Since: t0}},
 		"drain failed for these requests": {node: []gen.NodeOption{req, gen.DrainFailed("b1", t0, "pod a/b", "r1")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "drain failed (DrainTimeout): pod a/b", Since: t0}},

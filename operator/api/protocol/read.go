@@ -40,6 +40,9 @@ type NodeState struct {
 	DrainFailure *DrainFailure
 	// Daemon is what the daemon last reported; nil when absent.
 	Daemon *DaemonState
+	// Unconfirmed says the node came back from its approved reboot without
+	// its daemon confirming it; nil when absent.
+	Unconfirmed *UnconfirmedReboot
 	// DesiredConfig and CurrentConfig are the config identities the pool
 	// wants and the node runs; empty when absent.
 	DesiredConfig, CurrentConfig string
@@ -77,6 +80,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	}
 	s.DrainFailure = decode[DrainFailure](node, DrainFailed, &errs)
 	s.Daemon = decode[DaemonState](node, State, &errs)
+	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
 }
@@ -164,16 +168,20 @@ func (s NodeState) WantsAdmission() bool {
 }
 
 // DaemonDegraded reports whether the daemon says the approved reboot did not
-// happen.
+// happen, in the boot the node runs: a node that has since come back with
+// another boot did reboot, whatever its daemon said before and has not
+// rewritten yet (the reboot was slower than the daemon's timeout, or the
+// daemon is not back).
 func (s NodeState) DaemonDegraded() bool {
-	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded
+	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded && s.Daemon.BootID == s.BootID
 }
 
 // Degraded reports whether the node needs a person: its daemon says the
 // approved reboot did not happen, the drain for its current requests failed,
-// or its annotations cannot be read.
+// its daemon did not come back after the reboot, or its annotations cannot
+// be read.
 func (s NodeState) Degraded() bool {
-	return s.DaemonDegraded() || s.DrainFailedForCurrent() || s.Unreadable != nil
+	return s.DaemonDegraded() || s.DrainFailedForCurrent() || s.DaemonMissing() || s.Unreadable != nil
 }
 
 // RebootDone reports whether the approved reboot has completed: the node is
@@ -245,11 +253,15 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: StageDegraded, Message: s.Daemon.Message, Since: s.Daemon.Since}
 	case s.DrainFailedForCurrent():
 		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}
+	case s.DaemonMissing():
+		return Position{Stage: StageDegraded, Message: s.Unconfirmed.Message(), Since: s.Unconfirmed.Since}
 	case s.Approved != "" && s.Approved == s.BootID:
 		if s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID {
 			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}
 		}
 		return Position{Stage: v1alpha1.PhaseApproved}
+	case s.UnconfirmedFor() != nil && s.AwaitingDaemon():
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: s.Unconfirmed.Since}
 	case s.Approved != "":
 		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
 	case s.Admission != nil:

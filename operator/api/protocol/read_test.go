@@ -33,9 +33,10 @@ func TestReadMalformed(t *testing.T) {
 			"requests not a list": `{"bootID":"boot-0","requests":{"id":"x"}}`,
 			"a bad request time":  `{"bootID":"boot-0","requests":[{"id":"x","time":"yesterday"}]}`,
 		},
-		protocol.Admitted:    {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`, "requests not a list": `{"bootID":"boot-0","requests":"x"}`},
-		protocol.DrainFailed: {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`},
-		protocol.State:       {"a bad since": `{"phase":"idle","since":"yesterday"}`, "a bad phase": `{"phase":1}`},
+		protocol.Admitted:          {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`, "requests not a list": `{"bootID":"boot-0","requests":"x"}`},
+		protocol.DrainFailed:       {"a bad time": `{"bootID":"boot-0","time":"yesterday"}`},
+		protocol.State:             {"a bad since": `{"phase":"idle","since":"yesterday"}`, "a bad phase": `{"phase":1}`},
+		protocol.RebootUnconfirmed: {"a bad since": `{"approvedBoot":"boot-0","bootID":"boot-1","since":"yesterday"}`},
 	}
 	for key, extra := range forms {
 		for form, value := range every {
@@ -54,6 +55,8 @@ func TestReadMalformed(t *testing.T) {
 				g.Expect(st.WantsAdmission()).To(BeFalse(), "never admitted")
 				g.Expect(st.RebootDone()).To(BeFalse(), "never taken for rebooted")
 				g.Expect(st.AdmissionVoid()).To(BeFalse(), "its admission is never released on a guess")
+				g.Expect(st.AwaitingDaemon()).To(BeFalse(), "never completed without its daemon on a guess")
+				g.Expect(st.UnconfirmedStale()).To(BeFalse(), "what it says of its daemon is never dropped on a guess")
 				g.Expect(st.Degraded()).To(BeTrue(), "degraded: it needs a person")
 				pos := st.Position(false)
 				g.Expect(pos.Stage).To(Equal(protocol.StageDegraded))
@@ -131,6 +134,9 @@ func TestReadPredicates(t *testing.T) {
 		wantDone        bool
 		wantVoid        bool
 		wantDegraded    bool
+		wantAwaiting    bool
+		wantMissing     bool
+		wantStale       bool
 		wantStage       protocol.Stage
 	}{
 		"idle": {node: gen.Node("n"), wantStage: protocol.StageIdle},
@@ -167,7 +173,7 @@ func TestReadPredicates(t *testing.T) {
 		},
 		"back, but the daemon still shows the old boot's requests: not done": {
 			node:            gen.Node("n", gen.Approved("boot-old"), gen.RequestedIDs("boot-old", v1alpha1.SourceHost, t0, "h")),
-			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
+			wantUnavailable: true, wantAwaiting: true, wantStage: v1alpha1.PhaseRebooting,
 		},
 		"Ready with the approved boot: not rebooted": {
 			node:            gen.Node("n", gen.Approved("boot-0")),
@@ -194,6 +200,33 @@ func TestReadPredicates(t *testing.T) {
 				gen.DaemonState(protocol.DaemonDegraded, "boot-0", "m", t0)),
 			wantCurrent: true, wantUnavailable: true, wantDegraded: true, wantStage: protocol.StageDegraded,
 		},
+		"the daemon said the reboot did not happen, and it did: not degraded": {
+			// The reboot was slower than the daemon's timeout; the daemon
+			// of the new boot has not rewritten its state yet.
+			node: gen.Node("n", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Approved("boot-0"),
+				gen.DaemonState(protocol.DaemonDegraded, "boot-0", "m", t0)),
+			wantUnavailable: true, wantAwaiting: true, wantStage: v1alpha1.PhaseRebooting,
+		},
+		"back and Ready, the daemon has not confirmed: awaiting it": {
+			node:            gen.Node("n", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Approved("boot-0"), gen.Admitted("boot-0", t0, "h")),
+			wantUnavailable: true, wantAwaiting: true, wantStage: v1alpha1.PhaseRebooting,
+		},
+		"back but not Ready, the daemon has not confirmed: not awaiting it yet": {
+			node:            gen.Node("n", gen.BootID("boot-1"), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Approved("boot-0")),
+			wantUnavailable: true, wantStage: v1alpha1.PhaseRebooting,
+		},
+		"completed without its daemon, which is still away: degraded, available": {
+			node:         gen.Node("n", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantDegraded: true, wantMissing: true, wantStage: protocol.StageDegraded,
+		},
+		"completed without its daemon, which came back and cleared its requests: stale": {
+			node:      gen.Node("n", gen.BootID("boot-1"), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantStale: true, wantStage: protocol.StageIdle,
+		},
+		"completed without its daemon, which came back with new requests: stale, asks again": {
+			node:        gen.Node("n", gen.BootID("boot-1"), gen.RequestedIDs("boot-1", v1alpha1.SourceHost, t0, "h2"), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
+			wantCurrent: true, wantWants: true, wantStale: true, wantStage: v1alpha1.PhaseRequested,
+		},
 		"cordoned by a person: unavailable, still asks": {
 			node:        gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Unschedulable()),
 			wantCurrent: true, wantWants: true, wantUnavailable: true, wantStage: v1alpha1.PhaseRequested,
@@ -210,6 +243,9 @@ func TestReadPredicates(t *testing.T) {
 			g.Expect(st.RebootDone()).To(Equal(tc.wantDone), "reboot done")
 			g.Expect(st.AdmissionVoid()).To(Equal(tc.wantVoid), "admission void")
 			g.Expect(st.Degraded()).To(Equal(tc.wantDegraded), "degraded")
+			g.Expect(st.AwaitingDaemon()).To(Equal(tc.wantAwaiting), "awaiting its daemon")
+			g.Expect(st.DaemonMissing()).To(Equal(tc.wantMissing), "daemon missing")
+			g.Expect(st.UnconfirmedStale()).To(Equal(tc.wantStale), "daemon-missing stale")
 			g.Expect(st.Position(false).Stage).To(Equal(tc.wantStage), "stage")
 		})
 	}

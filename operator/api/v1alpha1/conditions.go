@@ -27,10 +27,12 @@ const (
 	BlockedCondition = "Blocked"
 	// DrainingCondition is True while nodes are being drained.
 	DrainingCondition = "Draining"
-	// DegradedCondition is True while a node's drain failed or its reboot
-	// did not happen, or the pool's spec or a node's annotations cannot be
-	// used. On a NodeMaintenance it is True while the node's daemon reports
-	// that the approved reboot did not happen.
+	// DegradedCondition is True while a node's drain failed, its reboot
+	// did not happen or its daemon did not come back after it, or the pool's
+	// spec or a node's annotations cannot be used. On a NodeMaintenance it
+	// is True while the node's daemon reports that the approved reboot did
+	// not happen, and stays True (reason DaemonMissing) on a request whose
+	// reboot was completed without the daemon's confirmation.
 	DegradedCondition = "Degraded"
 	// ConflictingCondition is True while another pool selects some of the
 	// pool's nodes too, or a pool whose nodeSelector cannot be parsed might.
@@ -148,6 +150,11 @@ const (
 	// RebootNotObservedReason: the daemon asked for the reboot and the boot
 	// ID did not change.
 	RebootNotObservedReason = "RebootNotObserved"
+	// DaemonMissingReason: the node came back from its approved reboot
+	// (Ready, new boot ID) and its daemon did not confirm it within the
+	// operator's bound; the reboot was completed without it. Also the
+	// reason of the Warning event on the node and its pool.
+	DaemonMissingReason = "DaemonMissing"
 	// CancelledReason: the request was withdrawn on the node before its
 	// reboot was approved (kmaint-daemon cancel-reboot).
 	CancelledReason = "Cancelled"

@@ -1,0 +1,137 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/sim"
+)
+
+// TestRebootCompletesWithoutAMissingDaemon: a node whose daemon does not
+// come back after its reboot holds its pool's slot, cordoned, for the
+// operator's bound and no longer. Then the operator completes what it can
+// prove (a new boot ID, Ready), uncordons the node, frees the slot, and says
+// loudly that the daemon is missing; the daemon coming back later causes no
+// second reboot.
+func TestRebootCompletesWithoutAMissingDaemon(t *testing.T) {
+	harness.RequireRoot(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	const pool, bound = "amber", 10 * time.Minute
+	lost, next := pool+"-000", pool+"-001"
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 2, MaxUnavailable: intstr.FromInt32(1)}},
+		Journal: sim.Journald,
+		Timing:  sim.Timing{Reboot: time.Second},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(c.Stop)
+	harness.WatchBudget(t, bed, pool).FailAbove(1)
+	t0 := time.Now().UTC().Truncate(time.Second)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	op, err := sim.StartOperator(ctx, bed.Config, operator.Options{Clock: clk, DaemonConfirmTimeout: bound})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = op.Stop() })
+
+	c.Node(lost).SetNoDaemonOnBoot(true)
+	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
+	first := c.Node(lost).BootID()
+
+	// Back, Ready with a new boot; no daemon clears the old boot's request.
+	// The operator notes when it saw that and holds the node as it was.
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, lost)
+		st, err := protocol.Read(n)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.AwaitingDaemon()).To(BeTrue(), "back from the reboot, its daemon silent")
+		g.Expect(st.Unconfirmed).To(Equal(&protocol.UnconfirmedReboot{ApprovedBoot: first, BootID: st.BootID, Since: t0}))
+	}, timeout).Should(Succeed())
+	g.Expect(c.Node(lost).Reboots()).To(Equal(1))
+	// Its slot stays taken: the other node's request waits.
+	g.Expect(c.Node(next).RequestReboot("kernel update")).To(Succeed())
+	expectHeld := func(g Gomega) {
+		n := getNode(g, lost)
+		g.Expect(n.Spec.Unschedulable).To(BeTrue())
+		g.Expect(n.Annotations).To(HaveKeyWithValue(protocol.RebootApproved, first))
+		g.Expect(getNode(g, next).Annotations).NotTo(HaveKey(protocol.Admitted), "no slot for the next node")
+		g.Expect(harness.MaintenancesOf(g, bed, lost)).To(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseRebooting)))
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(harness.MaintenancesOf(g, bed, next)).To(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseRequested)))
+	}, timeout).Should(Succeed())
+	g.Consistently(expectHeld, 3*time.Second).Should(Succeed())
+
+	// A second short of the bound, nothing changes. The fake clock moves
+	// without an event; a label on the node wakes the gate, as any change
+	// to a node of the pool does.
+	clk.SetTime(t0.Add(bound - time.Second))
+	poke(g, lost, "1")
+	g.Consistently(expectHeld, 3*time.Second).Should(Succeed())
+
+	// At the bound the reboot is completed without the daemon.
+	clk.SetTime(t0.Add(bound))
+	poke(g, lost, "2")
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, lost)
+		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "uncordoned: kmaint cordoned it")
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.RebootApproved))
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Cordoned))
+		g.Expect(n.Annotations).To(HaveKey(protocol.RebootUnconfirmed), "the node says its daemon is missing")
+		g.Expect(harness.EventReasons(g, bed, "Node", lost, "Warning")).To(ContainElement(v1alpha1.DaemonMissingReason))
+
+		nms := harness.MaintenancesOf(g, bed, lost)
+		g.Expect(nms).To(HaveLen(1))
+		nm := nms[0]
+		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		g.Expect(nm.Status.BootIDAfter).To(Equal(protocol.BootID(n)))
+		g.Expect(nm.Status.Message).To(ContainSubstring("its daemon did not confirm the reboot"))
+		d := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.DegradedCondition)
+		g.Expect(d).NotTo(BeNil())
+		g.Expect(d.Reason).To(Equal(v1alpha1.DaemonMissingReason))
+		g.Expect(harness.EventReasons(g, bed, "NodeMaintenance", nm.Name, "Warning")).To(ContainElement(v1alpha1.DaemonMissingReason))
+
+		p := harness.GetPool(g, bed, pool)
+		g.Expect(p.Status.Degraded).To(BeEquivalentTo(1))
+		cond := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.DegradedCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(cond.Message).To(ContainSubstring(lost + ": daemon missing"))
+	}, timeout).Should(Succeed())
+	// The slot is free: the next node reboots, once.
+	g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, next, false) }, timeout).Should(Succeed())
+	g.Expect(c.Node(next).Reboots()).To(Equal(1))
+
+	// The daemon comes back: it finds no request in its boot, the stale
+	// approval is gone, and nothing reboots again.
+	g.Expect(c.Node(lost).StartDaemon(ctx)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		harness.ExpectSettled(g, bed, lost, false)
+		g.Expect(harness.GetPool(g, bed, pool).Status.Degraded).To(BeZero())
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(c.Node(lost).Reboots()).To(Equal(1))
+		g.Expect(harness.MaintenancesOf(g, bed, lost)).To(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseSucceeded)))
+	}, 3*time.Second).Should(Succeed())
+}
+
+// poke changes a label of the node, which wakes every controller that
+// watches its pool's nodes.
+func poke(g Gomega, name, value string) {
+	n := getNode(g, name)
+	base := n.DeepCopy()
+	n.Labels["kmaint-test/poke"] = value
+	g.Expect(bed.Client.Patch(context.Background(), n, client.MergeFrom(base))).To(Succeed())
+}

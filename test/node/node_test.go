@@ -1,0 +1,62 @@
+package node_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/node"
+)
+
+// TestNothingStartsWhileTheNodeIsDown: a daemon started while its node
+// reboots (a test restarting a daemon it killed, as the e2e does) would run
+// on the new boot's machine with whatever boot it read, and the reboot would
+// then start none of its own. Nothing starts while the node is down; the
+// reboot starts the new boot's daemon, once.
+func TestNothingStartsWhileTheNodeIsDown(t *testing.T) {
+	harness.RequireRoot(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	// The daemon notes the boot it starts in, then waits to be killed.
+	script := "cat /proc/sys/kernel/random/boot_id >> " + starts + "; exec sleep 1000"
+	var n *node.Node
+	n, err := node.Start(ctx, node.Config{
+		Name: "down", Dir: dir, Daemon: []string{"/bin/sh", "-c", script},
+		OnReboot: func(ctx context.Context, _, _ string) error {
+			// While the node is down, a test restarts the daemon it killed.
+			n.KillDaemon()
+			if err := n.StartDaemon(ctx); err != nil {
+				return err
+			}
+			g.Consistently(func() []string { return lines(starts) }, time.Second).Should(HaveLen(1), "nothing starts while the node is down")
+			return nil
+		},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(n.Stop)
+	g.Eventually(func() []string { return lines(starts) }, 10*time.Second).Should(HaveLen(1))
+	first := n.BootID()
+
+	g.Expect(n.Reboot(ctx)).To(Succeed())
+	g.Expect(n.BootID()).NotTo(Equal(first))
+	g.Eventually(func() []string { return lines(starts) }, 10*time.Second).Should(Equal([]string{first, n.BootID()}),
+		"the reboot starts the new boot's daemon")
+	g.Consistently(func() []string { return lines(starts) }, time.Second).Should(HaveLen(2))
+}
+
+// lines reads the file's lines; none while it does not exist.
+func lines(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
