@@ -26,6 +26,9 @@ APT_PACKAGES=(
 	prometheus      # prometheus and promtool for test/promtest and test/alerts (2.42 in bookworm)
 	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
+	systemd-container # systemd-nspawn: the real cluster's nodes (test/realcluster)
+	debootstrap       # the nodes' Debian root file system (hack/node-rootfs.sh)
+	iproute2          # the real cluster's network namespace, bridge and routes
 )
 
 # Services the packages above ship, which must not run on a test machine.
