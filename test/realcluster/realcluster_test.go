@@ -1,0 +1,229 @@
+package realcluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmaint/kmaint/test/realcluster"
+)
+
+// busybox is the image hack/cluster-assets.sh builds and every node
+// imports at boot.
+const busybox = "docker.io/library/busybox:kmaint"
+
+// logWriter sends the cluster's progress lines to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// start starts a cluster for t. Without what the cluster needs it skips on
+// a developer's machine and fails under CI (CI set), where a skip would hide
+// the only test on real kubelets and real reboots.
+func start(t *testing.T, ctx context.Context, cfg realcluster.Config) *realcluster.Cluster {
+	t.Helper()
+	began := time.Now()
+	c, err := realcluster.Start(ctx, cfg)
+	if realcluster.IsMissingPrerequisite(err) && os.Getenv("CI") == "" {
+		t.Skipf("the real cluster cannot run here: %v", err)
+	}
+	if err != nil {
+		if c != nil {
+			t.Logf("state kept in %s", c.StateDir())
+		}
+		t.Fatalf("start the cluster: %v", err)
+	}
+	t.Logf("cluster of %d nodes Ready in %s, using %d MiB", len(c.Nodes()), time.Since(began).Round(time.Millisecond), c.MemoryBytes()>>20)
+	return c
+}
+
+func TestRealCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: logWriter{t}})
+	stopped := false
+	t.Cleanup(func() {
+		if stopped {
+			return
+		}
+		if t.Failed() {
+			c.KeepState()
+			t.Logf("state kept in %s (logs, each node's journal in nodes/*/upper/var/log/journal)", c.StateDir())
+		}
+		if err := c.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	cs, err := kubernetes.NewForConfig(c.RestConfig())
+	g.Expect(err).NotTo(HaveOccurred())
+
+	t.Run("every kubelet registers its node's boot ID", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, n := range c.Nodes() {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(realcluster.NodeReady(node)).To(BeTrue(), "node %s Ready", n.Name())
+			g.Expect(node.Status.NodeInfo.KubeletVersion).To(Equal("v1.37.2"))
+			boot, err := n.BootID(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(node.Status.NodeInfo.BootID).To(Equal(boot), "node %s's boot ID as its kubelet registered it", n.Name())
+		}
+	})
+
+	ns := "work"
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	createWorkloads(t, ctx, cs, ns)
+
+	t.Run("a Deployment and a DaemonSet run on the nodes", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, "everywhere", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())))
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "guarded", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(2))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	})
+
+	t.Run("kubectl drain evicts the PDB-guarded pod", func(t *testing.T) {
+		g := NewWithT(t)
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=guarded"})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		victim := pods.Items[0]
+		began := time.Now()
+		out, err := kubectl(ctx, c, "drain", victim.Spec.NodeName, "--ignore-daemonsets", "--timeout=3m")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		t.Logf("drain of %s in %s:\n%s", victim.Spec.NodeName, time.Since(began).Round(time.Millisecond), out)
+		g.Expect(string(out)).To(ContainSubstring("evicting pod " + ns + "/" + victim.Name))
+		g.Eventually(func(g Gomega) {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "guarded", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(2))
+			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=guarded"})
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.NodeName).NotTo(Equal(victim.Spec.NodeName))
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		out, err = kubectl(ctx, c, "uncordon", victim.Spec.NodeName)
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	})
+
+	t.Run("a reboot through logind boots the node again with a new boot ID", func(t *testing.T) {
+		g := NewWithT(t)
+		n := c.Nodes()[1]
+		before, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		oldBoot := before.Status.NodeInfo.BootID
+		began := time.Now()
+		out, err := n.Exec(ctx, "busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1",
+			"org.freedesktop.login1.Manager", "Reboot", "b", "false")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		var newBoot string
+		g.Eventually(func(g Gomega) {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			newBoot = node.Status.NodeInfo.BootID
+			g.Expect(newBoot).NotTo(Equal(oldBoot))
+			g.Expect(realcluster.NodeReady(node)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		t.Logf("node %s rebooted and Ready again in %s: boot %s -> %s", n.Name(), time.Since(began).Round(time.Millisecond), oldBoot, newBoot)
+		g.Expect(n.Boots()).To(Equal(2))
+		inside, err := n.BootID(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(newBoot).To(Equal(inside), "the boot ID the kubelet registered is the node's")
+
+		out, err = n.Exec(ctx, "journalctl", "--list-boots", "--no-pager")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		t.Logf("journalctl --list-boots on %s:\n%s", n.Name(), out)
+		g.Expect(string(out)).To(ContainSubstring(strings.ReplaceAll(oldBoot, "-", "")))
+		g.Expect(string(out)).To(ContainSubstring(strings.ReplaceAll(newBoot, "-", "")))
+
+		g.Eventually(func(g Gomega) {
+			ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, "everywhere", metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())))
+		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the DaemonSet's pod runs again on the rebooted node")
+		t.Logf("cluster memory after the reboot: %d MiB", c.MemoryBytes()>>20)
+	})
+
+	t.Run("nothing is left after Stop", func(t *testing.T) {
+		g := NewWithT(t)
+		stopped = true
+		began := time.Now()
+		g.Expect(c.Stop(ctx)).To(Succeed())
+		t.Logf("stopped in %s", time.Since(began).Round(time.Millisecond))
+		g.Expect(c.Leftovers()).To(BeEmpty())
+		_, err := os.Stat(c.StateDir())
+		g.Expect(os.IsNotExist(err)).To(BeTrue(), "state directory removed")
+	})
+}
+
+// kubectl runs the cluster's kubectl on the host with the admin kubeconfig.
+func kubectl(ctx context.Context, c *realcluster.Cluster, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.Kubectl(), append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// createWorkloads creates a Deployment of two busybox pods guarded by a
+// PodDisruptionBudget that lets one go at a time, and a DaemonSet.
+func createWorkloads(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	g := NewWithT(t)
+	pod := func(app string) corev1.PodTemplateSpec {
+		grace := int64(1)
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{
+				TerminationGracePeriodSeconds: &grace,
+				Containers: []corev1.Container{{
+					Name: "main", Image: busybox, ImagePullPolicy: corev1.PullNever,
+					Command: []string{"sleep", "3600"},
+				}},
+			},
+		}
+	}
+	sel := func(app string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	}
+	replicas := int32(2)
+	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: sel("guarded"), Template: pod("guarded")},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	minAvailable := intstr.FromInt32(1)
+	_, err = cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: sel("guarded")},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "everywhere"},
+		Spec:       appsv1.DaemonSetSpec{Selector: sel("everywhere"), Template: pod("everywhere")},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+}

@@ -1,0 +1,153 @@
+package realcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// nodeShutdownTimeout bounds a node's orderly poweroff at Stop; kubelet's
+// graceful node shutdown alone may take its shutdownGracePeriod (20s).
+const nodeShutdownTimeout = 60 * time.Second
+
+// KeepState makes Stop keep the state directory (logs, the nodes' journals)
+// for a look after a failure; the next Start empties it.
+func (c *Cluster) KeepState() { c.cfg.keepState = true }
+
+// StateDir is the cluster's directory on the host.
+func (c *Cluster) StateDir() string { return c.cfg.StateDir }
+
+// Stop powers the nodes off, stops the control plane, then kills whatever
+// is left in the cluster's cgroups and removes them; the namespaces, and
+// with them every mount and link of the cluster, go with the last process.
+// It removes the state directory unless KeepState was called.
+func (c *Cluster) Stop(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.shutdown(nodeShutdownTimeout) }()
+	}
+	wg.Wait()
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		c.processes[i].stop(15 * time.Second)
+	}
+	var errs []error
+	if c.proxy != nil {
+		errs = append(errs, c.proxy.close())
+	}
+	if c.dial != nil {
+		c.dial.close()
+	}
+	if c.root != nil {
+		errs = append(errs, killAndRemove(ctx, c.root.dirs))
+	}
+	if !c.cfg.keepState && c.cfg.StateDir != "" {
+		errs = append(errs, os.RemoveAll(c.cfg.StateDir))
+	}
+	if left := c.Leftovers(); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("left after stop: %s", strings.Join(left, "; ")))
+	}
+	return errors.Join(errs...)
+}
+
+// Leftovers describes what of the cluster is still there: a process in its
+// network namespace, a cgroup, a mount under its state directory, a veth of
+// one of its nodes in the host's namespace. Empty after Stop.
+func (c *Cluster) Leftovers() []string {
+	var left []string
+	if c.nsInode != 0 {
+		for _, pid := range processesInNetns(c.nsInode) {
+			left = append(left, fmt.Sprintf("process %d in the cluster's network namespace", pid))
+		}
+	}
+	if c.root != nil {
+		for _, d := range c.root.dirs {
+			if _, err := os.Stat(d); err == nil {
+				left = append(left, "cgroup "+d)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[4], c.cfg.StateDir) {
+				left = append(left, "mount "+f[4])
+			}
+		}
+	}
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, i := range ifs {
+			if strings.HasPrefix(i.Name, "vb-") || i.Name == c.net.bridge {
+				left = append(left, "link "+i.Name+" in the host's network namespace")
+			}
+		}
+	}
+	return left
+}
+
+// processesInNetns lists the processes whose network namespace has inode.
+func processesInNetns(inode uint64) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil && st.Ino == inode {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Cleanup removes what a cluster of this name left when its run was
+// killed: it kills every process in the cluster's cgroups (those the state
+// directory lists, and those below this process's cgroups), removes the
+// cgroups, and removes the state directory (default for the name when
+// empty). The cluster's mounts and links were in namespaces that die with
+// its processes.
+func Cleanup(ctx context.Context, name, stateDir string) error {
+	if stateDir == "" {
+		stateDir = filepath.Join("/var/tmp/kmaint-realcluster", name)
+	}
+	var dirs []string
+	if b, err := os.ReadFile(filepath.Join(stateDir, cgroupsFile)); err == nil {
+		for _, d := range strings.Fields(string(b)) {
+			if filepath.Base(d) == cgroupName(name) {
+				dirs = append(dirs, d)
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	hs, err := hierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		dirs = append(dirs, filepath.Join(h.mount, h.self, cgroupName(name)))
+	}
+	var existing []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			existing = append(existing, d)
+		}
+	}
+	if len(existing) > 0 {
+		if err := killAndRemove(ctx, existing); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(stateDir)
+}
