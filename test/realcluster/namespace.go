@@ -17,13 +17,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// holderScript sets up the cluster's network namespace (a bridge the
-// control plane owns and every node plugs into, the kubernetes Service's
-// cluster IP as a local address so in-cluster clients reach the API server
-// without kube-proxy, forwarding between nodes' pod networks) and then
-// holds the namespaces open. Every mount and link of the cluster lives in
-// these namespaces and goes when the last of its processes does.
+// holderScript sets up the cluster's namespaces and then holds them open.
+// The network namespace gets a bridge the control plane owns and every
+// node plugs into, the kubernetes Service's cluster IP as a local address
+// (so in-cluster clients reach the API server without kube-proxy), and
+// forwarding between the nodes' pod networks. The mount namespace gets a
+// /run of its own, where systemd-nspawn keeps its locks and per-machine
+// directories, which would otherwise be left in the host's /run. Every
+// mount and link of the cluster lives in these namespaces and goes when
+// the last of its processes does.
 const holderScript = `set -e
+mount -t tmpfs -o mode=0755 tmpfs /run
 ip link set lo up
 ip addr add "$SERVICE_IP/32" dev lo
 ip link add "$BRIDGE" type bridge

@@ -267,14 +267,24 @@ func (n *Node) ImportImage(ctx context.Context, tarball io.Reader) error {
 	return nil
 }
 
-// shutdown powers the node off (systemd-nspawn turns SIGTERM into an
-// orderly poweroff) and waits up to timeout for it.
+// shutdown powers the node off as a person would, through logind, so that
+// kubelet's graceful node shutdown stops the pods first (nspawn's own
+// SIGTERM handling powers off behind logind's back, and containers whose
+// PID 1 ignores SIGTERM would then hold up the final kill). Where logind
+// does not answer, SIGTERM to systemd-nspawn still powers off. It waits up
+// to timeout.
 func (n *Node) shutdown(timeout time.Duration) {
 	n.mu.Lock()
 	n.stop = true
 	cmd := n.nspawn
 	n.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Exec(ctx, "busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1",
+		"org.freedesktop.login1.Manager", "PowerOff", "b", "false"); err != nil {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 	}
 	select {
