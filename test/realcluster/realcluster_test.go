@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,10 +53,28 @@ func start(t *testing.T, ctx context.Context, cfg realcluster.Config) *realclust
 	return c
 }
 
+// hostSysctls are the kernel settings kubelet wants, which each node shows
+// it by bind mounts; the host's must stay as they were.
+var hostSysctls = map[string]string{"vm/overcommit_memory": "1", "kernel/panic": "10", "kernel/panic_on_oops": "1"}
+
+func readSysctls(t *testing.T) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for k := range hostSysctls {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[k] = strings.TrimSpace(string(b))
+	}
+	return got
+}
+
 func TestRealCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	hostBefore := readSysctls(t)
 	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: logWriter{t}})
 	stopped := false
 	t.Cleanup(func() {
@@ -84,6 +103,38 @@ func TestRealCluster(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(node.Status.NodeInfo.BootID).To(Equal(boot), "node %s's boot ID as its kubelet registered it", n.Name())
 		}
+	})
+
+	t.Run("a node is a machine of its own, the host is untouched", func(t *testing.T) {
+		g := NewWithT(t)
+		n := c.Nodes()[0]
+		for k, want := range hostSysctls {
+			out, err := n.Exec(ctx, "cat", "/proc/sys/"+k)
+			g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+			g.Expect(strings.TrimSpace(string(out))).To(Equal(want), "%s inside node %s", k, n.Name())
+		}
+		g.Expect(readSysctls(t)).To(Equal(hostBefore), "the host's kernel settings")
+		out, err := n.Exec(ctx, "systemctl", "is-active", "systemd-journald", "systemd-logind", "dbus", "containerd", "kubelet")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		out, err = n.Exec(ctx, "hostname")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.TrimSpace(string(out))).To(Equal(n.Name()))
+		out, err = n.ExecWith(ctx, realcluster.ExecOptions{User: "kmaint-user"}, "id", "-u")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.TrimSpace(string(out))).To(Equal("1000"))
+		out, err = n.ExecWith(ctx, realcluster.ExecOptions{User: "kmaint-user"}, "busctl", "call", "org.freedesktop.login1",
+			"/org/freedesktop/login1", "org.freedesktop.login1.Manager", "Reboot", "b", "false")
+		// Without polkit, logind lets only root reboot.
+		g.Expect(err).To(HaveOccurred(), "an ordinary user's Reboot: %s", out)
+		g.Expect(string(out)).To(Or(ContainSubstring("Access denied"), ContainSubstring("Interactive authentication required")))
+		t.Logf("an ordinary user's Reboot: %s", strings.TrimSpace(string(out)))
+		tarball, err := os.Open(filepath.Join(c.Images(), "busybox.tar"))
+		g.Expect(err).NotTo(HaveOccurred())
+		defer tarball.Close()
+		g.Expect(n.ImportImage(ctx, tarball)).To(Succeed())
+		out, err = n.Exec(ctx, "ctr", "--namespace", "k8s.io", "images", "ls", "--quiet")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.Fields(string(out))).To(ContainElement(busybox))
 	})
 
 	ns := "work"
