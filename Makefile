@@ -109,14 +109,17 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 
 # The real cluster's parts (test/realcluster): kubelet, kube-controller-manager,
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
-# file system (hack/node-rootfs.sh). Cached in bin/; ~10 min on a fresh machine.
+# file system (hack/node-rootfs.sh), built side by side (one mostly compiles,
+# the other mostly downloads) and cached in bin/.
 REALCLUSTER_NAMES := realcluster-test
 
 .PHONY: realcluster-assets realcluster-clean
 realcluster-assets: ## Build the real test cluster's binaries, images and node root file system into bin/ if missing
-	hack/cluster-assets.sh bin
-	@if (( EUID == 0 )); then hack/node-rootfs.sh bin; \
-	else echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi
+	@if (( EUID == 0 )); then hack/node-rootfs.sh bin & rootfs=$$!; else rootfs=; \
+		echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi; \
+	assets=0; hack/cluster-assets.sh bin || assets=$$?; \
+	if [[ -n "$$rootfs" ]]; then wait "$$rootfs"; fi; \
+	exit "$$assets"
 
 realcluster-clean: ## Kill and remove what a killed real-cluster test run left (processes, cgroups, state)
 	go run ./test/realcluster/cleanup $(REALCLUSTER_NAMES)
