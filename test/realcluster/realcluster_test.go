@@ -154,12 +154,36 @@ func TestRealCluster(t *testing.T) {
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	})
 
+	t.Run("pods reach the API server's Service and pods on other nodes; kubectl exec reaches kubelets", func(t *testing.T) {
+		g := NewWithT(t)
+		from := listPods(t, ctx, cs, ns, "app=guarded")[0]
+		var to *corev1.Pod
+		for _, p := range listPods(t, ctx, cs, ns, "app=everywhere") {
+			if p.Spec.NodeName != from.Spec.NodeName {
+				to = &p
+				break
+			}
+		}
+		g.Expect(to).NotTo(BeNil(), "a DaemonSet pod on another node than %s", from.Spec.NodeName)
+		out, err := kubectl(ctx, c, "exec", "-n", ns, from.Name, "--", "nc", "-w", "10", to.Status.PodIP, "8080")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.TrimSpace(string(out))).To(Equal("hello from "+to.Spec.NodeName), "pod %s on %s to pod %s on %s",
+			from.Name, from.Spec.NodeName, to.Name, to.Spec.NodeName)
+		// In-cluster clients dial the kubernetes Service's cluster IP; no
+		// kube-proxy runs, the API server answers there itself.
+		svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		// busybox has no TLS the API server speaks; a Go TLS server answers
+		// plain HTTP with a message of its own.
+		out, err = kubectl(ctx, c, "exec", "-n", ns, from.Name, "--", "sh", "-c",
+			`printf 'GET /healthz HTTP/1.0\r\n\r\n' | nc -w 10 "$0" 443`, svc.Spec.ClusterIP)
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(string(out)).To(ContainSubstring("Client sent an HTTP request to an HTTPS server"))
+	})
+
 	t.Run("kubectl drain evicts the PDB-guarded pod", func(t *testing.T) {
 		g := NewWithT(t)
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=guarded"})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(pods.Items).NotTo(BeEmpty())
-		victim := pods.Items[0]
+		victim := listPods(t, ctx, cs, ns, "app=guarded")[0]
 		began := time.Now()
 		out, err := kubectl(ctx, c, "drain", victim.Spec.NodeName, "--ignore-daemonsets", "--timeout=3m")
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
@@ -239,12 +263,26 @@ func kubectl(ctx context.Context, c *realcluster.Cluster, args ...string) ([]byt
 	return out, nil
 }
 
+// listPods lists the Running pods that match selector, at least one.
+func listPods(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, selector string) []corev1.Pod {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector, FieldSelector: "status.phase=Running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatalf("no Running pod matches %s", selector)
+	}
+	return pods.Items
+}
+
 // createWorkloads creates a Deployment of two busybox pods guarded by a
-// PodDisruptionBudget that lets one go at a time, and a DaemonSet.
+// PodDisruptionBudget that lets one go at a time, and a DaemonSet whose
+// pods answer on port 8080 with their node's name.
 func createWorkloads(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	g := NewWithT(t)
-	pod := func(app string) corev1.PodTemplateSpec {
+	pod := func(app string, command ...string) corev1.PodTemplateSpec {
 		grace := int64(1)
 		return corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
@@ -252,7 +290,9 @@ func createWorkloads(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 				TerminationGracePeriodSeconds: &grace,
 				Containers: []corev1.Container{{
 					Name: "main", Image: busybox, ImagePullPolicy: corev1.PullNever,
-					Command: []string{"sleep", "3600"},
+					Command: command,
+					Env: []corev1.EnvVar{{Name: "NODE", ValueFrom: &corev1.EnvVarSource{
+						FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
 				}},
 			},
 		}
@@ -263,7 +303,7 @@ func createWorkloads(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 	replicas := int32(2)
 	_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
-		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: sel("guarded"), Template: pod("guarded")},
+		Spec:       appsv1.DeploymentSpec{Replicas: &replicas, Selector: sel("guarded"), Template: pod("guarded", "sleep", "3600")},
 	}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	minAvailable := intstr.FromInt32(1)
@@ -274,7 +314,8 @@ func createWorkloads(t *testing.T, ctx context.Context, cs kubernetes.Interface,
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "everywhere"},
-		Spec:       appsv1.DaemonSetSpec{Selector: sel("everywhere"), Template: pod("everywhere")},
+		Spec: appsv1.DaemonSetSpec{Selector: sel("everywhere"), Template: pod("everywhere",
+			"sh", "-c", `echo "hello from $NODE" >/tmp/hello; exec nc -ll -p 8080 -e cat /tmp/hello`)},
 	}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 }
