@@ -79,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, reterr error) {
 	if err := c.startControlPlane(ctx); err != nil {
 		return c, err
 	}
-	fmt.Fprintf(cfg.Log, "control plane ready after %s\n", time.Since(start).Round(time.Millisecond))
+	cfg.Log.Info("Control plane ready", "cluster", cfg.Name, "after", time.Since(start).Round(time.Millisecond))
 	for i := 1; i <= cfg.Nodes; i++ {
 		if err := c.startNode(ctx, i); err != nil {
 			return c, err
@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, reterr error) {
 	if err := c.waitNodesReady(ctx, cfg.ReadyTimeout); err != nil {
 		return c, err
 	}
-	fmt.Fprintf(cfg.Log, "%d nodes Ready after %s\n", cfg.Nodes, time.Since(start).Round(time.Millisecond))
+	cfg.Log.Info("Nodes Ready", "cluster", cfg.Name, "nodes", cfg.Nodes, "after", time.Since(start).Round(time.Millisecond))
 	return c, nil
 }
 

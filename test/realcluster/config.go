@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,9 +42,9 @@ type Config struct {
 	NodeBinds []string
 	// ReadyTimeout bounds the wait for every node to be Ready. Default 5m.
 	ReadyTimeout time.Duration
-	// Log receives progress lines; the processes' output goes to files
-	// under StateDir. Default: discarded.
-	Log io.Writer
+	// Log receives the cluster's progress; the processes' own output goes
+	// to files under StateDir. Default: discarded.
+	Log *slog.Logger
 
 	keepState bool
 }
@@ -92,7 +92,7 @@ func (c *Config) setDefaults() error {
 		c.ReadyTimeout = 5 * time.Minute
 	}
 	if c.Log == nil {
-		c.Log = io.Discard
+		c.Log = slog.New(slog.DiscardHandler)
 	}
 	var err error
 	if c.KubeAssets, err = assetDir(c.KubeAssets, "KUBEBUILDER_ASSETS", "k8s", "kube-apiserver",

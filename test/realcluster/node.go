@@ -144,12 +144,12 @@ func (n *Node) supervise() {
 		stop := n.stop
 		n.mu.Unlock()
 		if err != nil {
-			fmt.Fprintf(n.c.cfg.Log, "node %s: boot %d: %v\n", n.name, boot, err)
+			n.c.cfg.Log.Error("Node boot failed", "node", n.name, "boot", boot, "err", err)
 		}
 		if stop || rc != exitReboot {
 			return
 		}
-		fmt.Fprintf(n.c.cfg.Log, "node %s: reboot (boot %d ended with %d)\n", n.name, boot, rc)
+		n.c.cfg.Log.Info("Node reboots", "node", n.name, "boot", boot, "exitStatus", rc)
 	}
 }
 

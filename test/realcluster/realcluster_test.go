@@ -3,6 +3,7 @@ package realcluster_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestRealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	hostBefore := readSysctls(t)
-	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: logWriter{t}})
+	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))})
 	stopped := false
 	t.Cleanup(func() {
 		if stopped {
