@@ -244,8 +244,19 @@ func (c *Cluster) run(ctx context.Context, argv ...string) ([]byte, error) {
 // MemoryBytes is the memory the whole cluster uses now (its memory
 // cgroup's usage: processes and page cache), or 0 when unknown.
 func (c *Cluster) MemoryBytes() uint64 {
+	return c.memory("memory.usage_in_bytes", "memory.current")
+}
+
+// PeakMemoryBytes is the most memory the whole cluster has used, or 0 when
+// unknown.
+func (c *Cluster) PeakMemoryBytes() uint64 {
+	return c.memory("memory.max_usage_in_bytes", "memory.peak")
+}
+
+// memory reads the first of files found in the cluster's memory cgroup.
+func (c *Cluster) memory(files ...string) uint64 {
 	for _, d := range c.root.dirs {
-		for _, f := range []string{"memory.usage_in_bytes", "memory.current"} {
+		for _, f := range files {
 			b, err := os.ReadFile(filepath.Join(d, f))
 			if err != nil {
 				continue

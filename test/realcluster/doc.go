@@ -17,5 +17,17 @@
 // each node by bind mounts; the host's are untouched.
 //
 // It needs root, systemd-nspawn, and what hack/envtest-assets.sh,
-// hack/cluster-assets.sh and hack/node-rootfs.sh build into bin/.
+// hack/cluster-assets.sh and hack/node-rootfs.sh build into bin/ (make
+// test builds them).
+//
+// A test uses it like this:
+//
+//	c, err := realcluster.Start(ctx, realcluster.Config{Name: "mytest", Nodes: 3})
+//	...
+//	defer c.Stop(ctx)
+//	kubectl --kubeconfig c.Kubeconfig() ...        (from the host, through a loopback proxy)
+//	c.Nodes()[0].Exec(ctx, "systemctl", "reboot")  (inside the node, as root)
+//
+// Give each test package its own Name: a Start cleans up what a cluster
+// of its name left, running or not.
 package realcluster

@@ -123,6 +123,11 @@ func TestRealCluster(t *testing.T) {
 		out, err = n.ExecWith(ctx, realcluster.ExecOptions{User: "kmaint-user"}, "id", "-u")
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 		g.Expect(strings.TrimSpace(string(out))).To(Equal("1000"))
+		// What a person types on a node to run something as a unit of its
+		// systemd, in the node's own cgroups.
+		out, err = n.Exec(ctx, "systemd-run", "--wait", "--pipe", "--quiet", "--uid=kmaint-user", "id", "-un")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.TrimSpace(string(out))).To(Equal("kmaint-user"))
 		out, err = n.ExecWith(ctx, realcluster.ExecOptions{User: "kmaint-user"}, "busctl", "call", "org.freedesktop.login1",
 			"/org/freedesktop/login1", "org.freedesktop.login1.Manager", "Reboot", "b", "false")
 		// Without polkit, logind lets only root reboot.
@@ -239,7 +244,7 @@ func TestRealCluster(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())))
 		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the DaemonSet's pod runs again on the rebooted node")
-		t.Logf("cluster memory after the reboot: %d MiB", c.MemoryBytes()>>20)
+		t.Logf("cluster memory after the reboot: %d MiB, peak %d MiB", c.MemoryBytes()>>20, c.PeakMemoryBytes()>>20)
 	})
 
 	t.Run("nothing is left after Stop", func(t *testing.T) {
