@@ -118,9 +118,49 @@ func processesInNetns(inode uint64) []int {
 // empty). The cluster's mounts and links were in namespaces that die with
 // its processes.
 func Cleanup(ctx context.Context, name, stateDir string) error {
-	if stateDir == "" {
-		stateDir = filepath.Join("/var/tmp/kmaint-realcluster", name)
+	stateDir = defaultStateDir(name, stateDir)
+	dirs, err := cgroupsOf(name, stateDir)
+	if err != nil {
+		return err
 	}
+	if len(dirs) > 0 {
+		if err := killAndRemove(ctx, dirs); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(stateDir)
+}
+
+// Remains describes what is left of a cluster of this name, running or
+// killed: its cgroups with the number of processes in each, and its state
+// directory. Empty after Cleanup.
+func Remains(name, stateDir string) ([]string, error) {
+	stateDir = defaultStateDir(name, stateDir)
+	dirs, err := cgroupsOf(name, stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, d := range dirs {
+		left = append(left, fmt.Sprintf("cgroup %s with %d processes", d, len(cgroupPids(d))))
+	}
+	if _, err := os.Stat(stateDir); err == nil {
+		left = append(left, "state directory "+stateDir)
+	}
+	return left, nil
+}
+
+func defaultStateDir(name, stateDir string) string {
+	if stateDir == "" {
+		return filepath.Join("/var/tmp/kmaint-realcluster", name)
+	}
+	return stateDir
+}
+
+// cgroupsOf lists the existing cgroups of the cluster: those its state
+// directory lists (made by a run in other cgroups than this one), and
+// those below this process's cgroups.
+func cgroupsOf(name, stateDir string) ([]string, error) {
 	var dirs []string
 	if b, err := os.ReadFile(filepath.Join(stateDir, cgroupsFile)); err == nil {
 		for _, d := range strings.Fields(string(b)) {
@@ -129,25 +169,22 @@ func Cleanup(ctx context.Context, name, stateDir string) error {
 			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
 	hs, err := hierarchies()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, h := range hs {
 		dirs = append(dirs, filepath.Join(h.mount, h.self, cgroupName(name)))
 	}
+	seen := map[string]bool{}
 	var existing []string
 	for _, d := range dirs {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := os.Stat(d); err == nil && !seen[d] {
+			seen[d] = true
 			existing = append(existing, d)
 		}
 	}
-	if len(existing) > 0 {
-		if err := killAndRemove(ctx, existing); err != nil {
-			return err
-		}
-	}
-	return os.RemoveAll(stateDir)
+	return existing, nil
 }
