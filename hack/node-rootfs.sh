@@ -31,7 +31,7 @@ USER_NAME=kmaint-user
 USER_ID=1000
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd)"
+BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd -P)" # physical: findmnt prints those
 recipe="$({
 	cat "${BASH_SOURCE[0]}"
 	cd "${here}/node-rootfs" && find . -type f | LC_ALL=C sort | xargs sha256sum
@@ -50,9 +50,20 @@ if (( EUID != 0 )); then
 fi
 
 tmp="${ROOTFS}.tmp"
-rm -rf "${tmp}"
+# debootstrap mounts /proc and /sys inside the tree while it installs; a run
+# that died may have left them mounted, and rm must never descend into them.
+remove_tmp() {
+	local m
+	if [[ -d "${tmp}" ]]; then
+		while read -r m; do
+			umount -l "${m}" 2>/dev/null || true
+		done < <(findmnt --list --noheadings --output TARGET | grep -F "${tmp}/" | sort -r)
+	fi
+	rm -rf --one-file-system "${tmp}"
+}
+remove_tmp
 mkdir -p "$(dirname "${ROOTFS}")"
-trap 'rm -rf "${tmp}"' EXIT
+trap remove_tmp EXIT
 log "debootstrap ${SUITE} into ${tmp} (a few minutes)"
 include="$(IFS=,; echo "${PACKAGES[*]}")"
 if ! debootstrap --variant=minbase --include="${include}" "${SUITE}" "${tmp}" "${MIRROR}" >"${tmp}.log" 2>&1; then
@@ -70,7 +81,10 @@ rm -f "${tmp}/etc/machine-id"
 mkdir -p "${tmp}/var/log/journal" "${tmp}/etc/kubernetes/manifests" "${tmp}/etc/kmaint-node" \
 	"${tmp}/opt/kmaint-node/images" "${tmp}/usr/local/bin"
 : >"${tmp}/usr/local/bin/kubelet" # the bind mount's target
+# debootstrap copies the host's; each node writes its own hostname.
 printf '# The test cluster has no DNS.\n' >"${tmp}/etc/resolv.conf"
+printf 'node\n' >"${tmp}/etc/hostname"
+printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"${tmp}/etc/hosts"
 chroot "${tmp}" passwd -qd root
 chroot "${tmp}" useradd --create-home --uid "${USER_ID}" --shell /bin/sh "${USER_NAME}"
 # Units a machine in a container has no use for, which would only fail.

@@ -35,7 +35,6 @@ type Node struct {
 	mu     sync.Mutex
 	nspawn *exec.Cmd // the current boot's systemd-nspawn
 	boots  int
-	exits  []int // each boot's exit status
 	stop   bool
 	done   chan struct{} // closed when the node stopped for good
 }
@@ -139,7 +138,6 @@ func (n *Node) supervise() {
 		n.mu.Unlock()
 		rc, err := n.boot(boot)
 		n.mu.Lock()
-		n.exits = append(n.exits, rc)
 		n.nspawn = nil
 		stop := n.stop
 		n.mu.Unlock()
