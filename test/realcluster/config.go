@@ -130,8 +130,10 @@ func assetDir(dir, env, sub, file, builder string) (string, error) {
 	return filepath.Dir(matches[0]), nil
 }
 
+// modTime is when p was written: the file a build writes last tells which
+// build is the newest.
 func modTime(p string) time.Time {
-	st, err := os.Stat(filepath.Dir(p))
+	st, err := os.Stat(p)
 	if err != nil {
 		return time.Time{}
 	}
