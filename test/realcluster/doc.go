@@ -30,4 +30,15 @@
 //
 // Give each test package its own Name: a Start cleans up what a cluster
 // of its name left, running or not.
+//
+// What a node offers a test (hack/node-rootfs.sh and hack/node-rootfs/):
+// an ordinary user kmaint-user (uid 1000) beside root; logind, which lets
+// only root reboot; the node's boot ID as a plain file at
+// /run/kmaint-node/boot_id (inside a container /proc shows the host
+// kernel's boot ID, and nspawn's own file cannot be a hostPath); images
+// imported from the cluster assets' images/ at every boot, more with
+// Node.ImportImage (kept across reboots); Config.NodeBinds for binaries
+// from the host. No kube-proxy and no cluster DNS run: the kubernetes
+// Service's cluster IP reaches the API server, other cluster IPs reach
+// nothing, pod IPs are routed between nodes.
 package realcluster
