@@ -52,16 +52,8 @@ const cgroupsFile = "cgroups"
 // Start starts a cluster and waits for every node to be Ready. On error
 // nothing of it is left running. It needs root.
 func Start(ctx context.Context, cfg Config) (_ *Cluster, reterr error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w: the cluster needs root (namespaces, cgroups, mounts)", errMissing)
-	}
-	for _, tool := range []string{"systemd-nspawn", "nsenter", "unshare", "ip", "mount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%w: no %s (hack/install-test-deps.sh installs it)", errMissing, tool)
-		}
-	}
-	if err := cfg.setDefaults(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errMissing, err)
+	if err := CanStart(&cfg); err != nil {
+		return nil, err
 	}
 	if err := Cleanup(ctx, cfg.Name, cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("clean up an earlier run: %w", err)
@@ -90,6 +82,24 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, reterr error) {
 	}
 	cfg.Log.Info("Nodes Ready", "cluster", cfg.Name, "nodes", cfg.Nodes, "after", time.Since(start).Round(time.Millisecond))
 	return c, nil
+}
+
+// CanStart checks what Start needs of the machine (root, the tools, the
+// built assets) and fills in cfg's defaults. Its errors satisfy
+// IsMissingPrerequisite.
+func CanStart(cfg *Config) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: the cluster needs root (namespaces, cgroups, mounts)", errMissing)
+	}
+	for _, tool := range []string{"systemd-nspawn", "nsenter", "unshare", "ip", "mount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%w: no %s (hack/install-test-deps.sh installs it)", errMissing, tool)
+		}
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return fmt.Errorf("%w: %w", errMissing, err)
+	}
+	return nil
 }
 
 // setUp makes the state directory, certificates, cgroups, namespaces and

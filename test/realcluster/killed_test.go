@@ -34,9 +34,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
-		t.Skip("the real cluster needs root")
-	}
+	requireCluster(t, realcluster.Config{Name: killedName, Nodes: 1})
 	ready := filepath.Join(t.TempDir(), "ready")
 	child := exec.Command(os.Args[0], "-test.run", "^TestKilledRunIsCleanedUp$", "-test.v")
 	child.Env = append(os.Environ(), childEnv+"="+ready)

@@ -34,16 +34,27 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// start starts a cluster for t. Without what the cluster needs it skips on
-// a developer's machine and fails under CI (CI set), where a skip would hide
-// the only test on real kubelets and real reboots.
-func start(t *testing.T, ctx context.Context, cfg realcluster.Config) *realcluster.Cluster {
+// requireCluster stops t when this machine cannot run cfg's cluster: a
+// skip on a developer's machine, a failure under CI (CI set), where a skip
+// would hide the only tests on real kubelets and real reboots.
+func requireCluster(t *testing.T, cfg realcluster.Config) {
 	t.Helper()
-	began := time.Now()
-	c, err := realcluster.Start(ctx, cfg)
-	if realcluster.IsMissingPrerequisite(err) && os.Getenv("CI") == "" {
+	err := realcluster.CanStart(&cfg)
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "" {
 		t.Skipf("the real cluster cannot run here: %v", err)
 	}
+	t.Fatalf("the real cluster cannot run here, and CI must run it: %v", err)
+}
+
+// start starts a cluster for t (see requireCluster).
+func start(t *testing.T, ctx context.Context, cfg realcluster.Config) *realcluster.Cluster {
+	t.Helper()
+	requireCluster(t, cfg)
+	began := time.Now()
+	c, err := realcluster.Start(ctx, cfg)
 	if err != nil {
 		if c != nil {
 			t.Logf("state kept in %s", c.StateDir())
