@@ -106,6 +106,9 @@ func TestRealCluster(t *testing.T) {
 
 	t.Run("every kubelet registers its node's boot ID", func(t *testing.T) {
 		g := NewWithT(t)
+		host, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		g.Expect(err).NotTo(HaveOccurred())
+		boots := map[string]bool{strings.TrimSpace(string(host)): true}
 		for _, n := range c.Nodes() {
 			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -114,6 +117,8 @@ func TestRealCluster(t *testing.T) {
 			boot, err := n.BootID(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(node.Status.NodeInfo.BootID).To(Equal(boot), "node %s's boot ID as its kubelet registered it", n.Name())
+			g.Expect(boots).NotTo(HaveKey(boot), "node %s's boot ID is its own, not the host's or another node's", n.Name())
+			boots[boot] = true
 		}
 	})
 
