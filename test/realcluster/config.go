@@ -49,6 +49,9 @@ type Config struct {
 	keepState bool
 }
 
+// stateRoot holds the clusters' default state directories.
+const stateRoot = "/var/tmp/kmaint-realcluster"
+
 // network is the cluster's address plan. It is private to the cluster's
 // network namespace, so every cluster can use the same one.
 type network struct {
@@ -86,7 +89,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("nodes %d: want 1 to 200", c.Nodes)
 	}
 	if c.StateDir == "" {
-		c.StateDir = filepath.Join("/var/tmp/kmaint-realcluster", c.Name)
+		c.StateDir = filepath.Join(stateRoot, c.Name)
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 5 * time.Minute

@@ -51,7 +51,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		errs = append(errs, killAndRemove(ctx, c.root.dirs))
 	}
 	if !c.cfg.keepState && c.cfg.StateDir != "" {
-		errs = append(errs, os.RemoveAll(c.cfg.StateDir))
+		errs = append(errs, removeStateDir(c.cfg.StateDir))
 	}
 	if left := c.Leftovers(); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left after stop: %s", strings.Join(left, "; ")))
@@ -128,7 +128,19 @@ func Cleanup(ctx context.Context, name, stateDir string) error {
 			return err
 		}
 	}
-	return os.RemoveAll(stateDir)
+	return removeStateDir(stateDir)
+}
+
+// removeStateDir removes the state directory, and its parent when that is
+// the default one and no other cluster's is in it.
+func removeStateDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent == stateRoot {
+		_ = os.Remove(parent) // fails while another cluster's is there
+	}
+	return nil
 }
 
 // Remains describes what is left of a cluster of this name, running or
@@ -152,7 +164,7 @@ func Remains(name, stateDir string) ([]string, error) {
 
 func defaultStateDir(name, stateDir string) string {
 	if stateDir == "" {
-		return filepath.Join("/var/tmp/kmaint-realcluster", name)
+		return filepath.Join(stateRoot, name)
 	}
 	return stateDir
 }
