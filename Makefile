@@ -27,7 +27,7 @@ IMG ?= ghcr.io/kmaint/kmaint:$(or $(VERSION),v0.1.0)
 # Extra targets `make test` needs before it runs; later work hooks its
 # prerequisites in here (e.g. TEST_PREREQS += demo-assets).
 TEST_PREREQS ?=
-TEST_PREREQS += helm bin-module image-tar-for-tests
+TEST_PREREQS += helm bin-module image-tar-for-tests realcluster-assets
 
 .PHONY: help
 help: ## List the targets
@@ -105,6 +105,23 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 	tests=0; KUBEBUILDER_ASSETS="$$assets" go test -race=false -count=1 -timeout 30m ./... || tests=$$?; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))
+
+# The real cluster's parts (test/realcluster): kubelet, kube-controller-manager,
+# kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
+# file system (hack/node-rootfs.sh), built side by side (one mostly compiles,
+# the other mostly downloads) and cached in bin/.
+REALCLUSTER_NAMES := realcluster-test realcluster-killed
+
+.PHONY: realcluster-assets realcluster-clean
+realcluster-assets: ## Build the real test cluster's binaries, images and node root file system into bin/ if missing
+	@if (( EUID == 0 )); then hack/node-rootfs.sh bin & rootfs=$$!; else rootfs=; \
+		echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi; \
+	assets=0; hack/cluster-assets.sh bin || assets=$$?; \
+	if [[ -n "$$rootfs" ]]; then wait "$$rootfs"; fi; \
+	exit "$$assets"
+
+realcluster-clean: ## Kill and remove what a killed real-cluster test run left (processes, cgroups, state)
+	go run ./test/realcluster/cleanup $(REALCLUSTER_NAMES)
 
 .PHONY: bench
 # BENCH picks the rolling-reboot scenarios as N:k:r, e.g. BENCH=100:10:2s;

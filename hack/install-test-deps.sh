@@ -26,7 +26,10 @@ APT_PACKAGES=(
 	prometheus      # prometheus and promtool for test/promtest and test/alerts (2.42 in bookworm)
 	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
-	buildah debootstrap # kmaint's image from the Dockerfile without a registry (hack/image-tar.sh)
+	systemd-container # systemd-nspawn: the real cluster's nodes (test/realcluster)
+	debootstrap       # Debian root file systems: the nodes' (hack/node-rootfs.sh), the image's base layers (hack/image-tar.sh)
+	buildah           # kmaint's image from the Dockerfile without a registry (hack/image-tar.sh)
+	iproute2          # the real cluster's network namespace, bridge and routes
 )
 
 # Services the packages above ship, which must not run on a test machine.

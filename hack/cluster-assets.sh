@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# cluster-assets.sh prints a directory holding what the real test cluster
+# (test/realcluster) runs besides kube-apiserver and etcd: kubelet,
+# kube-controller-manager and kube-scheduler at the pinned Kubernetes
+# version, and two container images as docker-archive tarballs that
+# containerd imports (`ctr images import`): the pause image and a busybox
+# image. Nothing can be downloaded from a release page or a registry on CI's
+# network, so everything is built here and cached: the binaries from the Go
+# module proxy (as hack/envtest-assets.sh builds kube-apiserver), the pause
+# image from pause.c in the same k8s.io/kubernetes module (gcc -static), the
+# busybox image from Debian's busybox-static.
+#
+# No kube-proxy: kube-proxy on these nodes would need the host kernel's
+# br_netfilter module (service traffic that returns over the same bridge)
+# and writes conntrack limits that are the host's, and nothing of the host
+# may change. In-cluster clients reach the API server unchanged instead: the
+# `kubernetes` Service's cluster IP is an address of the cluster's network
+# namespace, where the API server listens on 443 (test/realcluster).
+#
+# The output directory is named after the Kubernetes version and a hash of
+# the binaries' recipe (the functions that build them), so a change to it
+# builds anew next to the old; the images' recipe has its own hash, kept in
+# images/recipe, and a change rebuilds only them.
+#
+# Usage: hack/cluster-assets.sh [BIN_DIR]   (default: ./bin)
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
+# The pause image's tag is the one kubelet 1.37 and containerd ask for by
+# default (sandbox_image in the node's containerd config).
+PAUSE_TAG="${PAUSE_TAG:-3.10}"
+BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd)"
+BINARIES=(kubelet kube-controller-manager kube-scheduler)
+
+log() { echo "cluster-assets: $*" >&2; }
+
+# Same throwaway module as hack/envtest-assets.sh: k8s.io/kubernetes refers to
+# its staging modules by relative path, so each is replaced by its release.
+kube_module() {
+	mkdir -p "${work}/mod" && cd "${work}/mod"
+	[[ -f go.mod ]] && return 0
+	go mod init kmaint.local/cluster-build >/dev/null 2>&1
+	local gomod staging_version
+	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+	staging_version="v0.${KUBE_VERSION#1.}"
+	{
+		echo "require k8s.io/kubernetes v${KUBE_VERSION}"
+		grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/k8s\.io/[a-z0-9-]+' "${gomod}" |
+			awk -v v="${staging_version}" '{print "replace " $1 " => " $1 " " v}'
+	} >>go.mod
+	{
+		printf '//go:build tools\n\npackage tools\n\nimport (\n'
+		for b in "${BINARIES[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${b}"; done
+		printf ')\n'
+	} >tools.go
+	GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+}
+
+build_binaries() {
+	kube_module
+	# Without these the components report v0.0.0-master, and kubelet's
+	# version is what `kubectl get nodes` and the API server's skew checks see.
+	local v="k8s.io/component-base/version" minor="${KUBE_VERSION#1.}"
+	minor="${minor%%.*}"
+	local ldflags="-s -X ${v}.gitVersion=v${KUBE_VERSION} -X ${v}.gitMajor=1 -X ${v}.gitMinor=${minor}"
+	ldflags+=" -X ${v}.gitTreeState=clean -X ${v}.buildDate=1970-01-01T00:00:00Z"
+	local b
+	for b in "${BINARIES[@]}"; do
+		[[ -x "${ASSETS}/${b}" ]] && continue
+		log "building ${b} v${KUBE_VERSION}"
+		GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="${ldflags}" -o "${work}/${b}" "k8s.io/kubernetes/cmd/${b}"
+		mv "${work}/${b}" "${ASSETS}/${b}"
+	done
+}
+
+# docker_archive REF ROOTFS OUT ENTRYPOINT...: a one-layer docker-archive
+# image (what `ctr images import` reads) of ROOTFS, with reproducible bytes:
+# sorted names, owner root, mtime 0.
+docker_archive() {
+	local ref="$1" rootfs="$2" out="$3"
+	shift 3
+	local dir="${work}/archive"
+	rm -rf "${dir}" && mkdir -p "${dir}"
+	tar -C "${rootfs}" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --format=posix \
+		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "${dir}/layer.tar" .
+	local layer_sha entrypoint config config_sha
+	layer_sha="$(sha256sum "${dir}/layer.tar" | cut -d' ' -f1)"
+	entrypoint="$(printf '"%s",' "$@")"
+	config="{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Entrypoint\":[${entrypoint%,}],\"Env\":[\"PATH=/bin\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:${layer_sha}\"]}}"
+	config_sha="$(printf '%s' "${config}" | sha256sum | cut -d' ' -f1)"
+	mkdir "${dir}/${layer_sha}"
+	mv "${dir}/layer.tar" "${dir}/${layer_sha}/layer.tar"
+	printf '%s' "${config}" >"${dir}/${config_sha}.json"
+	printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "${config_sha}" "${ref}" "${layer_sha}" >"${dir}/manifest.json"
+	tar -C "${dir}" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "${out}.tmp" manifest.json "${config_sha}.json" "${layer_sha}"
+	mv "${out}.tmp" "${out}"
+}
+
+build_pause() {
+	local dir
+	dir="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+	log "building the pause image from ${dir}/build/pause/linux/pause.c"
+	mkdir -p "${work}/pause"
+	gcc -Os -static -DVERSION="v${PAUSE_TAG}-kmaint" -o "${work}/pause/pause" "${dir}/build/pause/linux/pause.c"
+	strip "${work}/pause/pause"
+	docker_archive "registry.k8s.io/pause:${PAUSE_TAG}" "${work}/pause" "${ASSETS}/images/pause.tar" /pause
+}
+
+build_busybox() {
+	log "building the busybox image from Debian's busybox-static"
+	mkdir -p "${work}/deb" "${work}/busybox/bin" "${work}/busybox/tmp"
+	# apt-get download needs the package lists, which a fresh machine may
+	# not have yet.
+	(cd "${work}/deb" && { apt-get download busybox-static >/dev/null 2>&1 ||
+		{ apt-get update -qq && apt-get download busybox-static >/dev/null; }; })
+	dpkg-deb -x "${work}"/deb/busybox-static_*.deb "${work}/deb/x"
+	cp "${work}/deb/x/bin/busybox" "${work}/busybox/bin/busybox"
+	local applet
+	# The applets the test workloads and a person poking at a pod use.
+	for applet in sh ls cat echo sleep date id ps mount df wget nc ip hostname env true false test printf grep tail head; do
+		ln -s busybox "${work}/busybox/bin/${applet}"
+	done
+	chmod 1777 "${work}/busybox/tmp"
+	docker_archive "docker.io/library/busybox:kmaint" "${work}/busybox" "${ASSETS}/images/busybox.tar" /bin/sh
+}
+
+recipe_hash() { declare -f "$@" | sha256sum | cut -c1-12; }
+ASSETS="${BIN_DIR}/cluster/${KUBE_VERSION}-$(recipe_hash kube_module build_binaries)"
+images_recipe="${PAUSE_TAG} $(recipe_hash docker_archive build_pause build_busybox)"
+
+have_all() {
+	local b
+	for b in "${BINARIES[@]}"; do
+		[[ -x "${ASSETS}/${b}" ]] || return 1
+	done
+	[[ "$(cat "${ASSETS}/images/recipe" 2>/dev/null)" == "${images_recipe}" ]]
+}
+
+if have_all; then
+	echo "${ASSETS}"
+	exit 0
+fi
+mkdir -p "${ASSETS}"
+work="$(mktemp -d "${ASSETS}/build.XXXXXX")"
+trap 'rm -rf "${work}"' EXIT
+
+if [[ "$(cat "${ASSETS}/images/recipe" 2>/dev/null)" != "${images_recipe}" ]]; then
+	rm -rf "${ASSETS}/images"
+	mkdir -p "${ASSETS}/images"
+	build_pause
+	build_busybox
+	echo "${images_recipe}" >"${ASSETS}/images/recipe"
+fi
+build_binaries
+echo "${ASSETS}"
