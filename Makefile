@@ -117,8 +117,9 @@ realcluster-assets: ## Build the real test cluster's binaries, images and node r
 	@if (( EUID == 0 )); then hack/node-rootfs.sh bin & rootfs=$$!; else rootfs=; \
 		echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi; \
 	assets=0; hack/cluster-assets.sh bin || assets=$$?; \
-	if [[ -n "$$rootfs" ]]; then wait "$$rootfs"; fi; \
-	exit "$$assets"
+	rootfsrc=0; if [[ -n "$$rootfs" ]]; then wait "$$rootfs" || rootfsrc=$$?; fi; \
+	if (( rootfsrc != 0 )); then echo "realcluster-assets: hack/node-rootfs.sh failed ($$rootfsrc)" >&2; fi; \
+	(( assets == 0 && rootfsrc == 0 ))
 
 realcluster-clean: ## Kill and remove what a killed real-cluster test run left (processes, cgroups, state)
 	go run ./test/realcluster/cleanup $(REALCLUSTER_NAMES)
