@@ -110,7 +110,7 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
 # file system (hack/node-rootfs.sh), built side by side (one mostly compiles,
 # the other mostly downloads) and cached in bin/.
-REALCLUSTER_NAMES := realcluster-test realcluster-killed
+REALCLUSTER_NAMES := realcluster-test realcluster-killed kmaint
 
 .PHONY: realcluster-assets realcluster-clean
 realcluster-assets: ## Build the real test cluster's binaries, images and node root file system into bin/ if missing

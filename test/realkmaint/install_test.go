@@ -1,0 +1,155 @@
+package realkmaint
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/realcluster"
+)
+
+// namespace is where the README installs kmaint; the admission policies
+// name the daemon's service account in it.
+const namespace = "kmaint-system"
+
+// timeout bounds each wait: pods start on nodes of a shared, loaded machine.
+const timeout = 5 * time.Minute
+
+// TestChartInstallsAndRunsOnRealNodes installs kmaint with helm on three
+// real nodes and checks what a user checks first: the operator's two
+// replicas Available with one leader, a daemon Ready on every node, and each
+// daemon reporting the boot its node really runs (its kubelet's
+// status.nodeInfo.bootID), which on these container nodes it reads from the
+// file the chart's daemon.bootIDFile names.
+func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cfg := realcluster.Config{Name: "kmaint", Nodes: 3, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
+	requireCluster(t, cfg)
+	c, err := realcluster.Start(ctx, cfg)
+	g.Expect(err).NotTo(HaveOccurred(), "start the cluster")
+	t.Cleanup(func() {
+		if err := c.Stop(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("stop the cluster: %v", err)
+		}
+	})
+
+	root := realcluster.RepoRoot()
+	image, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "image-tar.sh"), filepath.Join(root, "bin")).Output()
+	g.Expect(err).NotTo(HaveOccurred(), "hack/image-tar.sh")
+	for _, n := range c.Nodes() {
+		f, err := os.Open(strings.TrimSpace(string(image)))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n.ImportImage(ctx, f)).To(Succeed(), "import kmaint's image into %s", n.Name())
+		f.Close()
+	}
+
+	helm, err := filepath.Glob(filepath.Join(root, "bin", "helm", "*", "helm"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(helm).NotTo(BeEmpty(), "no helm under bin/helm (make helm builds it)")
+	install := exec.CommandContext(ctx, helm[0], "install", "kmaint", filepath.Join(root, "config", "helm", "kmaint"),
+		"--kubeconfig", c.Kubeconfig(), "--namespace", namespace, "--create-namespace",
+		"--values", filepath.Join(root, "config", "helm", "kmaint", "ci", "realcluster-values.yaml"),
+		"--wait", "--timeout", timeout.String())
+	out, err := install.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
+
+	cs, err := kubernetes.NewForConfig(c.RestConfig())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		d, err := cs.AppsV1().Deployments(namespace).Get(ctx, "kmaint-operator", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(2), "operator replicas available")
+	}, timeout, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(leases.Items).To(ContainElement(WithTransform(leaseHolder, HavePrefix("kmaint-operator-"))), "a leader elected")
+	}, timeout, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		ds, err := cs.AppsV1().DaemonSets(namespace).Get(ctx, "kmaint-daemon", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())), "daemons Ready")
+		g.Expect(daemonPodNodes(g, cs, ds)).To(ConsistOf(nodeNames(c)))
+	}, timeout, time.Second).Should(Succeed())
+
+	for _, n := range c.Nodes() {
+		inside, err := n.BootID(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(node.Status.NodeInfo.BootID).To(Equal(inside))
+			var state protocol.DaemonState
+			found, err := protocol.Decode(node, protocol.State, &state)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(found).To(BeTrue(), "the daemon on %s reported its state", n.Name())
+			g.Expect(state.BootID).To(Equal(inside), "the daemon on %s reports the node's boot, not the host kernel's", n.Name())
+		}, timeout, time.Second).Should(Succeed())
+	}
+}
+
+func leaseHolder(l coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// daemonPodNodes lists the nodes the DaemonSet's Ready pods run on.
+func daemonPodNodes(g Gomega, cs kubernetes.Interface, ds *appsv1.DaemonSet) []string {
+	pods, err := cs.CoreV1().Pods(ds.Namespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(ds.Spec.Selector)})
+	g.Expect(err).NotTo(HaveOccurred())
+	var nodes []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+	}
+	return nodes
+}
+
+func nodeNames(c *realcluster.Cluster) []string {
+	var names []string
+	for _, n := range c.Nodes() {
+		names = append(names, n.Name())
+	}
+	return names
+}
+
+// requireCluster stops t when this machine cannot run cfg's cluster: a
+// skip on a developer's machine, a failure under CI (CI set).
+func requireCluster(t *testing.T, cfg realcluster.Config) {
+	t.Helper()
+	err := realcluster.CanStart(&cfg)
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "" {
+		t.Skipf("the real cluster cannot run here: %v", err)
+	}
+	t.Fatalf("the real cluster cannot run here, and CI must run it: %v", err)
+}
+
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
