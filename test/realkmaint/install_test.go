@@ -33,7 +33,8 @@ const timeout = 5 * time.Minute
 // replicas Available with one leader, a daemon Ready on every node, and each
 // daemon reporting the boot its node really runs (its kubelet's
 // status.nodeInfo.bootID), which on these container nodes it reads from the
-// file the chart's daemon.bootIDFile names.
+// file the chart's daemon.bootIDFile names. Then a NodeMaintenance reboots
+// one node for real (see rebootThroughKmaint).
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -100,6 +101,8 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 			g.Expect(state.BootID).To(Equal(inside), "the daemon on %s reports the node's boot, not the host kernel's", n.Name())
 		}, timeout, time.Second).Should(Succeed())
 	}
+
+	rebootThroughKmaint(t, c)
 }
 
 func leaseHolder(l coordinationv1.Lease) string {
