@@ -33,8 +33,8 @@ const timeout = 5 * time.Minute
 // replicas Available with one leader, a daemon Ready on every node, and each
 // daemon reporting the boot its node really runs (its kubelet's
 // status.nodeInfo.bootID), which on these container nodes it reads from the
-// file the chart's daemon.bootIDFile names. Then a NodeMaintenance reboots
-// one node for real (see rebootThroughKmaint).
+// file the chart's daemon.bootIDFile names. Then kmaint reboots the nodes
+// for real: one for a NodeMaintenance, all for a config rollout.
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -102,7 +102,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 		}, timeout, time.Second).Should(Succeed())
 	}
 
-	rebootThroughKmaint(t, c)
+	kc := kmaintClient(g, c)
+	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
+	t.Run("a config rollout reboots every node once, one at a time", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
 }
 
 func leaseHolder(l coordinationv1.Lease) string {

@@ -27,14 +27,9 @@ import (
 // pod and confirms; the NodeMaintenance is Succeeded with both boot IDs, the
 // node is uncordoned with no protocol annotation left but the daemon's own,
 // and no other node rebooted.
-func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster) {
+func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	kc, err := client.New(c.RestConfig(), client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
 
 	target := c.Nodes()[1]
 	bootsBefore := map[string]int{}
@@ -77,4 +72,14 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster) {
 		}
 		g.Expect(n.Boots()).To(Equal(want), "boots of %s", n.Name())
 	}
+}
+
+// kmaintClient is a cluster admin's client that knows kmaint's kinds.
+func kmaintClient(g Gomega, c *realcluster.Cluster) client.Client {
+	scheme := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	kc, err := client.New(c.RestConfig(), client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	return kc
 }
