@@ -2,7 +2,6 @@ package realcluster_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +33,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	requireCluster(t, realcluster.Config{Name: killedName, Nodes: 1})
+	realcluster.Require(t, realcluster.Config{Name: killedName, Nodes: 1})
 	ready := filepath.Join(t.TempDir(), "ready")
 	child := exec.Command(os.Args[0], "-test.run", "^TestKilledRunIsCleanedUp$", "-test.v")
 	child.Env = append(os.Environ(), childEnv+"="+ready)
@@ -81,7 +80,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 func runChild(t *testing.T, ready string) {
 	ctx := context.Background()
 	if _, err := realcluster.Start(ctx, realcluster.Config{Name: killedName, Nodes: 1,
-		Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}); err != nil {
+		Log: realcluster.TestLog(t)}); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	if err := os.WriteFile(ready, nil, 0o644); err != nil {

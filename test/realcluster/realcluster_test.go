@@ -3,7 +3,6 @@ package realcluster_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,33 +25,10 @@ import (
 // imports at boot.
 const busybox = "docker.io/library/busybox:kmaint"
 
-// logWriter sends the cluster's progress lines to the test log.
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// requireCluster stops t when this machine cannot run cfg's cluster: a
-// skip on a developer's machine, a failure under CI (CI set), where a skip
-// would hide the only tests on real kubelets and real reboots.
-func requireCluster(t *testing.T, cfg realcluster.Config) {
-	t.Helper()
-	err := realcluster.CanStart(&cfg)
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "" {
-		t.Skipf("the real cluster cannot run here: %v", err)
-	}
-	t.Fatalf("the real cluster cannot run here, and CI must run it: %v", err)
-}
-
-// start starts a cluster for t (see requireCluster).
+// start starts a cluster for t (see realcluster.Require).
 func start(t *testing.T, ctx context.Context, cfg realcluster.Config) *realcluster.Cluster {
 	t.Helper()
-	requireCluster(t, cfg)
+	realcluster.Require(t, cfg)
 	began := time.Now()
 	c, err := realcluster.Start(ctx, cfg)
 	if err != nil {
@@ -87,7 +63,7 @@ func TestRealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	hostBefore := readSysctls(t)
-	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))})
+	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: realcluster.TestLog(t)})
 	stopped := false
 	t.Cleanup(func() {
 		if stopped {

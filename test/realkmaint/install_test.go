@@ -2,7 +2,6 @@ package realkmaint
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +37,8 @@ const timeout = 5 * time.Minute
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cfg := realcluster.Config{Name: "kmaint", Nodes: 3, Log: slog.New(slog.NewTextHandler(logWriter{t}, nil))}
-	requireCluster(t, cfg)
+	cfg := realcluster.Config{Name: "kmaint", Nodes: 3, Log: realcluster.TestLog(t)}
+	realcluster.Require(t, cfg)
 	c, err := realcluster.Start(ctx, cfg)
 	g.Expect(err).NotTo(HaveOccurred(), "start the cluster")
 	t.Cleanup(func() {
@@ -136,25 +135,4 @@ func nodeNames(c *realcluster.Cluster) []string {
 		names = append(names, n.Name())
 	}
 	return names
-}
-
-// requireCluster stops t when this machine cannot run cfg's cluster: a
-// skip on a developer's machine, a failure under CI (CI set).
-func requireCluster(t *testing.T, cfg realcluster.Config) {
-	t.Helper()
-	err := realcluster.CanStart(&cfg)
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "" {
-		t.Skipf("the real cluster cannot run here: %v", err)
-	}
-	t.Fatalf("the real cluster cannot run here, and CI must run it: %v", err)
-}
-
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -35,26 +35,14 @@ func (p *MaintenancePool) Unreadable() error { return unreadableError(p.unreadab
 // rest does not fit; see Unreadable.
 func (p *MaintenancePool) UnmarshalJSON(data []byte) error {
 	type plain MaintenancePool
-	var whole plain
-	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
-	if err == nil {
-		*p = MaintenancePool(whole)
-		p.unreadable = ""
-		return nil
-	}
-	*p = MaintenancePool{}
-	p.unreadable, err = metadataOnly(data, &p.TypeMeta, &p.ObjectMeta, err)
-	return err
+	return decodeLeniently(data, (*plain)(p), &p.TypeMeta, &p.ObjectMeta, &p.unreadable)
 }
 
 // MarshalJSON refuses an unreadable MaintenancePool: written back, its
 // missing spec would replace the stored one.
 func (p MaintenancePool) MarshalJSON() ([]byte, error) {
 	type plain MaintenancePool
-	if p.unreadable != "" {
-		return nil, refuseWrite("MaintenancePool", p.Name, p.unreadable)
-	}
-	return json.Marshal(plain(p))
+	return marshalReadable("MaintenancePool", p.Name, p.unreadable, plain(p))
 }
 
 // Unreadable says why the RebootPolicy's body could not be decoded; nil when
@@ -65,26 +53,14 @@ func (p *RebootPolicy) Unreadable() error { return unreadableError(p.unreadable)
 // does not fit; see Unreadable.
 func (p *RebootPolicy) UnmarshalJSON(data []byte) error {
 	type plain RebootPolicy
-	var whole plain
-	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
-	if err == nil {
-		*p = RebootPolicy(whole)
-		p.unreadable = ""
-		return nil
-	}
-	*p = RebootPolicy{}
-	p.unreadable, err = metadataOnly(data, &p.TypeMeta, &p.ObjectMeta, err)
-	return err
+	return decodeLeniently(data, (*plain)(p), &p.TypeMeta, &p.ObjectMeta, &p.unreadable)
 }
 
 // MarshalJSON refuses an unreadable RebootPolicy: written back, its missing
 // spec would replace the stored one.
 func (p RebootPolicy) MarshalJSON() ([]byte, error) {
 	type plain RebootPolicy
-	if p.unreadable != "" {
-		return nil, refuseWrite("RebootPolicy", p.Name, p.unreadable)
-	}
-	return json.Marshal(plain(p))
+	return marshalReadable("RebootPolicy", p.Name, p.unreadable, plain(p))
 }
 
 // Unreadable says why the NodeMaintenance's body could not be decoded; nil
@@ -96,26 +72,39 @@ func (nm *NodeMaintenance) Unreadable() error { return unreadableError(nm.unread
 // rest does not fit; see Unreadable.
 func (nm *NodeMaintenance) UnmarshalJSON(data []byte) error {
 	type plain NodeMaintenance
-	var whole plain
-	err := kjson.UnmarshalCaseSensitivePreserveInts(data, &whole)
-	if err == nil {
-		*nm = NodeMaintenance(whole)
-		nm.unreadable = ""
-		return nil
-	}
-	*nm = NodeMaintenance{}
-	nm.unreadable, err = metadataOnly(data, &nm.TypeMeta, &nm.ObjectMeta, err)
-	return err
+	return decodeLeniently(data, (*plain)(nm), &nm.TypeMeta, &nm.ObjectMeta, &nm.unreadable)
 }
 
 // MarshalJSON refuses an unreadable NodeMaintenance: written back, its
 // missing spec would replace the stored one.
 func (nm NodeMaintenance) MarshalJSON() ([]byte, error) {
 	type plain NodeMaintenance
-	if nm.unreadable != "" {
-		return nil, refuseWrite("NodeMaintenance", nm.Name, nm.unreadable)
+	return marshalReadable("NodeMaintenance", nm.Name, nm.unreadable, plain(nm))
+}
+
+// decodeLeniently decodes data into obj, a kind's plain type (so that the
+// kind's own UnmarshalJSON is not called again), and clears unreadable; or,
+// when the body does not fit, keeps only the metadata, in tm and om, and
+// why in unreadable.
+func decodeLeniently[T any](data []byte, obj *T, tm *metav1.TypeMeta, om *metav1.ObjectMeta, unreadable *string) error {
+	var zero T
+	*obj = zero
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
+	if err == nil {
+		return nil
 	}
-	return json.Marshal(plain(nm))
+	*obj = zero
+	*unreadable, err = metadataOnly(data, tm, om, err)
+	return err
+}
+
+// marshalReadable encodes obj, a kind's plain type, unless the object is
+// unreadable: written back, its missing spec would replace the stored one.
+func marshalReadable[T any](kind, name, unreadable string, obj T) ([]byte, error) {
+	if unreadable != "" {
+		return nil, fmt.Errorf("%s %s cannot be read (%s), so it is never written back: what the API server stores would be lost", kind, name, unreadable)
+	}
+	return json.Marshal(obj)
 }
 
 // metadataOnly decodes the type and object metadata of an object whose body
@@ -156,8 +145,4 @@ func unreadableError(why string) error {
 		return nil
 	}
 	return errors.New(why)
-}
-
-func refuseWrite(kind, name, why string) error {
-	return fmt.Errorf("%s %s cannot be read (%s), so it is never written back: what the API server stores would be lost", kind, name, why)
 }
