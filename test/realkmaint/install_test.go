@@ -1,6 +1,7 @@
 package realkmaint
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -37,7 +38,10 @@ const timeout = 5 * time.Minute
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cfg := realcluster.Config{Name: "kmaint", Nodes: 3, Log: realcluster.TestLog(t)}
+	// Two checkouts on one machine can run this at once under two names
+	// (a Start cleans up whatever a cluster of its name left, running or not).
+	name := cmp.Or(os.Getenv("KMAINT_REALCLUSTER_NAME"), "kmaint")
+	cfg := realcluster.Config{Name: name, Nodes: 3, Log: realcluster.TestLog(t)}
 	realcluster.Require(t, cfg)
 	c, err := realcluster.Start(ctx, cfg)
 	g.Expect(err).NotTo(HaveOccurred(), "start the cluster")
