@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kmaint/kmaint/daemon"
+	"github.com/kmaint/kmaint/daemon/hostcommand"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -32,6 +34,8 @@ Usage:
   kmaint-daemon run [flags]               run the agent for this node (the DaemonSet's command)
   kmaint-daemon request-reboot <reason>   ask for a reboot of this node
   kmaint-daemon cancel-reboot <id>        withdraw one of this boot's requests
+  kmaint-daemon install-host-command <dir>
+                                          copy this command to <dir> on the host
   kmaint-daemon version                   print the version (also --version)
 
 request-reboot writes one entry to this node's systemd journal and nothing
@@ -47,6 +51,12 @@ request-reboot printed; without one it lists them). The daemon withdraws the
 request until the node's reboot is approved for it, even while the node drains:
 kmaint then uncordons what it cordoned. After the approval the cancellation is
 refused (event CancelRefused on the Node) and the node reboots.
+
+install-host-command copies this binary to <dir>/kmaint-daemon, so that root
+on the node can run request-reboot and cancel-reboot there (the chart's
+daemon.hostCommandDir runs it in the daemon's init container). Without it, run
+them in the node's daemon pod: kubectl exec -n kmaint-system <pod> --
+/kmaint-daemon request-reboot <reason>.
 `
 
 // Main runs kmaint-daemon with args (without the program name) and returns
@@ -66,6 +76,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, hooks Ho
 		return requestReboot(args[1:], stdout, stderr)
 	case "cancel-reboot":
 		return cancelReboot(ctx, args[1:], stdout, stderr)
+	case "install-host-command":
+		return installHostCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version.Get())
 		return 0
@@ -132,6 +144,42 @@ func cancelReboot(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "Cancellation of request %s (%s: %s) journaled. The daemon withdraws it unless the node's reboot is already approved for it: "+
 		"then the node reboots and the Node gets a CancelRefused event.\n", r.ID, r.Source, v1alpha1.FitReason(r.Reason))
+	return 0
+}
+
+func installHostCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("install-host-command", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: kmaint-daemon install-host-command <dir>\n\n%s", usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon install-host-command: find this command:", err)
+		return 1
+	}
+	dir := fs.Arg(0)
+	changed, err := hostcommand.Install(self, dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon install-host-command:", err)
+		return 1
+	}
+	target := filepath.Join(dir, hostcommand.Name)
+	if changed {
+		fmt.Fprintf(stdout, "Installed %s (%s).\n", target, version.Get())
+	} else {
+		fmt.Fprintf(stdout, "%s is already this command (%s).\n", target, version.Get())
+	}
 	return 0
 }
 

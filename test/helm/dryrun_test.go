@@ -23,7 +23,7 @@ prometheus:
 alertWebhook:
   tokenSecret: {create: true}
 dashboards: {enabled: true}
-daemon: {bootIDFile: /run/kmaint/boot_id}
+daemon: {bootIDFile: /run/kmaint/boot_id, hostCommandDir: /opt/kmaint/bin}
 pools:
   - name: workers
     spec:

@@ -40,7 +40,7 @@ func TestChartRealClusterValues(t *testing.T) {
 		t.Fatal("hack/image-tar.sh names no IMAGE_NAME")
 	}
 	for _, spec := range []corev1.PodSpec{r.operator().Spec.Template.Spec, r.daemon().Spec.Template.Spec} {
-		for _, ctr := range spec.Containers {
+		for _, ctr := range append(spec.Containers, spec.InitContainers...) {
 			if ctr.Image != string(m[1]) || ctr.ImagePullPolicy != corev1.PullNever {
 				t.Errorf("container %s: image %q pull policy %q, want %s and Never", ctr.Name, ctr.Image, ctr.ImagePullPolicy, m[1])
 			}

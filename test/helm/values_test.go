@@ -259,6 +259,42 @@ daemon:
 				}
 			},
 		},
+		// Root on the host gets the command: an init container copies it
+		// into the host directory, which only it mounts, writable.
+		"host command": {
+			values: "daemon: {hostCommandDir: /opt/kmaint/bin}",
+			check: func(t *testing.T, r rendered) {
+				spec := r.daemon().Spec.Template.Spec
+				if len(spec.InitContainers) != 1 {
+					t.Fatalf("init containers %v, want the host command's", spec.InitContainers)
+				}
+				ini := spec.InitContainers[0]
+				if want := []string{"/kmaint-daemon", "install-host-command", "/opt/kmaint/bin"}; !slices.Equal(ini.Command, want) {
+					t.Errorf("init command %q, want %q", ini.Command, want)
+				}
+				if ini.Image != spec.Containers[0].Image {
+					t.Errorf("init image %q, the daemon's %q: the command on the host would not be the daemon's", ini.Image, spec.Containers[0].Image)
+				}
+				sc := ini.SecurityContext
+				if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+					sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("init security context %+v: want unprivileged, no escalation, every capability dropped", sc)
+				}
+				if len(ini.VolumeMounts) != 1 || ini.VolumeMounts[0].MountPath != "/opt/kmaint/bin" || ini.VolumeMounts[0].ReadOnly {
+					t.Fatalf("init mounts %v, want only /opt/kmaint/bin, writable", ini.VolumeMounts)
+				}
+				j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == ini.VolumeMounts[0].Name })
+				want := &corev1.HostPathVolumeSource{Path: "/opt/kmaint/bin", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}
+				if j < 0 || !cmp.Equal(spec.Volumes[j].HostPath, want) {
+					t.Errorf("volume %s is not the host directory /opt/kmaint/bin: %v", ini.VolumeMounts[0].Name, spec.Volumes)
+				}
+				for _, m := range spec.Containers[0].VolumeMounts {
+					if m.Name == ini.VolumeMounts[0].Name {
+						t.Errorf("the daemon mounts the host command's directory too, at %s", m.MountPath)
+					}
+				}
+			},
+		},
 		"pools": {
 			values: `
 pools:

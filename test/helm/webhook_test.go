@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +103,21 @@ func TestChartWebhookTLSModeUnknown(t *testing.T) {
 	out, err := exec.Command(filepath.Join(helmAssets(t), "helm"), "template", "kmaint", chartDir(), "--namespace", namespace, "--values", values).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `alertWebhook.tls.mode is "https": want generate, secret or none`) {
 		t.Errorf("helm template with tls.mode https: %v\n%s", err, out)
+	}
+}
+
+// A host command directory that is not a clean absolute path of its own
+// fails the render, naming the value, rather than mounting / or a relative
+// path writable into the init container.
+func TestChartHostCommandDirRefused(t *testing.T) {
+	for _, dir := range []string{"/", "opt/kmaint/bin", "/opt/../etc", "/opt/kmaint/bin/"} {
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, fmt.Appendf(nil, "daemon: {hostCommandDir: %q}", dir), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(filepath.Join(helmAssets(t), "helm"), "template", "kmaint", chartDir(), "--namespace", namespace, "--values", values).CombinedOutput()
+		if want := fmt.Sprintf("daemon.hostCommandDir is %q: want an absolute path", dir); err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("helm template with hostCommandDir %q: %v\n%s", dir, err, out)
+		}
 	}
 }

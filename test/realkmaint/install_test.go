@@ -4,9 +4,6 @@ import (
 	"cmp"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +17,6 @@ import (
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/test/realcluster"
 )
-
-// namespace is where the README installs kmaint; the admission policies
-// name the daemon's service account in it.
-const namespace = "kmaint-system"
 
 // timeout bounds each wait: pods start on nodes of a shared, loaded machine.
 const timeout = 5 * time.Minute
@@ -51,40 +44,22 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 		}
 	})
 
-	root := realcluster.RepoRoot()
-	image, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "image-tar.sh"), filepath.Join(root, "bin")).Output()
-	g.Expect(err).NotTo(HaveOccurred(), "hack/image-tar.sh")
-	for _, n := range c.Nodes() {
-		f, err := os.Open(strings.TrimSpace(string(image)))
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(n.ImportImage(ctx, f)).To(Succeed(), "import kmaint's image into %s", n.Name())
-		f.Close()
-	}
-
-	helm, err := filepath.Glob(filepath.Join(root, "bin", "helm", "*", "helm"))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(helm).NotTo(BeEmpty(), "no helm under bin/helm (make helm builds it)")
-	install := exec.CommandContext(ctx, helm[0], "install", "kmaint", filepath.Join(root, "config", "helm", "kmaint"),
-		"--kubeconfig", c.Kubeconfig(), "--namespace", namespace, "--create-namespace",
-		"--values", filepath.Join(root, "config", "helm", "kmaint", "ci", "realcluster-values.yaml"),
-		"--wait", "--timeout", timeout.String())
-	out, err := install.CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
+	g.Expect(Install(ctx, c, InstallOptions{Timeout: timeout})).To(Succeed())
 
 	cs, err := kubernetes.NewForConfig(c.RestConfig())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
-		d, err := cs.AppsV1().Deployments(namespace).Get(ctx, "kmaint-operator", metav1.GetOptions{})
+		d, err := cs.AppsV1().Deployments(Namespace).Get(ctx, "kmaint-operator", metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(2), "operator replicas available")
 	}, timeout, time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
+		leases, err := cs.CoordinationV1().Leases(Namespace).List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(leases.Items).To(ContainElement(WithTransform(leaseHolder, HavePrefix("kmaint-operator-"))), "a leader elected")
 	}, timeout, time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		ds, err := cs.AppsV1().DaemonSets(namespace).Get(ctx, "kmaint-daemon", metav1.GetOptions{})
+		ds, err := cs.AppsV1().DaemonSets(Namespace).Get(ctx, "kmaint-daemon", metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())), "daemons Ready")
 		g.Expect(daemonPodNodes(g, cs, ds)).To(ConsistOf(nodeNames(c)))
@@ -107,6 +82,7 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 
 	kc := kmaintClient(g, c)
 	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
+	t.Run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
 	t.Run("a config rollout reboots every node once, one at a time", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
 }
 

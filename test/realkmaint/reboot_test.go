@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/realcluster"
 )
@@ -61,9 +60,7 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 		g.Expect(kc.Get(ctx, client.ObjectKey{Name: target.Name()}, &node)).To(Succeed())
 		g.Expect(node.Status.NodeInfo.BootID).To(Equal(after))
 		g.Expect(node.Spec.Unschedulable).To(BeFalse(), "uncordoned")
-		for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootUnconfirmed, protocol.DrainFailed} {
-			g.Expect(node.Annotations).NotTo(HaveKey(key))
-		}
+		expectNoProtocolAnnotation(g, &node)
 	}, timeout, time.Second).Should(Succeed())
 	for _, n := range c.Nodes() {
 		want := bootsBefore[n.Name()]

@@ -1,0 +1,127 @@
+package hostcommand
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func install(t *testing.T, src, dir string) bool {
+	t.Helper()
+	changed, err := Install(src, dir)
+	if err != nil {
+		t.Fatalf("Install: %v", err)
+	}
+	return changed
+}
+
+func TestInstallCopiesOnceAndReplacesWhenChanged(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "v1", 0o700)
+	dir := t.TempDir()
+	target := filepath.Join(dir, Name)
+
+	if !install(t, src, dir) {
+		t.Fatal("the first install changed nothing")
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o755 || readFile(t, target) != "v1" {
+		t.Fatalf("installed %v %q, want -rwxr-xr-x v1", st.Mode(), readFile(t, target))
+	}
+
+	if install(t, src, dir) {
+		t.Fatal("an install of the same command rewrote it")
+	}
+	if again, err := os.Stat(target); err != nil || !os.SameFile(st, again) {
+		t.Fatal("an install of the same command replaced the file")
+	}
+
+	writeFile(t, src, "v2, longer", 0o700)
+	if !install(t, src, dir) || readFile(t, target) != "v2, longer" {
+		t.Fatalf("an upgraded command was not installed: %q", readFile(t, target))
+	}
+	// A mode changed by hand is put back, content equal or not.
+	if err := os.Chmod(target, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if !install(t, src, dir) {
+		t.Fatal("a world-writable command was left as it was")
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o755 {
+		t.Fatalf("mode %v after reinstall", st.Mode())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the directory holds %d files, want only %s", len(entries), Name)
+	}
+}
+
+// A link planted under the command's name is replaced, and what it points
+// to is not written through it.
+func TestInstallReplacesALinkWithoutFollowingIt(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "command", 0o755)
+	victim := filepath.Join(t.TempDir(), "shadow")
+	writeFile(t, victim, "untouched", 0o644)
+	dir := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(dir, Name)); err != nil {
+		t.Fatal(err)
+	}
+	install(t, src, dir)
+	if got := readFile(t, victim); got != "untouched" {
+		t.Fatalf("the link's target was written: %q", got)
+	}
+	st, err := os.Lstat(filepath.Join(dir, Name))
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("the command is %v (%v), want a regular file", st, err)
+	}
+}
+
+func TestInstallRemovesAKilledInstallsLeftovers(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "command", 0o755)
+	dir := t.TempDir()
+	leftover := filepath.Join(dir, tempPrefix+"123")
+	writeFile(t, leftover, "half", 0o600)
+	install(t, src, dir)
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("the leftover is still there: %v", err)
+	}
+}
+
+func TestInstallRefusesWhatIsNotADirectory(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "command", 0o755)
+	file := filepath.Join(t.TempDir(), "file")
+	writeFile(t, file, "", 0o644)
+	for name, dir := range map[string]string{
+		"missing":  filepath.Join(t.TempDir(), "nope"),
+		"a file":   file,
+		"no input": "",
+	} {
+		if _, err := Install(src, dir); err == nil {
+			t.Errorf("%s: Install(%q) succeeded", name, dir)
+		}
+	}
+	if _, err := Install(filepath.Join(t.TempDir(), "missing"), t.TempDir()); err == nil {
+		t.Error("Install of a missing command succeeded")
+	}
+}

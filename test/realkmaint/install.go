@@ -1,0 +1,85 @@
+package realkmaint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kmaint/kmaint/test/realcluster"
+)
+
+// Namespace is where the README installs kmaint; the admission policies
+// name the daemon's service account in it.
+const Namespace = "kmaint-system"
+
+// HostCommand is where the chart puts kmaint-daemon on each node
+// (ci/realcluster-values.yaml: daemon.hostCommandDir).
+const HostCommand = "/opt/kmaint/bin/kmaint-daemon"
+
+// InstallOptions say how Install installs kmaint.
+type InstallOptions struct {
+	// Set are more values, as `helm install --set` takes them (e.g. the
+	// Prometheus URL a cluster with RebootPolicies sets).
+	Set []string
+	// Timeout bounds helm's wait for every pod to be Ready. Default 5m.
+	Timeout time.Duration
+}
+
+// Install installs kmaint on c as a user would: the image hack/image-tar.sh
+// builds from the Dockerfile, imported into every node's containerd (there
+// is no registry to pull from), then `helm install` of config/helm/kmaint
+// into Namespace with the test bed's values, waiting until every pod is
+// Ready.
+func Install(ctx context.Context, c *realcluster.Cluster, opts InstallOptions) error {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	root := realcluster.RepoRoot()
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "image-tar.sh"), filepath.Join(root, "bin")).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w: %s", err, exit.Stderr)
+		}
+		return fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w", err)
+	}
+	tarball := strings.TrimSpace(string(out))
+	for _, n := range c.Nodes() {
+		if err := importImage(ctx, n, tarball); err != nil {
+			return err
+		}
+	}
+	helm, err := filepath.Glob(filepath.Join(root, "bin", "helm", "*", "helm"))
+	if err != nil || len(helm) == 0 {
+		return errors.New("no helm under bin/helm (make helm builds it)")
+	}
+	chart := filepath.Join(root, "config", "helm", "kmaint")
+	args := []string{"install", "kmaint", chart,
+		"--kubeconfig", c.Kubeconfig(), "--namespace", Namespace, "--create-namespace",
+		"--values", filepath.Join(chart, "ci", "realcluster-values.yaml"),
+		"--wait", "--timeout", opts.Timeout.String()}
+	for _, s := range opts.Set {
+		args = append(args, "--set", s)
+	}
+	if out, err := exec.CommandContext(ctx, helm[0], args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("helm install: %w: %s", err, out)
+	}
+	return nil
+}
+
+func importImage(ctx context.Context, n *realcluster.Node, tarball string) error {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := n.ImportImage(ctx, f); err != nil {
+		return fmt.Errorf("import kmaint's image into %s: %w", n.Name(), err)
+	}
+	return nil
+}
