@@ -194,16 +194,30 @@ func (c *Cluster) waitNodesReady(ctx context.Context, timeout time.Duration) err
 			default:
 			}
 			node, err := c.clientset.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
-			if err != nil || !NodeReady(node) {
-				notReady = append(notReady, n.name)
+			switch {
+			case err != nil:
+				notReady = append(notReady, fmt.Sprintf("%s (%v)", n.name, err))
+			case !NodeReady(node):
+				notReady = append(notReady, fmt.Sprintf("%s (%s)", n.name, readyMessage(node)))
 			}
 		}
 		return len(notReady) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("wait for nodes to be Ready (not Ready: %v): %w", notReady, err)
+		return fmt.Errorf("wait for nodes to be Ready (not Ready: %s): %w", strings.Join(notReady, ", "), err)
 	}
 	return nil
+}
+
+// readyMessage is what the node's Ready condition says, the kubelet's own
+// words on why it is not Ready.
+func readyMessage(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return "no Ready condition yet"
 }
 
 // NodeReady tells whether the node's Ready condition is True.

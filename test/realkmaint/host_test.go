@@ -39,10 +39,7 @@ func requestFromTheHost(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 	g := NewWithT(t)
 	ctx := context.Background()
 	target := c.Nodes()[0]
-	bootsBefore := map[string]int{}
-	for _, n := range c.Nodes() {
-		bootsBefore[n.Name()] = n.Boots()
-	}
+	bootsBefore := bootCounts(c)
 	before, err := target.BootID(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	cs, err := kubernetes.NewForConfig(c.RestConfig())
@@ -127,13 +124,7 @@ func requestFromTheHost(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 		g.Expect(node.Spec.Unschedulable).To(BeFalse(), "uncordoned")
 		expectNoProtocolAnnotation(g, &node)
 	}, timeout, time.Second).Should(Succeed())
-	for _, n := range c.Nodes() {
-		want := bootsBefore[n.Name()]
-		if n == target {
-			want++
-		}
-		g.Expect(n.Boots()).To(Equal(want), "boots of %s", n.Name())
-	}
+	expectRebootedOnce(g, c, bootsBefore, target)
 }
 
 // journalFields decodes journalctl --output=json: one object per line.
@@ -172,12 +163,4 @@ func daemonLog(g Gomega, cs kubernetes.Interface, node string) string {
 	b, err := io.ReadAll(r)
 	g.Expect(err).NotTo(HaveOccurred())
 	return string(b)
-}
-
-// expectNoProtocolAnnotation: nothing of a request is left on the node but
-// the daemon's own state.
-func expectNoProtocolAnnotation(g Gomega, node *corev1.Node) {
-	for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootUnconfirmed, protocol.DrainFailed} {
-		g.ExpectWithOffset(1, node.Annotations).NotTo(HaveKey(key), "%s on %s", key, node.Name)
-	}
 }

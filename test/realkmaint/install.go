@@ -10,6 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/realcluster"
 )
 
@@ -82,4 +87,16 @@ func importImage(ctx context.Context, n *realcluster.Node, tarball string) error
 		return fmt.Errorf("import kmaint's image into %s: %w", n.Name(), err)
 	}
 	return nil
+}
+
+// Client is a cluster admin's client of c that knows kmaint's kinds.
+func Client(c *realcluster.Cluster) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(c.RestConfig(), client.Options{Scheme: scheme})
 }

@@ -8,8 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
@@ -31,10 +29,7 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 	ctx := context.Background()
 
 	target := c.Nodes()[1]
-	bootsBefore := map[string]int{}
-	for _, n := range c.Nodes() {
-		bootsBefore[n.Name()] = n.Boots()
-	}
+	bootsBefore := bootCounts(c)
 	before, err := target.BootID(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -62,21 +57,12 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 		g.Expect(node.Spec.Unschedulable).To(BeFalse(), "uncordoned")
 		expectNoProtocolAnnotation(g, &node)
 	}, timeout, time.Second).Should(Succeed())
-	for _, n := range c.Nodes() {
-		want := bootsBefore[n.Name()]
-		if n == target {
-			want++
-		}
-		g.Expect(n.Boots()).To(Equal(want), "boots of %s", n.Name())
-	}
+	expectRebootedOnce(g, c, bootsBefore, target)
 }
 
 // kmaintClient is a cluster admin's client that knows kmaint's kinds.
 func kmaintClient(g Gomega, c *realcluster.Cluster) client.Client {
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	kc, err := client.New(c.RestConfig(), client.Options{Scheme: scheme})
+	kc, err := Client(c)
 	g.Expect(err).NotTo(HaveOccurred())
 	return kc
 }

@@ -1,0 +1,40 @@
+package realkmaint
+
+import (
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/realcluster"
+)
+
+// bootCounts is how many times each node of c has booted so far.
+func bootCounts(c *realcluster.Cluster) map[string]int {
+	boots := map[string]int{}
+	for _, n := range c.Nodes() {
+		boots[n.Name()] = n.Boots()
+	}
+	return boots
+}
+
+// expectRebootedOnce: each of rebooted booted exactly once since before
+// (bootCounts), and no other node of c booted at all.
+func expectRebootedOnce(g Gomega, c *realcluster.Cluster, before map[string]int, rebooted ...*realcluster.Node) {
+	for _, n := range c.Nodes() {
+		want := before[n.Name()]
+		for _, r := range rebooted {
+			if r == n {
+				want++
+			}
+		}
+		g.ExpectWithOffset(1, n.Boots()).To(Equal(want), "boots of %s", n.Name())
+	}
+}
+
+// expectNoProtocolAnnotation: nothing of a request is left on the node but
+// the daemon's own state.
+func expectNoProtocolAnnotation(g Gomega, node *corev1.Node) {
+	for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootUnconfirmed, protocol.DrainFailed} {
+		g.ExpectWithOffset(1, node.Annotations).NotTo(HaveKey(key), "%s on %s", key, node.Name)
+	}
+}
