@@ -110,7 +110,7 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
 # file system (hack/node-rootfs.sh), built side by side (one mostly compiles,
 # the other mostly downloads) and cached in bin/.
-REALCLUSTER_NAMES := realcluster-test realcluster-killed kmaint
+REALCLUSTER_NAMES := realcluster-test realcluster-killed kmaint kmaint-demo demo-test
 
 .PHONY: realcluster-assets realcluster-clean
 realcluster-assets: ## Build the real test cluster's binaries, images and node root file system into bin/ if missing
@@ -221,6 +221,17 @@ demo: test-deps envtest ## Run kmaint on a simulated cluster with its own API se
 	go build -o "$(BIN)/demo" ./test/demo
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	KUBEBUILDER_ASSETS="$$assets" "$(BIN)/demo" $(DEMO_FLAGS)
+
+# demo-cluster is the demo on real nodes: the cluster of test/realcluster
+# (systemd-nspawn machines with systemd, containerd and a kubelet) on this
+# machine, kmaint installed from its image and chart. Needs root. Cold, the
+# builds take the better part of an hour (the image's two Go builds, the
+# kube components, two Debian roots); then it starts in about a minute.
+.PHONY: demo-cluster
+demo-cluster: test-deps envtest helm bin-module realcluster-assets ## Run kmaint on a real cluster on this machine: nodes that really reboot (root; DEMO_FLAGS as for demo)
+	go build -o "$(BIN)/demo" ./test/demo
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" "$(BIN)/demo" --cluster=real $(DEMO_FLAGS)
 
 ##@ Cleaning
 

@@ -8,6 +8,12 @@
 // window. The demo shows them pass the gate, live, as read from the API
 // server and Prometheus. `make demo` runs it; `make demo DEMO_FLAGS=--help`
 // lists its flags.
+//
+// With --cluster=real (`make demo-cluster`) the cluster is a real one on
+// this machine instead (test/realcluster): nodes that are systemd-nspawn
+// machines running systemd, containerd and a kubelet, kmaint installed from
+// its image and Helm chart, and reboots that really happen; a host request
+// and a config rollout, with the same live view, summary and report.
 package main
 
 import (
@@ -33,7 +39,10 @@ func main() {
 	opts := options{}
 	var journal string
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
-	fs.IntVar(&opts.Nodes, "nodes", 12, "Simulated nodes in all, split evenly over the pools.")
+	var cluster string
+	fs.StringVar(&cluster, "cluster", "sim", "sim: simulated nodes on a real API server; real: a real cluster on this machine, systemd-nspawn nodes with systemd, containerd and a kubelet that really reboot, kmaint installed from its image and chart (make demo-cluster; needs root).")
+	fs.StringVar(&opts.ClusterName, "cluster-name", "kmaint-demo", "With --cluster=real: the cluster's name; starting it cleans up what an earlier cluster of that name left.")
+	fs.IntVar(&opts.Nodes, "nodes", 12, "Nodes in all, split evenly over the pools (with --cluster=real: default 4, at most 8).")
 	fs.IntVar(&opts.Pools, "pools", 2, "Pools (web, batch, infra, ...).")
 	fs.StringVar(&opts.MaxUnavailable, "max-unavailable", "", `maxUnavailable of every pool, an integer or a percentage such as 50% (default: web 2, batch 50%, others 25%).`)
 	fs.DurationVar(&opts.RebootTime, "reboot-time", 3*time.Second, "How long a simulated node is down for a reboot.")
@@ -45,6 +54,19 @@ func main() {
 	fs.StringVar(&opts.LogOut, "log-out", "./demo-kmaint.log", "Where the operator's and the daemons' logs go.")
 	_ = fs.Parse(os.Args[1:])
 	opts.Journal = sim.JournalMode(journal)
+	switch cluster {
+	case "sim":
+	case "real":
+		opts.Real = true
+		if !flagSet(fs, "nodes") {
+			opts.Nodes = 4
+		}
+		// Measured on the real nodes, not simulated.
+		opts.RebootTime = 0
+	default:
+		fmt.Fprintf(os.Stderr, "demo: --cluster=%s: want sim or real\n", cluster)
+		os.Exit(2)
+	}
 	opts.Live = isTerminal(os.Stdout)
 
 	logFile, err := os.Create(opts.LogOut)
@@ -53,6 +75,7 @@ func main() {
 		os.Exit(1)
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	opts.Logs = logFile
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first Ctrl-C, a second one kills the demo at once.
@@ -60,7 +83,11 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err = run(ctx, opts, os.Stdout)
+	if opts.Real {
+		err = runReal(ctx, opts, os.Stdout)
+	} else {
+		err = run(ctx, opts, os.Stdout)
+	}
 	_ = logFile.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -73,4 +100,11 @@ func main() {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// flagSet tells whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

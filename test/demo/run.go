@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/report"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -54,6 +52,20 @@ type options struct {
 	// Bed, when set, is a running API server to use instead of starting one;
 	// the demo leaves it running. Tests share theirs this way.
 	Bed *testbed.Bed
+	// Real runs the demo on a real cluster (runReal) instead of a
+	// simulated one.
+	Real bool
+	// ClusterName names the real cluster (realcluster.Config.Name).
+	ClusterName string
+	// Logs receives the real cluster's progress; nil discards it.
+	Logs io.Writer
+}
+
+func (o options) logs() io.Writer {
+	if o.Logs == nil {
+		return io.Discard
+	}
+	return o.Logs
 }
 
 // newConfig is the config identity the rollout moves a pool to.
@@ -160,6 +172,13 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	case metrics != nil:
 		fmt.Fprintln(out, "  metric  none: every node is rebooted by the requests above")
 	}
+	return finish(ctx, opts, out, w, bed.Client, target, start, plan)
+}
+
+// finish shows the requests pass the gate, live, until target is reached;
+// then the summary and the rollout report; then, unless ExitWhenDone, every
+// change until ctx ends.
+func finish(ctx context.Context, opts options, out io.Writer, w *watcher, kube client.Reader, target goal, start time.Time, plan *metricPlan) error {
 	fmt.Fprintln(out)
 	d := newDisplay(out, opts.Live, start)
 	final, state, end, err := d.untilDone(ctx, w, target)
@@ -172,12 +191,16 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if plan != nil {
 		makespan = d.rolloutEnd.Sub(start)
 	}
-	printSummary(out, summarize(final, state.maintenances, makespan, opts.RebootTime))
+	rebootTime, measured := opts.RebootTime, false
+	if rebootTime == 0 {
+		rebootTime, measured = medianDrainAndReboot(state.maintenances), true
+	}
+	printSummary(out, summarize(final, state.maintenances, makespan, rebootTime), measured)
 	if plan != nil {
 		printMetricSummary(out, final, state, plan)
 	}
 	if opts.ReportOut != "" {
-		if err := writeReport(ctx, bed.Client, opts.ReportOut); err != nil {
+		if err := writeReport(ctx, kube, opts.ReportOut); err != nil {
 			fmt.Fprintln(out, "No rollout report:", err)
 		} else {
 			path, _ := filepath.Abs(opts.ReportOut)
@@ -283,14 +306,8 @@ func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []si
 	}
 	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(hosts, ", "))
 
-	pool := &v1alpha1.MaintenancePool{}
-	if err := kube.Get(ctx, types.NamespacedName{Name: configPool.Name}, pool); err != nil {
-		return 0, fmt.Errorf("get pool %s: %w", configPool.Name, err)
-	}
-	base := pool.DeepCopy()
-	pool.Spec.DesiredConfig = newConfig
-	if err := kube.Patch(ctx, pool, client.MergeFrom(base)); err != nil {
-		return 0, fmt.Errorf("roll pool %s to %s: %w", configPool.Name, newConfig, err)
+	if err := rollOut(ctx, kube, configPool.Name); err != nil {
+		return 0, err
 	}
 	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n", configPool.Name, newConfig, configPool.Nodes)
 	return len(hosts) + configPool.Nodes, nil

@@ -103,7 +103,27 @@ func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time
 	return s
 }
 
-func printSummary(out io.Writer, s summary) {
+// medianDrainAndReboot is the median time from draining to succeeded of
+// the succeeded requests: on real nodes, the wave time the ideal is
+// measured in (zero without any).
+func medianDrainAndReboot(nms []v1alpha1.NodeMaintenance) time.Duration {
+	var ds []time.Duration
+	for _, nm := range nms {
+		t := nm.Status.PhaseTimes
+		if nm.Status.Phase == v1alpha1.PhaseSucceeded && t.Draining != nil && t.Succeeded != nil {
+			ds = append(ds, t.Succeeded.Sub(t.Draining.Time))
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[(len(ds)+1)/2-1]
+}
+
+// printSummary prints s; measured says the reboot time is the median
+// measured here rather than the simulation's.
+func printSummary(out io.Writer, s summary, measured bool) {
 	fmt.Fprintf(out, "\nAll %d requests done: %d Succeeded, %d Failed.\n\n", s.requests, s.succeeded, s.failed)
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	fmt.Fprintln(tw, "POOL\tREBOOTED\tMAX UNAVAILABLE\tWAVES\tIDEAL")
@@ -120,7 +140,11 @@ func printSummary(out io.Writer, s summary) {
 		ratio = fmt.Sprintf("%.2f", float64(s.makespan)/float64(s.ideal))
 	}
 	fmt.Fprintf(out, "\nmakespan %s, ideal %s, ratio %s\n", elapsed(s.makespan), s.ideal, ratio)
-	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s)\n", s.rebootTime)
+	wave := s.rebootTime.String()
+	if measured {
+		wave += ", the median drain and reboot measured here"
+	}
+	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s)\n", wave)
 	if s.metric > 0 {
 		fmt.Fprintf(out, "  (host and config requests; the %d the policy raised waited for its window, below)\n", s.metric)
 	}
