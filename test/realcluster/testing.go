@@ -1,6 +1,7 @@
 package realcluster
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -25,8 +26,11 @@ func Require(t testing.TB, cfg Config) {
 
 // TestLog is a logger for Config.Log that writes to t's log.
 func TestLog(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	return slog.New(slog.NewTextHandler(TestLogWriter(t), nil))
 }
+
+// TestLogWriter writes each line to t's log.
+func TestLogWriter(t testing.TB) io.Writer { return testWriter{t} }
 
 type testWriter struct{ t testing.TB }
 
