@@ -44,7 +44,7 @@ reads the entry back and raises it on the Node; the operator admits the node
 when its pool has room, inside its maintenance windows, cordons and drains it,
 and approves the reboot; the daemon then reboots the node. The request belongs
 to the current boot: any reboot satisfies it, and it is never replayed after.
-Follow it with: kubectl get nodemaintenances --field-selector spec.nodeName=<node>
+Follow it with: kubectl kmaint history <node>
 
 cancel-reboot journals the cancellation of one of this boot's requests (the id
 request-reboot printed; without one it lists them). The daemon withdraws the

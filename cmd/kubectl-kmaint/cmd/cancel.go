@@ -94,7 +94,7 @@ func deleteForCancel(ctx context.Context, c client.Client, name string) (*v1alph
 	for attempt := 0; ; attempt++ {
 		nm := &v1alpha1.NodeMaintenance{}
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, nm); apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("nodemaintenance %q not found (kubectl get nodemaintenances)", name)
+			return nil, "", fmt.Errorf("nodemaintenance %q not found (kubectl get nodemaintenances.kmaint.io)", name)
 		} else if err != nil {
 			return nil, "", fmt.Errorf("get nodemaintenance %s: %w", name, err)
 		}

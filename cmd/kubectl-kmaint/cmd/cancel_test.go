@@ -79,7 +79,7 @@ func TestCancelRefusesWhatItCannotCancel(t *testing.T) {
 	patchNode(g, approvedNode, gen.RequestedIDs("boot-a", v1alpha1.SourceAPI, time.Now(), string(lagging.UID)), gen.Approved("boot-a"))
 
 	for args, want := range map[string]string{
-		"cancel no-such-nm":          `nodemaintenance "no-such-nm" not found (kubectl get nodemaintenances)`,
+		"cancel no-such-nm":          `nodemaintenance "no-such-nm" not found (kubectl get nodemaintenances.kmaint.io)`,
 		"cancel " + host.Name:        "records a request made on node cxr-0 itself (request " + host.Status.RequestID + "): cancel it there, as root: kmaint-daemon cancel-reboot " + host.Status.RequestID,
 		"cancel " + config.Name:      "records a config request: it follows the pool's desiredConfig; pause the pool",
 		"cancel " + done.Name:        "nodemaintenance cxr-done is already Succeeded: nothing to cancel",

@@ -244,7 +244,7 @@ type NodeMaintenanceStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nm,categories=kmaint
+// +kubebuilder:resource:scope=Cluster,shortName=kmnm,categories=kmaint
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
