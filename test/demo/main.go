@@ -58,6 +58,14 @@ func main() {
 	case "sim":
 	case "real":
 		opts.Real = true
+		// The real demo's pools and requests are fixed, its reboots are
+		// real and so are its journals, and it has no Prometheus.
+		for _, simOnly := range []string{"pools", "max-unavailable", "reboot-time", "journal", "metrics"} {
+			if flagSet(fs, simOnly) {
+				fmt.Fprintf(os.Stderr, "demo: --%s applies to --cluster=sim only\n", simOnly)
+				os.Exit(2)
+			}
+		}
 		if !flagSet(fs, "nodes") {
 			opts.Nodes = 4
 		}
