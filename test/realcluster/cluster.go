@@ -38,6 +38,8 @@ type Cluster struct {
 	clientset  kubernetes.Interface
 	processes  []*process
 	nodes      []*Node
+	// lock is the machine's cluster lock, held until Stop.
+	lock *os.File
 }
 
 // cgroupName is the cluster's cgroup below this process's in every
@@ -55,10 +57,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, reterr error) {
 	if err := CanStart(&cfg); err != nil {
 		return nil, err
 	}
+	lock, err := lockMachine(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := Cleanup(ctx, cfg.Name, cfg.StateDir); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("clean up an earlier run: %w", err)
 	}
-	c := &Cluster{cfg: cfg, net: clusterNetwork()}
+	c := &Cluster{cfg: cfg, net: clusterNetwork(), lock: lock}
 	defer func() {
 		if reterr != nil {
 			reterr = errors.Join(reterr, c.Stop(context.WithoutCancel(ctx)))

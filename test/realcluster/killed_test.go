@@ -31,7 +31,9 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 		return
 	}
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The child may first wait its turn for the machine's cluster lock
+	// while another package's cluster runs (several minutes), then start.
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	realcluster.Require(t, realcluster.Config{Name: killedName, Nodes: 1})
 	ready := filepath.Join(t.TempDir(), "ready")
@@ -59,7 +61,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 		}
 		_, err := os.Stat(ready)
 		g.Expect(err).NotTo(HaveOccurred())
-	}).WithContext(ctx).WithTimeout(6 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(20 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	g.Expect(child.Process.Signal(syscall.SIGKILL)).To(Succeed())
 	<-exited

@@ -56,6 +56,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	if left := c.Leftovers(); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left after stop: %s", strings.Join(left, "; ")))
 	}
+	if c.lock != nil {
+		errs = append(errs, c.lock.Close())
+		c.lock = nil
+	}
 	return errors.Join(errs...)
 }
 

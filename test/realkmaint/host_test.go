@@ -63,9 +63,13 @@ func requestFromTheHost(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 	}, "\n") + "\n"
 	out, err = target.ExecWith(ctx, realcluster.ExecOptions{User: "kmaint-user", Stdin: strings.NewReader(forged)}, "logger", "--journald")
 	g.Expect(err).NotTo(HaveOccurred(), "logger --journald as kmaint-user: %s", out)
-	out, err = target.Exec(ctx, "journalctl", "--boot", "--output=json", "KMAINT_REQUEST_ID="+forgedRequestID)
-	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
-	g.Expect(journalFields(g, out)).To(ContainElement(HaveKeyWithValue("_UID", "1000")), "the forged entry is in the journal, written by uid 1000")
+	// logger returns once journald has the entry on its socket, not once
+	// it is in the journal's files.
+	g.Eventually(func(g Gomega) {
+		out, err := target.Exec(ctx, "journalctl", "--boot", "--output=json", "KMAINT_REQUEST_ID="+forgedRequestID)
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(journalFields(g, out)).To(ContainElement(HaveKeyWithValue("_UID", "1000")), "the forged entry is in the journal, written by uid 1000")
+	}, timeout, time.Second).Should(Succeed())
 
 	out, err = target.Exec(ctx, "systemd-run", "--wait", "--pipe", "--quiet", "--collect",
 		HostCommand, "request-reboot", "kernel update installed on the host")
