@@ -85,9 +85,9 @@ func (n *namespaces) netnsInode() (uint64, error) {
 	return st.Ino, nil
 }
 
-// dialer connects from inside the cluster's network namespace: the socket is
-// made on a thread that has entered it, and a socket stays in the namespace
-// it was made in.
+// dialer connects from, and listens in, the cluster's network namespace: the
+// socket is made on a thread that has entered it, and a socket stays in the
+// namespace it was made in.
 type dialer struct {
 	ns *os.File
 }
@@ -102,60 +102,91 @@ func newDialer(ns *namespaces) (*dialer, error) {
 
 func (d *dialer) close() { _ = d.ns.Close() }
 
-// DialContext dials addr from inside the namespace.
-func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+// inside runs fn on a thread of its own that has entered the namespace.
+// Only the sockets fn makes belong there; the goroutine calling inside, and
+// every other, stays in the host's.
+func (d *dialer) inside(fn func()) error {
+	entered := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		own, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: err}
+			entered <- err
 			return
 		}
 		defer own.Close()
 		if err := unix.Setns(int(d.ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("enter the cluster's network namespace: %w", err)}
+			entered <- fmt.Errorf("enter the cluster's network namespace: %w", err)
 			return
 		}
-		var nd net.Dialer
-		c, err := nd.DialContext(ctx, network, addr)
+		fn()
 		// A thread that cannot go back stays locked, and Go ends it with
 		// this goroutine.
 		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		ch <- result{c, err}
+		entered <- nil
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-entered
 }
 
-// proxy forwards connections from a port on the host's loopback to an
-// address inside the cluster's network namespace, so that clients on the
-// host (kubectl, helm, the tests) reach the API server without any link
-// between the namespaces.
+// DialContext dials addr from inside the namespace.
+func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var (
+		c       net.Conn
+		dialErr error
+	)
+	if err := d.inside(func() {
+		var nd net.Dialer
+		c, dialErr = nd.DialContext(ctx, network, addr)
+	}); err != nil {
+		return nil, err
+	}
+	return c, dialErr
+}
+
+// listen listens on addr inside the namespace.
+func (d *dialer) listen(addr string) (net.Listener, error) {
+	var (
+		ln        net.Listener
+		listenErr error
+	)
+	if err := d.inside(func() { ln, listenErr = net.Listen("tcp", addr) }); err != nil {
+		return nil, err
+	}
+	return ln, listenErr
+}
+
+// proxy forwards each connection a listener accepts to a target it dials,
+// each side in its own network namespace: from the host's loopback to the
+// API server inside the cluster's namespace (startProxy), or from inside
+// the cluster's namespace to an address of the host (Cluster.Expose), with
+// no link between the namespaces.
 type proxy struct {
-	ln     net.Listener
-	target string
-	dial   *dialer
-	wg     sync.WaitGroup
+	ln   net.Listener
+	dial func(ctx context.Context) (net.Conn, error)
+	wg   sync.WaitGroup
 }
 
+// startProxy lets clients on the host (kubectl, helm, the tests) reach
+// target inside the cluster's namespace at a port of the host's loopback.
 func startProxy(d *dialer, target string) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, dial: d}
+	return serveProxy(ln, func(ctx context.Context) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", target)
+	}), nil
+}
+
+func serveProxy(ln net.Listener, dial func(ctx context.Context) (net.Conn, error)) *proxy {
+	p := &proxy{ln: ln, dial: dial}
 	p.wg.Add(1)
 	go p.serve()
-	return p, nil
+	return p
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
@@ -173,7 +204,7 @@ func (p *proxy) serve() {
 
 func (p *proxy) forward(c net.Conn) {
 	defer c.Close()
-	u, err := p.dial.DialContext(context.Background(), "tcp", p.target)
+	u, err := p.dial(context.Background())
 	if err != nil {
 		return
 	}
