@@ -50,6 +50,7 @@ type PodWatcher struct {
 	worst   string // the pods at the fewest, and when
 	moments int
 	err     error // why the watch ended before the test did
+	stopped bool  // the test has ended
 }
 
 // WatchHealthyPods starts a watcher on the pods of namespace that match
@@ -60,7 +61,15 @@ type PodWatcher struct {
 func WatchHealthyPods(t testing.TB, bed *testbed.Bed, namespace, selector string) *PodWatcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	pw := &PodWatcher{t: t, pods: map[string]*corev1.Pod{}}
+	// The test's own cleanup may delete the pods next: what the watcher
+	// sees from now on is no longer the test's.
+	t.Cleanup(func() {
+		cancel()
+		pw.mu.Lock()
+		pw.stopped = true
+		pw.mu.Unlock()
+	})
 	cs, err := kubernetes.NewForConfig(bed.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +87,6 @@ func WatchHealthyPods(t testing.TB, bed *testbed.Bed, namespace, selector string
 	if err != nil {
 		t.Fatalf("watch pods %s in %s: %v", selector, namespace, err)
 	}
-	pw := &PodWatcher{t: t, pods: map[string]*corev1.Pod{}}
 	for i := range list.Items {
 		pw.pods[list.Items[i].Name] = &list.Items[i]
 	}
@@ -105,6 +113,9 @@ func WatchHealthyPods(t testing.TB, bed *testbed.Bed, namespace, selector string
 func (pw *PodWatcher) see(typ watch.EventType, p *corev1.Pod, selector string) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
+	if pw.stopped {
+		return
+	}
 	if typ == watch.Deleted {
 		delete(pw.pods, p.Name)
 	} else {
