@@ -113,8 +113,9 @@ func metricPolicyReboots(t *testing.T, c *realcluster.Cluster, kc client.Client,
 	bootsBefore := bootCounts(c)
 	bootBefore, err := target.BootID(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	prom.set(t, target.Name(), fragmented)
+	// Before the value changes: the operator cannot see it earlier.
 	raised := time.Now()
+	prom.set(t, target.Name(), fragmented)
 
 	var nm v1alpha1.NodeMaintenance
 	cured := false
