@@ -113,7 +113,5 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 func expectSettled(g Gomega, node *corev1.Node) {
 	g.Expect(realcluster.NodeReady(node)).To(BeTrue(), "%s Ready", node.Name)
 	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", node.Name)
-	for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootUnconfirmed, protocol.DrainFailed} {
-		g.Expect(node.Annotations).NotTo(HaveKey(key), node.Name)
-	}
+	expectNoProtocolAnnotation(g, node)
 }
