@@ -167,7 +167,11 @@ func (d *dialer) listen(addr string) (net.Listener, error) {
 type proxy struct {
 	ln   net.Listener
 	dial func(ctx context.Context) (net.Conn, error)
-	wg   sync.WaitGroup
+	// ctx ends at close, which ends every connection still forwarded: a
+	// socket left open in the cluster's namespace would keep it alive.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // serve and every forward
 }
 
 // startProxy lets clients on the host (kubectl, helm, the tests) reach
@@ -183,7 +187,8 @@ func startProxy(d *dialer, target string) (*proxy, error) {
 }
 
 func serveProxy(ln net.Listener, dial func(ctx context.Context) (net.Conn, error)) *proxy {
-	p := &proxy{ln: ln, dial: dial}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{ln: ln, dial: dial, ctx: ctx, cancel: cancel}
 	p.wg.Add(1)
 	go p.serve()
 	return p
@@ -198,13 +203,15 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
+		p.wg.Add(1)
 		go p.forward(c)
 	}
 }
 
 func (p *proxy) forward(c net.Conn) {
+	defer p.wg.Done()
 	defer c.Close()
-	u, err := p.dial(context.Background())
+	u, err := p.dial(p.ctx)
 	if err != nil {
 		return
 	}
@@ -212,10 +219,16 @@ func (p *proxy) forward(c net.Conn) {
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	<-done
+	select {
+	case <-done:
+	case <-p.ctx.Done():
+	}
 }
 
+// close stops accepting, ends the connections still forwarded, and waits
+// until every forward has returned.
 func (p *proxy) close() error {
+	p.cancel()
 	err := p.ln.Close()
 	p.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {

@@ -30,10 +30,10 @@ const timeout = 5 * time.Minute
 // status.nodeInfo.bootID), which on these container nodes it reads from the
 // file the chart's daemon.bootIDFile names. Then kmaint reboots the nodes
 // for real: one for a NodeMaintenance, one for root's request on the node,
-// all for a config rollout with
-// workloads running, one for a metric policy asking a real Prometheus, two
-// for a schedule policy. Each leaves the cluster as it found it: its pools,
-// policies and workloads deleted, every node uncordoned and Ready.
+// all for a config rollout with workloads running, one for a metric policy
+// asking a real Prometheus, two for a schedule policy. Each leaves the
+// cluster as it found it: its pools, policies and workloads deleted, every
+// node uncordoned and Ready.
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
