@@ -216,12 +216,24 @@ func (p *proxy) forward(c net.Conn) {
 		return
 	}
 	defer u.Close()
+	// Each direction ends on its own, as TCP's do: a client that has sent
+	// all it had (nc's stdin at its end) still reads the answer.
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	select {
-	case <-done:
-	case <-p.ctx.Done():
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	for range 2 {
+		select {
+		case <-done:
+		case <-p.ctx.Done():
+			return
+		}
 	}
 }
 
