@@ -3,7 +3,6 @@ package realkmaint
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -155,7 +154,7 @@ func metricPolicyReboots(t *testing.T, c *realcluster.Cluster, kc client.Client,
 		g.Expect(p.Status.Candidates).To(BeEmpty())
 	}, timeout, time.Second).Should(Succeed())
 	g.Expect(harness.PolicyMaintenances(g, bed, name)).To(HaveLen(1), "one request, for %s", target.Name())
-	expectBoots(g, c, bootsBefore, target.Name())
+	expectRebootedOnce(g, c, bootsBefore, target)
 }
 
 // schedulePolicyReboots puts two nodes in a pool of their own, one at a
@@ -223,7 +222,7 @@ func schedulePolicyReboots(t *testing.T, c *realcluster.Cluster, kc client.Clien
 	p := harness.GetPolicy(g, bed, name)
 	g.Expect(p.Status.LastScheduleTime).NotTo(BeNil())
 	g.Expect(p.Status.LastScheduleTime.Time).To(BeTemporally("==", fire), "the firing acted on")
-	expectBoots(g, c, bootsBefore, selected[0].Name(), selected[1].Name())
+	expectRebootedOnce(g, c, bootsBefore, selected...)
 	most, moments := watcher.MostUnavailable()
 	g.Expect(most).To(Equal(1), "the watcher saw one node of the pool at a time unavailable (over %d changes)", moments)
 }
@@ -248,27 +247,6 @@ func expectRebootedThroughGate(g Gomega, kc client.Client, n *realcluster.Node, 
 		g.Expect(node.Status.NodeInfo.BootID).To(Equal(after))
 		expectSettled(g, &node)
 	}, timeout, time.Second).Should(Succeed())
-}
-
-// bootCounts is how many times each node has booted.
-func bootCounts(c *realcluster.Cluster) map[string]int {
-	out := map[string]int{}
-	for _, n := range c.Nodes() {
-		out[n.Name()] = n.Boots()
-	}
-	return out
-}
-
-// expectBoots asserts that the rebooted nodes booted once more than in
-// before, and every other node not at all.
-func expectBoots(g Gomega, c *realcluster.Cluster, before map[string]int, rebooted ...string) {
-	for _, n := range c.Nodes() {
-		want := before[n.Name()]
-		if slices.Contains(rebooted, n.Name()) {
-			want++
-		}
-		g.Expect(n.Boots()).To(Equal(want), "boots of %s", n.Name())
-	}
 }
 
 func parseValue(g Gomega, s string) float64 {

@@ -41,10 +41,7 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 	g.Expect(err).NotTo(HaveOccurred())
 	before := startWorkloads(t, cs, len(c.Nodes()))
 
-	bootsBefore := map[string]int{}
-	for _, n := range c.Nodes() {
-		bootsBefore[n.Name()] = n.Boots()
-	}
+	bootsBefore := bootCounts(c)
 	labelNodes(t, kc, rolloutPool, nodeNames(c)...)
 	pool := gen.Pool(rolloutPool, intstr.FromInt32(1))
 	// The scratch pod's emptyDir holds data that a drain destroys, so a
@@ -70,9 +67,7 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 		}, 2*timeout, time.Second).Should(Succeed())
 	}
 	t.Logf("config os-2 rolled over %d real nodes with their workloads in %s", len(c.Nodes()), time.Since(began).Round(time.Second))
-	for _, n := range c.Nodes() {
-		g.Expect(n.Boots()).To(Equal(bootsBefore[n.Name()]+1), "boots of %s", n.Name())
-	}
+	expectRebootedOnce(g, c, bootsBefore, c.Nodes()...)
 	most, moments := nodeWatcher.MostUnavailable()
 	g.Expect(most).To(Equal(1), "the watcher saw one node at a time unavailable (over %d changes)", moments)
 
@@ -106,12 +101,4 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 		g.Expect(pods).To(HaveLen(1), "scratch pod Ready again")
 		g.Expect(pods[0].UID).NotTo(Equal(before.scratchPod), "the scratch pod was evicted with its emptyDir")
 	}, timeout, time.Second).Should(Succeed())
-}
-
-// expectSettled asserts that kmaint left the node as it found it: Ready,
-// uncordoned, and no annotation of a reboot in progress or failed.
-func expectSettled(g Gomega, node *corev1.Node) {
-	g.Expect(realcluster.NodeReady(node)).To(BeTrue(), "%s Ready", node.Name)
-	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", node.Name)
-	expectNoProtocolAnnotation(g, node)
 }
