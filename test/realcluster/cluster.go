@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,10 @@ type Cluster struct {
 	nsInode uint64
 	dial    *dialer
 	proxy   *proxy
+
+	exposedMu sync.Mutex
+	exposed   []*proxy // Expose's forwarders, closed by Stop
+	stopped   bool
 
 	restConfig *rest.Config
 	clientset  kubernetes.Interface

@@ -40,5 +40,7 @@
 // Node.ImportImage (kept across reboots); Config.NodeBinds for binaries
 // from the host. No kube-proxy and no cluster DNS run: the kubernetes
 // Service's cluster IP reaches the API server, other cluster IPs reach
-// nothing, pod IPs are routed between nodes.
+// nothing, pod IPs are routed between nodes. Cluster.Expose makes an
+// address of the host (a test's Prometheus, say) reachable from pods at an
+// address of the control plane's.
 package realcluster

@@ -85,9 +85,9 @@ func (n *namespaces) netnsInode() (uint64, error) {
 	return st.Ino, nil
 }
 
-// dialer connects from inside the cluster's network namespace: the socket is
-// made on a thread that has entered it, and a socket stays in the namespace
-// it was made in.
+// dialer connects from, and listens in, the cluster's network namespace: the
+// socket is made on a thread that has entered it, and a socket stays in the
+// namespace it was made in.
 type dialer struct {
 	ns *os.File
 }
@@ -102,60 +102,96 @@ func newDialer(ns *namespaces) (*dialer, error) {
 
 func (d *dialer) close() { _ = d.ns.Close() }
 
-// DialContext dials addr from inside the namespace.
-func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+// inside runs fn on a thread of its own that has entered the namespace.
+// Only the sockets fn makes belong there; the goroutine calling inside, and
+// every other, stays in the host's.
+func (d *dialer) inside(fn func()) error {
+	entered := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		own, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: err}
+			entered <- err
 			return
 		}
 		defer own.Close()
 		if err := unix.Setns(int(d.ns.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("enter the cluster's network namespace: %w", err)}
+			entered <- fmt.Errorf("enter the cluster's network namespace: %w", err)
 			return
 		}
-		var nd net.Dialer
-		c, err := nd.DialContext(ctx, network, addr)
+		fn()
 		// A thread that cannot go back stays locked, and Go ends it with
 		// this goroutine.
 		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		ch <- result{c, err}
+		entered <- nil
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-entered
 }
 
-// proxy forwards connections from a port on the host's loopback to an
-// address inside the cluster's network namespace, so that clients on the
-// host (kubectl, helm, the tests) reach the API server without any link
-// between the namespaces.
+// DialContext dials addr from inside the namespace.
+func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var (
+		c       net.Conn
+		dialErr error
+	)
+	if err := d.inside(func() {
+		var nd net.Dialer
+		c, dialErr = nd.DialContext(ctx, network, addr)
+	}); err != nil {
+		return nil, err
+	}
+	return c, dialErr
+}
+
+// listen listens on addr inside the namespace.
+func (d *dialer) listen(addr string) (net.Listener, error) {
+	var (
+		ln        net.Listener
+		listenErr error
+	)
+	if err := d.inside(func() { ln, listenErr = net.Listen("tcp", addr) }); err != nil {
+		return nil, err
+	}
+	return ln, listenErr
+}
+
+// proxy forwards each connection a listener accepts to a target it dials,
+// each side in its own network namespace: from the host's loopback to the
+// API server inside the cluster's namespace (startProxy), or from inside
+// the cluster's namespace to an address of the host (Cluster.Expose), with
+// no link between the namespaces.
 type proxy struct {
-	ln     net.Listener
-	target string
-	dial   *dialer
-	wg     sync.WaitGroup
+	ln   net.Listener
+	dial func(ctx context.Context) (net.Conn, error)
+	// ctx ends at close, which ends every connection still forwarded: a
+	// socket left open in the cluster's namespace would keep it alive.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // serve and every forward
 }
 
+// startProxy lets clients on the host (kubectl, helm, the tests) reach
+// target inside the cluster's namespace at a port of the host's loopback.
 func startProxy(d *dialer, target string) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, dial: d}
+	return serveProxy(ln, func(ctx context.Context) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", target)
+	}), nil
+}
+
+func serveProxy(ln net.Listener, dial func(ctx context.Context) (net.Conn, error)) *proxy {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{ln: ln, dial: dial, ctx: ctx, cancel: cancel}
 	p.wg.Add(1)
 	go p.serve()
-	return p, nil
+	return p
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
@@ -167,24 +203,44 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
+		p.wg.Add(1)
 		go p.forward(c)
 	}
 }
 
 func (p *proxy) forward(c net.Conn) {
+	defer p.wg.Done()
 	defer c.Close()
-	u, err := p.dial.DialContext(context.Background(), "tcp", p.target)
+	u, err := p.dial(p.ctx)
 	if err != nil {
 		return
 	}
 	defer u.Close()
+	// Each direction ends on its own, as TCP's do: a client that has sent
+	// all it had (nc's stdin at its end) still reads the answer.
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	<-done
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	for range 2 {
+		select {
+		case <-done:
+		case <-p.ctx.Done():
+			return
+		}
+	}
 }
 
+// close stops accepting, ends the connections still forwarded, and waits
+// until every forward has returned.
 func (p *proxy) close() error {
+	p.cancel()
 	err := p.ln.Close()
 	p.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {

@@ -3,6 +3,7 @@ package realcluster_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,14 @@ func TestRealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	hostBefore := readSysctls(t)
-	c := start(t, ctx, realcluster.Config{Name: "realcluster-test", Nodes: 3, Log: realcluster.TestLog(t)})
+	// Two checkouts on one machine can run this at once under two names, as
+	// they run test/realkmaint (with a suffix, since go test runs the
+	// packages at once).
+	name := "realcluster-test"
+	if own := os.Getenv("KMAINT_REALCLUSTER_NAME"); own != "" {
+		name = own + "-" + name
+	}
+	c := start(t, ctx, realcluster.Config{Name: name, Nodes: 3, Log: realcluster.TestLog(t)})
 	stopped := false
 	t.Cleanup(func() {
 		if stopped {
@@ -177,6 +185,38 @@ func TestRealCluster(t *testing.T) {
 			`printf 'GET /healthz HTTP/1.0\r\n\r\n' | nc -w 10 "$0" 443`, svc.Spec.ClusterIP)
 		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 		g.Expect(string(out)).To(ContainSubstring("Client sent an HTTP request to an HTTPS server"))
+	})
+
+	t.Run("a pod reaches an address of the host that the cluster exposes", func(t *testing.T) {
+		g := NewWithT(t)
+		// What a test's Prometheus or webhook on the host's loopback is.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		g.Expect(err).NotTo(HaveOccurred())
+		defer ln.Close()
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = fmt.Fprintf(conn, "hello from the host's %s\n", ln.Addr())
+				_ = conn.Close()
+			}
+		}()
+		inside, err := c.Expose(ln.Addr().String())
+		g.Expect(err).NotTo(HaveOccurred())
+		host, port, err := net.SplitHostPort(inside)
+		g.Expect(err).NotTo(HaveOccurred())
+		from := listPods(t, ctx, cs, ns, "app=guarded")[0]
+		// nc has nothing to send and half-closes at once: each time, the
+		// whole answer must still come back.
+		for range 5 {
+			out, err := kubectl(ctx, c, "exec", "-n", ns, from.Name, "--", "nc", "-w", "10", host, port)
+			g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+			g.Expect(strings.TrimSpace(string(out))).To(Equal("hello from the host's "+ln.Addr().String()), "pod %s on %s to %s", from.Name, from.Spec.NodeName, inside)
+		}
+		_, err = c.Expose("no port")
+		g.Expect(err).To(HaveOccurred(), "an address without a port")
 	})
 
 	t.Run("kubectl drain evicts the PDB-guarded pod", func(t *testing.T) {

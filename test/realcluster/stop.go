@@ -40,7 +40,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		c.processes[i].stop(15 * time.Second)
 	}
-	var errs []error
+	errs := []error{c.closeExposed()}
 	if c.proxy != nil {
 		errs = append(errs, c.proxy.close())
 	}

@@ -38,3 +38,11 @@ func expectNoProtocolAnnotation(g Gomega, node *corev1.Node) {
 		g.ExpectWithOffset(1, node.Annotations).NotTo(HaveKey(key), "%s on %s", key, node.Name)
 	}
 }
+
+// expectSettled asserts that kmaint left the node as it found it: Ready,
+// uncordoned, and no annotation of a reboot in progress or failed.
+func expectSettled(g Gomega, node *corev1.Node) {
+	g.Expect(realcluster.NodeReady(node)).To(BeTrue(), "%s Ready", node.Name)
+	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", node.Name)
+	expectNoProtocolAnnotation(g, node)
+}

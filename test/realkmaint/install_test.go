@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/realcluster"
 )
 
@@ -27,7 +29,11 @@ const timeout = 5 * time.Minute
 // daemon reporting the boot its node really runs (its kubelet's
 // status.nodeInfo.bootID), which on these container nodes it reads from the
 // file the chart's daemon.bootIDFile names. Then kmaint reboots the nodes
-// for real: one for a NodeMaintenance, all for a config rollout.
+// for real: one for a NodeMaintenance, one for root's request on the node,
+// all for a config rollout with workloads running, one for a metric policy
+// asking a real Prometheus, two for a schedule policy. Each leaves the
+// cluster as it found it: its pools, policies and workloads deleted, every
+// node uncordoned and Ready.
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -44,7 +50,13 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 		}
 	})
 
-	g.Expect(Install(ctx, c, InstallOptions{Timeout: timeout})).To(Succeed())
+	// The Prometheus that RebootPolicies ask, on the host, scraping series
+	// the test sets; the operator's pods reach it inside the cluster.
+	prom := prometheusSeries{exporter: promtest.NewExporter(t)}
+	prom.server = promtest.Start(t, promtest.Options{Targets: []string{prom.exporter.Address()}})
+	promInCluster, err := c.Expose(strings.TrimPrefix(prom.server.URL(), "http://"))
+	g.Expect(err).NotTo(HaveOccurred(), "expose Prometheus inside the cluster")
+	g.Expect(Install(ctx, c, InstallOptions{Timeout: timeout, Set: []string{"prometheus.url=http://" + promInCluster}})).To(Succeed())
 
 	cs, err := kubernetes.NewForConfig(c.RestConfig())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -83,7 +95,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	kc := kmaintClient(g, c)
 	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
 	t.Run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
-	t.Run("a config rollout reboots every node once, one at a time", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
+	t.Run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
+	t.Run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
+	t.Run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
 }
 
 func leaseHolder(l coordinationv1.Lease) string {
