@@ -3,6 +3,7 @@ package realkmaint
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,10 +33,7 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 	ctx := context.Background()
 
 	target := c.Nodes()[1]
-	bootsBefore := map[string]int{}
-	for _, n := range c.Nodes() {
-		bootsBefore[n.Name()] = n.Boots()
-	}
+	bootsBefore := bootCounts(c)
 	before, err := target.BootID(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -57,17 +55,41 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 	g.Expect(done.Status.BootIDBefore).To(Equal(before))
 	g.Expect(done.Status.BootIDAfter).To(Equal(after))
 	g.Eventually(func(g Gomega) {
-		var node corev1.Node
-		g.Expect(kc.Get(ctx, client.ObjectKey{Name: target.Name()}, &node)).To(Succeed())
+		node := expectSettled(g, kc, target.Name())
 		g.Expect(node.Status.NodeInfo.BootID).To(Equal(after))
-		g.Expect(node.Spec.Unschedulable).To(BeFalse(), "uncordoned")
-		for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned, protocol.RebootUnconfirmed, protocol.DrainFailed} {
-			g.Expect(node.Annotations).NotTo(HaveKey(key))
-		}
 	}, timeout, time.Second).Should(Succeed())
+	expectRebootedOnce(g, c, bootsBefore, target)
+}
+
+// expectSettled checks what a user relies on once a node's reboot is done:
+// uncordoned (the cordon kmaint made undone) and no protocol annotation left
+// but the daemon's own state and config. It returns the node.
+func expectSettled(g Gomega, kc client.Client, name string) *corev1.Node {
+	var node corev1.Node
+	g.Expect(kc.Get(context.Background(), client.ObjectKey{Name: name}, &node)).To(Succeed())
+	g.Expect(node.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", name)
+	for _, key := range []string{protocol.RebootRequested, protocol.RebootApproved, protocol.Admitted, protocol.Cordoned,
+		protocol.RebootUnconfirmed, protocol.DrainFailed, protocol.NodeNotBack} {
+		g.Expect(node.Annotations).NotTo(HaveKey(key), name)
+	}
+	return &node
+}
+
+// bootCounts is how many times each node has booted, by name.
+func bootCounts(c *realcluster.Cluster) map[string]int {
+	boots := map[string]int{}
 	for _, n := range c.Nodes() {
-		want := bootsBefore[n.Name()]
-		if n == target {
+		boots[n.Name()] = n.Boots()
+	}
+	return boots
+}
+
+// expectRebootedOnce checks that each of rebooted booted exactly once since
+// before was taken, and every other node not at all.
+func expectRebootedOnce(g Gomega, c *realcluster.Cluster, before map[string]int, rebooted ...*realcluster.Node) {
+	for _, n := range c.Nodes() {
+		want := before[n.Name()]
+		if slices.Contains(rebooted, n) {
 			want++
 		}
 		g.Expect(n.Boots()).To(Equal(want), "boots of %s", n.Name())

@@ -31,16 +31,8 @@ const rolloutPool = "real"
 func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	bootsBefore := map[string]int{}
-	for _, n := range c.Nodes() {
-		bootsBefore[n.Name()] = n.Boots()
-		var node corev1.Node
-		g.Expect(kc.Get(ctx, client.ObjectKey{Name: n.Name()}, &node)).To(Succeed())
-		patch := client.MergeFrom(node.DeepCopy())
-		node.Labels["pool"] = rolloutPool
-		g.Expect(kc.Patch(ctx, &node, patch)).To(Succeed())
-	}
-	g.Expect(kc.Create(ctx, gen.Pool(rolloutPool, intstr.FromInt32(1)))).To(Succeed())
+	bootsBefore := bootCounts(c)
+	poolOfEveryNode(t, c, kc, rolloutPool)
 	bed := &testbed.Bed{Config: c.RestConfig(), Client: kc, Scheme: kc.Scheme()}
 	watcher := harness.WatchBudget(t, bed, rolloutPool).FailAbove(1)
 
@@ -48,18 +40,39 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: rolloutPool, Config: "os-2"})).To(Succeed())
 	for _, n := range c.Nodes() {
 		g.Eventually(func(g Gomega) {
-			var node corev1.Node
-			g.Expect(kc.Get(ctx, client.ObjectKey{Name: n.Name()}, &node)).To(Succeed())
+			node := expectSettled(g, kc, n.Name())
 			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-2"), n.Name())
-			g.Expect(node.Spec.Unschedulable).To(BeFalse(), "%s uncordoned", n.Name())
-			g.Expect(node.Annotations).NotTo(HaveKey(protocol.RebootApproved), n.Name())
-			g.Expect(node.Annotations).NotTo(HaveKey(protocol.Cordoned), n.Name())
 		}, 2*timeout, time.Second).Should(Succeed())
 	}
 	t.Logf("config os-2 rolled over %d real nodes in %s", len(c.Nodes()), time.Since(began).Round(time.Second))
-	for _, n := range c.Nodes() {
-		g.Expect(n.Boots()).To(Equal(bootsBefore[n.Name()]+1), "boots of %s", n.Name())
-	}
+	expectRebootedOnce(g, c, bootsBefore, c.Nodes()...)
 	most, moments := watcher.MostUnavailable()
 	g.Expect(most).To(Equal(1), "the watcher saw one node at a time unavailable (over %d changes)", moments)
+}
+
+// poolOfEveryNode puts every node of the cluster into a new pool of that
+// name with maxUnavailable 1, and at the end of t takes them out of it again
+// and deletes it, so that the next test finds the nodes in the default pool.
+func poolOfEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client, pool string) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	label := func(value *string) {
+		for _, n := range c.Nodes() {
+			var node corev1.Node
+			g.Expect(kc.Get(ctx, client.ObjectKey{Name: n.Name()}, &node)).To(Succeed())
+			patch := client.MergeFrom(node.DeepCopy())
+			if value == nil {
+				delete(node.Labels, "pool")
+			} else {
+				node.Labels["pool"] = *value
+			}
+			g.Expect(kc.Patch(ctx, &node, patch)).To(Succeed())
+		}
+	}
+	label(&pool)
+	g.Expect(kc.Create(ctx, gen.Pool(pool, intstr.FromInt32(1)))).To(Succeed())
+	t.Cleanup(func() {
+		g.Expect(kc.Delete(ctx, gen.Pool(pool, intstr.FromInt32(1)))).To(Succeed())
+		label(nil)
+	})
 }
