@@ -25,7 +25,8 @@ type returnStep int
 
 const (
 	// startReturnWait records when the wait began, for an approval written
-	// before approvals said when they were made.
+	// before approvals said when they were made, or whose time lies too far
+	// ahead to be believed.
 	startReturnWait returnStep = iota
 	// keepWaitingForReturn: the bound has not passed yet.
 	keepWaitingForReturn
@@ -40,7 +41,10 @@ const (
 // when to look again while it waits.
 func decideReturnWait(s protocol.NodeState, now time.Time, bound time.Duration) (returnStep, time.Time) {
 	approvedAt := s.Admission.ApprovedAt
-	if approvedAt.IsZero() {
+	// A time further ahead than any clock skew (written by hand, or by a
+	// clock far off) would put the report off for as long: the wait starts
+	// anew instead.
+	if approvedAt.IsZero() || approvedAt.After(now.Add(v1alpha1.MaxClockSkew)) {
 		return startReturnWait, now.Add(bound)
 	}
 	if deadline := approvedAt.Add(bound); now.Before(deadline) {

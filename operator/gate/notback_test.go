@@ -59,6 +59,12 @@ func TestDecideReturnWait(t *testing.T) {
 		"a new boot that is not Ready is not back": {
 			node: gone(gen.BootID("boot-1")), now: t0.Add(bound), wantStep: reportNotBack,
 		},
+		"an approval timed far in the future (by hand, or a clock far off): the wait starts now": {
+			node: gone(gen.ApprovedAt("boot-0", t0.Add(24*time.Hour), "c")), now: t0, wantStep: startReturnWait, wantWake: t0.Add(bound),
+		},
+		"an approval timed within the clock skew ahead: waited on": {
+			node: gone(gen.ApprovedAt("boot-0", t0.Add(time.Minute), "c")), now: t0, wantStep: keepWaitingForReturn, wantWake: t0.Add(time.Minute + bound),
+		},
 		"an approval without its time (an older operator's): the wait starts now": {
 			node: gone(gen.Admitted("boot-0", t0.Add(-time.Hour), "c")), now: t0, wantStep: startReturnWait, wantWake: t0.Add(bound),
 		},
