@@ -260,6 +260,13 @@ func slowPodOn(t *testing.T, cs kubernetes.Interface, ns, node string) string {
 		},
 	}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
+	// Once the test is over its slowness is of no use: the pods go at once,
+	// before the namespace is deleted.
+	t.Cleanup(func() {
+		_ = cs.AppsV1().Deployments(ns).Delete(ctx, "slow-to-leave", metav1.DeleteOptions{})
+		_ = cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+			metav1.ListOptions{LabelSelector: "app=slow-to-leave"})
+	})
 	var name string
 	g.Eventually(func(g Gomega) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=slow-to-leave"})
