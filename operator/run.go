@@ -52,6 +52,10 @@ type Options struct {
 	// the gate completes the reboot without it and reports the daemon
 	// missing; 0 means 10m.
 	DaemonConfirmTimeout time.Duration
+	// NodeReturnTimeout is how long a node approved to reboot may take to
+	// come back (a new boot ID, Ready) before the gate reports it not back
+	// (NodeNotBack); the node keeps its slot either way; 0 means 15m.
+	NodeReturnTimeout time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
 	// PrometheusURL is the Prometheus server that policies and blocking
@@ -175,6 +179,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Metrics:           rec,
 
 		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
+		NodeReturnTimeout:    opts.NodeReturnTimeout,
 
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 	}
@@ -336,6 +341,7 @@ func (o Options) Validate() error {
 		{"--prometheus-timeout", o.PrometheusTimeout},
 		{"--blocking-query-interval", o.BlockingQueryInterval},
 		{"--daemon-confirm-timeout", o.DaemonConfirmTimeout},
+		{"--node-return-timeout", o.NodeReturnTimeout},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
@@ -349,6 +355,9 @@ func (o Options) Validate() error {
 	}
 	if o.DaemonConfirmTimeout > 0 && o.DaemonConfirmTimeout < time.Second {
 		return fmt.Errorf("--daemon-confirm-timeout=%s: no daemon starts that fast after a reboot; give at least 1s (the default is 10m)", o.DaemonConfirmTimeout)
+	}
+	if o.NodeReturnTimeout > 0 && o.NodeReturnTimeout < time.Second {
+		return fmt.Errorf("--node-return-timeout=%s: no node reboots that fast; give at least 1s (the default is 15m)", o.NodeReturnTimeout)
 	}
 	if (o.AlertWebhookCertFile == "") != (o.AlertWebhookKeyFile == "") {
 		return errors.New("--alert-webhook-cert-file and --alert-webhook-key-file go together: give both or neither")

@@ -33,6 +33,7 @@ func main() {
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
 	fs.DurationVar(&opts.DaemonConfirmTimeout, "daemon-confirm-timeout", 0, "How long a node may be back from its reboot (Ready, new boot ID) without its daemon confirming it; then the reboot is completed without it and the daemon reported missing (default 10m).")
+	fs.DurationVar(&opts.NodeReturnTimeout, "node-return-timeout", 0, "How long a node approved to reboot may take to come back (new boot ID, Ready); then it is reported not back (NodeNotBack), keeping its slot in the pool's budget (default 15m).")
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Prometheus server for RebootPolicy queries and pool blocking queries, e.g. http://prometheus.monitoring:9090.")
 	fs.DurationVar(&opts.PrometheusTimeout, "prometheus-timeout", 0, "Timeout of each Prometheus query (default 10s).")
 	fs.DurationVar(&opts.BlockingQueryInterval, "blocking-query-interval", 0, "How often a pool's blocking queries are asked while requests wait on them (default 30s).")

@@ -74,8 +74,9 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 }
 
 // finish completes reboots that are done, bounds the wait for a daemon
-// that does not confirm its node's reboot, and releases admissions that no
-// longer stand for a request, freeing their slots. Each is one patch, so no
+// that does not confirm its node's reboot and for a node that does not come
+// back from it, and releases admissions that no longer stand for a request,
+// freeing their slots. Each is one patch, so no
 // crash can leave a node uncordoned with its approval, or the reverse.
 func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 	var errs []error
@@ -88,6 +89,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				delete(n.Annotations, protocol.Admitted)
 				delete(n.Annotations, protocol.DrainFailed)
 				delete(n.Annotations, protocol.RebootUnconfirmed)
+				delete(n.Annotations, protocol.NodeNotBack)
 				uncordonIfOurs(n)
 			})
 			if err != nil {
@@ -101,6 +103,10 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 			errs = append(errs, r.awaitDaemon(ctx, st, v))
 		case v.UnconfirmedStale():
 			errs = append(errs, r.forgetUnconfirmed(ctx, st, v))
+		case v.AwaitingReturn():
+			errs = append(errs, r.awaitReturn(ctx, st, v))
+		case v.NotBackStale():
+			errs = append(errs, r.forgetNotBack(ctx, st, v))
 		case v.AdmissionVoid():
 			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 				delete(n.Annotations, protocol.Admitted)
@@ -199,8 +205,11 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) err
 		return nil // finish releases it on the next pass
 	}
 	boot := v.Admission.BootID
+	admission := *v.Admission
+	admission.ApprovedAt = st.now
 	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 		n.Annotations[protocol.RebootApproved] = boot
+		n.Annotations[protocol.Admitted] = protocol.Encode(admission)
 	}); err != nil {
 		return err
 	}

@@ -45,4 +45,15 @@
 // gets one Warning event and one count in
 // kmaint_pool_over_budget_episodes_total, and kmaint_pool_over_budget is 1
 // while it lasts.
+//
+// # After the approval
+//
+// A node approved to reboot holds its slot until it is back: a new boot ID,
+// Ready, and its daemon's confirmation. Two bounds keep a person from
+// waiting unawares. A node not back within NodeReturnTimeout is reported
+// (NodeNotBack, notback.go) and keeps its slot, since it really is
+// unavailable; a node back whose daemon does not confirm within
+// DaemonConfirmTimeout is completed without it (DaemonMissing, missing.go).
+// Each wait counts from a time written on the node, so restarts do not
+// lengthen it.
 package gate

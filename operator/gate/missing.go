@@ -71,6 +71,7 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		delete(n.Annotations, protocol.RebootApproved)
 		delete(n.Annotations, protocol.Admitted)
 		delete(n.Annotations, protocol.DrainFailed)
+		delete(n.Annotations, protocol.NodeNotBack)
 		uncordonIfOurs(n)
 	}); err != nil {
 		return err

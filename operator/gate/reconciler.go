@@ -55,6 +55,10 @@ type Reconciler struct {
 	// the gate completes the reboot without the daemon and reports the
 	// daemon missing (10m if zero).
 	DaemonConfirmTimeout time.Duration
+	// NodeReturnTimeout is how long a node approved to reboot may take to
+	// come back (a new boot ID, Ready) before the gate reports it not back;
+	// it keeps its slot either way (15m if zero).
+	NodeReturnTimeout time.Duration
 
 	inflight *inflight
 	// written is the status last written per pool, so that an unchanged
@@ -166,8 +170,8 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 
 // SetupWithManager registers the gate with the manager. Node changes that
 // matter to the protocol and pool spec changes trigger reconciles; nothing
-// polls, except a drain in progress and a wait for a daemon, which requeue
-// themselves.
+// polls, except a drain in progress and a wait for a daemon or a node's
+// return, which requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -180,6 +184,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	if r.DaemonConfirmTimeout == 0 {
 		r.DaemonConfirmTimeout = defaultDaemonConfirmTimeout
+	}
+	if r.NodeReturnTimeout == 0 {
+		r.NodeReturnTimeout = defaultNodeReturnTimeout
 	}
 	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
 	r.inflight = newInflight()

@@ -31,7 +31,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 			LastEvaluationTime: metav1.NewTime(st.block.at)}
 	}
 
-	var degraded, malformed []string
+	var degraded, malformed, notBack []string
 	for _, v := range st.views {
 		s.Nodes++
 		count(&s.Ready, v.Ready)
@@ -41,9 +41,12 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 		count(&s.Rebooting, v.Rebooting())
 		count(&s.Degraded, v.Degraded())
 		count(&s.Conflicting, len(v.otherPools) > 0)
-		if v.Unreadable != nil {
+		switch {
+		case v.Unreadable != nil:
 			malformed = append(malformed, v.Unreadable.Error())
-		} else if v.Degraded() {
+		case v.NodeNotBackReported():
+			notBack = append(notBack, fmt.Sprintf("%s: %s", v.Node.Name, v.NotBack.Message()))
+		case v.Degraded():
 			degraded = append(degraded, degradedMessage(v))
 		}
 	}
@@ -52,7 +55,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 
 	r.setBlocked(st)
 	setDraining(st)
-	r.setDegraded(st, degraded, malformed)
+	r.setDegraded(st, degraded, malformed, notBack)
 	setConflicting(st)
 	r.setOverBudget(ctx, st)
 }
@@ -181,8 +184,9 @@ func setDraining(st *poolState) {
 }
 
 // setDegraded reports what needs a person, with a Warning event on each
-// node whose annotations turn unreadable, once.
-func (r *Reconciler) setDegraded(st *poolState, degraded, malformed []string) {
+// node whose annotations turn unreadable, once. Nodes not back from their
+// reboot come first among the degraded ones: they hold the pool's rollout.
+func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []string) {
 	pool := st.pool
 	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.DegradedCondition)
 	switch {
@@ -200,6 +204,8 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed []string) {
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
 	case len(malformed) > 0:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
+	case len(notBack) > 0:
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodeNotBackReason, "", strings.Join(append(notBack, degraded...), "; "))
 	case len(degraded) > 0:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodesDegradedReason, "", strings.Join(degraded, "; "))
 	default:

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -63,8 +64,12 @@ func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() strin
 		}
 		r.Metrics.Completed(pool(), source, "failed")
 	}
-	if !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DegradedCondition) && meta.IsStatusConditionTrue(nm.Status.Conditions, v1alpha1.DegradedCondition) {
-		r.Metrics.RebootFailed(pool(), "RebootNotObserved")
+	// A reboot that went wrong without failing the request (not observed,
+	// the node not back, its daemon missing) counts under the reason its
+	// Degraded condition gives.
+	if was, is := meta.FindStatusCondition(base.Status.Conditions, v1alpha1.DegradedCondition), meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.DegradedCondition); is != nil && is.Status == metav1.ConditionTrue &&
+		(was == nil || was.Status != metav1.ConditionTrue || was.Reason != is.Reason) {
+		r.Metrics.RebootFailed(pool(), is.Reason)
 	}
 }
 

@@ -110,6 +110,11 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.phase, v.message = v1alpha1.PhaseRequested, fmt.Sprintf("node %s requests a reboot and waits for its pool to admit it", nm.Spec.NodeName)
 		v.wait = w
 	}
+	// A node not back from its approved reboot keeps the request where it
+	// is, Approved or Rebooting, and says so: it may still come back.
+	if f.NodeNotBackReported() && f.Approved == boot && v.degraded == "" {
+		v.degraded, v.degradedReason = f.NotBack.Message(), v1alpha1.NodeNotBackReason
+	}
 	if v.phase == v1alpha1.PhaseRequested && w.reason != "" {
 		v.message = fmt.Sprintf("node %s requests a reboot and waits: %s", nm.Spec.NodeName, w.message)
 	}

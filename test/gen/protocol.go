@@ -67,6 +67,19 @@ func Approved(boot string) NodeOption {
 	}
 }
 
+// ApprovedAt writes the gate's approval of boot at the given time, with the
+// admission it approved (admitted at the same time).
+func ApprovedAt(boot string, at time.Time, ids ...string) NodeOption {
+	return Annotations(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: at, ApprovedAt: at}),
+		protocol.RebootApproved, boot)
+}
+
+// NodeNotBack writes the gate's node-not-back annotation: the reboot of
+// approvedBoot, approved at approvedAt, was reported not back at since.
+func NodeNotBack(approvedBoot string, approvedAt, since time.Time) NodeOption {
+	return Annotations(protocol.NodeNotBack, protocol.Encode(protocol.NotBack{ApprovedBoot: approvedBoot, ApprovedAt: approvedAt, Since: since}))
+}
+
 // DrainFailed writes the gate's drain-failed annotation: the drain for the
 // requests ids of boot timed out at at, blocked by what message says.
 func DrainFailed(boot string, at time.Time, message string, ids ...string) NodeOption {

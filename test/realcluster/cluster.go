@@ -185,7 +185,7 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	n := &Node{name: name, index: i, dir: filepath.Join(c.cfg.StateDir, "nodes", name), c: c, cg: cg, done: make(chan struct{})}
+	n := &Node{name: name, index: i, dir: filepath.Join(c.cfg.StateDir, "nodes", name), c: c, cg: cg, done: make(chan struct{}), stopping: make(chan struct{})}
 	if err := n.prepare(ctx); err != nil {
 		return err
 	}

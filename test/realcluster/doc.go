@@ -38,7 +38,8 @@
 // kernel's boot ID, and nspawn's own file cannot be a hostPath); images
 // imported from the cluster assets' images/ at every boot, more with
 // Node.ImportImage (kept across reboots); Config.NodeBinds for binaries
-// from the host. No kube-proxy and no cluster DNS run: the kubernetes
+// from the host; Node.HoldNextBoot to keep a node down after its next
+// reboot, as a machine that does not come back, until the test releases it. No kube-proxy and no cluster DNS run: the kubernetes
 // Service's cluster IP reaches the API server, other cluster IPs reach
 // nothing, pod IPs are routed between nodes. Cluster.Expose makes an
 // address of the host (a test's Prometheus, say) reachable from pods at an

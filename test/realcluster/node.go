@@ -36,7 +36,10 @@ type Node struct {
 	nspawn *exec.Cmd // the current boot's systemd-nspawn
 	boots  int
 	stop   bool
+	hold   *BootHold     // held down after the next reboot, when set
 	done   chan struct{} // closed when the node stopped for good
+	// stopping is closed when Stop begins, to end a hold.
+	stopping chan struct{}
 }
 
 // Name is the node's name, as a machine and as a Kubernetes Node.
@@ -148,6 +151,9 @@ func (n *Node) supervise() {
 			return
 		}
 		n.c.cfg.Log.Info("Node reboots", "node", n.name, "boot", boot, "exitStatus", rc)
+		if !n.waitIfHeld() {
+			return
+		}
 	}
 }
 
@@ -273,7 +279,10 @@ func (n *Node) ImportImage(ctx context.Context, tarball io.Reader) error {
 // to timeout.
 func (n *Node) shutdown(timeout time.Duration) {
 	n.mu.Lock()
-	n.stop = true
+	if !n.stop {
+		n.stop = true
+		close(n.stopping)
+	}
 	cmd := n.nspawn
 	n.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {

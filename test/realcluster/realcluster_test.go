@@ -65,8 +65,7 @@ func TestRealCluster(t *testing.T) {
 	defer cancel()
 	hostBefore := readSysctls(t)
 	// Two checkouts on one machine can run this at once under two names, as
-	// they run test/realkmaint (with a suffix, since go test runs the
-	// packages at once).
+	// they run test/realkmaint (with a suffix: the name tells clusters apart).
 	name := "realcluster-test"
 	if own := os.Getenv("KMAINT_REALCLUSTER_NAME"); own != "" {
 		name = own + "-" + name
@@ -277,6 +276,38 @@ func TestRealCluster(t *testing.T) {
 			g.Expect(ds.Status.NumberReady).To(BeEquivalentTo(len(c.Nodes())))
 		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(Succeed(), "the DaemonSet's pod runs again on the rebooted node")
 		t.Logf("cluster memory after the reboot: %d MiB, peak %d MiB", c.MemoryBytes()>>20, c.PeakMemoryBytes()>>20)
+	})
+
+	t.Run("a node held after its reboot stays down until released", func(t *testing.T) {
+		g := NewWithT(t)
+		n := c.Nodes()[2]
+		before, err := n.BootID(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		boots := n.Boots()
+		hold := n.HoldNextBoot()
+		out, err := n.Exec(ctx, "busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1",
+			"org.freedesktop.login1.Manager", "Reboot", "b", "false")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Eventually(hold.Down()).WithTimeout(3*time.Minute).Should(BeClosed(), "the node went down for its reboot")
+		_, err = n.Exec(ctx, "true")
+		g.Expect(err).To(HaveOccurred(), "nothing runs on a node held down")
+		g.Expect(n.Boots()).To(Equal(boots), "not booted again while held")
+
+		hold.Release()
+		g.Eventually(func(g Gomega) {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(node.Status.NodeInfo.BootID).NotTo(Equal(before))
+			g.Expect(realcluster.NodeReady(node)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), "back once released")
+		g.Expect(n.Boots()).To(Equal(boots + 1))
+
+		// Held down again, and left so: Stop must clean up a held node too.
+		hold = n.HoldNextBoot()
+		out, err = n.Exec(ctx, "busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1",
+			"org.freedesktop.login1.Manager", "Reboot", "b", "false")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Eventually(hold.Down()).WithTimeout(3 * time.Minute).Should(BeClosed())
 	})
 
 	t.Run("nothing is left after Stop", func(t *testing.T) {

@@ -98,6 +98,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	t.Run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
 	t.Run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
 	t.Run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
+	t.Run("the leading operator deleted mid-drain: the other replica completes the reboot, once", func(t *testing.T) { operatorDeletedMidDrain(t, c, kc) })
+	t.Run("the daemon pod deleted right after approval: the node reboots once", func(t *testing.T) { daemonDeletedAfterApproval(t, c, kc) })
+	t.Run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
 }
 
 func leaseHolder(l coordinationv1.Lease) string {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
@@ -51,11 +50,8 @@ func rebootThroughKmaint(t *testing.T, c *realcluster.Cluster, kc client.Client)
 	g.Expect(done.Status.BootIDBefore).To(Equal(before))
 	g.Expect(done.Status.BootIDAfter).To(Equal(after))
 	g.Eventually(func(g Gomega) {
-		var node corev1.Node
-		g.Expect(kc.Get(ctx, client.ObjectKey{Name: target.Name()}, &node)).To(Succeed())
+		node := settledNode(g, kc, target.Name())
 		g.Expect(node.Status.NodeInfo.BootID).To(Equal(after))
-		g.Expect(node.Spec.Unschedulable).To(BeFalse(), "uncordoned")
-		expectNoProtocolAnnotation(g, &node)
 	}, timeout, time.Second).Should(Succeed())
 	expectRebootedOnce(g, c, bootsBefore, target)
 }

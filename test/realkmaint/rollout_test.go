@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,10 +59,8 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: rolloutPool, Config: "os-2"})).To(Succeed())
 	for _, n := range c.Nodes() {
 		g.Eventually(func(g Gomega) {
-			var node corev1.Node
-			g.Expect(kc.Get(ctx, client.ObjectKey{Name: n.Name()}, &node)).To(Succeed())
+			node := settledNode(g, kc, n.Name())
 			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-2"), n.Name())
-			expectSettled(g, &node)
 		}, 2*timeout, time.Second).Should(Succeed())
 	}
 	t.Logf("config os-2 rolled over %d real nodes with their workloads in %s", len(c.Nodes()), time.Since(began).Round(time.Second))

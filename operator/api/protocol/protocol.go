@@ -106,6 +106,11 @@ type Admission struct {
 	// its labels put it in meanwhile; empty in admissions written before
 	// the field existed, which count only where the node is.
 	Pool string `json:"pool,omitempty"`
+	// ApprovedAt is when the gate approved the reboot: the node's return
+	// (a new boot ID, Ready) is timed from it. Zero before the approval, and
+	// in approvals written before the field existed, whose wait the gate
+	// then times from when it first sees them.
+	ApprovedAt time.Time `json:"approvedAt,omitzero"`
 }
 
 // DrainFailure is the value of DrainFailed.

@@ -43,6 +43,9 @@ type NodeState struct {
 	// Unconfirmed says the node came back from its approved reboot without
 	// its daemon confirming it; nil when absent.
 	Unconfirmed *UnconfirmedReboot
+	// NotBack says the node was reported not back from its approved reboot
+	// within the operator's bound; nil when absent.
+	NotBack *NotBack
 	// DesiredConfig and CurrentConfig are the config identities the pool
 	// wants and the node runs; empty when absent.
 	DesiredConfig, CurrentConfig string
@@ -81,6 +84,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.DrainFailure = decode[DrainFailure](node, DrainFailed, &errs)
 	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
+	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
 }
@@ -178,10 +182,10 @@ func (s NodeState) DaemonDegraded() bool {
 
 // Degraded reports whether the node needs a person: its daemon says the
 // approved reboot did not happen, the drain for its current requests failed,
-// its daemon did not come back after the reboot, or its annotations cannot
-// be read.
+// its daemon did not come back after the reboot, the node itself did not
+// come back within the operator's bound, or its annotations cannot be read.
 func (s NodeState) Degraded() bool {
-	return s.DaemonDegraded() || s.DrainFailedForCurrent() || s.DaemonMissing() || s.Unreadable != nil
+	return s.DaemonDegraded() || s.DrainFailedForCurrent() || s.DaemonMissing() || s.NodeNotBackReported() || s.Unreadable != nil
 }
 
 // RebootDone reports whether the approved reboot has completed: the node is
@@ -255,6 +259,8 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}
 	case s.DaemonMissing():
 		return Position{Stage: StageDegraded, Message: s.Unconfirmed.Message(), Since: s.Unconfirmed.Since}
+	case s.NodeNotBackReported():
+		return Position{Stage: StageDegraded, Message: s.NotBack.Message(), Since: s.NotBack.Since}
 	case s.Approved != "" && s.Approved == s.BootID:
 		if s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID {
 			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}

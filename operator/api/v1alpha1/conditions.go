@@ -28,11 +28,13 @@ const (
 	// DrainingCondition is True while nodes are being drained.
 	DrainingCondition = "Draining"
 	// DegradedCondition is True while a node's drain failed, its reboot
-	// did not happen or its daemon did not come back after it, or the pool's
+	// did not happen, the node did not come back from it in time (reason
+	// NodeNotBack) or its daemon did not come back after it, or the pool's
 	// spec or a node's annotations cannot be used. On a NodeMaintenance it
 	// is True while the node's daemon reports that the approved reboot did
-	// not happen, and stays True (reason DaemonMissing) on a request whose
-	// reboot was completed without the daemon's confirmation.
+	// not happen or the node is not back from it (NodeNotBack), and stays
+	// True (reason DaemonMissing) on a request whose reboot was completed
+	// without the daemon's confirmation.
 	DegradedCondition = "Degraded"
 	// ConflictingCondition is True while another pool selects some of the
 	// pool's nodes too, or a pool whose nodeSelector cannot be parsed might.
@@ -155,6 +157,11 @@ const (
 	// operator's bound; the reboot was completed without it. Also the
 	// reason of the Warning event on the node and its pool.
 	DaemonMissingReason = "DaemonMissing"
+	// NodeNotBackReason: the node was approved to reboot and has not come
+	// back (a new boot ID, Ready) within the operator's bound; it keeps its
+	// slot in the pool's budget. Also the reason of the pool's Degraded
+	// condition and of the Warning event on the node and its pool.
+	NodeNotBackReason = "NodeNotBack"
 	// CancelledReason: the request was withdrawn on the node before its
 	// reboot was approved (kmaint-daemon cancel-reboot).
 	CancelledReason = "Cancelled"
