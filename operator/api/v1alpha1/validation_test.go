@@ -520,7 +520,7 @@ func TestCRDPrinting(t *testing.T) {
 			wantCategories: []string{"kmaint"},
 		},
 		"nodemaintenances.kmaint.io": {
-			wantColumns:    []string{"Node", "Type", "Source", "Phase", "Age"},
+			wantColumns: []string{"Node", "Type", "Source", "Phase", "Age"},
 			// Not nm: medik8s's NodeMaintenance has it (README, Short names).
 			wantShortNames: []string{"kmnm"},
 			wantCategories: []string{"kmaint"},
