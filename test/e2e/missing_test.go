@@ -31,19 +31,7 @@ func TestRebootCompletesWithoutAMissingDaemon(t *testing.T) {
 	ctx := context.Background()
 	const pool, bound = "amber", 10 * time.Minute
 	lost, next := pool+"-000", pool+"-001"
-	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 2, MaxUnavailable: intstr.FromInt32(1)}},
-		Journal: sim.Journald,
-		Timing:  sim.Timing{Reboot: time.Second},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(c.Stop)
-	harness.WatchBudget(t, bed, pool).FailAbove(1)
-	t0 := time.Now().UTC().Truncate(time.Second)
-	clk := clocktesting.NewFakePassiveClock(t0)
-	op, err := sim.StartOperator(ctx, bed.Config, operator.Options{Clock: clk, DaemonConfirmTimeout: bound})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
+	c, clk, t0 := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: bound})
 
 	c.Node(lost).SetNoDaemonOnBoot(true)
 	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
@@ -134,4 +122,29 @@ func poke(g Gomega, name, value string) {
 	base := n.DeepCopy()
 	n.Labels["kmaint-test/poke"] = value
 	g.Expect(bed.Client.Patch(context.Background(), n, client.MergeFrom(base))).To(Succeed())
+}
+
+// twoNodesOnAFakeClock starts a pool of two simulated nodes with real
+// daemons and journals, maxUnavailable 1 under an independent watcher, and
+// the operator with opts on a fake clock set to now, to the second. The
+// operator's bounds are then crossed by setting the clock, not by waiting.
+func twoNodesOnAFakeClock(t *testing.T, pool string, timing sim.Timing, opts operator.Options) (*sim.Cluster, *clocktesting.FakePassiveClock, time.Time) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 2, MaxUnavailable: intstr.FromInt32(1)}},
+		Journal: sim.Journald,
+		Timing:  timing,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(c.Stop)
+	harness.WatchBudget(t, bed, pool).FailAbove(1)
+	t0 := time.Now().UTC().Truncate(time.Second)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	opts.Clock = clk
+	op, err := sim.StartOperator(ctx, bed.Config, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = op.Stop() })
+	return c, clk, t0
 }

@@ -8,8 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -31,21 +29,10 @@ func TestNodeNotBackIsReportedAndHoldsItsSlot(t *testing.T) {
 	ctx := context.Background()
 	const pool, bound = "slate", 15 * time.Minute
 	gone, next := pool+"-000", pool+"-001"
-	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 2, MaxUnavailable: intstr.FromInt32(1)}},
-		Journal: sim.Journald,
-		// The daemon's own bound (real time) stays out of the way: the
-		// operator's (fake time) is the one under test.
-		Timing: sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 10 * time.Minute},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(c.Stop)
-	harness.WatchBudget(t, bed, pool).FailAbove(1)
-	t0 := time.Now().UTC().Truncate(time.Second)
-	clk := clocktesting.NewFakePassiveClock(t0)
-	op, err := sim.StartOperator(ctx, bed.Config, operator.Options{Clock: clk, NodeReturnTimeout: bound})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
+	// The daemon's own bound (real time) stays out of the way: the
+	// operator's (fake time) is the one under test.
+	c, clk, t0 := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 10 * time.Minute},
+		operator.Options{NodeReturnTimeout: bound})
 
 	// The machine's reboot hangs: its daemon asks, and the boot goes on.
 	c.Node(gone).IgnoreReboots(true)
