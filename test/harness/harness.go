@@ -34,7 +34,7 @@ import (
 // stopped after them, with pod deletions finished as kubelets would. It
 // stores the server in *bed for the tests and returns the exit code.
 func Main(m *testing.M, bed **testbed.Bed) int {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	SetLogger()
 	b, err := testbed.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -283,6 +283,13 @@ func ExpectSettled(g Gomega, bed *testbed.Bed, name string, cordonedByPerson boo
 
 // zapLevel keeps the operator quiet in test output unless KMAINT_TEST_LOG is
 // set, when it logs everything.
+// SetLogger gives controller-runtime's global logger, which its clients and
+// controllers log through, the tests' settings: errors only, or everything
+// with KMAINT_TEST_LOG set. Without one it says so with a stack trace.
+func SetLogger() {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+}
+
 func zapLevel() zapcore.Level {
 	if os.Getenv("KMAINT_TEST_LOG") != "" {
 		return zapcore.DebugLevel
