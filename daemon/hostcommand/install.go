@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Name is the file the command gets in the directory: what root types.
@@ -36,6 +37,9 @@ func Install(src, dir string) (bool, error) {
 	}
 	if !st.IsDir() {
 		return false, fmt.Errorf("the host directory %s is not a directory", dir)
+	}
+	if err := checkOwnership(dir, st); err != nil {
+		return false, err
 	}
 	target := filepath.Join(dir, Name)
 	if err := removeLeftovers(dir); err != nil {
@@ -111,6 +115,19 @@ func removeLeftovers(dir string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove a killed install's %s: %w", p, err)
 		}
+	}
+	return nil
+}
+
+// checkOwnership refuses a directory that someone else could write to, as
+// sshd refuses a loose home directory: root runs the command from there, so
+// whoever can replace files in it could have root run anything.
+func checkOwnership(dir string, st fs.FileInfo) error {
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("the host directory %s is writable by group or others (%v): whoever can write there could replace the command root runs; use a directory of its own, such as /opt/kmaint/bin", dir, st.Mode().Perm())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("the host directory %s belongs to uid %d, not to this installer's (%d): its owner could replace the command root runs", dir, sys.Uid, os.Geteuid())
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package hostcommand
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -123,5 +124,35 @@ func TestInstallRefusesWhatIsNotADirectory(t *testing.T) {
 	}
 	if _, err := Install(filepath.Join(t.TempDir(), "missing"), t.TempDir()); err == nil {
 		t.Error("Install of a missing command succeeded")
+	}
+}
+
+// A directory others may write to, or that another user owns, is refused:
+// root would run whatever they put there under the command's name.
+func TestInstallRefusesADirectoryOthersCanWrite(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "command", 0o755)
+	for _, mode := range []os.FileMode{0o777, 0o775, 0o757, 0o1777} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Install(src, dir)
+		if err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Errorf("Install into a directory of mode %v: %v, want refused", mode, err)
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, Name)); !os.IsNotExist(statErr) {
+			t.Errorf("mode %v: the command was written anyway", mode)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return // only root can give a directory to another user
+	}
+	dir := t.TempDir()
+	if err := os.Chown(dir, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(src, dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 1000") {
+		t.Errorf("Install into a directory of uid 1000: %v, want refused", err)
 	}
 }
