@@ -18,7 +18,9 @@ import (
 // kubelet and containerd, a cluster of three nodes takes about 55, and a
 // node whose containerd finds none left starts without its CRI plugin and
 // never gets Ready. Raising the limit would change the host. The lock is an
-// flock, so it goes with its holder however that ends.
+// flock, so it goes with its holder however that ends; the empty file stays,
+// as lock files do (removing it while another waits on it would let a third
+// lock a new file beside them).
 const machineLock = stateRoot + ".lock"
 
 // lockMachine waits until no other cluster runs on this machine, or ctx
