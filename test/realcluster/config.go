@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"time"
@@ -49,6 +50,19 @@ type Config struct {
 	keepState bool
 }
 
+// validName is what a cluster's name may be.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// checkName refuses a name that could not safely be a directory under
+// stateRoot, which a Start empties and a Stop or Cleanup removes, and a
+// cgroup's name: a slash or dots could lead them outside the clusters' own.
+func checkName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("cluster name %q: want 1 to 40 lowercase letters, digits and dashes, starting with a letter or digit", name)
+	}
+	return nil
+}
+
 // stateRoot holds the clusters' default state directories.
 const stateRoot = "/var/tmp/kmaint-realcluster"
 
@@ -84,6 +98,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Nodes == 0 {
 		c.Nodes = 3
+	}
+	if err := checkName(c.Name); err != nil {
+		return err
 	}
 	if c.Nodes < 1 || c.Nodes > 200 {
 		return fmt.Errorf("nodes %d: want 1 to 200", c.Nodes)

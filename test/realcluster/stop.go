@@ -122,6 +122,9 @@ func processesInNetns(inode uint64) []int {
 // empty). The cluster's mounts and links were in namespaces that die with
 // its processes.
 func Cleanup(ctx context.Context, name, stateDir string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
 	stateDir = defaultStateDir(name, stateDir)
 	dirs, err := cgroupsOf(name, stateDir)
 	if err != nil {
@@ -151,6 +154,9 @@ func removeStateDir(dir string) error {
 // killed: its cgroups with the number of processes in each, and its state
 // directory. Empty after Cleanup.
 func Remains(name, stateDir string) ([]string, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
 	stateDir = defaultStateDir(name, stateDir)
 	dirs, err := cgroupsOf(name, stateDir)
 	if err != nil {
