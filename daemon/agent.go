@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -57,6 +58,12 @@ type agent struct {
 	// volatile is whether the journal holds nothing of the node's earlier
 	// boots; nil until the first sync has looked.
 	volatile *bool
+
+	// sentinel looks at the host's reboot sentinel every sentinelInterval;
+	// nil when the daemon watches none. observed is its last look.
+	sentinel         sentinel.Checker
+	sentinelInterval time.Duration
+	observed         *sentinel.Observation
 }
 
 // onEntry records an entry read back from the journal.
@@ -163,6 +170,7 @@ func (a *agent) observe(ctx context.Context) (facts, bool, error) {
 		now: a.clock.Now(), bootID: a.bootID, entries: entries, node: node,
 		maintenances: nms.Items, rebootTimeout: a.rebootTimeout,
 		volatileJournal: a.checkJournal(ctx, node),
+		sentinelEnabled: a.sentinel != nil, sentinel: a.lastObservation(),
 	}, true, nil
 }
 
@@ -255,6 +263,10 @@ func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result
 		a.ignored = p.ignoredApproval
 		log.Info("Ignoring an approval for another boot", "approvedBoot", p.ignoredApproval, "bootID", a.bootID)
 	}
+	if p.sentinelEntered {
+		a.tellSentinel(ctx, node, p.state.Sentinel)
+	}
+	a.metrics.setSentinel(p.state.Sentinel)
 	if p.becameDegraded {
 		a.recorder.Eventf(node, nil, corev1.EventTypeWarning, "RebootNotObserved", "Reboot", "%s", p.state.Message)
 	}

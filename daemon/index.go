@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/daemon/sentinel"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // journalIndex is what a sync needs from the journal, read once in journal
@@ -25,6 +27,11 @@ type journalIndex struct {
 	// what the journal says; the daemon's state on the Node says it too,
 	// and survives a volatile journal.
 	applied string
+	// sentinelThisBoot are the current boot's sentinel requests, oldest
+	// first, each marked when a cancellation withdrew it.
+	sentinelThisBoot []sentinel.Request
+	// sentinelBefore is the newest sentinel request of an earlier boot.
+	sentinelBefore *sentinel.Request
 }
 
 // indexJournal reads entries (every boot's, in journal order) for the boot
@@ -46,6 +53,14 @@ func indexJournal(entries []journal.Entry, bootID string) journalIndex {
 				continue
 			}
 			j.first[e.ID] = e
+			if e.Source == v1alpha1.SourceSentinel {
+				r := sentinel.Request{ID: e.ID, BootID: e.BootID, Fingerprint: e.Sentinel}
+				if e.BootID == bootID {
+					j.sentinelThisBoot = append(j.sentinelThisBoot, r)
+				} else {
+					j.sentinelBefore = &r
+				}
+			}
 			switch {
 			case e.BootID == bootID:
 				j.thisBoot = append(j.thisBoot, e)
@@ -77,6 +92,9 @@ func indexJournal(entries []journal.Entry, bootID string) journalIndex {
 				}
 			}
 		}
+	}
+	for i, r := range j.sentinelThisBoot {
+		_, j.sentinelThisBoot[i].Cancelled = j.cancels[r.ID]
 	}
 	for _, c := range configs {
 		if !c.withdrawn || c.rebooted {

@@ -23,6 +23,7 @@ type metrics struct {
 	outstanding prometheus.Gauge
 	bootTime    prometheus.Gauge
 	volatile    prometheus.Gauge
+	sentinel    *prometheus.GaugeVec
 }
 
 // newMetrics registers the daemon's metrics, each labelled with its node so
@@ -55,15 +56,18 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 			Name: "kmaint_daemon_journal_volatile",
 			Help: "1 when the node's journal holds nothing of the boots before the current one (volatile storage, or vacuumed), else 0.",
 		}),
+		sentinel: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kmaint_daemon_sentinel_state",
+			Help: "1 for what the host's reboot sentinel says (unknown, clear, requested, cancelled, rebootLoop, error), 0 for the others; all 0 when the daemon watches no sentinel.",
+		}, []string{"state"}),
 	}
 	m.bootTime.Set(float64(bootTime.Unix()))
 	// Every source's series starts at 0, so that a boot's first request
 	// shows in increase() and rate(): a series born at 1 never rose.
-	for _, s := range []v1alpha1.Source{v1alpha1.SourceAPI, v1alpha1.SourceHost, v1alpha1.SourceConfig,
-		v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert} {
+	for _, s := range v1alpha1.Sources() {
 		m.requests.WithLabelValues(string(s))
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime, m.volatile} {
+	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime, m.volatile, m.sentinel} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -80,6 +84,18 @@ func (m *metrics) setState(phase protocol.DaemonPhase, outstanding int) {
 		m.state.WithLabelValues(string(p)).Set(v)
 	}
 	m.outstanding.Set(float64(outstanding))
+}
+
+// setSentinel shows the sentinel's state; nil (no sentinel watched) sets
+// every state to 0.
+func (m *metrics) setSentinel(st *protocol.SentinelStatus) {
+	for _, s := range protocol.SentinelStates() {
+		v := 0.0
+		if st != nil && st.State == s {
+			v = 1
+		}
+		m.sentinel.WithLabelValues(string(s)).Set(v)
+	}
 }
 
 func (m *metrics) setVolatileJournal(volatile bool) {

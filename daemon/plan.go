@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/daemon/journal"
+	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -29,6 +30,10 @@ type facts struct {
 	// volatileJournal is true when the journal holds nothing of the node's
 	// earlier boots (see volatileJournal).
 	volatileJournal bool
+	// sentinelEnabled is true when the daemon watches a reboot sentinel,
+	// and sentinel is its last look, nil before the first.
+	sentinelEnabled bool
+	sentinel        *sentinel.Observation
 }
 
 // report is what the daemon tells a NodeMaintenance: when and in which boot
@@ -81,6 +86,9 @@ type plan struct {
 	// becameDegraded is true when this sync finds the approved reboot did
 	// not happen.
 	becameDegraded bool
+	// sentinelEntered is true when the sentinel turned rebootLoop or error
+	// in this sync: the Node gets a Warning event.
+	sentinelEntered bool
 	// ignoredApproval is an approval naming another boot, when there is one.
 	ignoredApproval string
 	// recheckAt is when to look again for a reboot that did not happen.
@@ -180,6 +188,7 @@ func decide(f facts) plan {
 
 	p.state = decideReboot(&p, f, ann, j.rebooting)
 	p.state.Config, p.state.VolatileJournal = config, f.volatileJournal
+	p.state.Sentinel = planSentinel(&p, f, j, st.Daemon)
 	// The daemon rewrites its own state whatever it read: an unreadable one
 	// is replaced.
 	old := protocol.DaemonState{}
@@ -190,7 +199,7 @@ func decide(f facts) plan {
 		p.state.Since = old.Since
 	}
 	if old.Phase != p.state.Phase || old.BootID != p.state.BootID || old.Message != p.state.Message ||
-		old.Config != p.state.Config || old.VolatileJournal != p.state.VolatileJournal {
+		old.Config != p.state.Config || old.VolatileJournal != p.state.VolatileJournal || !sameSentinel(old.Sentinel, p.state.Sentinel) {
 		v := protocol.Encode(p.state)
 		setAnnotation(p.annotations, ann, protocol.State, &v)
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -72,7 +74,34 @@ type Options struct {
 	ProbeAddr string
 	// Clock is the time source; nil means the real clock.
 	Clock clock.PassiveClock
+	// SentinelFile is the host's reboot sentinel file as the daemon sees it
+	// (kured's --reboot-sentinel); its companion SentinelFile+".pkgs" gives
+	// the reason. Empty watches no file.
+	SentinelFile string
+	// SentinelCommand is a command whose exit code 1 says the host needs a
+	// reboot and 0 that it does not (kured's --reboot-sentinel-command),
+	// run without a shell; empty runs none. At most one of SentinelFile and
+	// SentinelCommand.
+	SentinelCommand []string
+	// SentinelInterval is how often the sentinel is looked at; 0 means
+	// DefaultSentinelInterval. A command run longer than this is cut off
+	// and reported.
+	SentinelInterval time.Duration
 }
+
+// DefaultSentinelInterval is how often the reboot sentinel is looked at by
+// default. A file costs a stat a minute; a reboot waits for the pool's
+// turn anyway, so looking more often would win nothing.
+const DefaultSentinelInterval = time.Minute
+
+// maxSentinelCommandTime is the longest a sentinel command may run.
+const maxSentinelCommandTime = 5 * time.Minute
+
+// The bounds of --sentinel-interval.
+const (
+	MinSentinelInterval = time.Second
+	MaxSentinelInterval = 24 * time.Hour
+)
 
 // Validate refuses options that cannot mean anything, naming the flag, so
 // that a typo stops the daemon at start rather than marking every reboot
@@ -85,6 +114,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--reboot-timeout=%s: must be positive (0 means the default, 10m)", o.RebootTimeout)
 	case o.RebootTimeout > 0 && o.RebootTimeout < time.Second:
 		return fmt.Errorf("--reboot-timeout=%s: no node reboots that fast; give at least 1s (the default is 10m)", o.RebootTimeout)
+	case o.SentinelFile != "" && len(o.SentinelCommand) > 0:
+		return fmt.Errorf("--sentinel-file=%s and --sentinel-command=%q: give one; the daemon watches one sentinel", o.SentinelFile, strings.Join(o.SentinelCommand, " "))
+	case o.SentinelInterval != 0 && (o.SentinelInterval < MinSentinelInterval || o.SentinelInterval > MaxSentinelInterval):
+		return fmt.Errorf("--sentinel-interval=%s: must be between %s and %s (the default is %s)", o.SentinelInterval, MinSentinelInterval, MaxSentinelInterval, DefaultSentinelInterval)
 	}
 	return nil
 }
@@ -204,9 +237,24 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 		bootID:         bootID,
 		rebootTimeout:  opts.RebootTimeout,
 		journalChanged: make(chan event.GenericEvent, 1),
+
+		sentinelInterval: cmp.Or(opts.SentinelInterval, DefaultSentinelInterval),
+	}
+	switch {
+	case opts.SentinelFile != "":
+		a.sentinel = sentinel.File{Path: opts.SentinelFile}
+	case len(opts.SentinelCommand) > 0:
+		// A command that hangs must not stop the daemon looking for hours.
+		a.sentinel = sentinel.Command{Argv: opts.SentinelCommand, Timeout: min(a.sentinelInterval, maxSentinelCommandTime)}
 	}
 	if err := a.setup(mgr, in.duplicateNames); err != nil {
 		return err
+	}
+	if a.sentinel != nil {
+		log.Info("Watching the reboot sentinel", "file", opts.SentinelFile, "command", opts.SentinelCommand, "interval", a.sentinelInterval)
+		if err := mgr.Add(manager.RunnableFunc(a.watchSentinel)); err != nil {
+			return fmt.Errorf("add sentinel watcher: %w", err)
+		}
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return opts.Journal.Follow(ctx, a.onEntry, a.onCaughtUp)

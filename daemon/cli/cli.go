@@ -195,6 +195,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 	fs.DurationVar(&opts.RebootTimeout, "reboot-timeout", 10*time.Minute, "How long the boot ID may stay unchanged after a reboot was asked for before the node is reported degraded.")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8090", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8091", `Address of /healthz and /readyz; "0" turns them off.`)
+	fs.StringVar(&opts.SentinelFile, "sentinel-file", "",
+		"The host's reboot sentinel file as the daemon sees it (kured's --reboot-sentinel; the chart mounts the host's /var/run/reboot-required): "+
+			"while it is present the host needs a reboot, and its .pkgs companion names the packages. Empty watches no file.")
+	sentinelCommand := fs.String("sentinel-command", "",
+		"A command that says whether the host needs a reboot (kured's --reboot-sentinel-command), e.g. needs-restarting -r: exit code 1 means it does, "+
+			"0 that it does not, anything else is reported and reboots nothing. Split on spaces and run without a shell, as the daemon's user; the chart "+
+			"runs it in the host's namespaces through nsenter. Not with --sentinel-file.")
+	fs.DurationVar(&opts.SentinelInterval, "sentinel-interval", daemon.DefaultSentinelInterval,
+		"How often the sentinel is looked at; a command running longer is cut off and reported.")
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; default the pod's service account.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -204,6 +213,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 		}
 		return 2
 	}
+	opts.SentinelCommand = strings.Fields(*sentinelCommand)
 	// Nonsensical flags are refused before anything else, with the flag's
 	// name, rather than after a connection to the API server.
 	if err := opts.Validate(); err != nil {

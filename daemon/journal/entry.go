@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ const (
 	fieldConfig    = "KMAINT_CONFIG"
 	fieldRequests  = "KMAINT_REQUESTS"
 	fieldTime      = "KMAINT_TIME"
+	fieldSentinel  = "KMAINT_SENTINEL"
 )
 
 // Kind is what an entry says.
@@ -61,6 +63,10 @@ const MaxWriterLag = time.Minute
 // MaxIDLength is the longest request id an entry may carry, in bytes.
 const MaxIDLength = 128
 
+// MaxSentinelLength is the longest sentinel fingerprint an entry may carry,
+// in bytes; kmaint writes 64 hex digits.
+const MaxSentinelLength = 128
+
 // Entry is one kmaint journal entry.
 type Entry struct {
 	Kind Kind
@@ -73,6 +79,12 @@ type Entry struct {
 	Reason string
 	// Config is the config identity a config request asks for.
 	Config string
+	// Sentinel is the fingerprint of what the host's reboot sentinel looked
+	// like when it asked for this reboot (a sentinel request). Journaled
+	// with the request, it outlives the reboot in a persistent journal, so
+	// the next boot's daemon can tell a sentinel that the reboot did not
+	// clear (a reboot loop) from a new one.
+	Sentinel string
 	// Requests are the ids a reboot satisfies (KindRebooting).
 	Requests []string
 	// Time is when the entry was written: the writer's KMAINT_TIME, bounded
@@ -137,6 +149,9 @@ func (e Entry) fields() (message string, vars map[string]string) {
 		if e.Config != "" {
 			vars[fieldConfig] = e.Config
 		}
+		if e.Sentinel != "" {
+			vars[fieldSentinel] = e.Sentinel
+		}
 		message = fmt.Sprintf("kmaint: reboot requested (%s): %s", e.Source, e.Reason)
 	}
 	return message, vars
@@ -161,18 +176,19 @@ func parse(f map[string]string) (Entry, error) {
 	e.Time = boundTime(written, e.Received)
 	switch f["MESSAGE_ID"] {
 	case RequestMessageID:
-		e.Kind, e.ID, e.Reason, e.Config = KindRequest, f[fieldRequestID], f[fieldReason], f[fieldConfig]
+		e.Kind, e.ID, e.Reason, e.Config, e.Sentinel = KindRequest, f[fieldRequestID], f[fieldReason], f[fieldConfig], f[fieldSentinel]
 		e.Source = v1alpha1.Source(f[fieldSource])
 		if e.ID == "" || len(e.ID) > MaxIDLength {
 			return e, fmt.Errorf("request entry with a missing or oversize %s", fieldRequestID)
 		}
-		switch e.Source {
-		case v1alpha1.SourceAPI, v1alpha1.SourceHost, v1alpha1.SourceConfig, v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert:
-		default:
+		if !slices.Contains(v1alpha1.Sources(), e.Source) {
 			return e, fmt.Errorf("request %s has an unknown source %q", e.ID, e.Source)
 		}
 		if e.Reason == "" || len(e.Reason) > v1alpha1.MaxReasonLength {
 			return e, fmt.Errorf("request %s has an empty or oversize reason", e.ID)
+		}
+		if len(e.Sentinel) > MaxSentinelLength || (e.Sentinel != "") != (e.Source == v1alpha1.SourceSentinel) {
+			return e, fmt.Errorf("request %s of source %s has a missing, oversize or misplaced %s", e.ID, e.Source, fieldSentinel)
 		}
 	case RebootingMessageID:
 		e.Kind = KindRebooting

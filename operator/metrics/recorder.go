@@ -108,7 +108,7 @@ func (r *Recorder) InitPool(pool string) {
 	r.drainFailures.WithLabelValues(pool, "DrainTimeout")
 	r.rebootFailures.WithLabelValues(pool, "RebootNotObserved")
 	r.rebootFailures.WithLabelValues(pool, "NodeNotBack")
-	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert"} {
+	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert", "sentinel"} {
 		for _, result := range []string{"succeeded", "failed"} {
 			r.completed.WithLabelValues(pool, source, result)
 		}

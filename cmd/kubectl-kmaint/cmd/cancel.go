@@ -132,6 +132,9 @@ func cancellable(nm *v1alpha1.NodeMaintenance, node *corev1.Node) error {
 	case nm.Spec.Source == v1alpha1.SourceHost:
 		return fmt.Errorf("nodemaintenance %s records a request made on node %s itself (request %s): cancel it there, as root: kmaint-daemon cancel-reboot %s",
 			nm.Name, nm.Spec.NodeName, id, id)
+	case nm.Spec.Source == v1alpha1.SourceSentinel:
+		return fmt.Errorf("nodemaintenance %s records the reboot node %s's own sentinel asked for (request %s): withdraw it on the node, as root: kmaint-daemon cancel-reboot %s "+
+			"(the daemon then asks again only when the sentinel changes), or remove the sentinel there", nm.Name, nm.Spec.NodeName, id, id)
 	case nm.Spec.Source == v1alpha1.SourceConfig:
 		return fmt.Errorf("nodemaintenance %s records a config request: it follows the pool's desiredConfig; pause the pool to hold the rollout (kubectl kmaint pause <pool>), "+
 			"or withdraw it on node %s, as root: kmaint-daemon cancel-reboot %s", nm.Name, nm.Spec.NodeName, id)

@@ -173,6 +173,10 @@ type DaemonState struct {
 	// vacuumed): the node keeps no record of its earlier requests, and
 	// kmaint relies on what it keeps on the Node and its NodeMaintenances.
 	VolatileJournal bool `json:"volatileJournal,omitempty"`
+	// Sentinel is what the host's reboot sentinel says, when the daemon
+	// watches one (--sentinel-file or --sentinel-command); nil otherwise,
+	// or before its first look.
+	Sentinel *SentinelStatus `json:"sentinel,omitempty"`
 }
 
 // MaxAnnotationLength is the longest kmaint annotation Decode reads, in

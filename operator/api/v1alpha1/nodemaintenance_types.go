@@ -10,7 +10,7 @@ type MaintenanceType string
 const RebootMaintenance MaintenanceType = "Reboot"
 
 // Source is where a reboot request came from.
-// +kubebuilder:validation:Enum=api;host;config;metric;schedule;alert
+// +kubebuilder:validation:Enum=api;host;config;metric;schedule;alert;sentinel
 type Source string
 
 // The sources of reboot requests.
@@ -27,13 +27,23 @@ const (
 	SourceSchedule Source = "schedule"
 	// SourceAlert is a RebootPolicy's Alertmanager trigger.
 	SourceAlert Source = "alert"
+	// SourceSentinel is the host saying it needs a reboot: the daemon saw
+	// its reboot sentinel (the file Debian's package tools write, or a
+	// command such as needs-restarting -r).
+	SourceSentinel Source = "sentinel"
 )
+
+// Sources are every source, in the order the docs list them: for metrics
+// that start each source's series at zero, and readers that refuse others.
+func Sources() []Source {
+	return []Source{SourceAPI, SourceHost, SourceConfig, SourceMetric, SourceSchedule, SourceAlert, SourceSentinel}
+}
 
 // RaisedOnNode reports whether requests of this source start on the node (in
 // its journal) and reach the API as a NodeMaintenance the operator records,
 // rather than starting as a NodeMaintenance the daemon journals.
 func (s Source) RaisedOnNode() bool {
-	return s == SourceHost || s == SourceConfig
+	return s == SourceHost || s == SourceConfig || s == SourceSentinel
 }
 
 // NodeMaintenanceSpec is one request to reboot one node.
