@@ -33,8 +33,15 @@ func planSentinel(p *plan, f facts, j journalIndex, old *protocol.DaemonState) *
 	// The boot before's request: from the journal, or, when the journal
 	// did not keep it (volatile), from the daemon's state on the Node.
 	previous := j.sentinelBefore
-	if previous == nil && remembered != nil && remembered.BootID != f.bootID {
-		previous = &sentinel.Request{ID: remembered.ID, BootID: remembered.BootID, Fingerprint: remembered.Fingerprint}
+	switch {
+	case remembered == nil || remembered.BootID == f.bootID:
+	case previous == nil:
+		previous = &sentinel.Request{ID: remembered.ID, BootID: remembered.BootID, Fingerprint: remembered.Fingerprint, Latest: remembered.Latest}
+	case previous.ID == remembered.ID:
+		// Only the Node knows what the sentinel became after it asked.
+		withLatest := *previous
+		withLatest.Latest = remembered.Latest
+		previous = &withLatest
 	}
 	d := sentinel.Decide(sentinel.Input{BootID: f.bootID, Observation: f.sentinel, ThisBoot: j.sentinelThisBoot, Previous: previous})
 
@@ -55,8 +62,16 @@ func planSentinel(p *plan, f facts, j journalIndex, old *protocol.DaemonState) *
 	case len(j.sentinelThisBoot) > 0:
 		r := j.sentinelThisBoot[len(j.sentinelThisBoot)-1]
 		st.LastRequest = &protocol.SentinelRequest{BootID: r.BootID, ID: r.ID, Fingerprint: r.Fingerprint}
+		if remembered != nil && remembered.ID == r.ID {
+			st.LastRequest.Latest = remembered.Latest
+		}
+		// While this boot's request stands, remember what the sentinel
+		// turns into: that is what the reboot is to clear.
+		if d.State == protocol.SentinelRequested && st.Fingerprint != "" && st.Fingerprint != r.Fingerprint {
+			st.LastRequest.Latest = st.Fingerprint
+		}
 	case previous != nil:
-		st.LastRequest = &protocol.SentinelRequest{BootID: previous.BootID, ID: previous.ID, Fingerprint: previous.Fingerprint}
+		st.LastRequest = &protocol.SentinelRequest{BootID: previous.BootID, ID: previous.ID, Fingerprint: previous.Fingerprint, Latest: previous.Latest}
 	}
 	if old != nil && old.Sentinel != nil && old.BootID == f.bootID && old.Sentinel.State == st.State && !old.Sentinel.Since.IsZero() {
 		st.Since = old.Sentinel.Since

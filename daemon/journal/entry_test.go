@@ -58,6 +58,12 @@ func TestEntryRoundTripsThroughJournalFields(t *testing.T) {
 			want:          Entry{Kind: KindRequest, ID: "config-0011223344556677", Source: v1alpha1.SourceConfig, Reason: "config v1, pool wants v2", Config: "v2", Time: testTime, BootID: testBoot},
 			wantMessageID: RequestMessageID,
 		},
+		"sentinel request keeps its fingerprint": {
+			entry:         Entry{Kind: KindRequest, ID: "sentinel-0011223344556677", Source: v1alpha1.SourceSentinel, Reason: "packages libc6", Sentinel: strings.Repeat("ab", 32), Time: testTime},
+			uid:           "0",
+			want:          Entry{Kind: KindRequest, ID: "sentinel-0011223344556677", Source: v1alpha1.SourceSentinel, Reason: "packages libc6", Sentinel: strings.Repeat("ab", 32), Time: testTime, BootID: testBoot},
+			wantMessageID: RequestMessageID,
+		},
 		"request written by another user keeps its uid (Follow drops it)": {
 			entry:         Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "mine", Time: testTime},
 			uid:           "1000",
@@ -139,6 +145,7 @@ func TestParseRejectsMalformedEntries(t *testing.T) {
 	request := Entry{Kind: KindRequest, ID: "h1", Source: v1alpha1.SourceHost, Reason: "kernel", Time: testTime}
 	rebooting := Entry{Kind: KindRebooting, Requests: []string{"h1"}, Time: testTime}
 	cancel := Entry{Kind: KindCancel, ID: "h1", Reason: "cancelled on the node", Time: testTime}
+	sentinelRequest := Entry{Kind: KindRequest, ID: "s1", Source: v1alpha1.SourceSentinel, Reason: "packages libc6", Sentinel: "fp", Time: testTime}
 	tests := map[string]struct {
 		entry Entry
 		// change spoils the stored fields.
@@ -147,28 +154,34 @@ func TestParseRejectsMalformedEntries(t *testing.T) {
 		// accepted (the limits themselves are allowed).
 		wantErr string
 	}{
-		"missing _UID":                     {entry: request, change: func(f map[string]string) { delete(f, "_UID") }, wantErr: "_UID"},
-		"non-numeric _UID":                 {entry: request, change: func(f map[string]string) { f["_UID"] = "root" }, wantErr: "_UID"},
-		"missing MESSAGE_ID":               {entry: request, change: func(f map[string]string) { delete(f, "MESSAGE_ID") }, wantErr: "not a kmaint entry"},
-		"unknown MESSAGE_ID":               {entry: request, change: func(f map[string]string) { f["MESSAGE_ID"] = "00000000000000000000000000000000" }, wantErr: "not a kmaint entry"},
-		"request without request id":       {entry: request, change: func(f map[string]string) { delete(f, fieldRequestID) }, wantErr: fieldRequestID},
-		"request with an empty id":         {entry: request, change: func(f map[string]string) { f[fieldRequestID] = "" }, wantErr: fieldRequestID},
-		"request id of 129 bytes":          {entry: request, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 129) }, wantErr: fieldRequestID},
-		"request id of 128 bytes":          {entry: request, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 128) }},
-		"unknown source":                   {entry: request, change: func(f map[string]string) { f[fieldSource] = "cron" }, wantErr: `unknown source "cron"`},
-		"missing source":                   {entry: request, change: func(f map[string]string) { delete(f, fieldSource) }, wantErr: "unknown source"},
-		"empty reason":                     {entry: request, change: func(f map[string]string) { f[fieldReason] = "" }, wantErr: "reason"},
-		"missing reason":                   {entry: request, change: func(f map[string]string) { delete(f, fieldReason) }, wantErr: "reason"},
-		"reason of 513 bytes":              {entry: request, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength+1) }, wantErr: "reason"},
-		"reason of 512 bytes":              {entry: request, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength) }},
-		"request without _BOOT_ID":         {entry: request, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
-		"rebooting entry without _BOOT_ID": {entry: rebooting, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
-		"rebooting entry without _UID":     {entry: rebooting, change: func(f map[string]string) { delete(f, "_UID") }, wantErr: "_UID"},
-		"cancellation without request id":  {entry: cancel, change: func(f map[string]string) { delete(f, fieldRequestID) }, wantErr: fieldRequestID},
-		"cancellation id of 129 bytes":     {entry: cancel, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 129) }, wantErr: fieldRequestID},
-		"cancellation without reason":      {entry: cancel, change: func(f map[string]string) { delete(f, fieldReason) }, wantErr: "reason"},
-		"cancellation reason of 513 bytes": {entry: cancel, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength+1) }, wantErr: "reason"},
-		"cancellation without _BOOT_ID":    {entry: cancel, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
+		"missing _UID":                         {entry: request, change: func(f map[string]string) { delete(f, "_UID") }, wantErr: "_UID"},
+		"non-numeric _UID":                     {entry: request, change: func(f map[string]string) { f["_UID"] = "root" }, wantErr: "_UID"},
+		"missing MESSAGE_ID":                   {entry: request, change: func(f map[string]string) { delete(f, "MESSAGE_ID") }, wantErr: "not a kmaint entry"},
+		"unknown MESSAGE_ID":                   {entry: request, change: func(f map[string]string) { f["MESSAGE_ID"] = "00000000000000000000000000000000" }, wantErr: "not a kmaint entry"},
+		"request without request id":           {entry: request, change: func(f map[string]string) { delete(f, fieldRequestID) }, wantErr: fieldRequestID},
+		"request with an empty id":             {entry: request, change: func(f map[string]string) { f[fieldRequestID] = "" }, wantErr: fieldRequestID},
+		"request id of 129 bytes":              {entry: request, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 129) }, wantErr: fieldRequestID},
+		"request id of 128 bytes":              {entry: request, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 128) }},
+		"unknown source":                       {entry: request, change: func(f map[string]string) { f[fieldSource] = "cron" }, wantErr: `unknown source "cron"`},
+		"missing source":                       {entry: request, change: func(f map[string]string) { delete(f, fieldSource) }, wantErr: "unknown source"},
+		"empty reason":                         {entry: request, change: func(f map[string]string) { f[fieldReason] = "" }, wantErr: "reason"},
+		"missing reason":                       {entry: request, change: func(f map[string]string) { delete(f, fieldReason) }, wantErr: "reason"},
+		"reason of 513 bytes":                  {entry: request, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength+1) }, wantErr: "reason"},
+		"reason of 512 bytes":                  {entry: request, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength) }},
+		"request without _BOOT_ID":             {entry: request, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
+		"rebooting entry without _BOOT_ID":     {entry: rebooting, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
+		"rebooting entry without _UID":         {entry: rebooting, change: func(f map[string]string) { delete(f, "_UID") }, wantErr: "_UID"},
+		"cancellation without request id":      {entry: cancel, change: func(f map[string]string) { delete(f, fieldRequestID) }, wantErr: fieldRequestID},
+		"cancellation id of 129 bytes":         {entry: cancel, change: func(f map[string]string) { f[fieldRequestID] = strings.Repeat("x", 129) }, wantErr: fieldRequestID},
+		"cancellation without reason":          {entry: cancel, change: func(f map[string]string) { delete(f, fieldReason) }, wantErr: "reason"},
+		"cancellation reason of 513 bytes":     {entry: cancel, change: func(f map[string]string) { f[fieldReason] = strings.Repeat("r", v1alpha1.MaxReasonLength+1) }, wantErr: "reason"},
+		"cancellation without _BOOT_ID":        {entry: cancel, change: func(f map[string]string) { delete(f, "_BOOT_ID") }, wantErr: "_BOOT_ID"},
+		"sentinel request without fingerprint": {entry: sentinelRequest, change: func(f map[string]string) { delete(f, fieldSentinel) }, wantErr: fieldSentinel},
+		"sentinel fingerprint of 129 bytes": {
+			entry: sentinelRequest, change: func(f map[string]string) { f[fieldSentinel] = strings.Repeat("f", 129) }, wantErr: fieldSentinel,
+		},
+		"sentinel fingerprint of 128 bytes": {entry: sentinelRequest, change: func(f map[string]string) { f[fieldSentinel] = strings.Repeat("f", 128) }},
+		"a fingerprint on a host request":   {entry: request, change: func(f map[string]string) { f[fieldSentinel] = "fp" }, wantErr: fieldSentinel},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -13,6 +13,11 @@ type Request struct {
 	BootID string
 	// Fingerprint is what the sentinel looked like when it asked.
 	Fingerprint string
+	// Latest is what it looked like at the daemon's last look while the
+	// request stood, when that differs: package tools write the file, then
+	// add to its .pkgs, package by package, so a look in between asks with
+	// an early fingerprint. Empty when unknown or the same.
+	Latest string
 	// Cancelled is true when root withdrew it in its boot.
 	Cancelled bool
 }
@@ -74,7 +79,7 @@ func Decide(in Input) Decision {
 				"the host needs a reboot, and its request %s was cancelled in this boot; not asking again until the sentinel changes", r.ID)}
 		}
 	}
-	if p := in.Previous; p != nil && p.BootID != in.BootID && p.Fingerprint == o.Fingerprint {
+	if p := in.Previous; p != nil && p.BootID != in.BootID && (p.Fingerprint == o.Fingerprint || p.Latest != "" && p.Latest == o.Fingerprint) {
 		return Decision{State: protocol.SentinelRebootLoop, Message: fmt.Sprintf(
 			"the reboot sentinel is unchanged since it asked for a reboot in boot %s (request %s), and that boot has ended: the reboot did not clear it, "+
 				"so another would not either. Not asking again until the sentinel changes (new packages); look at what recreates it at boot",

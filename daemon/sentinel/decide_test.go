@@ -42,6 +42,10 @@ func TestDecide(t *testing.T) {
 			in:   Input{BootID: "b2", Observation: needed("A"), Previous: &Request{ID: "s1", BootID: "b1", Fingerprint: "A"}},
 			want: protocol.SentinelRebootLoop,
 		},
+		"unchanged since the last look of the boot that asked, though changed since it asked: a reboot loop": {
+			in:   Input{BootID: "b2", Observation: needed("A2"), Previous: &Request{ID: "s1", BootID: "b1", Fingerprint: "A", Latest: "A2"}},
+			want: protocol.SentinelRebootLoop,
+		},
 		"changed after the reboot (new packages): asked again": {
 			in:          Input{BootID: "b2", Observation: needed("B"), Previous: &Request{ID: "s1", BootID: "b1", Fingerprint: "A"}},
 			want:        protocol.SentinelRequested,

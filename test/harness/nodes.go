@@ -40,6 +40,8 @@ type NodeOptions struct {
 	// WithoutBootIDFile, with ContainerNode, leaves --boot-id-file out, as
 	// an install that does not set daemon.bootIDFile on such nodes would.
 	WithoutBootIDFile bool
+	// DaemonArgs are more flags for the daemon (e.g. --sentinel-file).
+	DaemonArgs []string
 }
 
 // StartNode registers a Node and starts a simulated node for it: its own
@@ -72,6 +74,7 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 	daemon := []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address=" + or(opts.MetricsAddr, "0"), "--health-probe-bind-address=" + or(opts.ProbeAddr, "0"),
 		"--reboot-timeout", opts.RebootTimeout.String()}
+	daemon = append(daemon, opts.DaemonArgs...)
 	if opts.ContainerNode {
 		// In a mount namespace of its own, without the node's boot ID
 		// mounted over the kernel's, as a container's fresh /proc is.

@@ -65,6 +65,11 @@ type SentinelRequest struct {
 	BootID      string `json:"bootID"`
 	ID          string `json:"id"`
 	Fingerprint string `json:"fingerprint"`
+	// Latest is the sentinel's fingerprint at the daemon's last look while
+	// the request stood, when it changed after the request (the package
+	// tools add to the .pkgs after writing the file): a sentinel still
+	// looking like that after the reboot is a reboot loop too.
+	Latest string `json:"latest,omitempty"`
 }
 
 // SentinelHeld says, for a person, why the node's reboot sentinel asks for
