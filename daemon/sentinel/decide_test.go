@@ -9,7 +9,9 @@ import (
 )
 
 func TestDecide(t *testing.T) {
-	needed := func(fp string) *Observation { return &Observation{Needed: true, Fingerprint: fp, Reason: "packages linux-image"} }
+	needed := func(fp string) *Observation {
+		return &Observation{Needed: true, Fingerprint: fp, Reason: "packages linux-image"}
+	}
 	tests := map[string]struct {
 		in Input
 		// want is the state decided; wantRequest whether a new request is

@@ -40,6 +40,14 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 		if st.Unschedulable {
 			why = append(why, "cordoned")
 		}
+		// The host wants a reboot kmaint does not ask for: a reboot loop
+		// held back, or a sentinel it cannot read.
+		if held := st.SentinelHeld(); held != "" {
+			why = append(why, held)
+			if out.Since.IsZero() {
+				out.Since = st.Daemon.Sentinel.Since
+			}
+		}
 		out.Reason = strings.Join(why, ", ")
 	case v1alpha1.PhasePending:
 		out.Reason, out.Since = reasons(nil, open), open[0].CreationTimestamp.Time

@@ -46,6 +46,12 @@ func TestPhaseOf(t *testing.T) {
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "reboot did not happen", Since: t0}},
 		"drain failed for these requests": {node: []gen.NodeOption{req, gen.DrainFailed("b1", t0, "pod a/b", "r1")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "drain failed (DrainTimeout): pod a/b", Since: t0}},
+		"reboot loop held": {node: []gen.NodeOption{sentinelState("b1", protocol.SentinelRebootLoop, "unchanged since boot b0", t0)},
+			want: nodeState{Phase: protocol.StageIdle, Reason: "reboot loop held: unchanged since boot b0", Since: t0}},
+		"sentinel unreadable": {node: []gen.NodeOption{sentinelState("b1", protocol.SentinelError, "sentinel command exited 2", t0)},
+			want: nodeState{Phase: protocol.StageIdle, Reason: "reboot sentinel unreadable: sentinel command exited 2", Since: t0}},
+		"a reboot loop of the boot before is not shown": {node: []gen.NodeOption{sentinelState("b0", protocol.SentinelRebootLoop, "old", t0)},
+			want: nodeState{Phase: protocol.StageIdle}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}
@@ -57,6 +63,12 @@ func TestPhaseOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sentinelState is the daemon's state of boot with its sentinel in state.
+func sentinelState(boot string, state protocol.SentinelState, msg string, since time.Time) gen.NodeOption {
+	return gen.Annotations(protocol.State, protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: boot, Since: since,
+		Sentinel: &protocol.SentinelStatus{State: state, Message: msg, Since: since}}))
 }
 
 func TestBar(t *testing.T) {
