@@ -83,6 +83,11 @@ type Options struct {
 	// run without a shell; empty runs none. At most one of SentinelFile and
 	// SentinelCommand.
 	SentinelCommand []string
+	// SentinelReport is a report of the sentinel file written by another
+	// container (kmaint-daemon watch-sentinel), so that the daemon, which
+	// runs as root, need not see the host's /run. Empty reads none. At most
+	// one of SentinelFile, SentinelCommand and SentinelReport.
+	SentinelReport string
 	// SentinelInterval is how often the sentinel is looked at; 0 means
 	// DefaultSentinelInterval. A command run longer than this is cut off
 	// and reported.
@@ -114,12 +119,24 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--reboot-timeout=%s: must be positive (0 means the default, 10m)", o.RebootTimeout)
 	case o.RebootTimeout > 0 && o.RebootTimeout < time.Second:
 		return fmt.Errorf("--reboot-timeout=%s: no node reboots that fast; give at least 1s (the default is 10m)", o.RebootTimeout)
-	case o.SentinelFile != "" && len(o.SentinelCommand) > 0:
-		return fmt.Errorf("--sentinel-file=%s and --sentinel-command=%q: give one; the daemon watches one sentinel", o.SentinelFile, strings.Join(o.SentinelCommand, " "))
+	case countSet(o.SentinelFile != "", len(o.SentinelCommand) > 0, o.SentinelReport != "") > 1:
+		return fmt.Errorf("--sentinel-file=%q, --sentinel-command=%q and --sentinel-report=%q: give one at most; the daemon watches one sentinel",
+			o.SentinelFile, strings.Join(o.SentinelCommand, " "), o.SentinelReport)
 	case o.SentinelInterval != 0 && (o.SentinelInterval < MinSentinelInterval || o.SentinelInterval > MaxSentinelInterval):
 		return fmt.Errorf("--sentinel-interval=%s: must be between %s and %s (the default is %s)", o.SentinelInterval, MinSentinelInterval, MaxSentinelInterval, DefaultSentinelInterval)
 	}
 	return nil
+}
+
+// countSet counts the true values.
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // ReadBootID reads a boot ID file such as /proc/sys/kernel/random/boot_id,
@@ -246,12 +263,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 	case len(opts.SentinelCommand) > 0:
 		// A command that hangs must not stop the daemon looking for hours.
 		a.sentinel = sentinel.Command{Argv: opts.SentinelCommand, Timeout: min(a.sentinelInterval, maxSentinelCommandTime)}
+	case opts.SentinelReport != "":
+		// The other container looks as often as the daemon reads: a report
+		// two looks and a minute old has been missed.
+		a.sentinel = sentinel.Reported{Path: opts.SentinelReport, MaxAge: 2*a.sentinelInterval + time.Minute, Now: opts.Clock.Now}
 	}
 	if err := a.setup(mgr, in.duplicateNames); err != nil {
 		return err
 	}
 	if a.sentinel != nil {
-		log.Info("Watching the reboot sentinel", "file", opts.SentinelFile, "command", opts.SentinelCommand, "interval", a.sentinelInterval)
+		log.Info("Watching the reboot sentinel", "file", opts.SentinelFile, "command", opts.SentinelCommand, "report", opts.SentinelReport, "interval", a.sentinelInterval)
 		if err := mgr.Add(manager.RunnableFunc(a.watchSentinel)); err != nil {
 			return fmt.Errorf("add sentinel watcher: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/kmaint/kmaint/daemon/hostcommand"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
+	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/version"
 )
@@ -36,6 +37,8 @@ Usage:
   kmaint-daemon cancel-reboot <id>        withdraw one of this boot's requests
   kmaint-daemon install-host-command <dir>
                                           copy this command to <dir> on the host
+  kmaint-daemon watch-sentinel --file <path> --report <path>
+                                          look at the host's reboot sentinel file for run --sentinel-report
   kmaint-daemon version                   print the version (also --version)
 
 request-reboot writes one entry to this node's systemd journal and nothing
@@ -78,6 +81,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, hooks Ho
 		return cancelReboot(ctx, args[1:], stdout, stderr)
 	case "install-host-command":
 		return installHostCommand(args[1:], stdout, stderr)
+	case "watch-sentinel":
+		return watchSentinel(ctx, args[1:], stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version.Get())
 		return 0
@@ -147,6 +152,37 @@ func cancelReboot(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return 0
 }
 
+// watchSentinel looks at the sentinel file and reports each look for the
+// daemon (run --sentinel-report), from a container of its own: it needs the
+// host's /run, and runs as nobody so that the sockets there stay out of
+// reach.
+func watchSentinel(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("watch-sentinel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("file", "", "The host's reboot sentinel file, as this container sees it (required).")
+	report := fs.String("report", "", "Where to write each look, for run --sentinel-report (required).")
+	interval := fs.Duration("interval", daemon.DefaultSentinelInterval, "How often to look; give run --sentinel-interval the same.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	switch {
+	case *file == "" || *report == "" || fs.NArg() > 0:
+		fmt.Fprintln(stderr, "Usage: kmaint-daemon watch-sentinel --file <path> --report <path> [--interval 1m]")
+		return 2
+	case *interval < daemon.MinSentinelInterval || *interval > daemon.MaxSentinelInterval:
+		fmt.Fprintf(stderr, "kmaint-daemon watch-sentinel: --interval=%s: must be between %s and %s\n", *interval, daemon.MinSentinelInterval, daemon.MaxSentinelInterval)
+		return 2
+	}
+	if err := sentinel.Watch(ctx, sentinel.File{Path: *file}, *report, *interval, time.Now); err != nil {
+		fmt.Fprintln(stderr, "kmaint-daemon watch-sentinel:", err)
+		return 1
+	}
+	return 0
+}
+
 func installHostCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("install-host-command", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -202,6 +238,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, hooks Hooks) int 
 		"A command that says whether the host needs a reboot (kured's --reboot-sentinel-command), e.g. needs-restarting -r: exit code 1 means it does, "+
 			"0 that it does not, anything else is reported and reboots nothing. Split on spaces and run without a shell, as the daemon's user; the chart "+
 			"runs it in the host's namespaces through nsenter. Not with --sentinel-file.")
+	fs.StringVar(&opts.SentinelReport, "sentinel-report", "",
+		"A report of the sentinel file that kmaint-daemon watch-sentinel writes from another container (the DaemonSet's), so that the daemon, "+
+			"which runs as root, need not mount the host's /run with its sockets. A missing or stale report is reported and reboots nothing.")
 	fs.DurationVar(&opts.SentinelInterval, "sentinel-interval", daemon.DefaultSentinelInterval,
 		"How often the sentinel is looked at; a command running longer is cut off and reported.")
 	kubeconfig := fs.String("kubeconfig", "", "Path to a kubeconfig; default the pod's service account.")

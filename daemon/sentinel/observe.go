@@ -22,17 +22,17 @@ import (
 // Observation is one look at the sentinel.
 type Observation struct {
 	// Needed is true when the host says it needs a reboot.
-	Needed bool
+	Needed bool `json:"needed"`
 	// Fingerprint identifies what the sentinel says when Needed: 64 hex
 	// digits of SHA-256 over its content (the file and its .pkgs, or the
 	// command's exit code and output).
-	Fingerprint string
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Reason is the request's reason when Needed: what the sentinel says,
 	// fitted to v1alpha1.MaxReasonLength.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 	// Problem, when set, says why the sentinel could not be read; Needed is
 	// then false: a sentinel kmaint cannot read never reboots a node.
-	Problem string
+	Problem string `json:"problem,omitempty"`
 }
 
 // Checker looks at a sentinel. Check never fails: what goes wrong is the
