@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -252,6 +253,47 @@ func TestSentinelCommand(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(sentinelOf(g, name, n).State).To(Equal(protocol.SentinelError))
 		g.Expect(requested(g, name).Requests).To(HaveLen(1))
+	}, timeout).Should(Succeed())
+	g.Expect(n.Reboots()).To(Equal(0))
+}
+
+// As installed: the sentinel file is read by watch-sentinel running as
+// nobody, which reports to the daemon through a shared directory. A
+// sentinel nobody may not read is reported, not acted on; once readable, it
+// asks once.
+func TestSentinelReportFromAContainerRunningAsNobody(t *testing.T) {
+	g := NewWithT(t)
+	const name = "sentinel-report"
+	const nobody = 65534
+	hostRun, shared := t.TempDir(), t.TempDir()
+	for _, d := range []string{hostRun, filepath.Dir(hostRun)} {
+		g.Expect(os.Chmod(d, 0o755)).To(Succeed())
+	}
+	// The shared volume: an emptyDir, writable by all.
+	g.Expect(os.Chmod(shared, 0o777)).To(Succeed())
+	g.Expect(os.Chmod(filepath.Dir(shared), 0o755)).To(Succeed())
+	path, report := filepath.Join(hostRun, "reboot-required"), filepath.Join(shared, "report.json")
+	harness.StartSentinelWatcher(t, path, report, time.Second, nobody)
+	n := startNode(t, name, harness.NodeOptions{DaemonArgs: []string{"--sentinel-report=" + report, "--sentinel-interval=1s"}})
+	g.Eventually(func(g Gomega) {
+		g.Expect(sentinelOf(g, name, n).State).To(Equal(protocol.SentinelClear))
+	}, timeout).Should(Succeed())
+
+	writeSentinel(t, path, "libc6")
+	g.Expect(os.Chmod(path, 0o600)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		st := sentinelOf(g, name, n)
+		g.Expect(st.State).To(Equal(protocol.SentinelError))
+		g.Expect(st.Message).To(ContainSubstring("permission denied"))
+		g.Expect(getNode(g, name).Annotations).NotTo(HaveKey(protocol.RebootRequested))
+	}, timeout).Should(Succeed())
+
+	g.Expect(os.Chmod(path, 0o644)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		reqs := requested(g, name).Requests
+		g.Expect(reqs).To(HaveLen(1))
+		g.Expect(reqs[0].Source).To(Equal(v1alpha1.SourceSentinel))
+		g.Expect(reqs[0].Reason).To(ContainSubstring("packages libc6"))
 	}, timeout).Should(Succeed())
 	g.Expect(n.Reboots()).To(Equal(0))
 }

@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,3 +198,31 @@ func tail(b []byte, n int) []byte {
 // NodeLog is the file in a simulated node's Dir that receives the output of
 // its journald and daemon.
 func NodeLog(dir string) string { return filepath.Join(dir, "node.log") }
+
+// StartSentinelWatcher runs `kmaint-daemon watch-sentinel` as uid, as the
+// DaemonSet's sentinel container does, looking at file and writing report,
+// until the test ends. The directories of both must let uid in.
+func StartSentinelWatcher(t testing.TB, file, report string, interval time.Duration, uid int) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self = copyForEveryone(t, self)
+	id := strconv.Itoa(uid)
+	cmd := exec.Command("setpriv", "--reuid", id, "--regid", id, "--clear-groups", "--",
+		"env", node.DaemonEnv+"=1", self, "watch-sentinel", "--file", file, "--report", report, "--interval", interval.String())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("output of watch-sentinel:\n%s", tail(out.Bytes(), 4000))
+		}
+	})
+}
