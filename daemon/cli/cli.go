@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,6 +163,7 @@ func watchSentinel(ctx context.Context, args []string, stderr io.Writer) int {
 	file := fs.String("file", "", "The host's reboot sentinel file, as this container sees it (required).")
 	report := fs.String("report", "", "Where to write each look, for run --sentinel-report (required).")
 	interval := fs.Duration("interval", daemon.DefaultSentinelInterval, "How often to look; give run --sentinel-interval the same.")
+	probeAddr := fs.String("health-probe-bind-address", "0", `Address of /healthz and /readyz: ready once a report is written, healthy while one was written within two intervals and a minute; "0" turns them off.`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -176,11 +178,48 @@ func watchSentinel(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmaint-daemon watch-sentinel: --interval=%s: must be between %s and %s\n", *interval, daemon.MinSentinelInterval, daemon.MaxSentinelInterval)
 		return 2
 	}
+	if *probeAddr != "0" {
+		srv := &http.Server{Addr: *probeAddr, Handler: sentinelProbes(*report, 2**interval+time.Minute), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fmt.Fprintln(stderr, "kmaint-daemon watch-sentinel: probes:", err)
+			}
+		}()
+		defer srv.Close()
+	}
 	if err := sentinel.Watch(ctx, sentinel.File{Path: *file}, *report, *interval, time.Now); err != nil {
 		fmt.Fprintln(stderr, "kmaint-daemon watch-sentinel:", err)
 		return 1
 	}
 	return 0
+}
+
+// sentinelProbes serves watch-sentinel's probes from its report file: ready
+// once written, healthy while written within maxAge.
+func sentinelProbes(report string, maxAge time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if _, err := os.Stat(report); err != nil {
+			http.Error(w, "no report written yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fi, err := os.Stat(report)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			// Not written yet: the first look may still be under way.
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		case time.Since(fi.ModTime()) > maxAge:
+			http.Error(w, fmt.Sprintf("last report written %s ago", time.Since(fi.ModTime()).Round(time.Second)), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
 }
 
 func installHostCommand(args []string, stdout, stderr io.Writer) int {

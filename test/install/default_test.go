@@ -176,11 +176,38 @@ func TestPodsLockedDown(t *testing.T) {
 	}) {
 		t.Error("the daemon does not tolerate every taint")
 	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range daemon.Volumes {
+		volumes[v.Name] = v
+	}
 	for _, c := range daemon.Containers {
 		for _, m := range c.VolumeMounts {
-			if !m.ReadOnly {
-				t.Errorf("daemon mount %s (%s) is writable", m.Name, m.MountPath)
+			// The one writable mount: where the sentinel container, as
+			// nobody, writes its reports, an emptyDir in memory.
+			writable := c.Name == "sentinel" && m.Name == "sentinel-report" && volumes[m.Name].EmptyDir != nil
+			if !m.ReadOnly && !writable {
+				t.Errorf("daemon mount %s (%s) of container %s is writable", m.Name, m.MountPath, c.Name)
 			}
+			if v := volumes[m.Name]; v.HostPath != nil && !m.ReadOnly {
+				t.Errorf("host path %s is mounted writable in container %s", v.HostPath.Path, c.Name)
+			}
+		}
+		if c.Name == "sentinel" {
+			// It sees the host's /run: as nobody, so that the sockets
+			// there stay out of its reach.
+			if sc := c.SecurityContext; sc == nil || ptr.Deref(sc.RunAsUser, 0) != 65534 || !ptr.Deref(sc.RunAsNonRoot, false) {
+				t.Errorf("the sentinel container does not run as nobody: %+v", c.SecurityContext)
+			}
+			if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return volumes[m.Name].HostPath != nil && volumes[m.Name].HostPath.Path != "/var/run"
+			}) {
+				t.Errorf("the sentinel container mounts more of the host than /var/run: %v", c.VolumeMounts)
+			}
+		} else if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			v := volumes[m.Name].HostPath
+			return v != nil && (v.Path == "/run" || v.Path == "/var/run")
+		}) {
+			t.Errorf("container %s, which runs as root, mounts the host's /run, with the container runtime's socket in it", c.Name)
 		}
 		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 			return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
