@@ -69,6 +69,49 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	}
 }
 
+// TestDemoShowsTheRebootSentinelAndItsLoopGuard runs the demo with three
+// nodes in pool web and two in batch: one host request, on the next web
+// node the reboot sentinel, which reboots it once and, still there after the reboot, is
+// held as a reboot loop.
+func TestDemoShowsTheRebootSentinelAndItsLoopGuard(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// An API server of its own: the package's other demo has pools of
+	// the same names on the shared one.
+	own, err := testbed.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(own.Stop()).To(Succeed()) }()
+	var out bytes.Buffer
+	err = run(ctx, options{
+		Nodes: 5, Pools: 2, RebootTime: 500 * time.Millisecond, Journal: sim.Memory,
+		ExitWhenDone: true, KubeconfigOut: filepath.Join(t.TempDir(), "kubeconfig"), Bed: own,
+	}, &out)
+	t.Log("\n" + out.String())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the demo ran out of time before the sentinel's reboot loop was held")
+
+	text := out.String()
+	g.Expect(text).To(MatchRegexp(`(?m)^\s+host\s+kmaint-daemon request-reboot "kernel update" on web-000$`))
+	g.Expect(text).To(ContainSubstring("sentinel  /var/run/reboot-required and its .pkgs (linux-image-6.1.0-18-amd64, libc6) appear on web-001"))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+Rebooting\s+sentinel\b`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-001\s+web\s+reboot loop held \(event RebootLoop\): the reboot sentinel is unchanged since the reboot it asked for`))
+	g.Expect(text).To(ContainSubstring("All 4 requests done: 4 Succeeded, 0 Failed."))
+
+	var list v1alpha1.NodeMaintenanceList
+	g.Expect(own.Client.List(ctx, &list)).To(Succeed())
+	sentinel := 0
+	for _, nm := range list.Items {
+		if nm.Spec.Source == v1alpha1.SourceSentinel {
+			sentinel++
+			g.Expect(nm.Spec.NodeName).To(Equal("web-001"))
+			g.Expect(nm.Spec.Reason).To(ContainSubstring("packages linux-image-6.1.0-18-amd64, libc6"))
+			g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		}
+	}
+	g.Expect(sentinel).To(Equal(1), "one sentinel request: the one still there after its reboot is held")
+}
+
 // TestDemoRebootsFragmentedNodesInsideTheWindow runs the demo with its
 // metric part, on an API server of its own: the one node no other request
 // reboots fragments, the policy asks for it, and it is rebooted once the

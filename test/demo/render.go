@@ -125,6 +125,9 @@ func (d *display) report(v view) {
 		// A reason to wait may be written a moment after the step it
 		// belongs to: a new reason is a line of its own.
 		newReason := n.waiting != "" && (!seen || was.waiting != n.waiting)
+		if n.held != "" && was.held != n.held && !d.live {
+			fmt.Fprintf(d.out, "%8s  %-12s %-8s %s\n", "+"+elapsed(time.Since(d.start)), n.name, n.pool, n.held)
+		}
 		if (!seen && n.step == stepIdle) || (seen && was.step == n.step && was.source == n.source && !newReason) || d.live {
 			continue
 		}
@@ -207,6 +210,10 @@ func (d *display) draw(v view, now time.Time) {
 		line := fmt.Sprintf("%-12s %-8s %s %-11s %-5s", n.name, n.pool, colored(n.step, fmt.Sprintf("%-10s", n.step)), cmp.Or(n.source, "-"), dur)
 		if v.policy != nil {
 			line += fmt.Sprintf(" %-5s %s", fragText(n), policyText(n, v.policy, now, d.start))
+		}
+		if n.held != "" {
+			// The reboot sentinel still there after its reboot.
+			line += "  " + colored(stepFailed, "reboot loop held (sentinel unchanged)")
 		}
 		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}

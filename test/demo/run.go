@@ -116,6 +116,17 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	defer os.Remove(opts.KubeconfigOut)
 	printKubectlHowTo(out, opts)
 
+	// The host's package tools ask for a reboot of one node through its
+	// reboot sentinel, when the first pool has a host node to spare.
+	sentinelNode, sentinelFiles := sentinelNodeOf(pools), map[string]string{}
+	if sentinelNode != "" {
+		dir, err := os.MkdirTemp("", "kmaint-demo-sentinel-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		sentinelFiles[sentinelNode] = filepath.Join(dir, "reboot-required")
+	}
 	what := ""
 	if metrics != nil {
 		what = ", node_exporters and Prometheus with config/prometheus/fragmentation-rules.yaml"
@@ -128,11 +139,16 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		PodsPerNode: 2,
 		Log:         ctrl.Log.WithName("sim"),
 		Metrics:     metrics,
+
+		SentinelFiles: sentinelFiles,
 	})
 	if err != nil {
 		return ignoreEnded(ctx, fmt.Errorf("start the simulated cluster: %w", err))
 	}
 	defer c.Stop()
+	if sentinelNode != "" && c.Node(sentinelNode) == nil {
+		return fmt.Errorf("the sentinel's node %s is not among the simulated nodes", sentinelNode)
+	}
 	if err := c.StartOperator(); err != nil {
 		return ignoreEnded(ctx, fmt.Errorf("start the operator: %w", err))
 	}
@@ -157,11 +173,11 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			return err
 		}
 	}
-	expected, err := request(ctx, bed.Client, c, pools, out)
+	expected, err := request(ctx, bed.Client, c, pools, sentinelFiles, out)
 	if err != nil {
 		return ignoreEnded(ctx, err)
 	}
-	target := goal{rollout: expected}
+	target := goal{rollout: expected, sentinel: sentinelNode}
 	switch {
 	case plan != nil:
 		if err := plan.start(ctx, bed.Client, c, out); err != nil {
@@ -295,22 +311,59 @@ func planPools(opts options) ([]sim.PoolSpec, error) {
 // request-reboot` on half the nodes of the first pool, and a config rollout
 // of the second (of the first, when there is one pool). It returns the
 // number of requests made.
-func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []sim.PoolSpec, out io.Writer) (int, error) {
+func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []sim.PoolSpec, sentinelFiles map[string]string, out io.Writer) (int, error) {
 	configPool := configPool(pools)
 	hosts := hostNodes(c, pools)
 	const reason = "kernel update"
+	var asked []string
 	for _, n := range hosts {
+		if sentinelFiles[n] != "" {
+			continue
+		}
 		if err := c.Node(n).RequestReboot(reason); err != nil {
 			return 0, err
 		}
+		asked = append(asked, n)
 	}
-	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(hosts, ", "))
+	fmt.Fprintf(out, "Requests:\n  host      kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(asked, ", "))
+	for n, path := range sentinelFiles {
+		if err := writeSentinel(path); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(out, "  sentinel  /var/run/reboot-required and its .pkgs (%s) appear on %s, as apt writes them; they stay after the reboot,\n"+
+			"            so kmaint reboots it once and then holds it as a reboot loop until they change\n", strings.Join(sentinelPackages, ", "), n)
+	}
 
 	if err := rollOut(ctx, kube, configPool.Name); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n", configPool.Name, newConfig, configPool.Nodes)
+	fmt.Fprintf(out, "  config    MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n", configPool.Name, newConfig, configPool.Nodes)
 	return len(hosts) + configPool.Nodes, nil
+}
+
+// sentinelPackages are the packages the demo's sentinel names.
+var sentinelPackages = []string{"linux-image-6.1.0-18-amd64", "libc6"}
+
+// writeSentinel writes a reboot sentinel as Debian's package tools do.
+func writeSentinel(path string) error {
+	if err := os.WriteFile(path+".pkgs", []byte(strings.Join(sentinelPackages, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write the reboot sentinel: %w", err)
+	}
+	if err := os.WriteFile(path, []byte("*** System restart required ***\n"), 0o644); err != nil {
+		return fmt.Errorf("write the reboot sentinel: %w", err)
+	}
+	return nil
+}
+
+// sentinelNodeOf is the node whose reboot sentinel asks for its reboot: the
+// last of the host nodes when there are two or more (the first pool's
+// nodes are named in order, as the cluster starts them); none otherwise.
+func sentinelNodeOf(pools []sim.PoolSpec) string {
+	hosts := (pools[0].Nodes + 1) / 2
+	if hosts < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%s-%03d", pools[0].Name, hosts-1)
 }
 
 // hostNodes are the nodes the host requests go to: half the first pool's.

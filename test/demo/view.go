@@ -70,6 +70,10 @@ type nodeRow struct {
 	// waiting is the reason an open request of the node waits (e.g.
 	// OutsideWindow), from its Waiting condition.
 	waiting string
+	// held says why the node's reboot sentinel asks for nothing though
+	// the host wants a reboot (a reboot loop held), from its daemon's
+	// state; empty otherwise.
+	held string
 }
 
 // candidateRow is a node as a candidate of the policy.
@@ -125,6 +129,9 @@ type view struct {
 type goal struct {
 	rollout int
 	metric  []string
+	// sentinel is the node whose reboot sentinel stays after its reboot:
+	// done once its daemon holds it as a reboot loop.
+	sentinel string
 }
 
 // rolloutDone reports whether the host and config requests are all done.
@@ -135,6 +142,9 @@ func (v view) rolloutDone(g goal) bool {
 // settled reports whether everything the demo waits for is done.
 func (v view) settled(g goal) bool {
 	if !v.done(g.rollout + len(g.metric)) {
+		return false
+	}
+	if g.sentinel != "" && !slices.ContainsFunc(v.nodes, func(n nodeRow) bool { return n.name == g.sentinel && n.held != "" }) {
 		return false
 	}
 	if len(g.metric) == 0 {
@@ -206,6 +216,9 @@ func buildView(s clusterState) view {
 		row.todo = row.step != stepIdle || wantsConfig(n, pools, pool)
 		row.frag, row.hasFrag = s.frag[n.Name]
 		row.waiting = waitingReason(byNode[n.Name])
+		if st, _ := protocol.Read(n); row.step == stepBack || row.step == stepIdle {
+			row.held = heldText(st)
+		}
 		v.nodes = append(v.nodes, row)
 		p := rows[pool]
 		if p == nil {
@@ -264,6 +277,21 @@ func buildPolicy(p *v1alpha1.RebootPolicy, nodes []nodeRow) *policyRow {
 		}
 	}
 	return row
+}
+
+// heldText says, in a demo line's room, why the node's reboot sentinel asks
+// for nothing; empty when it does not hold back.
+func heldText(st protocol.NodeState) string {
+	held := st.SentinelHeld()
+	switch {
+	case held == "":
+		return ""
+	case st.Daemon.Sentinel.State == protocol.SentinelRebootLoop:
+		return "reboot loop held (event RebootLoop): the reboot sentinel is unchanged since the reboot it asked for; not asking again until it changes"
+	case len(held) > 160:
+		return held[:160] + "..."
+	}
+	return held
 }
 
 // waitingReason is why the node's open requests wait, if they say.

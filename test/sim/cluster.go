@@ -79,6 +79,12 @@ type Config struct {
 	// Metrics, when set, gives every node a node_exporter and the cluster a
 	// real Prometheus, which the operator asks (see MetricsConfig).
 	Metrics *MetricsConfig
+	// SentinelFiles gives the daemons of these nodes (by name) a reboot
+	// sentinel file to watch (--sentinel-file), looked at every second;
+	// writing it is the host's package tools saying the node needs a
+	// reboot. A simulated reboot leaves it there, as a host that recreates
+	// it at boot would.
+	SentinelFiles map[string]string
 }
 
 // Node is a simulated node.
@@ -278,6 +284,7 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	case Memory:
 		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.beforeReboot, c.afterReboot)
 		mn.mapper = c.mapper
+		mn.sentinelFile = c.Config.SentinelFiles[name]
 		n = mn
 	case Journald:
 		jn, err := c.startJournaldNode(name, boot)
@@ -385,10 +392,14 @@ func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
 		return nil, err
 	}
 	jn := &journaldNode{name: name}
+	args := []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--reboot-timeout", c.Config.Timing.DaemonRebootTimeout.String()}
+	if f := c.Config.SentinelFiles[name]; f != "" {
+		args = append(args, "--sentinel-file="+f, "--sentinel-interval=1s")
+	}
 	n, err := node.Start(c.ctx, node.Config{
 		Name: name, Dir: dir, BootID: boot, Log: c.Config.NodeLog,
-		Daemon: []string{self, "run", "--node-name", name, "--kubeconfig", kubeconfig, "--metrics-bind-address=0",
-			"--health-probe-bind-address=0", "--reboot-timeout", c.Config.Timing.DaemonRebootTimeout.String()},
+		Daemon: args,
 		Env: []string{node.DaemonEnv + "=1"},
 		OnReboot: func(ctx context.Context, _, next string) error {
 			c.beforeReboot(name)

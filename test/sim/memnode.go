@@ -45,6 +45,9 @@ type memNode struct {
 	onDown, onReboot func(name string)
 	// mapper is shared by all in-process daemons.
 	mapper meta.RESTMapper
+	// sentinelFile is the reboot sentinel file its daemon watches; empty
+	// watches none.
+	sentinelFile string
 	// registry holds the running daemon's metrics: a new one per daemon
 	// start, as a new process would have after a reboot.
 	registry *prometheus.Registry
@@ -108,6 +111,9 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 		RebootTimeout: n.timing.DaemonRebootTimeout,
 		MetricsAddr:   "0",
 		ProbeAddr:     "0",
+	}
+	if n.sentinelFile != "" {
+		opts.SentinelFile, opts.SentinelInterval = n.sentinelFile, time.Second
 	}
 	// Thousands of daemons share this process and none has a kernel.
 	hooks := []daemon.Hook{
