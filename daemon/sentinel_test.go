@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
@@ -118,6 +121,10 @@ func testSentinelLoop(t *testing.T, name string, volatile bool) {
 	g.Expect(sentinelRequests(g, name)).To(HaveLen(1))
 	g.Expect(n.Reboots()).To(Equal(1))
 	g.Expect(harness.GetNode(g, bed, name).Spec.Unschedulable).To(BeFalse())
+	// And the plugin says so.
+	var status bytes.Buffer
+	g.Expect(cmd.Status(context.Background(), bed.Client, &status, cmd.StatusOptions{Pool: pool})).To(Succeed())
+	g.Expect(status.String()).To(MatchRegexp(name + `\s+` + pool + `\s+Idle\s+reboot loop held: the reboot sentinel is unchanged since it asked`))
 
 	// New packages: a new sentinel, one new request, one more reboot.
 	writeSentinel(t, path, "linux-image-6.1.0-18-amd64", "libc6", "openssl")

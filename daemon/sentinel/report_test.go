@@ -29,15 +29,19 @@ func TestReport(t *testing.T) {
 			want:  Observation{},
 		},
 		"needed": {
-			write: func(t *testing.T, p string) { must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "packages libc6"}, now)) },
-			want:  Observation{Needed: true, Fingerprint: fp, Reason: "packages libc6"},
+			write: func(t *testing.T, p string) {
+				must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "packages libc6"}, now))
+			},
+			want: Observation{Needed: true, Fingerprint: fp, Reason: "packages libc6"},
 		},
 		"a problem the container saw": {
 			write: func(t *testing.T, p string) { must(t, WriteReport(p, Observation{Problem: "not a regular file"}, now)) },
 			want:  Observation{Problem: "not a regular file"},
 		},
 		"stale (the container stopped)": {
-			write:       func(t *testing.T, p string) { must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "x"}, now.Add(-10*time.Minute))) },
+			write: func(t *testing.T, p string) {
+				must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "x"}, now.Add(-10*time.Minute)))
+			},
 			wantProblem: "has stopped looking",
 		},
 		"from the future": {
@@ -49,11 +53,15 @@ func TestReport(t *testing.T) {
 			wantProblem: "malformed",
 		},
 		"a fingerprint no checker makes": {
-			write:       func(t *testing.T, p string) { must(t, WriteReport(p, Observation{Needed: true, Fingerprint: "x", Reason: "r"}, now)) },
+			write: func(t *testing.T, p string) {
+				must(t, WriteReport(p, Observation{Needed: true, Fingerprint: "x", Reason: "r"}, now))
+			},
 			wantProblem: "not 64 hex digits",
 		},
 		"a reason with control characters": {
-			write:       func(t *testing.T, p string) { must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "a\x1bb"}, now)) },
+			write: func(t *testing.T, p string) {
+				must(t, WriteReport(p, Observation{Needed: true, Fingerprint: fp, Reason: "a\x1bb"}, now))
+			},
 			wantProblem: "control character",
 		},
 		"huge": {

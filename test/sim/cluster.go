@@ -400,7 +400,7 @@ func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
 	n, err := node.Start(c.ctx, node.Config{
 		Name: name, Dir: dir, BootID: boot, Log: c.Config.NodeLog,
 		Daemon: args,
-		Env: []string{node.DaemonEnv + "=1"},
+		Env:    []string{node.DaemonEnv + "=1"},
 		OnReboot: func(ctx context.Context, _, next string) error {
 			c.beforeReboot(name)
 			if !c.isFast(name) {
