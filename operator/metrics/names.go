@@ -50,6 +50,7 @@ const (
 	DaemonOutstandingRequest = "kmaint_daemon_outstanding_requests" // gauge {node}
 	DaemonBootTimeSeconds    = "kmaint_daemon_boot_time_seconds"    // gauge {node}: when the current boot began
 	DaemonJournalVolatile    = "kmaint_daemon_journal_volatile"     // gauge {node}: 1 when the journal kept no earlier boot
+	DaemonSentinelState      = "kmaint_daemon_sentinel_state"       // gauge {node, state}: 1 for what the reboot sentinel says
 
 	// The Alertmanager webhook's.
 	AlertWebhookRequestsTotal = "kmaint_alert_webhook_requests_total" // counter {code}
@@ -66,6 +67,6 @@ func All() []string {
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
-		DaemonJournalVolatile, AlertWebhookRequestsTotal,
+		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
 	}
 }
