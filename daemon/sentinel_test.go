@@ -203,6 +203,25 @@ func TestSentinelFileThatCannotBeReadAsksForNothing(t *testing.T) {
 		g.Expect(reqs[0].Reason).To(ContainSubstring("packages libc6"))
 		g.Expect(sentinelOf(g, name, n).State).To(Equal(protocol.SentinelRequested))
 	}, timeout).Should(Succeed())
+
+	// Root withdraws it: the same sentinel does not ask again in this
+	// boot; new packages do.
+	id := requested(g, name).Requests[0].ID
+	out, err := harness.CancelReboot(t, n, 0, id)
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Eventually(func(g Gomega) {
+		r := requested(g, name)
+		g.Expect(r.Requests).To(BeEmpty())
+		g.Expect(r.Cancelled).To(ConsistOf(id))
+		g.Expect(sentinelOf(g, name, n).State).To(Equal(protocol.SentinelCancelled))
+	}, timeout).Should(Succeed())
+	writeSentinel(t, path, "libc6", "openssl")
+	g.Eventually(func(g Gomega) {
+		reqs := requested(g, name).Requests
+		g.Expect(reqs).To(HaveLen(1))
+		g.Expect(reqs[0].ID).NotTo(Equal(id))
+		g.Expect(reqs[0].Reason).To(ContainSubstring("packages libc6, openssl"))
+	}, timeout).Should(Succeed())
 	g.Expect(n.Reboots()).To(Equal(0))
 }
 
