@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestVersion(t *testing.T) {
@@ -63,5 +66,40 @@ func TestInstallHostCommand(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	if code := Main(context.Background(), []string{"install-host-command", missing}, &stdout, &stderr, Hooks{}); code != 1 || !strings.Contains(stderr.String(), missing) {
 		t.Errorf("install-host-command into a missing directory: exit %d, %q; want 1 naming it", code, stderr.String())
+	}
+}
+
+// watch-sentinel refuses a call that names no file or report, or an
+// interval out of bounds, and serves probes that say when it last reported.
+func TestWatchSentinel(t *testing.T) {
+	for _, args := range [][]string{{}, {"--file=/f"}, {"--report=/r"}, {"--file=/f", "--report=/r", "--interval=1ms"}, {"--file=/f", "--report=/r", "extra"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), append([]string{"watch-sentinel"}, args...), &stdout, &stderr, Hooks{}); code != 2 {
+			t.Errorf("watch-sentinel %q: exit %d, want 2 (usage): %s", args, code, stderr.String())
+		}
+	}
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	probes := sentinelProbes(report, time.Minute)
+	get := func(path string) int {
+		rec := httptest.NewRecorder()
+		probes.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code
+	}
+	if get("/readyz") != http.StatusServiceUnavailable || get("/healthz") != http.StatusOK {
+		t.Errorf("before the first report: readyz %d, healthz %d; want 503 and 200 (the first look may take a while)", get("/readyz"), get("/healthz"))
+	}
+	if err := os.WriteFile(report, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if get("/readyz") != http.StatusOK || get("/healthz") != http.StatusOK {
+		t.Errorf("a fresh report: readyz %d, healthz %d; want 200", get("/readyz"), get("/healthz"))
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(report, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if get("/healthz") != http.StatusServiceUnavailable {
+		t.Errorf("a report an hour old: healthz %d, want 503", get("/healthz"))
 	}
 }
