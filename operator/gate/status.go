@@ -137,6 +137,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 		}
 	}
 	in.UnreadablePools = st.unreadablePools
+	in.Stop, in.PodSelectorErr = st.stop, st.podSelectorErr
 	if p.held > 0 {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
@@ -148,16 +149,22 @@ func (st *poolState) waitInput() policies.WaitInput {
 // holds this one.
 func (r *Reconciler) setBlocked(st *poolState) {
 	pool := st.pool
-	reason, msg, blocked := policies.Wait(st.waitInput())
+	in := st.waitInput()
+	setOptedOut(st, &in)
+	reason, msg, blocked := policies.Wait(in)
 	if !blocked {
 		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
 	}
 	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.BlockedCondition)
 	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
-	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason
-	if warn && (was == nil || was.Reason != reason) {
+	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason || reason == v1alpha1.UnreadableGateReason
+	switch {
+	case was != nil && was.Reason == reason:
+	case warn:
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
+	case reason == v1alpha1.ClusterPausedReason:
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, reason, "Admit", "%s", msg)
 	}
 }
 
@@ -202,6 +209,9 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
 	case st.windowErr != nil:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
+	case st.podSelectorErr != nil:
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
+			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.podSelectorErr))
 	case len(malformed) > 0:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(notBack) > 0:
