@@ -160,7 +160,7 @@ type MaintenancePoolStatus struct {
 	// to be lifted: a kmaint.io/do-not-disrupt annotation on the node or
 	// one of its pods, or a pod matching blockingPodSelector.
 	// +optional
-	OptedOut int32 `json:"optedOut,omitempty"`
+	OptedOut int32 `json:"optedOut"`
 
 	// Conditions: Blocked, Draining, Degraded.
 	// +kubebuilder:validation:MaxItems=16
