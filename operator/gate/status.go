@@ -156,11 +156,16 @@ func (r *Reconciler) setBlocked(st *poolState) {
 		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
 	}
-	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.BlockedCondition)
+	// The reason is copied before the condition is set: the condition
+	// found is the one setCondition changes in place.
+	wasReason := ""
+	if was := r.lastCondition(pool, v1alpha1.BlockedCondition); was != nil && was.Status == metav1.ConditionTrue {
+		wasReason = was.Reason
+	}
 	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
 	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason || reason == v1alpha1.UnreadableGateReason
 	switch {
-	case was != nil && was.Reason == reason:
+	case wasReason == reason:
 	case warn:
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
 	case reason == v1alpha1.ClusterPausedReason:

@@ -157,6 +157,10 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprintln(out, "Requests:")
+	if _, err := holdOne(ctx, w, bed.Client, configPool(pools), out); err != nil {
+		return ignoreEnded(ctx, err)
+	}
 	expected, err := request(ctx, bed.Client, c, pools, out)
 	if err != nil {
 		return ignoreEnded(ctx, err)
@@ -304,7 +308,7 @@ func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []si
 			return 0, err
 		}
 	}
-	fmt.Fprintf(out, "Requests:\n  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(hosts, ", "))
+	fmt.Fprintf(out, "  host    kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(hosts, ", "))
 
 	if err := rollOut(ctx, kube, configPool.Name); err != nil {
 		return 0, err
