@@ -162,7 +162,7 @@ func TestOptOutsAndTheClusterStop(t *testing.T) {
 	g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, d(1), false) }, timeout).Should(Succeed())
 	g.Expect(getNode(g, d(0)).Annotations).NotTo(HaveKey(protocol.Admitted))
 	g.Expect(getNode(g, w(2)).Annotations).NotTo(HaveKey(protocol.Admitted))
-	g.Expect(c.Node(d(0)).Reboots() + c.Node(w(2)).Reboots()).To(Equal(1), "only w(2)'s first reboot")
+	g.Expect(c.Node(d(0)).Reboots()+c.Node(w(2)).Reboots()).To(Equal(1), "only w(2)'s first reboot")
 
 	said.Reset()
 	g.Expect(cmd.SetClusterPaused(ctx, bed.Client, &said, false, "")).To(Succeed())
