@@ -23,6 +23,8 @@ type plan struct {
 	nextOpening time.Time
 	// held counts waiting nodes that would have been admitted but for held.
 	held int
+	// optedOut counts waiting nodes an opt-out holds.
+	optedOut int
 }
 
 // approvable picks which drained nodes may be approved now. The budget is
@@ -111,6 +113,7 @@ func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, paused, hel
 		if v.optOut != nil {
 			// Held by an opt-out: it costs nothing and its turn passes on.
 			p.waiting = append(p.waiting, v.Node.Name)
+			p.optedOut++
 			continue
 		}
 		cost := 1

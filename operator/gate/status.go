@@ -121,7 +121,8 @@ func (st *poolState) waitInput() policies.WaitInput {
 		WindowErr:   st.windowErr,
 		Paused:      st.pool.Spec.Paused,
 		Windows: policies.WindowWait{
-			Shut: p.outsideWindow > 0 && p.outsideWindow == len(p.waiting),
+			// Nodes an opt-out holds wait whatever the windows say.
+			Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),
 			Next: p.nextOpening,
 		},
 		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
