@@ -254,12 +254,16 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	r.planWithPods(ctx, st, mu)
-	// Blocking queries are asked only when they decide something.
+	st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), false)
+	// Blocking queries are asked only when they decide something, and
+	// before any node's pods: a pool a query holds lists no pods.
 	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
 		if st.block = r.blocking(ctx, st); st.block.blocks() {
 			st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), true)
 		}
+	}
+	if len(st.plan.admit) > 0 {
+		r.planWithPods(ctx, st, mu)
 	}
 	var errs []error
 	for _, name := range st.plan.admit {
