@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,4 +246,73 @@ func TestDoNotDisruptWhileDrainingReleasesTheNode(t *testing.T) {
 	annotateNode(g, node, protocol.DoNotDisrupt, nil)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(node)).To(Equal(1))
+}
+
+// countingReader counts the pod Lists the gate makes, by node.
+type countingReader struct {
+	client.Reader
+	mu    sync.Mutex
+	lists map[string]int
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	c.mu.Lock()
+	if o.FieldSelector != nil {
+		if node, ok := o.FieldSelector.RequiresExactMatch("spec.nodeName"); ok {
+			c.lists[node]++
+		}
+	}
+	c.mu.Unlock()
+	return c.Reader.List(ctx, list, opts...)
+}
+
+func (c *countingReader) count(node string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists[node]
+}
+
+// What the pod checks cost (issue 16: thousands of nodes): pods are listed
+// only for a node whose turn has come, once per interval while it is held
+// however often its pool reconciles, and never for nodes the budget or a
+// pause keeps waiting.
+func TestPodsAreListedOnlyWhenANodesTurnComes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	harness.CreateNamespace(t, bed, "turn")
+	createPool(t, gen.Pool("turn", intstr.FromInt32(1)))
+	createPool(t, gen.Pool("turn-paused", intstr.FromInt32(1)))
+	harness.PatchPool(g, bed, "turn-paused", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
+	nodes := createNodes(t, "turn", "turn", 3)
+	paused := createNodes(t, "turn-paused", "turn-paused", 1)[0]
+	g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("turn", "keep", nodes[0], nil))).To(Succeed())
+	keep := &corev1.Pod{}
+	g.Expect(bed.Client.Get(ctx, client.ObjectKey{Namespace: "turn", Name: "keep"}, keep)).To(Succeed())
+	keep.Annotations = map[string]string{protocol.DoNotDisrupt: "pinned"}
+	g.Expect(bed.Client.Update(ctx, keep)).To(Succeed())
+	pods := &countingReader{Reader: bed.Client, lists: map[string]int{}}
+	startGate(t, gateOptions{pods: pods, podInterval: time.Hour})
+
+	request(t, nodes[0], "turn-0", time.Now())
+	request(t, paused, "turn-p", time.Now())
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, nodes[0]).Annotations }, timeout).Should(HaveKey(protocol.AdmissionHeld))
+	// Many reconciles of the pool: each node change wakes it.
+	for i := range 5 {
+		v := "v" + string(rune('0'+i))
+		annotateNode(g, nodes[2], "touched", &v)
+	}
+	request(t, nodes[1], "turn-1", time.Now())
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, nodes[1]).Annotations }, timeout).Should(HaveKey(protocol.Admitted))
+	// With nodes[1] admitted the budget is full: nodes[2]'s request waits
+	// its turn, and its pods are not looked at.
+	request(t, nodes[2], "turn-2", time.Now())
+	g.Eventually(func(g Gomega) int32 { return getPool(g, "turn").Status.PendingRequests }, timeout).Should(BeEquivalentTo(2))
+	expectBlocked(g, "turn-paused", v1alpha1.PausedReason)
+
+	g.Expect(pods.count(nodes[0])).To(Equal(1), "one List per interval for a held node")
+	g.Expect(pods.count(nodes[1])).To(Equal(1), "one List when its turn came")
+	g.Expect(pods.count(nodes[2])).To(BeZero(), "no List while the budget is full")
+	g.Expect(pods.count(paused)).To(BeZero(), "no List in a paused pool")
 }
