@@ -67,6 +67,9 @@ type Options struct {
 	// BlockingQueryInterval is how often a pool's blocking queries are
 	// asked while they decide something; 0 means 30s.
 	BlockingQueryInterval time.Duration
+	// BlockingPodInterval is how long a node whose pods hold its admission
+	// waits before its pods are listed again; 0 means 30s.
+	BlockingPodInterval time.Duration
 	// AlertWebhookAddr is where the Alertmanager webhook receiver listens,
 	// e.g. ":9443"; empty or "0" turns it off.
 	AlertWebhookAddr string
@@ -182,6 +185,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		NodeReturnTimeout:    opts.NodeReturnTimeout,
 
 		BlockingQueryInterval: opts.BlockingQueryInterval,
+		BlockingPodInterval:   opts.BlockingPodInterval,
+		Pods:                  mgr.GetAPIReader(),
 	}
 	if prom != nil {
 		// A nil *Prometheus in the interface would not read as nil.
@@ -340,6 +345,7 @@ func (o Options) Validate() error {
 		{"--drain-poll-interval", o.DrainPollInterval},
 		{"--prometheus-timeout", o.PrometheusTimeout},
 		{"--blocking-query-interval", o.BlockingQueryInterval},
+		{"--blocking-pod-interval", o.BlockingPodInterval},
 		{"--daemon-confirm-timeout", o.DaemonConfirmTimeout},
 		{"--node-return-timeout", o.NodeReturnTimeout},
 	} {

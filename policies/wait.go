@@ -40,6 +40,18 @@ type WaitInput struct {
 	Blocking *Blocking
 	// Budget is the pool's budget and what waits for it.
 	Budget Budget
+	// Stop is what the cluster's MaintenanceGate says when it stops every
+	// pool's admissions; nil when it does not.
+	Stop *v1alpha1.Stop
+	// PodSelectorErr says why the pool's blockingPodSelector cannot be
+	// parsed; the pool admits nothing then.
+	PodSelectorErr error
+	// OptOut is, for one node, what keeps it from being admitted (see
+	// protocol.NodeState.OptOut); unused for the whole pool.
+	OptOut *protocol.OptOut
+	// OptedOut says, for the whole pool, which waiting nodes are held by an
+	// opt-out and why; unused for one node.
+	OptedOut []string
 }
 
 // WindowWait is what the maintenance windows say of the waiting requests.
@@ -93,10 +105,13 @@ func WaitChain() []WaitFunc {
 	return []WaitFunc{
 		UnreadableAnnotations,
 		UnreadablePool,
+		ClusterStopped,
 		ConflictingPools,
 		InvalidSelector,
 		InvalidWindow,
+		InvalidBlockingPodSelector,
 		Paused,
+		OptedOut,
 		OutsideWindow,
 		BlockingQuery,
 		BudgetExhausted,
@@ -181,6 +196,41 @@ func Paused(in WaitInput) (string, string, bool) {
 		return v1alpha1.PausedReason, fmt.Sprintf("pool %s is paused", in.Pool), true
 	}
 	return v1alpha1.PausedReason, fmt.Sprintf("The pool is paused; %d nodes waiting", len(in.Budget.Waiting)), true
+}
+
+// ClusterStopped: while the cluster's MaintenanceGate is paused, or cannot
+// be read, no pool admits anything new.
+func ClusterStopped(in WaitInput) (string, string, bool) {
+	if in.Stop == nil {
+		return "", "", false
+	}
+	return in.Stop.Reason, in.Stop.Message, true
+}
+
+// InvalidBlockingPodSelector: a pool that cannot tell which pods block a
+// node admits none of its nodes.
+func InvalidBlockingPodSelector(in WaitInput) (string, string, bool) {
+	if in.PodSelectorErr == nil {
+		return "", "", false
+	}
+	msg := fmt.Sprintf("the blockingPodSelector of pool %s cannot be parsed (%v); nothing is admitted until it can", in.Pool, in.PodSelectorErr)
+	return v1alpha1.InvalidBlockingPodSelectorReason, msg, true
+}
+
+// OptedOut: a node that a person, or a pod on it, keeps from being
+// disrupted waits until the opt-out is lifted; its turn passes to the next
+// node. The pool reports it when every waiting node is held so.
+func OptedOut(in WaitInput) (string, string, bool) {
+	if in.forNode() {
+		if in.OptOut == nil {
+			return "", "", false
+		}
+		return in.OptOut.Reason, in.OptOut.Message, true
+	}
+	if len(in.OptedOut) == 0 || len(in.OptedOut) < len(in.Budget.Waiting) {
+		return "", "", false
+	}
+	return v1alpha1.OptedOutReason, fmt.Sprintf("every waiting node is opted out: %s", strings.Join(in.OptedOut, "; ")), true
 }
 
 // OutsideWindow: requests wait for a window of their pool (and of their

@@ -42,6 +42,35 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", Node: node, Pools: []string{"a", "b"}, UnreadablePools: []string{"MaintenancePool big cannot be read (x)"}},
 			wantReason: v1alpha1.UnreadablePoolReason, wantMessage: "MaintenancePool big cannot be read (x); no pool admits a node",
 		},
+		"the cluster's stop holds every pool, paused or not": {
+			in:         policies.WaitInput{Pool: "p", Stop: &v1alpha1.Stop{Reason: v1alpha1.ClusterPausedReason, Message: "every pool is paused by MaintenanceGate cluster: freeze"}, Budget: budgetFull},
+			wantReason: v1alpha1.ClusterPausedReason, wantMessage: "every pool is paused by MaintenanceGate cluster: freeze",
+		},
+		"the cluster's stop, for a node in two pools": {
+			in:         policies.WaitInput{Pool: "a", Node: node, Pools: []string{"a", "b"}, Stop: &v1alpha1.Stop{Reason: v1alpha1.UnreadableGateReason, Message: "MaintenanceGate cluster cannot be read"}},
+			wantReason: v1alpha1.UnreadableGateReason, wantMessage: "MaintenanceGate cluster cannot be read",
+		},
+		"a blockingPodSelector that cannot be parsed, before a pause": {
+			in:         policies.WaitInput{Pool: "p", PodSelectorErr: errors.New("bad key"), Paused: true},
+			wantReason: v1alpha1.InvalidBlockingPodSelectorReason, wantMessage: "the blockingPodSelector of pool p cannot be parsed (bad key); nothing is admitted",
+		},
+		"an opted-out node, before windows and the budget": {
+			in: policies.WaitInput{Pool: "p", Node: node, OptOut: &protocol.OptOut{Reason: v1alpha1.DoNotDisruptReason, Message: "node n1 is annotated kmaint.io/do-not-disrupt"},
+				Windows: policies.WindowWait{Shut: true, Closed: []string{"pool p"}}, Budget: budgetFull},
+			wantReason: v1alpha1.DoNotDisruptReason, wantMessage: "node n1 is annotated kmaint.io/do-not-disrupt",
+		},
+		"a paused pool, before an opted-out node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Paused: true, OptOut: &protocol.OptOut{Reason: v1alpha1.BlockingPodReason, Message: "pods"}},
+			wantReason: v1alpha1.PausedReason, wantMessage: "pool p is paused",
+		},
+		"a pool whose every waiting node is opted out": {
+			in:         policies.WaitInput{Pool: "p", OptedOut: []string{"n1 held", "n2 held"}, Budget: budgetFull},
+			wantReason: v1alpha1.OptedOutReason, wantMessage: "every waiting node is opted out: n1 held; n2 held",
+		},
+		"a pool with one opted-out node of two waiting: the budget": {
+			in:         policies.WaitInput{Pool: "p", OptedOut: []string{"n1 held"}, Budget: budgetFull},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 3 nodes may be unavailable",
+		},
 		"a node in two pools": {
 			in:         policies.WaitInput{Pool: "a", Node: node, Pools: []string{"a", "b"}, Paused: true},
 			wantReason: v1alpha1.ConflictingReason, wantMessage: "selected by pools a, b",

@@ -254,13 +254,16 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	paused := st.pool.Spec.Paused || st.windowErr != nil
-	st.plan = planAdmissions(st.views, len(st.elsewhere), mu, paused, false)
-	// Blocking queries are asked only when they decide something.
+	st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), false)
+	// Blocking queries are asked only when they decide something, and
+	// before any node's pods: a pool a query holds lists no pods.
 	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
 		if st.block = r.blocking(ctx, st); st.block.blocks() {
-			st.plan = planAdmissions(st.views, len(st.elsewhere), mu, paused, true)
+			st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), true)
 		}
+	}
+	if len(st.plan.admit) > 0 {
+		r.planWithPods(ctx, st, mu)
 	}
 	var errs []error
 	for _, name := range st.plan.admit {
@@ -269,6 +272,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
 		node, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
+			delete(n.Annotations, protocol.AdmissionHeld)
 			cordon(n)
 		})
 		if err != nil {

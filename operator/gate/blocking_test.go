@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -37,6 +38,9 @@ type gateOptions struct {
 	prometheus policies.Querier
 	clock      clock.PassiveClock
 	interval   time.Duration
+	// pods lists nodes' pods; nil is the manager's API reader.
+	pods        client.Reader
+	podInterval time.Duration
 }
 
 // startGate runs the gate and the maintenance controller, as the operator
@@ -63,6 +67,8 @@ func startGate(t *testing.T, opts gateOptions) {
 		DrainPollInterval:     200 * time.Millisecond,
 		Prometheus:            opts.prometheus,
 		BlockingQueryInterval: opts.interval,
+		Pods:                  opts.pods,
+		BlockingPodInterval:   opts.podInterval,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {

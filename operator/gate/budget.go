@@ -23,6 +23,8 @@ type plan struct {
 	nextOpening time.Time
 	// held counts waiting nodes that would have been admitted but for held.
 	held int
+	// optedOut counts waiting nodes an opt-out holds.
+	optedOut int
 }
 
 // approvable picks which drained nodes may be approved now. The budget is
@@ -83,6 +85,8 @@ func approvalFree(v nodeView) bool {
 // budget holds for the others all the same. With held (a blocking query), no
 // node is admitted: the plan then counts those that would have been.
 //
+// A node an opt-out holds (optOut) waits and gives its turn to the next.
+//
 // Nodes the pool admitted that another pool selects now (elsewhere: a
 // person relabelled them in flight) count against the budget until their
 // reboot completes, so that moving a node out frees no slot early.
@@ -106,6 +110,12 @@ func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, paused, hel
 	free := maxUnavailable - p.unavailable
 	blocked := paused || maxUnavailable == 0
 	for _, v := range waiting {
+		if v.optOut != nil {
+			// Held by an opt-out: it costs nothing and its turn passes on.
+			p.waiting = append(p.waiting, v.Node.Name)
+			p.optedOut++
+			continue
+		}
 		cost := 1
 		if v.unavailable() {
 			cost = 0

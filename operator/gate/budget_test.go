@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ func TestPlanAdmissions(t *testing.T) {
 		closed map[string]time.Time
 		// held is a blocking query holding new admissions.
 		held bool
+		// optedOut lists nodes an opt-out holds.
+		optedOut []string
 
 		// wantAdmit are the nodes admitted now, in order.
 		wantAdmit []string
@@ -53,7 +56,34 @@ func TestPlanAdmissions(t *testing.T) {
 		wantNextOpening time.Time
 		// wantHeld counts nodes a blocking query kept from admission.
 		wantHeld int
+		// wantOptedOut counts waiting nodes an opt-out holds.
+		wantOptedOut int
 	}{
+		"an opted-out node gives its turn to the next, at no cost": {
+			nodes: []*corev1.Node{
+				gen.Node("first", gen.Requested("boot-0", req("f1", 0))),
+				gen.Node("second", gen.Requested("boot-0", req("s1", time.Minute))),
+				gen.Node("third", gen.Requested("boot-0", req("t1", 2*time.Minute))),
+			},
+			optedOut:       []string{"first"},
+			maxUnavailable: 1,
+			wantAdmit:      []string{"second"},
+			wantWaiting:    []string{"first", "third"},
+			wantOptedOut:   1,
+		},
+		"opted-out nodes wait in a paused pool and outside windows alike": {
+			nodes: []*corev1.Node{
+				gen.Node("held", gen.Requested("boot-0", req("h1", 0))),
+				gen.Node("shut", gen.Requested("boot-0", req("s1", time.Minute))),
+			},
+			optedOut:          []string{"held"},
+			closed:            map[string]time.Time{"shut": t0.Add(time.Hour), "held": t0.Add(time.Minute)},
+			maxUnavailable:    2,
+			wantWaiting:       []string{"held", "shut"},
+			wantOutsideWindow: 1,
+			wantNextOpening:   t0.Add(time.Hour),
+			wantOptedOut:      1,
+		},
 		"in the order asked, then by name": {
 			nodes: []*corev1.Node{
 				gen.Node("d", gen.Requested("boot-0", req("d1", 2*time.Minute))),
@@ -302,6 +332,9 @@ func TestPlanAdmissions(t *testing.T) {
 				if next, ok := tc.closed[n.Name]; ok {
 					v.windowOpen, v.nextOpening = false, next
 				}
+				if slices.Contains(tc.optedOut, n.Name) {
+					v.optOut = &protocol.OptOut{Reason: v1alpha1.DoNotDisruptReason, Message: "held"}
+				}
 				views = append(views, v)
 			}
 			got := planAdmissions(views, tc.elsewhere, tc.maxUnavailable, tc.paused, tc.held)
@@ -312,6 +345,7 @@ func TestPlanAdmissions(t *testing.T) {
 			g.Expect(got.outsideWindow).To(Equal(tc.wantOutsideWindow), "outsideWindow")
 			g.Expect(got.nextOpening).To(Equal(tc.wantNextOpening), "nextOpening")
 			g.Expect(got.held).To(Equal(tc.wantHeld), "held")
+			g.Expect(got.optedOut).To(Equal(tc.wantOptedOut), "optedOut")
 			// Invariant 1, as the plan sees it: what it admits at a cost
 			// never takes the pool over its budget.
 			cost := 0

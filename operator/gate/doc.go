@@ -46,6 +46,16 @@
 // kmaint_pool_over_budget_episodes_total, and kmaint_pool_over_budget is 1
 // while it lasts.
 //
+// # What holds admissions besides the budget
+//
+// The cluster's MaintenanceGate (named cluster) stops every pool, the
+// default pool too, while it is paused or cannot be read. A node a person
+// annotated do-not-disrupt, or whose pods say so (or match the pool's
+// blockingPodSelector), is not admitted and gives its turn to the next
+// waiting node (optout.go): pods are listed per node, only when its turn
+// comes, never cached cluster-wide. A node annotated while it drains is
+// released before its approval, as a cancellation would be.
+//
 // # After the approval
 //
 // A node approved to reboot holds its slot until it is back: a new boot ID,

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +50,13 @@ type poolState struct {
 	block blockResult
 	// plan is the admission decision, once made.
 	plan plan
+	// stop is what the cluster's MaintenanceGate says when it stops every
+	// admission; nil when it does not.
+	stop *v1alpha1.Stop
+	// podSelector is the pool's blockingPodSelector, parsed; nil when it
+	// has none. podSelectorErr says why it cannot be parsed.
+	podSelector    labels.Selector
+	podSelectorErr error
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
 	// wake is when a phase wants the pool reconciled again at the latest,
@@ -139,6 +147,9 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	byName := func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) }
 	slices.SortFunc(st.views, byName)
 	slices.SortFunc(st.elsewhere, byName)
+	if err := r.observeOptOuts(ctx, st); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 

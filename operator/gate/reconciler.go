@@ -59,18 +59,28 @@ type Reconciler struct {
 	// come back (a new boot ID, Ready) before the gate reports it not back;
 	// it keeps its slot either way (15m if zero).
 	NodeReturnTimeout time.Duration
+	// Pods lists the pods of a node whose turn came, to see whether any
+	// holds its admission; it must not be a cached client (a cluster-wide
+	// pod cache is what it avoids). Nil uses the manager's API reader.
+	Pods client.Reader
+	// BlockingPodInterval is how long a node its pods hold waits before
+	// its pods are looked at again (30s if zero).
+	BlockingPodInterval time.Duration
 
 	inflight *inflight
 	// written is the status last written per pool, so that an unchanged
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
 	blocks  *blockCache
+	// podChecks keeps what nodes' pods said when their turn last came.
+	podChecks *podChecks
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancegates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
@@ -121,7 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	errs := []error{
 		r.syncDesiredConfig(ctx, st),
 		r.finish(ctx, st),
+		r.releaseOptedOut(ctx, st),
 		r.admit(ctx, st),
+		r.syncHeld(ctx, st),
 	}
 	requeue, err := r.drain(ctx, st)
 	errs = append(errs, err)
@@ -188,6 +200,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.NodeReturnTimeout == 0 {
 		r.NodeReturnTimeout = defaultNodeReturnTimeout
 	}
+	if r.BlockingPodInterval == 0 {
+		r.BlockingPodInterval = 30 * time.Second
+	}
+	if r.Pods == nil {
+		r.Pods = mgr.GetAPIReader()
+	}
+	r.podChecks = &podChecks{byNode: map[string]podCheck{}}
 	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
 	r.inflight = newInflight()
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
@@ -200,5 +219,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The cluster's stop holds every pool, the default pool too.
+		Watches(&v1alpha1.MaintenanceGate{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
 		Complete(r)
 }

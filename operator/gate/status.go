@@ -121,7 +121,8 @@ func (st *poolState) waitInput() policies.WaitInput {
 		WindowErr:   st.windowErr,
 		Paused:      st.pool.Spec.Paused,
 		Windows: policies.WindowWait{
-			Shut: p.outsideWindow > 0 && p.outsideWindow == len(p.waiting),
+			// Nodes an opt-out holds wait whatever the windows say.
+			Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),
 			Next: p.nextOpening,
 		},
 		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
@@ -137,6 +138,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 		}
 	}
 	in.UnreadablePools = st.unreadablePools
+	in.Stop, in.PodSelectorErr = st.stop, st.podSelectorErr
 	if p.held > 0 {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
@@ -148,16 +150,27 @@ func (st *poolState) waitInput() policies.WaitInput {
 // holds this one.
 func (r *Reconciler) setBlocked(st *poolState) {
 	pool := st.pool
-	reason, msg, blocked := policies.Wait(st.waitInput())
+	in := st.waitInput()
+	setOptedOut(st, &in)
+	reason, msg, blocked := policies.Wait(in)
 	if !blocked {
 		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
 	}
-	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.BlockedCondition)
+	// The reason is copied before the condition is set: the condition
+	// found is the one setCondition changes in place.
+	wasReason := ""
+	if was := r.lastCondition(pool, v1alpha1.BlockedCondition); was != nil && was.Status == metav1.ConditionTrue {
+		wasReason = was.Reason
+	}
 	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
-	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason
-	if warn && (was == nil || was.Reason != reason) {
+	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason || reason == v1alpha1.UnreadableGateReason
+	switch {
+	case wasReason == reason:
+	case warn:
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Admit", "%s", msg)
+	case reason == v1alpha1.ClusterPausedReason:
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, reason, "Admit", "%s", msg)
 	}
 }
 
@@ -202,6 +215,9 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
 	case st.windowErr != nil:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
+	case st.podSelectorErr != nil:
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
+			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.podSelectorErr))
 	case len(malformed) > 0:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(notBack) > 0:

@@ -31,6 +31,13 @@ type nodeView struct {
 	// heldUnreadable is true when every current request of the node is one
 	// of a NodeMaintenance that cannot be read: none of them is admitted.
 	heldUnreadable bool
+	// optOut is what keeps the node from being admitted although it asks
+	// to be: its own do-not-disrupt annotation, or its pods when its turn
+	// came (podHeld); nil when nothing does.
+	optOut  *protocol.OptOut
+	podHeld bool
+	// checked is true when the node's pods were looked at in this pass.
+	checked bool
 }
 
 func newNodeView(node *corev1.Node) nodeView {

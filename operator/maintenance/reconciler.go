@@ -54,6 +54,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancegates,verbs=get;list;watch
 
 // Reconcile records the node's unrecorded requests and advances each of its
 // NodeMaintenances, one status patch per object that changed.
@@ -176,6 +177,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(), builder.WithPredicates(poolChanged())).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyNodes),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.MaintenanceGate{}, handler.EnqueueRequestsFromMapFunc(r.gateNodes)).
 		Complete(r)
 }
 

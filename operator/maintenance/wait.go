@@ -42,6 +42,9 @@ type poolFacts struct {
 	settings map[string]pools.RequestSettings
 	// unreadable say which MaintenancePools cannot be read, and why.
 	unreadable []string
+	// stop is what the cluster's MaintenanceGate says when it stops every
+	// admission; nil when it does not.
+	stop *v1alpha1.Stop
 }
 
 // readPool reads the node's pool and the cluster's RebootPolicies from the
@@ -53,6 +56,13 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 	}
 	sel := pools.Selectors(poolList.Items)
 	pf := &poolFacts{names: pools.Of(node.Node, sel), selection: sel, settings: pools.Settings(items)}
+	gate := &v1alpha1.MaintenanceGate{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterGateName}, gate); {
+	case err == nil:
+		pf.stop = v1alpha1.StopOf(gate)
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get MaintenanceGate %s: %w", v1alpha1.ClusterGateName, err)
+	}
 	for i := range poolList.Items {
 		if err := poolList.Items[i].Unreadable(); err != nil {
 			pf.unreadable = append(pf.unreadable, fmt.Sprintf("MaintenancePool %s cannot be read (%v)", poolList.Items[i].Name, err))
@@ -81,7 +91,7 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 // spec and the pool's status (the budget as the gate last counted it, the
 // blocking query that holds it) tell.
 func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
-	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0], UnreadablePools: pf.unreadable}
+	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0], UnreadablePools: pf.unreadable, Stop: pf.stop, OptOut: node.OptOut()}
 	if len(pf.names) > 1 {
 		// A pool that cannot parse its selector might select the node: it
 		// is said as such, not as one more pool that selects it.
@@ -104,6 +114,9 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 	}
 	if p := pf.pool; p != nil {
 		in.Paused = p.Spec.Paused
+		if sel := p.Spec.BlockingPodSelector; sel != nil {
+			_, in.PodSelectorErr = sel.AsSelector()
+		}
 		in.Budget = policies.Budget{Max: int(p.Status.MaxUnavailable), Unavailable: int(p.Status.Unavailable), Nodes: int(p.Status.Nodes),
 			Waiting: []string{node.Name()}}
 		if b := p.Status.BlockingQuery; b != nil {

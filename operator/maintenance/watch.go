@@ -110,6 +110,26 @@ func (r *Reconciler) poolNodes(ctx context.Context, obj client.Object) []reconci
 	return reqs
 }
 
+// gateNodes maps the cluster's MaintenanceGate to every node with a
+// Requested NodeMaintenance: its stop holds them all.
+func (r *Reconciler) gateNodes(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List maintenances for a MaintenanceGate event")
+		return nil
+	}
+	var reqs []reconcile.Request
+	seen := map[string]bool{}
+	for _, nm := range list.Items {
+		if nm.Status.Phase != v1alpha1.PhaseRequested || seen[nm.Spec.NodeName] {
+			continue
+		}
+		seen[nm.Spec.NodeName] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}})
+	}
+	return reqs
+}
+
 // policyNodes maps a RebootPolicy to the nodes of its open NodeMaintenances,
 // whose windows it may have changed.
 func (r *Reconciler) policyNodes(ctx context.Context, obj client.Object) []reconcile.Request {

@@ -32,6 +32,8 @@ const (
 	PoolWindowOpen       = "kmaint_pool_window_open"       // gauge {pool}: 1 while a window is open (or the pool has none)
 	PoolPaused           = "kmaint_pool_paused"            // gauge {pool}
 	PoolOverBudget       = "kmaint_pool_over_budget"       // gauge {pool}: 1 while more nodes count against the budget than it allows
+	PoolOptedOutNodes    = "kmaint_pool_opted_out_nodes"   // gauge {pool}: waiting nodes held by an opt-out
+	ClusterPaused        = "kmaint_cluster_paused"         // gauge: 1 while the MaintenanceGate named cluster stops every admission (paused or unreadable)
 
 	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
 	PolicyOpenRequests   = "kmaint_policy_open_requests"                     // gauge {policy}
@@ -64,6 +66,7 @@ func All() []string {
 		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
+		PoolOptedOutNodes, ClusterPaused,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,

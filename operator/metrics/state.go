@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -47,6 +48,8 @@ func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.Passive
 	s.desc(PoolWindowOpen, "1 while one of the pool's maintenance windows is open, or the pool has none.", pool)
 	s.desc(PoolPaused, "1 while the pool is paused.", pool)
 	s.desc(PoolOverBudget, "1 while more of the pool's nodes count against its budget than maxUnavailable allows (its OverBudget condition).", pool)
+	s.desc(PoolOptedOutNodes, "Waiting nodes of the pool held by an opt-out (do-not-disrupt on the node or a pod, or blockingPodSelector).", pool)
+	s.desc(ClusterPaused, "1 while the MaintenanceGate named cluster stops every pool's admissions: paused, or unreadable.", nil)
 	policy := []string{"policy"}
 	s.desc(PolicyCandidates, "Nodes meeting a policy's trigger, by what they wait for.", []string{"policy", "state"})
 	s.desc(PolicyOpenRequests, "A policy's requests not yet Succeeded or Failed.", policy)
@@ -141,7 +144,19 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 			s.collectPolicy(ch, &list.Items[i], open[list.Items[i].Name])
 		}
 	}
-	unreadable := map[string]int{"MaintenancePool": 0, "RebootPolicy": 0, "NodeMaintenance": states["unreadable"]}
+	unreadable := map[string]int{"MaintenancePool": 0, "RebootPolicy": 0, "NodeMaintenance": states["unreadable"], "MaintenanceGate": 0}
+	gate := &v1alpha1.MaintenanceGate{}
+	stopped := false
+	switch err := s.Reader.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterGateName}, gate); {
+	case err == nil:
+		stopped = v1alpha1.StopOf(gate) != nil
+		if gate.Unreadable() != nil {
+			unreadable["MaintenanceGate"]++
+		}
+	case !apierrors.IsNotFound(err):
+		log.Error(err, "get the MaintenanceGate for metrics")
+	}
+	s.gauge(ch, ClusterPaused, bool01(stopped))
 	for i := range pools.Items {
 		if pools.Items[i].Unreadable() != nil {
 			unreadable["MaintenancePool"]++
@@ -181,6 +196,7 @@ func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.Maintenance
 	s.gauge(ch, PoolWindowOpen, bool01(pools.NewWindows(s.Clock.Now(), p, nil).Pool().Open), name)
 	s.gauge(ch, PoolPaused, bool01(p.Spec.Paused), name)
 	s.gauge(ch, PoolOverBudget, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.OverBudgetCondition)), name)
+	s.gauge(ch, PoolOptedOutNodes, float64(st.OptedOut), name)
 }
 
 func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPolicy, open int) {

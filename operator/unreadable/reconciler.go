@@ -47,7 +47,7 @@ type Kind struct {
 	ZeroStatus any
 }
 
-// Kinds returns kmaint's three kinds.
+// Kinds returns kmaint's kinds.
 func Kinds() []Kind {
 	return []Kind{
 		{
@@ -77,6 +77,15 @@ func Kinds() []Kind {
 			Consequence: "its request is never admitted, and no RebootPolicy raises requests, until it can be read or is deleted",
 			ZeroStatus:  v1alpha1.NodeMaintenanceStatus{},
 		},
+		{
+			Name: "MaintenanceGate",
+			New:  func() Object { return &v1alpha1.MaintenanceGate{} },
+			Conditions: func(o Object) *[]metav1.Condition {
+				return &o.(*v1alpha1.MaintenanceGate).Status.Conditions
+			},
+			Consequence: "no pool admits a node until it can be read or is deleted, since whether it stops them cannot be told",
+			ZeroStatus:  v1alpha1.MaintenanceGateStatus{},
+		},
 	}
 }
 
@@ -103,8 +112,8 @@ type report struct {
 	written bool
 }
 
-// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools;rebootpolicies;nodemaintenances,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status;rebootpolicies/status;nodemaintenances/status,verbs=get;patch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools;rebootpolicies;nodemaintenances;maintenancegates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status;rebootpolicies/status;nodemaintenances/status;maintenancegates/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile reports an object that cannot be read, or clears the report

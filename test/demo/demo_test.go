@@ -47,6 +47,11 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	g.Expect(text).NotTo(ContainSubstring("\x1b"), "no escape codes when output is not a terminal")
 	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+web-000\s+web\s+Rebooting\s+host\b`), "a line per change")
 	g.Expect(text).To(ContainSubstring("All 3 requests done: 3 Succeeded, 0 Failed."))
+	// One node of the rollout is opted out: it waits, says why, and
+	// reboots once lifted.
+	g.Expect(text).To(ContainSubstring("opt-out kubectl annotate node batch-001 kmaint.io/do-not-disrupt="))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+batch-001\s+batch\s+Requested\s+config\b.*\(DoNotDisrupt\)$`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+batch-001\s+batch\s+Rebooting\s+config\b`))
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 node rebooted, maxUnavailable 2, 1 wave")
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
 	g.Expect(text).To(MatchRegexp(`makespan \d+\.\ds, ideal 1s, ratio \d+\.\d\d`))

@@ -173,6 +173,10 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprintln(out, "Requests:")
+	if _, err := holdOne(ctx, w, bed.Client, configPool(pools), out); err != nil {
+		return ignoreEnded(ctx, err)
+	}
 	expected, err := request(ctx, bed.Client, c, pools, sentinelFiles, out)
 	if err != nil {
 		return ignoreEnded(ctx, err)
@@ -325,7 +329,7 @@ func request(ctx context.Context, kube client.Client, c *sim.Cluster, pools []si
 		}
 		asked = append(asked, n)
 	}
-	fmt.Fprintf(out, "Requests:\n  host      kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(asked, ", "))
+	fmt.Fprintf(out, "  host      kmaint-daemon request-reboot %q on %s\n", reason, strings.Join(asked, ", "))
 	for n, path := range sentinelFiles {
 		if err := writeSentinel(path); err != nil {
 			return 0, err

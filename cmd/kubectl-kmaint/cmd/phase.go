@@ -48,11 +48,19 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 				out.Since = st.Daemon.Sentinel.Since
 			}
 		}
+		if o := protocol.NodeOptOut(node); o != nil {
+			why = append(why, "opted out ("+o.Message+")")
+		}
 		out.Reason = strings.Join(why, ", ")
 	case v1alpha1.PhasePending:
 		out.Reason, out.Since = reasons(nil, open), open[0].CreationTimestamp.Time
 	case v1alpha1.PhaseRequested, v1alpha1.PhaseDraining, v1alpha1.PhaseApproved:
 		out.Reason = reasons(cur, open)
+		// What holds it first: a person reading the line wants the opt-out
+		// to lift, not the request they already know of.
+		if o := st.OptOut(); o != nil {
+			out.Reason = fmt.Sprintf("opted out (%s): %s; requested: %s", o.Reason, o.Message, out.Reason)
+		}
 	case v1alpha1.PhaseRebooting:
 		if out.Reason == "" {
 			out.Reason = reasons(cur, open)

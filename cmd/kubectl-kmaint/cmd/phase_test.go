@@ -52,6 +52,13 @@ func TestPhaseOf(t *testing.T) {
 			want: nodeState{Phase: protocol.StageIdle, Reason: "reboot sentinel unreadable: sentinel command exited 2", Since: t0}},
 		"a reboot loop of the boot before is not shown": {node: []gen.NodeOption{sentinelState("b0", protocol.SentinelRebootLoop, "old", t0)},
 			want: nodeState{Phase: protocol.StageIdle}},
+		"opted out on the node, asking": {node: []gen.NodeOption{req, gen.Annotations(protocol.DoNotDisrupt, "db migration")},
+			want: nodeState{Phase: v1alpha1.PhaseRequested, Since: t0,
+				Reason: `opted out (DoNotDisrupt): node n is annotated kmaint.io/do-not-disrupt: "db migration"; kmaint admits no reboot of it until the annotation is removed; requested: host: kernel`}},
+		"held by its pods, asking": {node: []gen.NodeOption{req, gen.Annotations(protocol.AdmissionHeld, `{"reason":"BlockingPod","message":"pod a/b matches","since":"2026-01-02T03:04:05Z"}`)},
+			want: nodeState{Phase: v1alpha1.PhaseRequested, Since: t0, Reason: "opted out (BlockingPod): pod a/b matches; requested: host: kernel"}},
+		"opted out, asking nothing": {node: []gen.NodeOption{gen.Annotations(protocol.KarpenterDoNotDisrupt, "true")},
+			want: nodeState{Phase: protocol.StageIdle, Reason: "opted out (node n is annotated karpenter.sh/do-not-disrupt=true; kmaint admits no reboot of it until the annotation is removed)"}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}

@@ -102,26 +102,57 @@ func Rollout(ctx context.Context, c client.Client, w io.Writer, o RolloutOptions
 }
 
 func newPauseCommand(k *kube, pause bool) *cobra.Command {
+	var all bool
+	var reason string
 	cmd := &cobra.Command{
-		Use:   "pause <pool>",
-		Short: "Stop a pool from admitting nodes to reboot",
+		Use:   "pause (<pool> | --all --reason \"...\")",
+		Short: "Stop a pool, or every pool, from admitting nodes to reboot",
 		Long: `Pause a pool (spec.paused): no more of its nodes are admitted to drain and
 reboot; nodes already admitted finish. Requests keep arriving and wait. Pausing a
-paused pool changes nothing.`,
-		Example: "  kubectl kmaint pause workers",
+paused pool changes nothing.
+
+With --all, pause every pool at once, the built-in default pool included: the
+MaintenanceGate named cluster (created if need be) gets spec.paused and the
+--reason, which every pool's Blocked condition, every waiting request and
+kubectl kmaint status then show. kured users did this by setting its lock
+annotation on its DaemonSet by hand.`,
+		Example: `  kubectl kmaint pause workers
+  kubectl kmaint pause --all --reason "incident 4711: no reboots until the postmortem"`,
 	}
 	if !pause {
-		cmd.Use = "resume <pool>"
-		cmd.Short = "Let a paused pool admit nodes to reboot again"
+		cmd.Use = "resume (<pool> | --all)"
+		cmd.Short = "Let a paused pool, or every pool, admit nodes to reboot again"
 		cmd.Long = `Resume a paused pool: its waiting requests are admitted again within its budget
-and windows. Resuming a pool that is not paused changes nothing.`
-		cmd.Example = "  kubectl kmaint resume workers"
+and windows. Resuming a pool that is not paused changes nothing.
+
+With --all, lift the cluster-wide pause (the MaintenanceGate named cluster); pools
+paused one by one stay paused.`
+		cmd.Example = `  kubectl kmaint resume workers
+  kubectl kmaint resume --all`
 	}
-	cmd.Args = cobra.ExactArgs(1)
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if all {
+			if len(args) > 0 {
+				return fmt.Errorf("--all pauses or resumes every pool: give no pool name with it")
+			}
+			return nil
+		}
+		if reason != "" {
+			return fmt.Errorf("--reason goes with --all only (a pool has no field for it)")
+		}
+		return cobra.ExactArgs(1)(cmd, args)
+	}
 	cmd.ValidArgsFunction = k.completePools
 	cmd.RunE = k.run(func(cmd *cobra.Command, c client.Client, args []string) error {
+		if all {
+			return SetClusterPaused(cmd.Context(), c, out(cmd), pause, reason)
+		}
 		return SetPaused(cmd.Context(), c, out(cmd), args[0], pause)
 	})
+	cmd.Flags().BoolVar(&all, "all", false, "Every pool, the default pool included, through the MaintenanceGate named cluster.")
+	if pause {
+		cmd.Flags().StringVar(&reason, "reason", "", "Why, with --all (required there): shown on every pool and waiting request.")
+	}
 	return cmd
 }
 
@@ -144,6 +175,9 @@ func SetPaused(ctx context.Context, c client.Client, w io.Writer, name string, p
 	what := "no more nodes are admitted; nodes already admitted finish"
 	if !paused {
 		what = fmt.Sprintf("%d waiting requests may be admitted again", pool.Status.PendingRequests)
+		if gate, err := getGate(ctx, c); err == nil && v1alpha1.StopOf(gate) != nil {
+			what += fmt.Sprintf(", once the cluster-wide pause is lifted (kubectl kmaint resume --all): %s", v1alpha1.StopOf(gate).Message)
+		}
 	}
 	_, err = fmt.Fprintf(w, "maintenancepool/%s %s: %s\n", name, word, what)
 	return err

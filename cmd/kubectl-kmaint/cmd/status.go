@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -67,6 +68,8 @@ type cluster struct {
 	pools []v1alpha1.MaintenancePool
 	nodes []corev1.Node
 	nms   []v1alpha1.NodeMaintenance
+	// gate is the cluster's MaintenanceGate; nil when there is none.
+	gate *v1alpha1.MaintenanceGate
 }
 
 // poolRow is one pool and the nodes it selects.
@@ -99,6 +102,11 @@ func Status(ctx context.Context, c client.Client, w io.Writer, o StatusOptions) 
 		return fmt.Errorf("list NodeMaintenances: %w", err)
 	}
 	cl.pools, cl.nodes, cl.nms = mps.Items, nodes.Items, nms.Items
+	if gate, err := getGate(ctx, c); err == nil {
+		cl.gate = gate
+	} else if !meta.IsNoMatchError(errors.Unwrap(err)) {
+		return err
+	}
 	if o.Pool != "" && o.Pool != v1alpha1.DefaultPoolName && !slices.ContainsFunc(cl.pools, named(o.Pool)) {
 		return unknownPool(o.Pool, cl.pools)
 	}
@@ -107,6 +115,9 @@ func Status(ctx context.Context, c client.Client, w io.Writer, o StatusOptions) 
 
 	if o.Output.structured() {
 		var objs []client.Object
+		if cl.gate != nil {
+			objs = append(objs, cl.gate)
+		}
 		for _, r := range rows {
 			if r.pool != nil {
 				objs = append(objs, r.pool)
@@ -126,7 +137,12 @@ func Status(ctx context.Context, c client.Client, w io.Writer, o StatusOptions) 
 		}
 		return printObjects(w, c, o.Output, objs)
 	}
-	return writeStatus(w, rows, open, cl.nms, o)
+	if line := clusterLine(cl.gate); line != "" {
+		if _, err := fmt.Fprintf(w, "%s\n\n", line); err != nil {
+			return err
+		}
+	}
+	return writeStatus(w, rows, open, cl.nms, v1alpha1.StopOf(cl.gate), o)
 }
 
 // poolRows groups the nodes by pool: every MaintenancePool, then the
@@ -174,7 +190,7 @@ func oldestFirst(a, b v1alpha1.NodeMaintenance) int {
 	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 }
 
-func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMaintenance, nms []v1alpha1.NodeMaintenance, o StatusOptions) error {
+func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMaintenance, nms []v1alpha1.NodeMaintenance, stop *v1alpha1.Stop, o StatusOptions) error {
 	wide := o.Output == OutputWide
 	tw := newTable(w)
 	header := "POOL\tNODES\tPROGRESS\tUNAVAILABLE\tPENDING\tSTATE"
@@ -189,7 +205,7 @@ func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMai
 		}
 	}
 	for _, r := range rows {
-		s := summarize(r, states, nms)
+		s := summarize(r, states, nms, stop)
 		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s", r.name, len(r.nodes), s.progress, s.unavailable, s.pending, s.state)
 		if wide {
 			line += fmt.Sprintf("\t%s\t%s", or(s.config), or(s.message))
@@ -232,7 +248,7 @@ type poolSummary struct {
 
 // summarize fills a pool's cells: from the status the operator wrote, or,
 // for the built-in default pool without an object, from its nodes.
-func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMaintenance) poolSummary {
+func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMaintenance, stop *v1alpha1.Stop) poolSummary {
 	var s poolSummary
 	if r.pool == nil {
 		unavailable, waiting := 0, 0
@@ -249,6 +265,10 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 		s.pending = fmt.Sprint(waiting)
 		s.state = "built-in"
 		s.message = "no MaintenancePool named default: one node at a time, any time"
+		if stop != nil {
+			s.state += ", Blocked: " + stop.Reason
+			s.message = stop.Message
+		}
 		return s
 	}
 	p := r.pool
@@ -280,6 +300,9 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 				s.message = c.Message
 			}
 		}
+	}
+	if st.OptedOut > 0 {
+		state = append(state, fmt.Sprintf("%d opted out", st.OptedOut))
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.DrainingCondition); c != nil && c.Status == "True" && len(state) == 0 {
 		state = append(state, "Draining")

@@ -46,6 +46,9 @@ type NodeState struct {
 	// NotBack says the node was reported not back from its approved reboot
 	// within the operator's bound; nil when absent.
 	NotBack *NotBack
+	// Held is what the gate last found on the node's pods that holds its
+	// admission; nil when none (see AdmissionHeld and OptOut).
+	Held *Held
 	// DesiredConfig and CurrentConfig are the config identities the pool
 	// wants and the node runs; empty when absent.
 	DesiredConfig, CurrentConfig string
@@ -85,6 +88,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
+	s.Held = readHeld(node)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
 }

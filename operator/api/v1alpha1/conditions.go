@@ -114,6 +114,35 @@ const (
 	BudgetExhaustedReason = "BudgetExhausted"
 )
 
+// Why a request waits, continued: the cluster-wide stop and the opt-outs.
+const (
+	// ClusterPausedReason: the MaintenanceGate named cluster is paused, so
+	// no pool admits anything new.
+	ClusterPausedReason = "ClusterPaused"
+	// UnreadableGateReason: the MaintenanceGate named cluster cannot be read
+	// (see MaintenanceGate.Unreadable), so no pool admits anything new.
+	UnreadableGateReason = "UnreadableMaintenanceGate"
+	// InvalidBlockingPodSelectorReason: the pool's blockingPodSelector
+	// cannot be parsed, so the pool admits nothing.
+	InvalidBlockingPodSelectorReason = "InvalidBlockingPodSelector"
+	// DoNotDisruptReason: the node, or a pod on it, is annotated
+	// kmaint.io/do-not-disrupt (or karpenter.sh/do-not-disrupt).
+	DoNotDisruptReason = "DoNotDisrupt"
+	// BlockingPodReason: a pod on the node matches the pool's
+	// blockingPodSelector, or the pods on the node cannot be listed.
+	BlockingPodReason = "BlockingPod"
+	// OptedOutReason: the pool's Blocked reason while every waiting node is
+	// held by an opt-out (DoNotDisruptReason, BlockingPodReason).
+	OptedOutReason = "OptedOut"
+)
+
+// OptedOutCondition is True on a MaintenancePool while some of its nodes'
+// requests wait for an opt-out to be lifted; the message names them.
+const OptedOutCondition = "OptedOut"
+
+// NoOptOutsReason is OptedOutCondition's reason while it is False.
+const NoOptOutsReason = "NoOptOuts"
+
 // Other reasons of MaintenancePool conditions.
 const (
 	// MalformedAnnotationReason: a node's kmaint annotations cannot be read.

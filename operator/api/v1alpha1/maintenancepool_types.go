@@ -56,6 +56,16 @@ type MaintenancePoolSpec struct {
 	// +optional
 	BlockingQueries []BlockingQuery `json:"blockingQueries,omitempty"`
 
+	// BlockingPodSelector keeps a node from being admitted while a pod on
+	// it (in any namespace, not Succeeded or Failed) matches this label
+	// selector, as kured's --blocking-pod-selector does. The node's turn
+	// passes to the next waiting node; it is looked at again until no pod
+	// matches. It must say something: an empty selector would match every
+	// pod, kmaint's own daemon included, and no node would ever reboot.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="blockingPodSelector must have at least one matchLabels entry or matchExpressions requirement: an empty selector matches every pod, kmaint's daemon included, so no node would ever reboot"
+	// +optional
+	BlockingPodSelector *LabelSelector `json:"blockingPodSelector,omitempty"`
+
 	// Drain says how admitted nodes are drained before they reboot.
 	// The empty default lets the API server fill in drain's own defaults
 	// (timeout) when a pool leaves drain out altogether.
@@ -146,6 +156,11 @@ type MaintenancePoolStatus struct {
 	// PendingRequests is the number of nodes that request a reboot and have
 	// not been admitted.
 	PendingRequests int32 `json:"pendingRequests"`
+	// OptedOut is the number of nodes whose requests wait for an opt-out
+	// to be lifted: a kmaint.io/do-not-disrupt annotation on the node or
+	// one of its pods, or a pod matching blockingPodSelector.
+	// +optional
+	OptedOut int32 `json:"optedOut"`
 
 	// Conditions: Blocked, Draining, Degraded.
 	// +kubebuilder:validation:MaxItems=16
@@ -191,6 +206,7 @@ type BlockingQueryStatus struct {
 // +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailable`
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxUnavailable`,priority=1
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingRequests`,priority=1
+// +kubebuilder:printcolumn:name="OptedOut",type=integer,JSONPath=`.status.optedOut`,priority=1
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
 // +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.conditions[?(@.type=="Blocked")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -525,6 +525,11 @@ func TestCRDPrinting(t *testing.T) {
 			wantShortNames: []string{"kmnm"},
 			wantCategories: []string{"kmaint"},
 		},
+		"maintenancegates.kmaint.io": {
+			wantColumns:    []string{"Paused", "Reason", "Age"},
+			wantShortNames: []string{"mgate"},
+			wantCategories: []string{"kmaint"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -552,4 +557,30 @@ func TestCRDPrinting(t *testing.T) {
 			g.Expect(columns).To(Equal(tc.wantColumns))
 		})
 	}
+}
+
+func TestBlockingPodSelectorAdmission(t *testing.T) {
+	const emptyMsg = "blockingPodSelector must have at least one matchLabels entry or matchExpressions requirement"
+	withPods := func(sel map[string]any) map[string]any {
+		return map[string]any{"nodeSelector": selector(), "blockingPodSelector": sel}
+	}
+	runAdmissionCases(t, "MaintenancePool", map[string]admissionCase{
+		"matchLabels":        {spec: withPods(map[string]any{"matchLabels": map[string]any{"app": "batch-job"}})},
+		"matchExpressions":   {spec: withPods(map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "Exists"}}})},
+		"empty selector":     {spec: withPods(map[string]any{}), wantErr: emptyMsg, wantField: "spec.blockingPodSelector"},
+		"empty lists":        {spec: withPods(map[string]any{"matchLabels": map[string]any{}, "matchExpressions": []any{}}), wantErr: emptyMsg, wantField: "spec.blockingPodSelector"},
+		"bad label key":      {spec: withPods(map[string]any{"matchLabels": map[string]any{"-bad": "x"}}), wantErr: "every key must be a label key", wantField: "spec.blockingPodSelector.matchLabels"},
+		"In without values":  {spec: withPods(map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "In"}}}), wantErr: "values must list at least one value"},
+		"operator lowercase": {spec: withPods(map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "exists"}}}), wantErr: "Unsupported value"},
+	})
+}
+
+func TestMaintenanceGateAdmission(t *testing.T) {
+	const nameMsg = "the MaintenanceGate must be named cluster"
+	runAdmissionCases(t, "MaintenanceGate", map[string]admissionCase{
+		"another name":           {name: "stop-everything", spec: map[string]any{"paused": true, "reason": "freeze"}, wantErr: nameMsg},
+		"reason past 1024 bytes": {name: v1alpha1.ClusterGateName, spec: map[string]any{"paused": true, "reason": strings.Repeat("x", 1025)}, wantErr: "Too long", wantField: "spec.reason"},
+		"paused not a boolean":   {name: v1alpha1.ClusterGateName, spec: map[string]any{"paused": "yes"}, wantErr: "spec.paused", wantField: "spec.paused"},
+		"named cluster":          {name: v1alpha1.ClusterGateName, spec: map[string]any{"paused": false, "reason": "not now"}},
+	})
 }

@@ -1,0 +1,304 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// Opt-outs and the cluster-wide stop: what keeps nodes from being admitted
+// although their pool has room.
+//
+// A node a person annotated (protocol.NodeOptOut) is known from the cache.
+// Pods are not cached: at thousands of nodes a cluster-wide pod informer
+// would cost the operator more memory than everything else it holds. The
+// gate lists the pods of a node (one List with a spec.nodeName field
+// selector, served from the API server's watch cache) only when the node's
+// turn comes, that is when planAdmissions would admit it, and at most once
+// per BlockingPodInterval per node. A node its pods hold gives its turn to
+// the next waiting node; while one is held the pool looks again every
+// interval, since nothing else tells it that a pod went away.
+
+// maxPodListsPerReconcile bounds the pod Lists one reconcile makes: nodes
+// beyond it wait for the next pass, a second later.
+const maxPodListsPerReconcile = 32
+
+// podCheck is what a node's pods said when its turn last came.
+type podCheck struct {
+	at time.Time
+	// pool and generation are the pool and its spec the check was made
+	// for: another blockingPodSelector asks again.
+	pool       string
+	generation int64
+	optOut     *protocol.OptOut
+}
+
+// podChecks keeps each node's last check, so that a pool that reconciles
+// often (every node event) does not list a held node's pods each time.
+type podChecks struct {
+	mu     sync.Mutex
+	byNode map[string]podCheck
+}
+
+func (c *podChecks) get(node string) (podCheck, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.byNode[node]
+	return p, ok
+}
+
+// put stores a check and forgets those made long ago (nodes gone, or
+// admitted since).
+func (c *podChecks) put(node string, p podCheck, stale time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, old := range c.byNode {
+		if p.at.Sub(old.at) > stale {
+			delete(c.byNode, name)
+		}
+	}
+	c.byNode[node] = p
+}
+
+// readStop reads the cluster's MaintenanceGate from the cache.
+func (r *Reconciler) readStop(ctx context.Context) (*v1alpha1.Stop, error) {
+	g := &v1alpha1.MaintenanceGate{}
+	err := r.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterGateName}, g)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get MaintenanceGate %s: %w", v1alpha1.ClusterGateName, err)
+	}
+	return v1alpha1.StopOf(g), nil
+}
+
+// observeOptOuts reads what keeps nodes from being admitted that the cache
+// knows: the cluster's stop, the pool's blockingPodSelector, and the
+// opt-outs people set on the Nodes.
+func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
+	stop, err := r.readStop(ctx)
+	if err != nil {
+		return err
+	}
+	st.stop = stop
+	if sel := st.pool.Spec.BlockingPodSelector; sel != nil {
+		st.podSelector, st.podSelectorErr = sel.AsSelector()
+	}
+	for i := range st.views {
+		v := &st.views[i]
+		if v.WantsAdmission() {
+			v.optOut = protocol.NodeOptOut(v.Node)
+		}
+	}
+	return nil
+}
+
+// holdsAdmissions reports whether nothing may be admitted in the pool
+// whatever its budget: the pool is paused, the cluster is stopped, or the
+// pool's windows or blockingPodSelector cannot be read.
+func (st *poolState) holdsAdmissions() bool {
+	return st.pool.Spec.Paused || st.stop != nil || st.windowErr != nil || st.podSelectorErr != nil
+}
+
+// planWithPods plans admissions, and passes over the nodes whose pods hold
+// them: each planned node's pods are checked, and a held node gives its
+// turn to the next, until the plan holds only nodes nothing holds.
+func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavailable int) {
+	lists := 0
+	for {
+		st.plan = planAdmissions(st.views, len(st.elsewhere), maxUnavailable, st.holdsAdmissions(), false)
+		again := false
+		var admit []string
+		for _, name := range st.plan.admit {
+			v := &st.views[st.index(name)]
+			check, fresh := r.freshPodCheck(st, name)
+			if !fresh {
+				if lists >= maxPodListsPerReconcile {
+					// Its turn comes on the next pass, soon.
+					st.plan.waiting = append(st.plan.waiting, name)
+					st.wakeBy(st.now.Add(time.Second))
+					continue
+				}
+				lists++
+				check = r.checkPods(ctx, st, name)
+			}
+			v.checked = true
+			if check.optOut != nil {
+				v.optOut, v.podHeld = check.optOut, true
+				// Nothing tells the gate that a pod went away: it looks
+				// again once the finding is stale.
+				st.wakeBy(check.at.Add(r.BlockingPodInterval))
+				again = true
+				continue
+			}
+			admit = append(admit, name)
+		}
+		if !again {
+			st.plan.admit = admit
+			return
+		}
+	}
+}
+
+// freshPodCheck returns the node's last pod check when it still stands.
+func (r *Reconciler) freshPodCheck(st *poolState, node string) (podCheck, bool) {
+	p, ok := r.podChecks.get(node)
+	if !ok || p.pool != st.pool.Name || p.generation != st.pool.Generation || st.now.Sub(p.at) >= r.BlockingPodInterval {
+		return podCheck{}, false
+	}
+	// A node found free is admitted at once; only a hold is kept.
+	return p, p.optOut != nil
+}
+
+// checkPods lists the node's pods that have not finished and says whether
+// any holds it. A List that fails holds the node, as kured does: what
+// cannot be seen might be what must not be disrupted.
+func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string) podCheck {
+	p := podCheck{at: st.now, pool: st.pool.Name, generation: st.pool.Generation}
+	var pods corev1.PodList
+	err := r.Pods.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.nodeName", node),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	)})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Pods of a node cannot be listed; it is not admitted", "node", node, "error", err.Error())
+		p.optOut = &protocol.OptOut{Reason: v1alpha1.BlockingPodReason,
+			Message: fmt.Sprintf("the pods of node %s cannot be listed (%v); it is not admitted until they can", node, err)}
+	} else {
+		sel := st.podSelector
+		if sel == nil {
+			sel = labels.Nothing()
+		}
+		p.optOut = protocol.PodsOptOut(node, pods.Items, sel, st.now)
+	}
+	r.podChecks.put(node, p, 10*r.BlockingPodInterval)
+	return p
+}
+
+// syncHeld writes, on each node its pods hold, why (protocol.AdmissionHeld),
+// so that its requests and the plugin can say so, and removes the note
+// from nodes that no longer wait for their pods.
+func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
+	var errs []error
+	for _, v := range st.views {
+		want := heldNote(v, st.now)
+		have := v.Node.Annotations[protocol.AdmissionHeld]
+		switch {
+		case want == nil && have == "":
+			continue
+		case want == nil && !v.checked && v.WantsAdmission() && v.optOut == nil && v.Held != nil:
+			continue // not looked at this time: the last finding stands
+		case want != nil && v.Held != nil && v.Held.Reason == want.Reason && v.Held.Message == want.Message:
+			continue
+		}
+		_, err := r.patchNode(ctx, st, v, false, func(n *corev1.Node) {
+			if want == nil {
+				delete(n.Annotations, protocol.AdmissionHeld)
+			} else {
+				n.Annotations[protocol.AdmissionHeld] = protocol.Encode(want)
+			}
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// heldNote is the AdmissionHeld value a node should carry: what its pods
+// said when checked this pass; nil when they hold nothing, or the node
+// holds itself (its own annotation says more).
+func heldNote(v nodeView, now time.Time) *protocol.Held {
+	if !v.podHeld || v.optOut == nil {
+		return nil
+	}
+	h := &protocol.Held{Reason: v.optOut.Reason, Message: v1alpha1.FitMessage(v.optOut.Message), Since: now}
+	if v.Held != nil && v.Held.Reason == h.Reason {
+		h.Since = v.Held.Since
+	}
+	return h
+}
+
+// releaseOptedOut lets go of nodes a person annotated do-not-disrupt after
+// they were admitted and before their reboot was approved: the drain
+// stops, the node is uncordoned if kmaint cordoned it, and its requests
+// wait again (they are not failed) until the annotation is removed. The
+// person asked for the node to be left alone, and a node held cordoned,
+// its drain half done, is what they would least want; a node already
+// approved reboots as approved (its daemon may be rebooting it already),
+// as a cancellation then would be refused.
+func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
+	var errs []error
+	for _, v := range st.views {
+		o := protocol.NodeOptOut(v.Node)
+		if o == nil || !v.Draining() || v.Unreadable != nil {
+			continue
+		}
+		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+			delete(n.Annotations, protocol.Admitted)
+			uncordonIfOurs(n)
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if i := st.index(v.Node.Name); i >= 0 {
+			st.views[i].optOut = o // not admitted again in this pass
+		}
+		ctrl.LoggerFrom(ctx).Info("Opted-out node released before approval", "node", v.Node.Name)
+		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.DoNotDisruptReason, "Release",
+			"%s; it was being drained and is released before approval (uncordoned if kmaint cordoned it); its requests wait", o.Message)
+	}
+	return errors.Join(errs...)
+}
+
+// optedOutNodes lists the waiting nodes an opt-out holds, with why.
+func (st *poolState) optedOutNodes() []string {
+	var out []string
+	for _, v := range st.views {
+		if v.optOut != nil && v.waiting() {
+			out = append(out, v.optOut.Message)
+		}
+	}
+	return out
+}
+
+// setOptedOut reports the pool's opted-out nodes: a count in the status and
+// the OptedOut condition naming them.
+func setOptedOut(st *poolState, in *policies.WaitInput) {
+	nodes := st.optedOutNodes()
+	st.pool.Status.OptedOut = int32(len(nodes))
+	in.OptedOut = nodes
+	msg := fmt.Sprintf("%d nodes wait for an opt-out to be lifted: %s", len(nodes), nameList(nodes))
+	setCondition(st.pool, v1alpha1.OptedOutCondition, len(nodes) > 0, v1alpha1.OptedOutReason, v1alpha1.NoOptOutsReason, msg)
+}
+
+// wakeBy asks for the pool to be reconciled again at t at the latest.
+func (st *poolState) wakeBy(t time.Time) {
+	if st.wake.IsZero() || t.Before(st.wake) {
+		st.wake = t
+	}
+}
+
+func (st *poolState) index(name string) int {
+	for i := range st.views {
+		if st.views[i].Node.Name == name {
+			return i
+		}
+	}
+	return -1
+}
