@@ -40,6 +40,9 @@ type WaitInput struct {
 	Blocking *Blocking
 	// Budget is the pool's budget and what waits for it.
 	Budget Budget
+	// Now is when the wait is told; rules that change with time alone
+	// (a drain's retry backoff) read it.
+	Now time.Time
 }
 
 // WindowWait is what the maintenance windows say of the waiting requests.
@@ -96,6 +99,7 @@ func WaitChain() []WaitFunc {
 		ConflictingPools,
 		InvalidSelector,
 		InvalidWindow,
+		DrainRetryBackoff,
 		Paused,
 		OutsideWindow,
 		BlockingQuery,
@@ -170,6 +174,15 @@ func InvalidWindow(in WaitInput) (string, string, bool) {
 		return v1alpha1.InvalidWindowReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be read", in.Pool, in.WindowErr), true
 	}
 	return v1alpha1.InvalidWindowReason, in.WindowErr.Error(), true
+}
+
+// DrainRetryBackoff: a node whose drain timed out waits for its next
+// attempt (drain.onTimeout Retry), uncordoned.
+func DrainRetryBackoff(in WaitInput) (string, string, bool) {
+	if in.Node == nil || !in.Node.BackingOff(in.Now) {
+		return "", "", false
+	}
+	return v1alpha1.DrainRetryBackoffReason, in.Node.Retrying().Waiting(), true
 }
 
 // Paused: a paused pool admits nothing.
