@@ -112,7 +112,6 @@ func TestNodeMarkingAdmission(t *testing.T) {
 		"kmaint taint":           {spec: during(nil, taint("kmaint.io/rebooting", "NoSchedule")), wantErr: "taint keys under kmaint.io are kmaint's own"},
 		"cordon taint":           {spec: during(nil, taint("node.kubernetes.io/unschedulable", "NoSchedule")), wantErr: "Kubernetes' own"},
 		"duplicate taint":        {spec: during(nil, taint("example.com/t", "NoSchedule"), taint("example.com/t", "NoSchedule")), wantErr: "Duplicate value"},
-		"own selector label":     {spec: during(map[string]any{"pool": "elsewhere"}), wantErr: "must not set a key of the pool's own nodeSelector"},
 		"label during and after": {spec: marking(map[string]any{"duringReboot": map[string]any{"labels": map[string]any{"example.com/state": "rebooting"}}, "afterReboot": map[string]any{"labels": map[string]any{"example.com/state": "done"}}}), wantErr: "a label key may be in duringReboot or afterReboot, not both"},
 	})
 }

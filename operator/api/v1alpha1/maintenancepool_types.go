@@ -13,7 +13,6 @@ import (
 const DefaultPoolName = "default"
 
 // MaintenancePoolSpec is what a pool of nodes allows.
-// +kubebuilder:validation:XValidation:rule="!has(self.nodeMarking) || !has(self.nodeMarking.duringReboot) || !has(self.nodeMarking.duringReboot.labels) || !has(self.nodeSelector) || self.nodeMarking.duringReboot.labels.all(k, !(has(self.nodeSelector.matchLabels) && k in self.nodeSelector.matchLabels) && !(has(self.nodeSelector.matchExpressions) && self.nodeSelector.matchExpressions.exists(e, e.key == k)))",message="nodeMarking.duringReboot.labels must not set a key of the pool's own nodeSelector: the node would leave its pool in the middle of its reboot"
 type MaintenancePoolSpec struct {
 	// NodeSelector selects the pool's nodes. It is required, except on the
 	// pool named "default", which takes every node that no other pool selects.
