@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -75,7 +76,12 @@ func TestDrainDeadlineAndMarksOnSimulatedNodes(t *testing.T) {
 		g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 		harness.CreateNamespace(t, bed, "ns-"+name)
 		g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("ns-"+name, "db-0", name, map[string]string{"app": "db"}))).To(Succeed())
-		g.Expect(gen.PDB(ctx, bed.Client, "ns-"+name, "db", map[string]string{"app": "db"}, 0)).To(Succeed())
+		// The simulated disruption controller counts it: no disruption allowed.
+		g.Expect(bed.Client.Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-" + name, Name: "db"},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		})).To(Succeed())
 	}
 	g.Expect(c.StartOperator()).To(Succeed())
 
