@@ -46,6 +46,13 @@ func TestPhaseOf(t *testing.T) {
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "reboot did not happen", Since: t0}},
 		"drain failed for these requests": {node: []gen.NodeOption{req, gen.DrainFailed("b1", t0, "pod a/b", "r1")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "drain failed (DrainTimeout): pod a/b", Since: t0}},
+		"waiting for its next drain attempt": {node: []gen.NodeOption{req, gen.Annotations(protocol.DrainRetry, protocol.Encode(protocol.DrainRetrying{
+			BootID: "b1", Requests: []string{"r1"}, Attempts: 1, MaxAttempts: 3, NextAt: t0.Add(time.Hour), Message: "pod a/b"}))},
+			want: nodeState{Phase: v1alpha1.PhaseRequested, Since: t0,
+				Reason: "host: kernel; drain attempt 1 of 3 did not finish (pod a/b); attempt 2 of 3 not before 2026-01-02T04:04:05Z"}},
+		"draining again": {node: []gen.NodeOption{req, gen.Admitted("b1", t0.Add(time.Hour), "r1"), gen.Annotations(protocol.DrainRetry, protocol.Encode(protocol.DrainRetrying{
+			BootID: "b1", Requests: []string{"r1"}, Attempts: 1, MaxAttempts: 3, NextAt: t0.Add(time.Hour)}))},
+			want: nodeState{Phase: v1alpha1.PhaseDraining, Reason: "host: kernel (drain attempt 2 of 3)", Since: t0.Add(time.Hour)}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}
