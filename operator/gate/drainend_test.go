@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
@@ -306,4 +307,43 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// A node marked for its reboot that does not come back keeps its marks,
+// as it stays cordoned: it is not in service. Once it is back the reboot
+// completes and the marks come off, the afterReboot labels on.
+func TestMarksStayOnANodeNotBackUntilItReturns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const lb = "node.kubernetes.io/exclude-from-external-load-balancers"
+	pool := gen.Pool("marks-gone", intstr.FromInt32(1))
+	pool.Spec.NodeMarking = &v1alpha1.NodeMarking{
+		DuringReboot: &v1alpha1.DuringRebootMarks{Labels: map[string]v1alpha1.MarkValue{lb: "true"},
+			Taints: []v1alpha1.MarkTaint{{Key: "example.com/rebooting", Effect: "NoSchedule"}}},
+		AfterReboot: &v1alpha1.AfterRebootMarks{Labels: map[string]v1alpha1.MarkValue{"example.com/rebooted": "yes"}},
+	}
+	createPool(t, pool)
+	node := createNodes(t, "marks-gone", "marks-gone", 1)[0]
+	// No daemon: the approved reboot never happens.
+	harness.StartOperatorWith(t, bed, operator.Options{NodeReturnTimeout: 2 * time.Second})
+
+	request(t, node, "r", time.Now())
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Annotations).To(HaveKey(protocol.NodeNotBack))
+		g.Expect(n.Spec.Unschedulable).To(BeTrue())
+		g.Expect(n.Labels).To(HaveKeyWithValue(lb, "true"), "still out of its load balancers")
+		g.Expect(n.Spec.Taints).To(ContainElement(HaveField("Key", "example.com/rebooting")))
+	}, timeout).Should(Succeed())
+
+	g.Expect(gen.Reboot(ctx, bed.Client, node, "boot-0-r1", false)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		expectRebootedOnce(g, node, false)
+		n := getNode(g, node)
+		g.Expect(n.Labels).NotTo(HaveKey(lb))
+		g.Expect(n.Labels).To(HaveKeyWithValue("example.com/rebooted", "yes"))
+		for _, tn := range n.Spec.Taints {
+			g.Expect(tn.Key).NotTo(Equal("example.com/rebooting"))
+		}
+	}, timeout).Should(Succeed())
 }
