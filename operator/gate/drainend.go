@@ -131,10 +131,10 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 	// A forcing of this admission, recorded by a pass that then failed,
 	// keeps the pods it named.
 	if forcedThisAdmission(v) {
-		forcing.Pods, forcing.Time = v.DrainForced.Pods, v.DrainForced.Time
+		forcing = *v.DrainForced
 	}
 	record := func(pods []string) error {
-		forcing.Pods = union(forcing.Pods, pods)
+		forcing.AddPods(pods)
 		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.DrainForced] = protocol.Encode(forcing)
 		})
@@ -158,7 +158,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", timeout, "deleted", forcing.Pods)
-	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods))
+	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
 	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", msg)
 	return nil
 }
@@ -168,19 +168,6 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 func forcedThisAdmission(v nodeView) bool {
 	f := v.DrainForced
 	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
-}
-
-// union adds to a the names of b it lacks.
-func union(a, b []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range append(append([]string{}, a...), b...) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // reportBackoff says, in the pool's Draining condition, which nodes wait

@@ -56,17 +56,42 @@ type DrainForcing struct {
 	Requests []string `json:"requests"`
 	// Time is when the pods were deleted.
 	Time time.Time `json:"time"`
-	// Pods are the pods deleted, namespace/name.
+	// Pods are the pods deleted, namespace/name: the first
+	// MaxForcedPodNames of them, so that the annotation stays far within
+	// what Decode reads whatever the node runs.
 	Pods []string `json:"pods"`
+	// MorePods counts the pods deleted beyond Pods.
+	MorePods int `json:"morePods,omitempty"`
 	// Timeout is the drain timeout that passed.
 	Timeout string `json:"timeout"`
+}
+
+// MaxForcedPodNames is how many deleted pods a DrainForcing names; a pod's
+// name takes at most 317 bytes, so the names take at most 32 KiB.
+const MaxForcedPodNames = 100
+
+// AddPods records more pods deleted, naming the first MaxForcedPodNames and
+// counting the others.
+func (f *DrainForcing) AddPods(pods []string) {
+	for _, p := range pods {
+		switch {
+		case slices.Contains(f.Pods, p):
+		case len(f.Pods) < MaxForcedPodNames:
+			f.Pods = append(f.Pods, p)
+		default:
+			f.MorePods++
+		}
+	}
 }
 
 // Message says, for a person, what was forced.
 func (f DrainForcing) Message(node string) string {
 	pods := "no pod was left to delete"
-	if len(f.Pods) > 0 {
-		pods = fmt.Sprintf("%d pods deleted bypassing their PodDisruptionBudgets: %s", len(f.Pods), strings.Join(f.Pods, ", "))
+	if n := len(f.Pods) + f.MorePods; n > 0 {
+		pods = fmt.Sprintf("%d pods deleted bypassing their PodDisruptionBudgets: %s", n, strings.Join(f.Pods, ", "))
+		if f.MorePods > 0 {
+			pods += fmt.Sprintf(" and %d more", f.MorePods)
+		}
 	}
 	return fmt.Sprintf("drain of node %s did not finish within %s and was forced: %s; the node reboots anyway", node, f.Timeout, pods)
 }

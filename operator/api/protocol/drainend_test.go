@@ -1,6 +1,8 @@
 package protocol_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +48,22 @@ func TestMalformedDrainEndAnnotationsAreUnreadable(t *testing.T) {
 		_, err := protocol.Read(gen.Node("n", gen.Annotations(key, "{not json")))
 		g.Expect(err).To(MatchError(ContainSubstring(key)))
 	}
+}
+
+// A forced drain of a node running many pods names the first ones and
+// counts the rest, so that its record stays readable.
+func TestDrainForcingNamesAtMostItsShare(t *testing.T) {
+	g := NewWithT(t)
+	var f protocol.DrainForcing
+	var pods []string
+	for i := range 1000 {
+		pods = append(pods, fmt.Sprintf("%s/%s-%d", strings.Repeat("n", 63), strings.Repeat("p", 240), i))
+	}
+	f.AddPods(pods)
+	f.AddPods(pods[:10]) // recorded again after a failed pass: not counted twice
+	g.Expect(f.Pods).To(HaveLen(protocol.MaxForcedPodNames))
+	g.Expect(f.MorePods).To(Equal(1000 - protocol.MaxForcedPodNames))
+	g.Expect(len(protocol.Encode(f))).To(BeNumerically("<", protocol.MaxAnnotationLength))
+	g.Expect(f.Message("n")).To(ContainSubstring("1000 pods deleted"))
+	g.Expect(f.Message("n")).To(HaveSuffix("and 900 more; the node reboots anyway"))
 }
