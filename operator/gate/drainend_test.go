@@ -347,3 +347,27 @@ func TestMarksStayOnANodeNotBackUntilItReturns(t *testing.T) {
 		}
 	}, timeout).Should(Succeed())
 }
+
+// Between attempts the node is back in service and its slot free: another
+// node of the pool reboots meanwhile.
+func TestARetriedDrainFreesItsSlotBetweenAttempts(t *testing.T) {
+	g := NewWithT(t)
+	blocked := blockedDrainPool(t, "retry-slot", 2*time.Second, v1alpha1.DrainRetryAction,
+		&v1alpha1.DrainRetry{MaxAttempts: 100, Backoff: &metav1.Duration{Duration: 5 * time.Second}})
+	other := createNodes(t, "retry-slot-b", "retry-slot", 1)[0]
+	budget := watchBudget(t, "retry-slot")
+	daemons := runDaemons(t, "retry-slot", false)
+	startOperator(t)
+
+	request(t, blocked, "first", time.Now())
+	g.Eventually(func(g Gomega) { g.Expect(getNode(g, blocked).Annotations).To(HaveKey(protocol.Admitted)) }, timeout).Should(Succeed())
+	request(t, other, "second", time.Now())
+	g.Eventually(func(g Gomega) {
+		expectRebootedOnce(g, other, false)
+		g.Expect(retryOf(g, blocked)).NotTo(BeNil(), "the blocked node is still being retried")
+		g.Expect(getNode(g, blocked).Annotations).NotTo(HaveKey(protocol.DrainFailed))
+	}, timeout).Should(Succeed())
+	g.Expect(daemons.Count(blocked)).To(BeZero())
+	most, _ := budget.MostUnavailable()
+	g.Expect(most).To(Equal(1), "one at a time all along")
+}
