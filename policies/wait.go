@@ -52,6 +52,9 @@ type WaitInput struct {
 	// OptedOut says, for the whole pool, which waiting nodes are held by an
 	// opt-out and why; unused for one node.
 	OptedOut []string
+	// Now is when the wait is told; rules that change with time alone
+	// (a drain's retry backoff) read it.
+	Now time.Time
 }
 
 // WindowWait is what the maintenance windows say of the waiting requests.
@@ -110,6 +113,7 @@ func WaitChain() []WaitFunc {
 		InvalidSelector,
 		InvalidWindow,
 		InvalidBlockingPodSelector,
+		DrainRetryBackoff,
 		Paused,
 		OptedOut,
 		OutsideWindow,
@@ -185,6 +189,15 @@ func InvalidWindow(in WaitInput) (string, string, bool) {
 		return v1alpha1.InvalidWindowReason, fmt.Sprintf("pool %s's %v; nothing is admitted until it can be read", in.Pool, in.WindowErr), true
 	}
 	return v1alpha1.InvalidWindowReason, in.WindowErr.Error(), true
+}
+
+// DrainRetryBackoff: a node whose drain timed out waits for its next
+// attempt (drain.onTimeout Retry), uncordoned.
+func DrainRetryBackoff(in WaitInput) (string, string, bool) {
+	if in.Node == nil || !in.Node.BackingOff(in.Now) {
+		return "", "", false
+	}
+	return v1alpha1.DrainRetryBackoffReason, in.Node.Retrying().Waiting(), true
 }
 
 // Paused: a paused pool admits nothing.

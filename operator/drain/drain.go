@@ -38,22 +38,7 @@ type Drainer struct {
 // Step evicts every pod on the node that must leave and is not already
 // terminating, once, and reports what is left. It never waits.
 func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (Progress, error) {
-	helper := &kubedrain.Helper{
-		Ctx:    ctx,
-		Client: d.Client,
-		Force:  opts.Force,
-		// -1 keeps each pod's own termination grace period.
-		GracePeriodSeconds:  -1,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  opts.DeleteEmptyDirData,
-		PodSelector:         opts.PodSelector,
-		Out:                 io.Discard,
-		ErrOut:              io.Discard,
-	}
-	if opts.GracePeriodSeconds != nil {
-		helper.GracePeriodSeconds = int(*opts.GracePeriodSeconds)
-	}
-
+	helper := d.helper(ctx, opts)
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {
 		return Progress{}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
@@ -93,6 +78,74 @@ func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOpti
 	return p, errors.Join(failed...)
 }
 
+// helper is kubectl's drain helper with the pool's drain options.
+func (d *Drainer) helper(ctx context.Context, opts v1alpha1.DrainOptions) *kubedrain.Helper {
+	helper := &kubedrain.Helper{
+		Ctx:    ctx,
+		Client: d.Client,
+		Force:  opts.Force,
+		// -1 keeps each pod's own termination grace period.
+		GracePeriodSeconds:  -1,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  opts.DeleteEmptyDirData,
+		PodSelector:         opts.PodSelector,
+		Out:                 io.Discard,
+		ErrOut:              io.Discard,
+	}
+	if opts.GracePeriodSeconds != nil {
+		helper.GracePeriodSeconds = int(*opts.GracePeriodSeconds)
+	}
+	return helper
+}
+
 func blockerMessage(pod corev1.Pod, err error) string {
 	return fmt.Sprintf("eviction of pod %s/%s refused: %v", pod.Namespace, pod.Name, err)
+}
+
+// Force deletes, bypassing their PodDisruptionBudgets, the pods on the node
+// that must leave and are not already terminating: those whose eviction a
+// PodDisruptionBudget refused, or that nothing evicted yet. Pods the
+// options keep (unmanaged pods without force, emptyDir data without
+// deleteEmptyDirData) are not deleted: a reboot only restarts them in
+// place, a deletion would lose them. Mirror and DaemonSet pods are never
+// among them. Before deleting anything it calls before with the pods it is
+// about to delete (namespace/name, sorted), so that the caller records them
+// first: a crash between the two then loses no name. It returns the pods
+// deleted.
+func (d *Drainer) Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error) {
+	helper := d.helper(ctx, opts)
+	helper.DisableEviction = true
+	list, errs := helper.GetPodsForDeletion(node)
+	if list == nil {
+		return nil, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
+	}
+	var doomed []corev1.Pod
+	var names []string
+	for _, pod := range list.Pods() {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		doomed = append(doomed, pod)
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	sort.Strings(names)
+	if len(doomed) == 0 {
+		return nil, nil
+	}
+	if err := before(names); err != nil {
+		return nil, err
+	}
+	var deleted []string
+	var failed []error
+	for _, pod := range doomed {
+		err := helper.DeletePod(pod)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			deleted = append(deleted, pod.Namespace+"/"+pod.Name)
+		default:
+			failed = append(failed, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	sort.Strings(deleted)
+	return deleted, errors.Join(failed...)
 }

@@ -43,12 +43,16 @@ func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, l
 	return node, nil
 }
 
-// uncordonIfOurs lifts the cordon only when kmaint put it there.
+// uncordonIfOurs lifts the cordon only when kmaint put it there, and
+// takes off the labels and taints kmaint put on the node for its reboot:
+// the node is back in service, whether it rebooted or its drain was given
+// up.
 func uncordonIfOurs(node *corev1.Node) {
 	if node.Annotations[protocol.Cordoned] == "true" {
 		node.Spec.Unschedulable = false
 		delete(node.Annotations, protocol.Cordoned)
 	}
+	removeMarks(node)
 }
 
 // syncDesiredConfig writes the pool's desiredConfig to its nodes. Nodes that
@@ -90,7 +94,9 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				delete(n.Annotations, protocol.DrainFailed)
 				delete(n.Annotations, protocol.RebootUnconfirmed)
 				delete(n.Annotations, protocol.NodeNotBack)
+				delete(n.Annotations, protocol.DrainRetry)
 				uncordonIfOurs(n)
+				addAfterLabels(n, st.pool.Spec.NodeMarking)
 			})
 			if err != nil {
 				errs = append(errs, err)
@@ -123,14 +129,16 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 	return errors.Join(errs...)
 }
 
-// drain steps every admitted, unapproved node's drain; approves nodes that
-// are drained; abandons drains past the pool's timeout. It returns when to
-// come back while drains are in progress.
+// drain marks every admitted, unapproved node and steps its drain;
+// approves nodes that are drained; retries, abandons or forces drains past
+// the pool's timeout (drain.onTimeout). It returns when to come back while
+// drains are in progress.
 func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
 	timeout := defaultDrainTimeout
-	if t := st.pool.Spec.Drain.Timeout; t != nil {
+	if t := st.pool.Spec.Drain.Timeout; t != nil && t.Duration > 0 {
 		timeout = t.Duration
 	}
+	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
 	mayApprove, used := approvable(st.views, len(st.elsewhere), st.plan.maxUnavailable)
@@ -147,21 +155,33 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 				errs = append(errs, err)
 				continue
 			}
+			v = st.view(v.Node.Name)
 		}
-		progress, err := r.Drainer.Step(ctx, v.Node.Name, st.pool.Spec.Drain)
+		marked, err := r.mark(ctx, st, v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		v = st.view(v.Node.Name)
+		var progress drain.Progress
+		if marked {
+			progress, err = r.Drainer.Step(ctx, v.Node.Name, st.pool.Spec.Drain)
+		}
 		switch {
-		case err == nil && progress.Done && !mayApprove[v.Node.Name]:
+		case marked && err == nil && progress.Done && !mayApprove[v.Node.Name]:
 			// Drained, but approving it would take the pool past its
 			// budget: it waits, cordoned, and the pool says why. Its
 			// drain is done, so no timeout abandons it.
 			st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
 				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.plan.maxUnavailable)}
-		case err == nil && progress.Done:
-			errs = append(errs, r.approve(ctx, st, v))
+		case marked && err == nil && progress.Done:
+			errs = append(errs, r.approve(ctx, st, v, nil))
 		case st.now.Sub(v.Admission.Time) >= timeout:
-			errs = append(errs, r.abandon(ctx, st, v, timeout, progress.Blockers, err))
+			errs = append(errs, r.atDeadline(ctx, st, v, timeout, progress, err, mayApprove[v.Node.Name]))
 		default:
-			st.drains[v.Node.Name] = report(progress, err)
+			if marked {
+				st.drains[v.Node.Name] = report(progress, err)
+			}
 			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.Admission.Time))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
@@ -199,8 +219,10 @@ func report(p drain.Progress, err error) drainReport {
 }
 
 // approve writes reboot-approved for the boot the requests were made in, the
-// last step before the daemon reboots.
-func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) error {
+// last step before the daemon reboots. forced is the forced drain that
+// approves it, nil for a drain that finished; a forced drain's record stays
+// on the node, an earlier one's goes.
+func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, forced *protocol.DrainForcing) error {
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
 		return nil // finish releases it on the next pass
 	}
@@ -210,10 +232,18 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) err
 	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 		n.Annotations[protocol.RebootApproved] = boot
 		n.Annotations[protocol.Admitted] = protocol.Encode(admission)
+		if forced == nil {
+			delete(n.Annotations, protocol.DrainForced)
+		}
 	}); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot)
+	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot, "forced", forced != nil)
+	if forced != nil {
+		r.event(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+			"Node %s's drain was forced; reboot approved for boot %s", v.Node.Name, boot)
+		return nil
+	}
 	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.Admission.Time))
 	r.event(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
 		"Node %s is drained; reboot approved for boot %s", v.Node.Name, boot)
@@ -221,29 +251,25 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView) err
 }
 
 // abandon gives up a drain that ran past the pool's timeout: the node is
-// uncordoned if kmaint cordoned it, and its current requests are marked as
-// failed so the same requests do not start the same drain again.
-func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, blockers []string, stepErr error) error {
-	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.Node.Name, timeout)
-	if len(blockers) > 0 {
-		msg += ": " + strings.Join(blockers, "; ")
-	} else if stepErr != nil {
-		msg += ": " + stepErr.Error()
-	}
+// uncordoned and unmarked if kmaint did those, and its current requests
+// are marked as failed so the same requests do not start the same drain
+// again.
+func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, msg string) error {
 	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.DrainTimeoutReason, Message: msg}
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		failure.Requests = cur.IDs()
 	}
 	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 		delete(n.Annotations, protocol.Admitted)
+		delete(n.Annotations, protocol.DrainRetry)
 		n.Annotations[protocol.DrainFailed] = protocol.Encode(failure)
 		uncordonIfOurs(n)
 	}); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.Node.Name, "timeout", timeout, "blockers", blockers)
+	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.Node.Name, "timeout", timeout, "message", msg)
 	r.Metrics.DrainFailed(st.pool.Name, failure.Reason)
-	r.event(st, v.Node, corev1.EventTypeWarning, "DrainFailed", "Drain", "%s", msg)
+	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DrainFailedEventReason, "Drain", "%s", msg)
 	return nil
 }
 

@@ -55,6 +55,20 @@
 // waiting node (optout.go): pods are listed per node, only when its turn
 // comes, never cached cluster-wide. A node annotated while it drains is
 // released before its approval, as a cancellation would be.
+// # At the drain's deadline, and the node's marks
+//
+// A drain past its pool's timeout ends as drain.onTimeout says
+// (decideDeadline, drainend.go): Retry uncordons the node and records the
+// attempt on it (kmaint.io/drain-retry), so that the node waits out the
+// backoff unadmitted and a restarted operator counts on; the last attempt
+// abandons. Abandon uncordons and fails the requests (kmaint.io/drain-failed).
+// Force deletes the pods eviction could not move, recording them on the
+// node first (kmaint.io/drain-forced), and approves. Before a node's drain
+// starts, the pool's nodeMarking.duringReboot labels and taints go on it,
+// recorded in kmaint.io/marks (marks.go); whatever uncordons the node takes
+// off exactly what that record says, so a spec changed mid-reboot or a
+// restart leaves nothing behind. Marks that would move the node to another
+// pool are refused, and the node is not drained.
 //
 // # After the approval
 //

@@ -73,6 +73,7 @@ func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {
 	harness.CreateNamespace(t, bed, "drain-pdb")
 	pool := gen.Pool("drain-pdb", intstr.FromInt32(1))
 	pool.Spec.Drain.Timeout = &metav1.Duration{Duration: 4 * time.Second}
+	pool.Spec.Drain.OnTimeout = v1alpha1.DrainAbandonAction
 	createPool(t, pool)
 	node := createNodes(t, "drain-pdb", "drain-pdb", 1)[0]
 	g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("drain-pdb", "db-0", node, map[string]string{"app": "db"}))).To(Succeed())

@@ -72,7 +72,9 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		delete(n.Annotations, protocol.Admitted)
 		delete(n.Annotations, protocol.DrainFailed)
 		delete(n.Annotations, protocol.NodeNotBack)
+		delete(n.Annotations, protocol.DrainRetry)
 		uncordonIfOurs(n)
+		addAfterLabels(n, st.pool.Spec.NodeMarking)
 	}); err != nil {
 		return err
 	}

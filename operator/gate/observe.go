@@ -59,6 +59,9 @@ type poolState struct {
 	podSelectorErr error
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
+	// markingRefused says, by node name, why the pool's nodeMarking cannot
+	// be put on an admitted node, whose drain then does not start.
+	markingRefused map[string]string
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time
@@ -84,7 +87,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
+	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}, markingRefused: map[string]string{}}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
@@ -137,6 +140,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v := newNodeView(node)
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
+		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil && st.windowErr == nil {
 			reqs := v.holdUnreadable(cur.Requests, unreadable)
 			ww := wins.Node(reqs, settings)

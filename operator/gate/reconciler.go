@@ -29,6 +29,9 @@ import (
 // one.
 type Drainer interface {
 	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (drain.Progress, error)
+	// Force deletes what eviction could not move, bypassing
+	// PodDisruptionBudgets, calling before with the pods first.
+	Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error)
 }
 
 var _ Drainer = (*drain.Drainer)(nil)
@@ -82,7 +85,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancegates,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets;statefulsets;replicasets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -178,10 +178,10 @@ func setDraining(st *poolState) {
 	var parts []string
 	blocked := false
 	for _, v := range st.views {
-		if !v.Draining() {
+		d, stepped := st.drains[v.Node.Name]
+		if !v.Draining() && !v.backingOff {
 			continue
 		}
-		d, stepped := st.drains[v.Node.Name]
 		msg := d.message
 		if !stepped {
 			msg = "starting"

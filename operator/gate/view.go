@@ -28,6 +28,9 @@ type nodeView struct {
 	// windowProblems say why some of the node's requests are never admitted
 	// as things stand (their policy's windows cannot be read).
 	windowProblems []string
+	// backingOff is true while the node waits for its next drain attempt
+	// (protocol.NodeState.BackingOff): it is not admitted meanwhile.
+	backingOff bool
 	// heldUnreadable is true when every current request of the node is one
 	// of a NodeMaintenance that cannot be read: none of them is admitted.
 	heldUnreadable bool
@@ -54,7 +57,7 @@ func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() }
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.
 func (v nodeView) waiting() bool {
-	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable
+	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable && !v.backingOff
 }
 
 // holdUnreadable returns the requests that are not those of unreadable

@@ -26,6 +26,9 @@ type verdict struct {
 	degradedReason string
 	// wait says why a Requested request is not admitted yet, if known.
 	wait waiting
+	// forced, when set, is the message of a DrainForced condition: the
+	// request's drain was forced.
+	forced string
 }
 
 // decide computes a NodeMaintenance's phase from its node (nil when the node
@@ -110,6 +113,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.phase, v.message = v1alpha1.PhaseRequested, fmt.Sprintf("node %s requests a reboot and waits for its pool to admit it", nm.Spec.NodeName)
 		v.wait = w
 	}
+	if f.DrainForced != nil && f.DrainForced.For(boot, requestID) {
+		v.forced = f.DrainForced.Message(nm.Spec.NodeName)
+	}
+	if r := f.DrainRetry; v.phase == v1alpha1.PhaseDraining && r != nil && r.BootID == boot {
+		v.message = fmt.Sprintf("%s (attempt %d of %d)", v.message, r.Attempts+1, r.MaxAttempts)
+	}
 	// A node not back from its approved reboot keeps the request where it
 	// is, Approved or Rebooting, and says so: it may still come back.
 	if f.NodeNotBackReported() && f.Approved == boot && v.degraded == "" {
@@ -165,6 +174,10 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.WaitingCondition, Status: metav1.ConditionTrue, Reason: v.wait.reason, Message: v.wait.message, LastTransitionTime: t})
 	} else {
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.WaitingCondition)
+	}
+	if v.forced != "" {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DrainForcedCondition, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.DrainForcedReason, Message: v1alpha1.FitMessage(v.forced), LastTransitionTime: t})
 	}
 	if v.degraded != "" {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DegradedCondition, Status: metav1.ConditionTrue, Reason: v.degradedReason, Message: v.degraded, LastTransitionTime: t})

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -93,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
-	if w.reason == v1alpha1.OutsideWindowReason && !w.next.IsZero() {
+	if (w.reason == v1alpha1.OutsideWindowReason || w.reason == v1alpha1.DrainRetryBackoffReason) && !w.next.IsZero() {
 		result.RequeueAfter = max(w.next.Sub(now), time.Second)
 	}
 	return result, errors.Join(errs...)
@@ -139,6 +140,10 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
 	r.count(base, nm, pool)
+	// A forced drain is told once, whenever the controller first sees it.
+	if v.forced != "" && !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DrainForcedCondition) {
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", v.forced)
+	}
 	if base.Status.Phase != nm.Status.Phase {
 		ctrl.LoggerFrom(ctx).Info("Maintenance phase changed", "maintenance", nm.Name, "from", base.Status.Phase, "to", nm.Status.Phase)
 		switch nm.Status.Phase {

@@ -140,19 +140,23 @@ func (r *Reconciler) waitFor(ctx context.Context, node *protocol.NodeState, item
 	if err != nil {
 		return waiting{}, err
 	}
-	return waitOf(pf, node), nil
+	return waitOf(pf, node, now), nil
 }
 
-// waitOf runs the wait chain for the node's requests.
-func waitOf(pf *poolFacts, node *protocol.NodeState) waiting {
+// waitOf runs the wait chain for the node's requests at now.
+func waitOf(pf *poolFacts, node *protocol.NodeState, now time.Time) waiting {
 	in := waitInput(pf, node)
+	in.Now = now
 	reason, message, ok := policies.Wait(in)
 	if !ok {
 		return waiting{}
 	}
 	w := waiting{reason: reason, message: message}
-	if reason == v1alpha1.OutsideWindowReason {
+	switch reason {
+	case v1alpha1.OutsideWindowReason:
 		w.next = in.Windows.Next
+	case v1alpha1.DrainRetryBackoffReason:
+		w.next = node.Retrying().NextAt
 	}
 	return w
 }

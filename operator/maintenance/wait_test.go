@@ -100,7 +100,7 @@ func TestWaitOf(t *testing.T) {
 			}
 			pf.windows = pools.NewWindows(t0, pf.pool, rebootPolicies)
 			node := gen.Node("n", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, tc.ids...))
-			got := waitOf(pf, read(node))
+			got := waitOf(pf, read(node), time.Time{})
 			g.Expect(got.reason).To(Equal(tc.wantReason), "reason (message %q)", got.message)
 			g.Expect(got.message).To(ContainSubstring(tc.wantMessage))
 			g.Expect(got.next).To(Equal(tc.wantNext))

@@ -17,6 +17,9 @@ const (
 	PolicyQueryValue             = "kmaint_policy_query_value"                 // gauge {policy, node}
 	PoolOverBudgetEpisodesTotal  = "kmaint_pool_over_budget_episodes_total"    // counter {pool}: times the pool went over its budget
 	MaintenancesPrunedTotal      = "kmaint_maintenances_pruned_total"          // counter: finished NodeMaintenances deleted by retention
+	DrainRetriesTotal            = "kmaint_drain_retries_total"                // counter {pool}: drains timed out, to be tried again
+	DrainsForcedTotal            = "kmaint_drains_forced_total"                // counter {pool}: drains timed out and forced
+	DrainForcedPodsTotal         = "kmaint_drain_forced_pods_total"            // counter {pool}: pods deleted by forced drains
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -71,5 +74,6 @@ func All() []string {
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
 		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
+		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal,
 	}
 }

@@ -23,6 +23,9 @@ type Recorder struct {
 	queryValue     *prometheus.GaugeVec
 	overBudget     *prometheus.CounterVec
 	pruned         prometheus.Counter
+	drainRetries   *prometheus.CounterVec
+	drainsForced   *prometheus.CounterVec
+	forcedPods     *prometheus.CounterVec
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -61,6 +64,12 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "Times a pool went over its budget (its OverBudget condition turned True), by pool."}, []string{"pool"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: MaintenancesPrunedTotal,
 			Help: "Finished NodeMaintenances deleted because they fell out of the history's retention."}),
+		drainRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: DrainRetriesTotal,
+			Help: "Drains that timed out and will be tried again (drain.onTimeout Retry), by pool."}, []string{"pool"}),
+		drainsForced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: DrainsForcedTotal,
+			Help: "Drains that timed out and were forced (drain.onTimeout Force): pods deleted bypassing their PodDisruptionBudgets and the node rebooted anyway, by pool."}, []string{"pool"}),
+		forcedPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: DrainForcedPodsTotal,
+			Help: "Pods deleted by forced drains, bypassing their PodDisruptionBudgets, by pool."}, []string{"pool"}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -76,6 +85,9 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.queryValue = register(reg, r.queryValue, &err)
 	r.overBudget = register(reg, r.overBudget, &err)
 	r.pruned = register(reg, r.pruned, &err)
+	r.drainRetries = register(reg, r.drainRetries, &err)
+	r.drainsForced = register(reg, r.drainsForced, &err)
+	r.forcedPods = register(reg, r.forcedPods, &err)
 	return r, err
 }
 
@@ -106,6 +118,9 @@ func (r *Recorder) InitPool(pool string) {
 	r.admissions.WithLabelValues(pool)
 	r.overBudget.WithLabelValues(pool)
 	r.drainFailures.WithLabelValues(pool, "DrainTimeout")
+	r.drainRetries.WithLabelValues(pool)
+	r.drainsForced.WithLabelValues(pool)
+	r.forcedPods.WithLabelValues(pool)
 	r.rebootFailures.WithLabelValues(pool, "RebootNotObserved")
 	r.rebootFailures.WithLabelValues(pool, "NodeNotBack")
 	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert", "sentinel"} {
@@ -150,6 +165,21 @@ func (r *Recorder) Drained(pool string, d time.Duration) {
 func (r *Recorder) DrainFailed(pool, reason string) {
 	if r != nil {
 		r.drainFailures.WithLabelValues(pool, reason).Inc()
+	}
+}
+
+// DrainRetried counts a drain that timed out and will be tried again.
+func (r *Recorder) DrainRetried(pool string) {
+	if r != nil {
+		r.drainRetries.WithLabelValues(pool).Inc()
+	}
+}
+
+// DrainForced counts a forced drain and the pods it deleted.
+func (r *Recorder) DrainForced(pool string, pods int) {
+	if r != nil {
+		r.drainsForced.WithLabelValues(pool).Inc()
+		r.forcedPods.WithLabelValues(pool).Add(float64(pods))
 	}
 }
 

@@ -62,7 +62,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	)
 	c, err := sim.Start(ctx, bed, sim.Config{
 		Pools: []sim.PoolSpec{
-			{Name: pool, Nodes: 4, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second},
+			{Name: pool, Nodes: 4, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second, OnDrainTimeout: v1alpha1.DrainAbandonAction},
 			{Name: held, Nodes: 1, MaxUnavailable: intstr.FromInt32(1)},
 		},
 		Journal: sim.Memory,

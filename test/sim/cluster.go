@@ -54,6 +54,9 @@ type PoolSpec struct {
 	Nodes          int
 	MaxUnavailable intstr.IntOrString
 	DrainTimeout   time.Duration
+	// OnDrainTimeout is the pool's drain.onTimeout; empty leaves the
+	// API's default.
+	OnDrainTimeout v1alpha1.DrainTimeoutAction
 	// Windows are the pool's maintenance windows; none admits at any time.
 	Windows []v1alpha1.MaintenanceWindow
 }
@@ -208,6 +211,7 @@ func (c *Cluster) start() error {
 		if p.DrainTimeout > 0 {
 			pool.Spec.Drain.Timeout = &metav1.Duration{Duration: p.DrainTimeout}
 		}
+		pool.Spec.Drain.OnTimeout = p.OnDrainTimeout
 		pool.Spec.Windows = p.Windows
 		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)

@@ -56,6 +56,12 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 		out.Reason, out.Since = reasons(nil, open), open[0].CreationTimestamp.Time
 	case v1alpha1.PhaseRequested, v1alpha1.PhaseDraining, v1alpha1.PhaseApproved:
 		out.Reason = reasons(cur, open)
+		// A drain that timed out and is tried again says which attempt.
+		if r := st.Retrying(); r != nil && pos.Stage == v1alpha1.PhaseRequested {
+			out.Reason += "; " + r.Waiting()
+		} else if r != nil && pos.Stage == v1alpha1.PhaseDraining {
+			out.Reason += fmt.Sprintf(" (drain attempt %d of %d)", r.Attempts+1, r.MaxAttempts)
+		}
 		// What holds it first: a person reading the line wants the opt-out
 		// to lift, not the request they already know of.
 		if o := st.OptOut(); o != nil {

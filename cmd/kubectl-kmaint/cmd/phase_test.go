@@ -59,6 +59,13 @@ func TestPhaseOf(t *testing.T) {
 			want: nodeState{Phase: v1alpha1.PhaseRequested, Since: t0, Reason: "opted out (BlockingPod): pod a/b matches; requested: host: kernel"}},
 		"opted out, asking nothing": {node: []gen.NodeOption{gen.Annotations(protocol.KarpenterDoNotDisrupt, "true")},
 			want: nodeState{Phase: protocol.StageIdle, Reason: "opted out (node n is annotated karpenter.sh/do-not-disrupt=true; kmaint admits no reboot of it until the annotation is removed)"}},
+		"waiting for its next drain attempt": {node: []gen.NodeOption{req, gen.Annotations(protocol.DrainRetry, protocol.Encode(protocol.DrainRetrying{
+			BootID: "b1", Requests: []string{"r1"}, Attempts: 1, MaxAttempts: 3, NextAt: t0.Add(time.Hour), Message: "pod a/b"}))},
+			want: nodeState{Phase: v1alpha1.PhaseRequested, Since: t0,
+				Reason: "host: kernel; drain attempt 1 of 3 did not finish (pod a/b); attempt 2 of 3 not before 2026-01-02T04:04:05Z"}},
+		"draining again": {node: []gen.NodeOption{req, gen.Admitted("b1", t0.Add(time.Hour), "r1"), gen.Annotations(protocol.DrainRetry, protocol.Encode(protocol.DrainRetrying{
+			BootID: "b1", Requests: []string{"r1"}, Attempts: 1, MaxAttempts: 3, NextAt: t0.Add(time.Hour)}))},
+			want: nodeState{Phase: v1alpha1.PhaseDraining, Reason: "host: kernel (drain attempt 2 of 3)", Since: t0.Add(time.Hour)}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}

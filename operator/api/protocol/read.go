@@ -38,6 +38,13 @@ type NodeState struct {
 	Approved string
 	// DrainFailure is the abandoned drain; nil when none.
 	DrainFailure *DrainFailure
+	// DrainRetry is a timed out drain to be tried again; nil when none.
+	// See Retrying for the current boot's.
+	DrainRetry *DrainRetrying
+	// DrainForced is the last forced drain; nil when none.
+	DrainForced *DrainForcing
+	// Marks are the labels and taints kmaint added; nil when none.
+	Marks *Marks
 	// Daemon is what the daemon last reported; nil when absent.
 	Daemon *DaemonState
 	// Unconfirmed says the node came back from its approved reboot without
@@ -85,6 +92,9 @@ func Read(node *corev1.Node) (NodeState, error) {
 		errs = append(errs, err)
 	}
 	s.DrainFailure = decode[DrainFailure](node, DrainFailed, &errs)
+	s.DrainRetry = decode[DrainRetrying](node, DrainRetry, &errs)
+	s.DrainForced = decode[DrainForcing](node, DrainForced, &errs)
+	s.Marks = decode[Marks](node, NodeMarks, &errs)
 	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)

@@ -207,3 +207,32 @@ const (
 	// in the future than MaxClockSkew; the operator does not use it.
 	FutureTimeReason = "FutureTime"
 )
+
+// What happens at a drain's deadline (a pool's drain.onTimeout): the
+// reasons of the Warning events on the node, its pool and its
+// NodeMaintenance, of a waiting request's Waiting condition, and of the
+// NodeMaintenance's DrainForced condition. An abandoned drain, and the last
+// retry of one, keeps the reason DrainFailed for the event and
+// DrainTimeoutReason for the request's failure.
+const (
+	// DrainRetryScheduledReason: a drain timed out and will be tried again;
+	// the node is uncordoned meanwhile.
+	DrainRetryScheduledReason = "DrainRetryScheduled"
+	// DrainRetryBackoffReason: a request waits for its next drain attempt.
+	DrainRetryBackoffReason = "DrainRetryBackoff"
+	// DrainForcedReason: a drain timed out and the pods eviction could not
+	// move were deleted, bypassing their PodDisruptionBudgets, so that the
+	// node reboots anyway.
+	DrainForcedReason = "DrainForced"
+	// DrainFailedEventReason: a drain was abandoned (the event's reason; the
+	// request fails with DrainTimeoutReason).
+	DrainFailedEventReason = "DrainFailed"
+	// NodeMarkingRefusedReason: the pool's nodeMarking cannot be put on a
+	// node (it would move it to another pool, or the spec is invalid); its
+	// drain does not start.
+	NodeMarkingRefusedReason = "NodeMarkingRefused"
+)
+
+// DrainForcedCondition is True on a NodeMaintenance whose drain was forced;
+// its message names the pods deleted. It stays after the request ends.
+const DrainForcedCondition = "DrainForced"

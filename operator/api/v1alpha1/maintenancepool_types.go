@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -72,6 +74,12 @@ type MaintenancePoolSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Drain DrainOptions `json:"drain,omitempty"`
+
+	// NodeMarking is the labels and taints kmaint puts on a node around its
+	// reboot (kured's --pre-reboot-node-labels and
+	// --post-reboot-node-labels).
+	// +optional
+	NodeMarking *NodeMarking `json:"nodeMarking,omitempty"`
 }
 
 // BlockingQuery is a PromQL query whose result, while non-empty, blocks new
@@ -91,16 +99,48 @@ type BlockingQuery struct {
 // DrainOptions says how a node is drained. DaemonSet pods are always left in
 // place: their controller would put them straight back.
 type DrainOptions struct {
-	// Timeout bounds a drain. A drain that has not finished by then is
-	// abandoned: the node is uncordoned (if kmaint cordoned it), the request
-	// is marked Failed with the pods that blocked it, and the node is not
-	// retried for that request.
+	// Timeout bounds a drain (each attempt, with onTimeout Retry). What
+	// happens when a drain has not finished by then is onTimeout's choice.
+	// At most 168h (a week).
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive Go duration such as 10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('168h')",message="timeout must be at most 168h (a week)"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// OnTimeout is what happens to a drain that has not finished within
+	// timeout (kured's --drain-timeout with --force-reboot):
+	//
+	//   - Retry (the default): the node is uncordoned and its marks
+	//     removed, its request stays open and waits retry.backoff, then
+	//     the node is admitted again, up to retry.maxAttempts drains in
+	//     all; the last one that times out ends as Abandon does. Like
+	//     kured, which gives up a drain and tries again on its next
+	//     period, a request is not lost to a PodDisruptionBudget that
+	//     holds for a while (a rollout, a replica starting), and nothing
+	//     is ever evicted against a PodDisruptionBudget.
+	//   - Abandon: the node is uncordoned and its marks removed, the
+	//     request ends Failed (reason DrainTimeout) with the pods that
+	//     blocked it, and is not tried again; a new request is.
+	//   - Force: the pods eviction could not move (those a
+	//     PodDisruptionBudget protects) are deleted, bypassing their
+	//     PodDisruptionBudgets, and the node reboots anyway (kured's
+	//     --force-reboot). Pods the drain options keep (unmanaged pods
+	//     without force, emptyDir data without deleteEmptyDirData) are not
+	//     deleted: they go down with the reboot and start again on the
+	//     node. Mirror and DaemonSet pods are never touched. Warning events
+	//     DrainForced on the node, the pool and the NodeMaintenance name the
+	//     pods deleted, as does the NodeMaintenance's DrainForced condition.
+	// +kubebuilder:default=Retry
+	// +optional
+	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
+
+	// Retry bounds the attempts of onTimeout Retry; unset means 3 attempts,
+	// 30m apart.
+	// +optional
+	Retry *DrainRetry `json:"retry,omitempty"`
 
 	// GracePeriodSeconds overrides each evicted pod's termination grace
 	// period. Unset uses the pod's own.
@@ -123,6 +163,81 @@ type DrainOptions struct {
 	// not recreated. Without it such pods block the drain.
 	// +optional
 	Force bool `json:"force,omitempty"`
+}
+
+// DrainTimeoutAction is what happens to a drain that runs past its
+// timeout: Retry, Abandon or Force.
+// +kubebuilder:validation:Enum=Retry;Abandon;Force
+type DrainTimeoutAction string
+
+// The actions at a drain's deadline.
+const (
+	// DrainRetryAction uncordons the node and admits it again after a
+	// backoff, a bounded number of times, then abandons.
+	DrainRetryAction DrainTimeoutAction = "Retry"
+	// DrainAbandonAction uncordons the node and fails the request.
+	DrainAbandonAction DrainTimeoutAction = "Abandon"
+	// DrainForceAction deletes the pods eviction could not move and reboots.
+	DrainForceAction DrainTimeoutAction = "Force"
+)
+
+// DefaultDrainTimeoutAction is onTimeout when a pool leaves it unset, as
+// the built-in default pool does.
+const DefaultDrainTimeoutAction = DrainRetryAction
+
+// The defaults and bounds of drain.retry.
+const (
+	DefaultDrainRetryAttempts = 3
+	MaxDrainRetryAttempts     = 100
+	DefaultDrainRetryBackoff  = 30 * time.Minute
+	MaxDrainRetryBackoff      = 24 * time.Hour
+)
+
+// DrainRetry bounds the retries of a drain that times out.
+type DrainRetry struct {
+	// MaxAttempts is how many drains a request gets in all, the first one
+	// included, from 1 (the first timeout abandons) to 100.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxAttempts int32 `json:"maxAttempts,omitempty"`
+
+	// Backoff is how long the node stays uncordoned, its request waiting,
+	// between a drain that timed out and the next admission: from 1s to
+	// 24h. The next attempt still waits for the pool's budget, windows and
+	// blocking queries like any request.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="backoff must be a Go duration from 1s to 24h"
+	// +optional
+	Backoff *metav1.Duration `json:"backoff,omitempty"`
+}
+
+// TimeoutAction returns onTimeout, or its default when unset.
+func (o DrainOptions) TimeoutAction() DrainTimeoutAction {
+	if o.OnTimeout == "" {
+		return DefaultDrainTimeoutAction
+	}
+	return o.OnTimeout
+}
+
+// RetryLimits returns retry's attempts and backoff, with their defaults
+// for what is unset and values out of bounds (stored before the schema
+// refused them) brought within them.
+func (o DrainOptions) RetryLimits() (attempts int, backoff time.Duration) {
+	attempts, backoff = DefaultDrainRetryAttempts, DefaultDrainRetryBackoff
+	if o.Retry == nil {
+		return attempts, backoff
+	}
+	if n := int(o.Retry.MaxAttempts); n > 0 {
+		attempts = min(n, MaxDrainRetryAttempts)
+	}
+	if b := o.Retry.Backoff; b != nil && b.Duration > 0 {
+		backoff = min(max(b.Duration, time.Second), MaxDrainRetryBackoff)
+	}
+	return attempts, backoff
 }
 
 // MaintenancePoolStatus is what the operator last saw of a pool.

@@ -1,0 +1,117 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/pools"
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// Marks on and off: what the node had stays, what kmaint changed comes
+// back, what someone changed meanwhile is theirs.
+func TestMarksOnAndOff(t *testing.T) {
+	g := NewWithT(t)
+	n := gen.Node("n", gen.Labels("same", "v", "changed", "old", "taken", "x"))
+	n.Annotations = map[string]string{}
+	n.Spec.Taints = []corev1.Taint{{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"}}
+	m := &v1alpha1.NodeMarking{DuringReboot: &v1alpha1.DuringRebootMarks{
+		Labels: map[string]v1alpha1.MarkValue{"same": "v", "changed": "new", "added": "a", "taken": "y"},
+		Taints: []v1alpha1.MarkTaint{{Key: "t-own", Effect: "NoSchedule"}, {Key: "t-new", Effect: "PreferNoSchedule", Value: "k"}},
+	}, AfterReboot: &v1alpha1.AfterRebootMarks{Labels: map[string]v1alpha1.MarkValue{"after": "done"}}}
+	addMarks(n, m)
+	g.Expect(n.Labels).To(Equal(map[string]string{"same": "v", "changed": "new", "added": "a", "taken": "y"}))
+	g.Expect(n.Spec.Taints).To(ConsistOf(
+		corev1.Taint{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"},
+		corev1.Taint{Key: "t-new", Effect: corev1.TaintEffectPreferNoSchedule, Value: "k"}))
+	var rec protocol.Marks
+	_, err := protocol.Decode(n, protocol.NodeMarks, &rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rec.Labels).To(HaveLen(3), "the node's own same-valued label is not recorded")
+	g.Expect(rec.Taints).To(Equal([]protocol.MarkedTaint{{Key: "t-new", Value: "k", Effect: "PreferNoSchedule"}}))
+
+	n.Labels["taken"] = "someone-else" // changed by a person mid-reboot
+	removeMarks(n)
+	addAfterLabels(n, m)
+	g.Expect(n.Labels).To(Equal(map[string]string{"same": "v", "changed": "old", "taken": "someone-else", "after": "done"}))
+	g.Expect(n.Spec.Taints).To(Equal([]corev1.Taint{{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"}}))
+	g.Expect(n.Annotations).NotTo(HaveKey(protocol.NodeMarks))
+
+	// Removing again, or from a node never marked, does nothing.
+	before := n.DeepCopy()
+	removeMarks(n)
+	g.Expect(n).To(Equal(before))
+}
+
+// A duringReboot label that would take the node out of its pool, or into
+// another, is refused; so is a marking the schema would refuse.
+func TestMarkingProblem(t *testing.T) {
+	a := gen.Pool("a", intstr.FromInt32(1))
+	b := gen.Pool("b", intstr.FromInt32(1))
+	b.Spec.NodeSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"tier": "canary"}}
+	sel := pools.Selectors([]v1alpha1.MaintenancePool{*a, *b})
+	node := gen.Node("n", gen.Labels("pool", "a"))
+	for name, tc := range map[string]struct {
+		labels map[string]v1alpha1.MarkValue
+		taints []v1alpha1.MarkTaint
+		// want is a part of the refusal; empty when the marks may go on.
+		want string
+	}{
+		"harmless":           {labels: map[string]v1alpha1.MarkValue{"node.kubernetes.io/exclude-from-external-load-balancers": "true"}},
+		"own selector key":   {labels: map[string]v1alpha1.MarkValue{"pool": "b"}, want: "in pools [default] instead of [a]"},
+		"another pool's key": {labels: map[string]v1alpha1.MarkValue{"tier": "canary"}, want: "in pools [a, b] instead of [a]"},
+		"stored NoExecute":   {taints: []v1alpha1.MarkTaint{{Key: "x", Effect: "NoExecute"}}, want: "NoExecute"},
+		"stored kmaint key":  {labels: map[string]v1alpha1.MarkValue{"kmaint.io/admitted": "x"}, want: "under kmaint.io"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			pool := a.DeepCopy()
+			pool.Spec.NodeMarking = &v1alpha1.NodeMarking{DuringReboot: &v1alpha1.DuringRebootMarks{Labels: tc.labels, Taints: tc.taints}}
+			st := &poolState{pool: pool, selection: sel, now: time.Now()}
+			got := markingProblem(st, newNodeView(node))
+			if tc.want == "" {
+				g.Expect(got).To(BeEmpty())
+				return
+			}
+			g.Expect(got).To(ContainSubstring(tc.want))
+		})
+	}
+}
+
+// What happens at the deadline, from the pool's options and what the node
+// recorded.
+func TestDecideDeadline(t *testing.T) {
+	now := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	retry := func(n int32, backoff time.Duration) v1alpha1.DrainOptions {
+		return v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainRetryAction, Retry: &v1alpha1.DrainRetry{MaxAttempts: n, Backoff: &metav1.Duration{Duration: backoff}}}
+	}
+	for name, tc := range map[string]struct {
+		opts    v1alpha1.DrainOptions
+		prev    *protocol.DrainRetrying
+		refused bool
+		want    deadlineDecision
+	}{
+		"default retries 3 times 30m apart": {want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 3, nextAt: now.Add(30 * time.Minute)}},
+		"second attempt":                    {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 1}, want: deadlineDecision{step: retryDrain, attempts: 2, maxAttempts: 3, nextAt: now.Add(time.Minute)}},
+		"last attempt abandons":             {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 2}, want: deadlineDecision{step: abandonDrain, attempts: 3, maxAttempts: 3}},
+		"a lowered maxAttempts abandons":    {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 5}, want: deadlineDecision{step: abandonDrain, attempts: 6, maxAttempts: 2}},
+		"another boot's attempts count not": {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "old", Attempts: 1}, want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 2, nextAt: now.Add(time.Minute)}},
+		"one attempt is abandon":            {opts: retry(1, time.Minute), want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
+		"stored past the bounds":            {opts: retry(1000, 1000*time.Hour), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 99}, want: deadlineDecision{step: abandonDrain, attempts: 100, maxAttempts: 100}},
+		"largest backoff":                   {opts: retry(100, 24*time.Hour), want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 100, nextAt: now.Add(24 * time.Hour)}},
+		"abandon":                           {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainAbandonAction}, want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
+		"force":                             {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, want: deadlineDecision{step: forceDrain, attempts: 1, maxAttempts: 1}},
+		"a refused marking is never forced": {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, refused: true, want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(decideDeadline(tc.opts, tc.prev, "b", tc.refused, now)).To(Equal(tc.want))
+		})
+	}
+}
