@@ -65,6 +65,8 @@ type Reconciler struct {
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
 	blocks  *blockCache
+	// rollouts are the configs whose rollout was announced, per pool.
+	rollouts rollouts
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -97,9 +99,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if pool.UID == "" || pool.Unreadable() != nil {
 			return
 		}
-		r.setStatus(ctx, st)
 		// The cached pool may predate the last status written, so the
 		// comparison is with what this operator last wrote.
+		before, ok := r.written.Last(pool.Name, pool.UID)
+		if !ok {
+			before = pool.Status.DeepCopy()
+		}
+		r.setStatus(ctx, st)
 		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
 			return
 		}
@@ -108,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		r.written.Remember(pool.Name, pool.UID, &pool.Status)
+		r.rolloutFinished(ctx, pool, before)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes

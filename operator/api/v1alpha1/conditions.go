@@ -178,3 +178,12 @@ const (
 	// in the future than MaxClockSkew; the operator does not use it.
 	FutureTimeReason = "FutureTime"
 )
+
+// The events of a pool's rollout, recorded by the gate on the pool.
+const (
+	// RolloutStartedReason: the pool's desiredConfig reached nodes that do
+	// not run it yet.
+	RolloutStartedReason = "RolloutStarted"
+	// RolloutFinishedReason: every node of the pool runs its desiredConfig.
+	RolloutFinishedReason = "RolloutFinished"
+)
