@@ -49,6 +49,8 @@ type Notifier struct {
 
 	mu    sync.Mutex
 	batch *Batch
+	// informers are the watches, once started.
+	informers []cache.SharedIndexInformer
 	// wake tells the sender that a line was added.
 	wake chan struct{}
 
@@ -94,10 +96,29 @@ func (n *Notifier) Start(ctx context.Context) error {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: n.onAdd}); err != nil {
 			return fmt.Errorf("notifier: %w", err)
 		}
+		n.mu.Lock()
+		n.informers = append(n.informers, inf)
+		n.mu.Unlock()
 		go inf.RunWithContext(ctx)
 	}
 	n.send(ctx)
 	return nil
+}
+
+// Synced reports whether the notifier has started and read the events
+// stored before it: from then on every new event is seen.
+func (n *Notifier) Synced() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.informers) < len(followedControllers()) {
+		return false
+	}
+	for _, inf := range n.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // onAdd takes a new event. It never blocks: the informer that calls it
