@@ -37,8 +37,9 @@ type Receiver struct {
 	mu       sync.Mutex
 	mode     Mode
 	messages []Message
-	// requests counts every request, answered or not.
-	requests int
+	// requests counts every request, answered or not; hanging, those
+	// held unanswered now.
+	requests, hanging int
 }
 
 // Start starts a receiver that lives until the test ends.
@@ -81,6 +82,13 @@ func (r *Receiver) Texts() []string {
 	return texts
 }
 
+// Hanging counts the requests held unanswered now.
+func (r *Receiver) Hanging() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hanging
+}
+
 // Requests counts the requests received, whatever the answer.
 func (r *Receiver) Requests() int {
 	r.mu.Lock()
@@ -98,10 +106,16 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "chat is down", http.StatusInternalServerError)
 		return
 	case Hang:
+		r.mu.Lock()
+		r.hanging++
+		r.mu.Unlock()
 		select {
 		case <-r.done:
 		case <-req.Context().Done():
 		}
+		r.mu.Lock()
+		r.hanging--
+		r.mu.Unlock()
 		return
 	}
 	var m Message
