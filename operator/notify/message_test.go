@@ -81,7 +81,7 @@ func TestPacer(t *testing.T) {
 	p := Pacer{Interval: time.Minute}
 	g.Expect(p.Wait(t0)).To(BeZero(), "the first message goes at once")
 	p.Sent(t0)
-	g.Expect(p.Wait(t0.Add(10 * time.Second))).To(Equal(50*time.Second), "the next waits for the interval")
+	g.Expect(p.Wait(t0.Add(10*time.Second))).To(Equal(50*time.Second), "the next waits for the interval")
 	g.Expect(p.Wait(t0.Add(time.Minute))).To(BeZero())
 	g.Expect(p.Wait(t0.Add(time.Hour))).To(BeZero(), "after a quiet spell, at once again")
 }

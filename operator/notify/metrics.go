@@ -4,14 +4,16 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kmaint/kmaint/operator/metrics"
 )
 
-// The notifier's metric names (listed in operator/metrics/names.go too).
+// The notifier's metric names.
 const (
-	EventsMetric     = "kmaint_notification_events_total"            // counter {reason}: events taken for a message
-	SummarizedMetric = "kmaint_notification_events_summarized_total" // counter: events only counted, past a message's lines
-	MessagesMetric   = "kmaint_notification_messages_total"          // counter {receiver, result}: sent, failed or skipped
-	ReceiversMetric  = "kmaint_notification_receivers"               // gauge {state}: configured URLs, valid or invalid
+	EventsMetric     = metrics.NotificationEventsTotal
+	SummarizedMetric = metrics.NotificationSummarizedTotal
+	MessagesMetric   = metrics.NotificationMessagesTotal
+	ReceiversMetric  = metrics.NotificationReceivers
 )
 
 // Results of a message's delivery to one receiver.
