@@ -5,6 +5,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/kmaint/kmaint/operator/notify"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -28,6 +30,8 @@ func TestOptionsValidate(t *testing.T) {
 		"a negative firing TTL":              {opts: Options{AlertWebhookFiringTTL: -time.Second}, wantErr: "--alert-webhook-firing-ttl=-1s: must be positive and at most 168h0m0s"},
 		"a firing TTL over a week":           {opts: Options{AlertWebhookFiringTTL: 8 * 24 * time.Hour}, wantErr: "--alert-webhook-firing-ttl=192h0m0s"},
 		"a firing TTL of a week":             {opts: Options{AlertWebhookFiringTTL: 7 * 24 * time.Hour}},
+		"a notify reason that is not one":    {opts: Options{Notify: notify.Options{URLsFile: "urls", Reasons: []string{"drain failed"}}}, wantErr: "--notify-reasons"},
+		"a negative notify interval":         {opts: Options{Notify: notify.Options{Interval: -time.Second}}, wantErr: "--notify-interval"},
 		"plain HTTP":                         {opts: Options{AlertWebhookInsecureHTTP: true}},
 		"a certificate secret and hosts":     {opts: Options{AlertWebhookCertSecret: "ns/tls", AlertWebhookCertHosts: []string{"a.example"}}},
 		"a certificate secret without namespace": {

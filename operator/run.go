@@ -29,6 +29,7 @@ import (
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/operator/retention"
 	"github.com/kmaint/kmaint/operator/unreadable"
@@ -105,6 +106,9 @@ type Options struct {
 	// retention.Retention); 0 sets no limit. Both 0 prune nothing.
 	HistoryPerNode int
 	HistoryMaxAge  time.Duration
+	// Notify sends chat messages about kmaint's events; off unless
+	// Notify.URLsFile is set.
+	Notify notify.Options
 }
 
 // Leader election and events need these besides what the controllers' own
@@ -220,6 +224,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := addAlertWebhook(mgr, opts, clk); err != nil {
 		return nil, err
 	}
+	if err := addNotifier(mgr, clientset, opts.Notify); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add healthz: %w", err)
 	}
@@ -320,6 +327,24 @@ func alertCertificates(mgr manager.Manager, opts Options, tokenNamespace string,
 	return certs, nil
 }
 
+// addNotifier adds the notifier, when asked for. It runs on the leader and
+// only reads events, so nothing it meets (a receiver down or hanging, a
+// URL that cannot be used) delays a reboot: it reports that and goes on.
+func addNotifier(mgr manager.Manager, clientset kubernetes.Interface, opts notify.Options) error {
+	if !opts.Enabled() {
+		return nil
+	}
+	m, err := notify.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return fmt.Errorf("notification metrics: %w", err)
+	}
+	n := notify.New(clientset, opts, m, mgr.GetLogger().WithName("notify"), clock.RealClock{})
+	if err := mgr.Add(n); err != nil {
+		return fmt.Errorf("add notifier: %w", err)
+	}
+	return nil
+}
+
 // slimNode drops what the operator never reads from a cached Node: managed
 // fields and the image and volume lists, which on a real node are most of
 // its size. The operator never writes a Node's status, and its patches are
@@ -391,7 +416,7 @@ func (o Options) Validate() error {
 	if len(ways) > 1 {
 		return fmt.Errorf("%s: choose one way to serve the alert webhook", strings.Join(ways, " and "))
 	}
-	return nil
+	return o.Notify.Validate()
 }
 
 // Run runs the operator until ctx is done.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/operator/version"
 )
 
@@ -56,6 +58,19 @@ func main() {
 	fs.DurationVar(&opts.AlertWebhookFiringTTL, "alert-webhook-firing-ttl", 0, "How long a firing alert counts after it was last received, unless its endsAt is sooner; keep it above Alertmanager's repeat_interval (default 12h, at most 168h).")
 	fs.IntVar(&opts.HistoryPerNode, "history-per-node", 10, "Finished NodeMaintenances kept per node; older ones are deleted (0: no limit). A node's last reboot, and each policy's last request for it, are always kept.")
 	fs.DurationVar(&opts.HistoryMaxAge, "history-max-age", 90*24*time.Hour, "Finished NodeMaintenances older than this are deleted (0: kept for ever), but for those always kept.")
+	fs.StringVar(&opts.Notify.URLsFile, "notify-urls-file", "", "File of shoutrrr URLs (slack://, teams://, mattermost://, telegram://, generic://...), one a line, to send notifications to, e.g. a Secret mounted into the pod; read again when it changes. Empty: no notifications.")
+	fs.Func("notify-reasons", "Comma-separated Event reasons to notify (default "+strings.Join(notify.DefaultReasons(), ",")+").", func(v string) error {
+		for r := range strings.SplitSeq(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				opts.Notify.Reasons = append(opts.Notify.Reasons, r)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&opts.Notify.Interval, "notify-interval", 0, "Least time between two notifications; events in between go out together (default 1m).")
+	fs.DurationVar(&opts.Notify.SendTimeout, "notify-send-timeout", 0, "How long a receiver may take to accept a notification; one that takes longer is skipped until it answers (default 10s).")
+	fs.IntVar(&opts.Notify.MaxLines, "notify-max-lines", 0, "Events listed in one notification; more are counted by reason (default 10, at most 20).")
+	fs.StringVar(&opts.Notify.Title, "notify-title", "", `Title of every notification, e.g. the cluster's name (default "kmaint").`)
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -67,6 +82,12 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	ctrl.Log.WithName("setup").Info("Starting kmaint-operator", "version", v.Version, "commit", v.Commit, "go", v.GoVersion)
+
+	// The chat services' clients (package notify) send with
+	// http.DefaultClient, which has no timeout: a receiver that accepts a
+	// connection and never answers would hold its goroutine, and keep its
+	// notifications skipped, for ever. Nothing else in the operator uses it.
+	http.DefaultClient.Timeout = time.Minute
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

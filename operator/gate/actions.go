@@ -60,6 +60,7 @@ func uncordonIfOurs(node *corev1.Node) {
 func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error {
 	want := st.pool.Spec.DesiredConfig
 	var errs []error
+	started := false
 	for _, v := range st.views {
 		have, ok := v.Node.Annotations[protocol.DesiredConfig]
 		if len(v.otherPools) > 0 || have == want && (ok || want == "") {
@@ -73,6 +74,10 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 			}
 		})
 		errs = append(errs, err)
+		started = started || err == nil && want != "" && v.CurrentConfig != want
+	}
+	if started && st.pool.UID != "" {
+		r.rolloutStarted(ctx, st)
 	}
 	return errors.Join(errs...)
 }

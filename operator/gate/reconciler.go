@@ -77,6 +77,8 @@ type Reconciler struct {
 	blocks  *blockCache
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *podChecks
+	// rollouts are the configs whose rollout was announced, per pool.
+	rollouts rollouts
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -110,9 +112,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if pool.UID == "" || pool.Unreadable() != nil {
 			return
 		}
-		r.setStatus(ctx, st)
 		// The cached pool may predate the last status written, so the
 		// comparison is with what this operator last wrote.
+		before, ok := r.written.Last(pool.Name, pool.UID)
+		if !ok {
+			before = pool.Status.DeepCopy()
+		}
+		r.setStatus(ctx, st)
 		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
 			return
 		}
@@ -121,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		r.written.Remember(pool.Name, pool.UID, &pool.Status)
+		r.rolloutFinished(ctx, pool, before)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes

@@ -59,6 +59,12 @@ const (
 
 	// The Alertmanager webhook's.
 	AlertWebhookRequestsTotal = "kmaint_alert_webhook_requests_total" // counter {code}
+
+	// The notifier's (package notify), on the leader, when notifications are on.
+	NotificationEventsTotal     = "kmaint_notification_events_total"            // counter {reason}: events taken for a message
+	NotificationSummarizedTotal = "kmaint_notification_events_summarized_total" // counter: events only counted, past a message's lines
+	NotificationMessagesTotal   = "kmaint_notification_messages_total"          // counter {receiver, result}: sent, failed or skipped
+	NotificationReceivers       = "kmaint_notification_receivers"               // gauge {state}: configured URLs, valid or invalid
 )
 
 // All lists every metric kmaint exports, histograms by their base name.
@@ -75,5 +81,6 @@ func All() []string {
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
 		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
 		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal,
+		NotificationEventsTotal, NotificationSummarizedTotal, NotificationMessagesTotal, NotificationReceivers,
 	}
 }

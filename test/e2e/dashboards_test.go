@@ -220,8 +220,13 @@ func deleteScenarioPods(t *testing.T, budget string) {
 // nodes (a node with a request on it would be asked for again by the next
 // test's operator) and the pools.
 func cleanUpDashboardScenario(t *testing.T, policyName string, nodes []sim.Node, pools ...string) {
-	ctx := context.Background()
 	cleanUpPolicy(t, policyName)
+	cleanUpNodes(t, nodes, pools...)
+}
+
+// cleanUpNodes deletes the nodes, their requests and the pools.
+func cleanUpNodes(t *testing.T, nodes []sim.Node, pools ...string) {
+	ctx := context.Background()
 	names := map[string]bool{}
 	for _, n := range nodes {
 		names[n.Name()] = true

@@ -153,6 +153,45 @@ prometheus: {url: "http://prometheus-operated.monitoring:9090"}
 				}
 			},
 		},
+		"notifications": {
+			values: `
+notifications:
+  enabled: true
+  urlsSecret: {name: chat-urls, key: slack}
+  reasons: [RolloutStarted, RolloutFinished]
+  interval: 5m
+  title: prod-eu
+alertWebhook: {tls: {mode: secret}}
+`,
+			check: func(t *testing.T, r rendered) {
+				spec := r.operator().Spec.Template.Spec
+				ctr := spec.Containers[0]
+				for _, arg := range []string{"--notify-urls-file=/etc/kmaint/notify/urls", "--notify-reasons=RolloutStarted,RolloutFinished",
+					"--notify-interval=5m", "--notify-title=prod-eu"} {
+					if !slices.Contains(ctr.Args, arg) {
+						t.Errorf("args %q lack %s", ctr.Args, arg)
+					}
+				}
+				if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == "notify-urls" && m.MountPath == "/etc/kmaint/notify" && m.ReadOnly
+				}) || !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "alert-webhook-tls" }) {
+					t.Errorf("mounts %v: want the URLs beside the webhook's certificate", ctr.VolumeMounts)
+				}
+				i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "notify-urls" })
+				if i < 0 {
+					t.Fatalf("volumes %v lack notify-urls", spec.Volumes)
+				}
+				want := &corev1.SecretVolumeSource{SecretName: "chat-urls", Items: []corev1.KeyToPath{{Key: "slack", Path: "urls"}}, Optional: ptr.To(true)}
+				if diff := cmp.Diff(want, spec.Volumes[i].Secret); diff != "" {
+					t.Errorf("the URLs' volume (-want +got):\n%s", diff)
+				}
+				for _, arg := range ctr.Args {
+					if strings.Contains(arg, "slack://") {
+						t.Errorf("a URL in the args: %s", arg)
+					}
+				}
+			},
+		},
 		"webhook off": {
 			values: "alertWebhook: {enabled: false, tokenSecret: {create: true}}",
 			check: func(t *testing.T, r rendered) {
@@ -331,8 +370,10 @@ pools:
 			ns: "maintenance",
 			check: func(t *testing.T, r rendered) {
 				// The daemon's events go where the events about Nodes go,
-				// whatever the release's namespace.
-				inDefault := map[string]bool{"Role/default/kmaint-daemon": true, "RoleBinding/default/kmaint-daemon": true}
+				// whatever the release's namespace, and the operator's
+				// notifier reads them there.
+				inDefault := map[string]bool{"Role/default/kmaint-daemon": true, "RoleBinding/default/kmaint-daemon": true,
+					"Role/default/kmaint-operator": true, "RoleBinding/default/kmaint-operator": true}
 				for _, u := range r.objs {
 					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" && !inDefault[manifests.ID(u)] {
 						t.Errorf("%s is not in the release namespace", manifests.ID(u))
@@ -351,7 +392,7 @@ pools:
 						t.Errorf("the admission policy %s does not name the service account %s in maintenance: %v", policy, account, conds)
 					}
 				}
-				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "RoleBinding/default/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator"} {
+				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "RoleBinding/default/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator", "RoleBinding/default/kmaint-operator"} {
 					subjects, _, _ := unstructured.NestedSlice(r.objs[key].Object, "subjects")
 					if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "maintenance" {
 						t.Errorf("%s: subjects %v", key, subjects)

@@ -56,6 +56,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-request-sources",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
+		"Role/default/kmaint-operator",
+		"RoleBinding/default/kmaint-operator",
 		"DaemonSet/kmaint-system/kmaint-daemon",
 	}
 	slices.Sort(got)

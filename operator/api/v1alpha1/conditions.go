@@ -236,3 +236,12 @@ const (
 // DrainForcedCondition is True on a NodeMaintenance whose drain was forced;
 // its message names the pods deleted. It stays after the request ends.
 const DrainForcedCondition = "DrainForced"
+
+// The events of a pool's rollout, recorded by the gate on the pool.
+const (
+	// RolloutStartedReason: the pool's desiredConfig reached nodes that do
+	// not run it yet.
+	RolloutStartedReason = "RolloutStarted"
+	// RolloutFinishedReason: every node of the pool runs its desiredConfig.
+	RolloutFinishedReason = "RolloutFinished"
+)
