@@ -165,6 +165,9 @@ func TestBlockingQueryHoldsAdmissionsWhileItReturnsResults(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[1])).To(Equal(0))
 	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "bq", "Normal") }, timeout).Should(ContainElement("BlockingQueryCleared"))
+	// The status no longer names the query, or waiting requests would
+	// quote it still.
+	g.Eventually(func(g Gomega) *v1alpha1.BlockingQueryStatus { return getPool(g, "bq").Status.BlockingQuery }, timeout).Should(BeNil())
 }
 
 // hostMaintenance returns the NodeMaintenance recorded for the node's host

@@ -122,7 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
 			return
 		}
-		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{}); err != nil {
+		// blockingQuery is omitted when no query blocks: named, it is
+		// removed, or waiting requests would go on quoting the last one.
+		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{Clear: []string{"blockingQuery"}}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}
