@@ -129,18 +129,29 @@ func TestDrainRetryUncordonsWaitsAndSucceedsOnceTheBlockerGoes(t *testing.T) {
 func TestDrainRetriesSurviveARestartAndEndAsAbandoned(t *testing.T) {
 	g := NewWithT(t)
 	node := blockedDrainPool(t, "retry-out", 2*time.Second, v1alpha1.DrainRetryAction,
-		&v1alpha1.DrainRetry{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Second}})
+		&v1alpha1.DrainRetry{MaxAttempts: 4, Backoff: &metav1.Duration{Duration: time.Second}})
 	daemons := runDaemons(t, "retry-out", false)
 	stop := startOperator(t)
 
 	request(t, node, "r", time.Now())
+	var first protocol.DrainRetrying
 	g.Eventually(func(g Gomega) {
 		r := retryOf(g, node)
 		g.Expect(r).NotTo(BeNil())
 		g.Expect(r.Attempts).To(Equal(1))
+		first = *r
 	}, timeout).Should(Succeed())
 	stop()
 	startOperator(t)
+
+	// The next record the restarted operator writes counts on from the
+	// node's: attempt 2, not 1 again.
+	g.Eventually(func(g Gomega) {
+		r := retryOf(g, node)
+		g.Expect(r).NotTo(BeNil(), "abandoned before its second retry was seen")
+		g.Expect(r.NextAt).NotTo(Equal(first.NextAt))
+		g.Expect(r.Attempts).To(Equal(2))
+	}, timeout, 10*time.Millisecond).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		n := getNode(g, node)
@@ -150,16 +161,15 @@ func TestDrainRetriesSurviveARestartAndEndAsAbandoned(t *testing.T) {
 		st, err := protocol.Read(n)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(st.DrainFailure).NotTo(BeNil())
-		g.Expect(st.DrainFailure.Message).To(ContainSubstring("attempt 3 of 3; no attempt left"))
+		g.Expect(st.DrainFailure.Message).To(ContainSubstring("attempt 4 of 4; no attempt left"))
 		nm := onlyMaintenance(g, node)
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
 		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
 		g.Expect(c.Reason).To(Equal(v1alpha1.DrainTimeoutReason))
-		g.Expect(c.Message).To(And(ContainSubstring("retry-out/db-0"), ContainSubstring("attempt 3 of 3")))
+		g.Expect(c.Message).To(And(ContainSubstring("retry-out/db-0"), ContainSubstring("attempt 4 of 4")))
+		reasons := harness.EventReasons(g, bed, "Node", node, "Warning")
+		g.Expect(reasons).To(ContainElements(v1alpha1.DrainRetryScheduledReason, v1alpha1.DrainFailedEventReason))
 	}, timeout).Should(Succeed())
-	reasons := harness.EventReasons(g, bed, "Node", node, "Warning")
-	g.Expect(countOf(reasons, v1alpha1.DrainRetryScheduledReason)).To(Equal(2), "attempts 1 and 2 were retried, across the restart")
-	g.Expect(reasons).To(ContainElement(v1alpha1.DrainFailedEventReason))
 	g.Expect(daemons.Count(node)).To(BeZero())
 	g.Expect(podExists(g, "retry-out", "db-0")).To(BeTrue(), "nothing is evicted against a PodDisruptionBudget")
 }
