@@ -13,7 +13,7 @@ import (
 func DefaultReasons() []string {
 	return []string{
 		v1alpha1.RolloutStartedReason, v1alpha1.RolloutFinishedReason, // a pool's rollout (gate)
-		"DrainFailed", "DrainAbandoned", "DrainForced", // a drain given up at its deadline, or forced (gate)
+		v1alpha1.DrainFailedEventReason, v1alpha1.DrainForcedReason, // a drain given up at its deadline, or forced past it (gate)
 		v1alpha1.NodeNotBackReason, v1alpha1.DaemonMissingReason, // a node not back from its reboot, or back without its daemon (gate)
 		v1alpha1.RebootNotObservedReason, "RebootFailed", // the approved reboot did not happen (daemon)
 		"RebootLoop", // the node asks again for the reboot it just had (daemon)
