@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -34,32 +32,7 @@ type blockResult struct {
 
 func (b blockResult) blocks() bool { return b.reason != "" }
 
-// blockCache keeps each pool's last evaluation (by UID), so that queries run
-// at most once per interval per pool however often the pool reconciles.
-type blockCache struct {
-	mu      sync.Mutex
-	results map[types.UID]blockResult
-}
-
-func (c *blockCache) get(pool types.UID) (blockResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, ok := c.results[pool]
-	return b, ok
-}
-
-// put stores a result and forgets those of pools not evaluated for a long
-// while (most likely deleted).
-func (c *blockCache) put(pool types.UID, b blockResult, stale time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for uid, old := range c.results {
-		if b.at.Sub(old.at) > stale {
-			delete(c.results, uid)
-		}
-	}
-	c.results[pool] = b
-}
+func (b blockResult) madeAt() time.Time { return b.at }
 
 // blocking returns what the pool's blocking queries say now: the cached
 // result while it is fresh for this generation of the pool, else a new

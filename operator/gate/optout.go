@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,32 +46,7 @@ type podCheck struct {
 	optOut     *protocol.OptOut
 }
 
-// podChecks keeps each node's last check, so that a pool that reconciles
-// often (every node event) does not list a held node's pods each time.
-type podChecks struct {
-	mu     sync.Mutex
-	byNode map[string]podCheck
-}
-
-func (c *podChecks) get(node string) (podCheck, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.byNode[node]
-	return p, ok
-}
-
-// put stores a check and forgets those made long ago (nodes gone, or
-// admitted since).
-func (c *podChecks) put(node string, p podCheck, stale time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for name, old := range c.byNode {
-		if p.at.Sub(old.at) > stale {
-			delete(c.byNode, name)
-		}
-	}
-	c.byNode[node] = p
-}
+func (p podCheck) madeAt() time.Time { return p.at }
 
 // readStop reads the cluster's MaintenanceGate from the cache.
 func (r *Reconciler) readStop(ctx context.Context) (*v1alpha1.Stop, error) {

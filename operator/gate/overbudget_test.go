@@ -1,8 +1,6 @@
 package gate_test
 
 import (
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -37,7 +35,7 @@ func TestOverBudgetIsReported(t *testing.T) {
 		g.Eventually(func(g Gomega) map[string]string { return getNode(g, n).Annotations }, timeout).
 			Should(HaveKeyWithValue(protocol.RebootApproved, "boot-0"))
 	}
-	g.Eventually(func(g Gomega) string { return scrape(g, addr) }, timeout).Should(And(
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(And(
 		ContainSubstring(`kmaint_pool_over_budget{pool="over"} 0`),
 		ContainSubstring(`kmaint_pool_over_budget_episodes_total{pool="over"} 0`)))
 
@@ -62,7 +60,7 @@ func TestOverBudgetIsReported(t *testing.T) {
 		return n
 	}
 	g.Eventually(overBudgetEvents, timeout).Should(Equal(1))
-	g.Eventually(func(g Gomega) string { return scrape(g, addr) }, timeout).Should(And(
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(And(
 		ContainSubstring(`kmaint_pool_over_budget{pool="over"} 1`),
 		ContainSubstring(`kmaint_pool_over_budget_episodes_total{pool="over"} 1`)))
 
@@ -84,16 +82,7 @@ func TestOverBudgetIsReported(t *testing.T) {
 		g.Expect(c).To(HaveField("Status", metav1.ConditionFalse))
 	}, 2*timeout).Should(Succeed())
 	g.Expect(overBudgetEvents(g)).To(Equal(1))
-	g.Eventually(func(g Gomega) string { return scrape(g, addr) }, timeout).Should(And(
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(And(
 		ContainSubstring(`kmaint_pool_over_budget{pool="over"} 0`),
 		ContainSubstring(`kmaint_pool_over_budget_episodes_total{pool="over"} 1`)))
-}
-
-func scrape(g Gomega, addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	return string(b)
 }

@@ -74,9 +74,10 @@ type Reconciler struct {
 	// written is the status last written per pool, so that an unchanged
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
-	blocks  *blockCache
+	// blocks keeps each pool's last blocking-query evaluation, by UID.
+	blocks *recent[types.UID, blockResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
-	podChecks *podChecks
+	podChecks *recent[string, podCheck]
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
 }
@@ -218,8 +219,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
-	r.podChecks = &podChecks{byNode: map[string]podCheck{}}
-	r.blocks = &blockCache{results: map[types.UID]blockResult{}}
+	r.podChecks = newRecent[string, podCheck]()
+	r.blocks = newRecent[types.UID, blockResult]()
 	r.inflight = newInflight()
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).

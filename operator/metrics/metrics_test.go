@@ -2,9 +2,7 @@ package metrics_test
 
 import (
 	"context"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -29,15 +27,6 @@ var bed *testbed.Bed
 func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
 
 const timeout = 30 * time.Second
-
-func scrape(g Gomega, addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	return string(b)
-}
 
 // A reboot through the gate shows in the event metrics with its pool and
 // source; the pool's and the policy's state show in the gauges.
@@ -68,7 +57,7 @@ func TestOperatorMetrics(t *testing.T) {
 	}, timeout).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		body := scrape(g, addr)
+		body := harness.Scrape(g, addr)
 		for _, want := range []string{
 			`kmaint_requests_total{policy="",pool="metrics",source="host"} 1`,
 			`kmaint_admissions_total{pool="metrics"} 1`,
@@ -102,7 +91,7 @@ func TestOperatorMetrics(t *testing.T) {
 	harness.PatchPool(g, bed, "metrics", func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
 	g.Expect(gen.Request(ctx, bed.Client, nodes[1], "m-2", v1alpha1.SourceHost, time.Now())).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		body := scrape(g, addr)
+		body := harness.Scrape(g, addr)
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_blocked{pool="metrics",reason="Paused"} 1`))
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_paused{pool="metrics"} 1`))
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_pending_requests{pool="metrics"} 1`))

@@ -85,15 +85,7 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 	for _, node := range []string{rebooted, fragmented, stuck} {
 		g.Expect(createScenarioPod(ctx, "app-"+node, node, "app")).To(Succeed())
 	}
-	g.Expect(createScenarioPod(ctx, blocker, undrained, blocker)).To(Succeed())
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceDefault, Name: blocker},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": blocker}},
-		},
-	}
-	g.Expect(bed.Client.Create(ctx, pdb)).To(Succeed())
+	newBlockingPod(ctx, g, blocker, undrained)
 	harness.PatchPool(g, bed, held, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true })
 	g.Expect(c.StartOperator()).To(Succeed())
 

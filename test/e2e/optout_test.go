@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -89,7 +87,7 @@ func TestOptOutsAndTheClusterStop(t *testing.T) {
 		g.Expect(p.Status.OptedOut).To(BeEquivalentTo(2))
 		g.Expect(meta.FindStatusCondition(p.Status.Conditions, v1alpha1.BlockedCondition).Reason).To(Equal(v1alpha1.OptedOutReason))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) string { return scrapeOperator(g, addr) }, timeout).
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).
 		Should(ContainSubstring(`kmaint_pool_opted_out_nodes{pool="` + web + `"} 2`))
 	var out bytes.Buffer
 	g.Expect(cmd.Status(ctx, bed.Client, &out, cmd.StatusOptions{Pool: web, Output: cmd.OutputWide})).To(Succeed())
@@ -148,7 +146,7 @@ func TestOptOutsAndTheClusterStop(t *testing.T) {
 		}
 		g.Expect(waitingOn).To(Equal(2))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) string { return scrapeOperator(g, addr) }, timeout).Should(And(
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(And(
 		ContainSubstring("kmaint_cluster_paused 1"),
 		ContainSubstring(`kmaint_pool_blocked{pool="`+db+`",reason="ClusterPaused"} 1`)))
 	out.Reset()
@@ -168,14 +166,5 @@ func TestOptOutsAndTheClusterStop(t *testing.T) {
 	g.Expect(cmd.SetClusterPaused(ctx, bed.Client, &said, false, "")).To(Succeed())
 	g.Eventually(func() int { return c.Node(d(0)).Reboots() }, timeout).Should(Equal(1))
 	g.Eventually(func() int { return c.Node(w(2)).Reboots() }, timeout).Should(Equal(2))
-	g.Eventually(func(g Gomega) string { return scrapeOperator(g, addr) }, timeout).Should(ContainSubstring("kmaint_cluster_paused 0"))
-}
-
-func scrapeOperator(g Gomega, addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	g.Expect(err).NotTo(HaveOccurred())
-	return string(b)
+	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(ContainSubstring("kmaint_cluster_paused 0"))
 }
