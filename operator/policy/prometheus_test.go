@@ -73,7 +73,7 @@ func TestThresholdHeldForRaisesOneRequestPerNode(t *testing.T) {
 	g.Expect(p.Status.LastEvaluationTime).NotTo(BeNil())
 	g.Expect(p.Status.LastEvaluationDuration).NotTo(BeNil())
 	g.Expect(candidate(p, nodes[1]).State).To(Equal(v1alpha1.CandidateRequested))
-	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "held", "")).To(ContainElement("RequestRaised"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "RebootPolicy", "held", "") }, timeout).Should(ContainElement("RequestRaised"))
 }
 
 // When most of the fleet qualifies at once, the cap holds and says so.
@@ -105,7 +105,7 @@ func TestCapHoldsAndIsReported(t *testing.T) {
 		}
 	}
 	g.Expect(over).To(Equal(3))
-	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "cap", "")).To(ContainElement("CapReached"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "RebootPolicy", "cap", "") }, timeout).Should(ContainElement("CapReached"))
 }
 
 // A dry run lists the nodes it would reboot and raises nothing.
@@ -149,7 +149,7 @@ func TestPrometheusDownRaisesNothing(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(harness.PolicyMaintenances(g, bed, "down")).To(BeEmpty())
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
-	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "down", "")).To(ContainElement("PrometheusUnreachable"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "RebootPolicy", "down", "") }, timeout).Should(ContainElement("PrometheusUnreachable"))
 
 	m.prom.Restart()
 	g.Eventually(func(g Gomega) {
@@ -188,7 +188,7 @@ func TestBadQueryAndUnmatchedSeriesAreReported(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("parse error"))
 		g.Expect(condition(g, "badq", v1alpha1.PrometheusUnreachableCondition).Status).To(Equal(metav1.ConditionFalse))
 	}, timeout).Should(Succeed())
-	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "badq", "")).To(ContainElement("QueryFailing"))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "RebootPolicy", "badq", "") }, timeout).Should(ContainElement("QueryFailing"))
 	g.Expect(harness.PolicyMaintenances(g, bed, "badq")).To(BeEmpty())
 
 	harness.CreateTemporary(t, bed, newPolicy("unmatched", "badq", promTrigger(query("badq")+` or kmaint_test_unlabelled{test="badq"}`, "0.9", time.Hour)))

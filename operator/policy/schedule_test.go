@@ -115,7 +115,11 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 		g.Expect(c.Reason).To(Equal("InvalidSpec"))
 		g.Expect(strings.Contains(c.Message, `"every night" is not a five-field cron expression`)).To(BeTrue(), c.Message)
 	}, timeout).Should(Succeed())
-	g.Expect(harness.EventReasons(g, bed, "RebootPolicy", "badcron", "")).To(ContainElement("InvalidSpec"))
+	// The event recorder sends asynchronously: the event may follow the
+	// condition.
+	g.Eventually(func(g Gomega) []string {
+		return harness.EventReasons(g, bed, "RebootPolicy", "badcron", "")
+	}, timeout).Should(ContainElement("InvalidSpec"))
 	g.Expect(harness.PolicyMaintenances(g, bed, "badcron")).To(BeEmpty())
 	g.Expect(harness.PolicyMaintenances(g, bed, "badcron2")).To(BeEmpty())
 }
