@@ -42,7 +42,7 @@ func TestNotificationsOfARolloutAndADrainGivenUp(t *testing.T) {
 	g.Expect(os.WriteFile(urls, []byte(hanging.URL()+"\n"+good.URL()+"\n"), 0o600)).To(Succeed())
 
 	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 3, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second}},
+		Pools:   []sim.PoolSpec{{Name: pool, Nodes: 3, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second, OnDrainTimeout: v1alpha1.DrainAbandonAction}},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: time.Second},
 	})
