@@ -387,6 +387,12 @@ func (o Options) Validate() error {
 	if o.DaemonConfirmTimeout > 0 && o.DaemonConfirmTimeout < time.Second {
 		return fmt.Errorf("--daemon-confirm-timeout=%s: no daemon starts that fast after a reboot; give at least 1s (the default is 10m)", o.DaemonConfirmTimeout)
 	}
+	// A held node's pods are listed once per interval: under a second is
+	// a List a second per held node for nothing, over an hour leaves a
+	// node waiting that long after its blocking pod went.
+	if p := o.BlockingPodInterval; p != 0 && (p < time.Second || p > time.Hour) {
+		return fmt.Errorf("--blocking-pod-interval=%s: give 1s to 1h (0 means the default, 30s)", p)
+	}
 	if o.NodeReturnTimeout > 0 && o.NodeReturnTimeout < time.Second {
 		return fmt.Errorf("--node-return-timeout=%s: no node reboots that fast; give at least 1s (the default is 15m)", o.NodeReturnTimeout)
 	}

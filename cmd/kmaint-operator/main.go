@@ -39,7 +39,7 @@ func main() {
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Prometheus server for RebootPolicy queries and pool blocking queries, e.g. http://prometheus.monitoring:9090.")
 	fs.DurationVar(&opts.PrometheusTimeout, "prometheus-timeout", 0, "Timeout of each Prometheus query (default 10s).")
 	fs.DurationVar(&opts.BlockingQueryInterval, "blocking-query-interval", 0, "How often a pool's blocking queries are asked while requests wait on them (default 30s).")
-	fs.DurationVar(&opts.BlockingPodInterval, "blocking-pod-interval", 0, "How long a node whose pods hold its admission (do-not-disrupt, blockingPodSelector) waits before its pods are listed again (default 30s).")
+	fs.DurationVar(&opts.BlockingPodInterval, "blocking-pod-interval", 0, "How long a node whose pods hold its admission (do-not-disrupt, blockingPodSelector) waits before its pods are listed again: 1s to 1h (default 30s).")
 	fs.StringVar(&opts.AlertWebhookAddr, "alert-webhook-bind-address", "0", `Address of the Alertmanager webhook receiver (path /alerts), e.g. ":9443"; "0" turns it off.`)
 	fs.StringVar(&opts.AlertWebhookTokenSecret, "alert-webhook-token-secret", "", "Secret (namespace/name) holding the bearer token Alertmanager must send; required with the receiver.")
 	fs.StringVar(&opts.AlertWebhookTokenKey, "alert-webhook-token-key", "token", "Key of the token in that Secret.")

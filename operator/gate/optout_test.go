@@ -24,7 +24,7 @@ import (
 // startOperatorQuickPods runs the operator with a short look-again interval
 // for nodes their pods hold, so that a test sees a lifted hold promptly.
 func startOperatorQuickPods(t *testing.T) {
-	harness.StartOperatorWith(t, bed, operator.Options{BlockingPodInterval: 500 * time.Millisecond})
+	harness.StartOperatorWith(t, bed, operator.Options{BlockingPodInterval: time.Second})
 }
 
 // annotateNode sets (value non-nil) or removes an annotation on a node.
