@@ -53,6 +53,9 @@ type NodeState struct {
 	// NotBack says the node was reported not back from its approved reboot
 	// within the operator's bound; nil when absent.
 	NotBack *NotBack
+	// Settle says the node is back from its reboot and keeps its slot for
+	// its pool's settle time and health checks; nil when it does not.
+	Settle *Settle
 	// Held is what the gate last found on the node's pods that holds its
 	// admission; nil when none (see AdmissionHeld and OptOut).
 	Held *Held
@@ -98,6 +101,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.Daemon = decode[DaemonState](node, State, &errs)
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
+	s.Settle = decode[Settle](node, Settling, &errs)
 	s.Held = readHeld(node)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable
@@ -160,9 +164,9 @@ func (s NodeState) Current() *Requested {
 }
 
 // Unavailable reports whether the node counts against its pool's budget:
-// admitted, approved, not Ready or cordoned.
+// admitted, approved, settling after its reboot, not Ready or cordoned.
 func (s NodeState) Unavailable() bool {
-	return s.Admission != nil || s.Approved != "" || !s.Ready || s.Unschedulable
+	return s.Admission != nil || s.Approved != "" || s.Settle != nil || !s.Ready || s.Unschedulable
 }
 
 // Draining reports whether the node is admitted and not yet approved.
@@ -180,9 +184,10 @@ func (s NodeState) DrainFailedForCurrent() bool {
 
 // WantsAdmission reports whether the node asks its pool to admit it: it has
 // requests in its current boot that no failed drain covers, it is not
-// admitted or approved already, and all its annotations can be read.
+// admitted, approved or settling after a reboot already, and all its
+// annotations can be read.
 func (s NodeState) WantsAdmission() bool {
-	return s.Current() != nil && s.Admission == nil && s.Approved == "" && s.Unreadable == nil && !s.DrainFailedForCurrent()
+	return s.Current() != nil && s.Admission == nil && s.Approved == "" && s.Settle == nil && s.Unreadable == nil && !s.DrainFailedForCurrent()
 }
 
 // DaemonDegraded reports whether the daemon says the approved reboot did not
@@ -286,6 +291,10 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
 	case s.Admission != nil:
 		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}
+	case s.Settle != nil && s.Settle.Failure != nil:
+		return Position{Stage: v1alpha1.PhaseSettling, Message: s.Settle.Failure.Message() + "; its pool is halted", Since: s.Settle.Failure.Time}
+	case s.Settle != nil:
+		return Position{Stage: v1alpha1.PhaseSettling, Message: "settling until " + s.Settle.Until.UTC().Format(time.RFC3339), Since: s.Settle.Since}
 	case cur != nil:
 		return Position{Stage: v1alpha1.PhaseRequested, Since: cur.Earliest()}
 	case pending:

@@ -245,3 +245,73 @@ const (
 	// RolloutFinishedReason: every node of the pool runs its desiredConfig.
 	RolloutFinishedReason = "RolloutFinished"
 )
+
+// A pool's guard on its rollouts: settle time, health checks, halts and
+// freezes (spec.settleTime, spec.healthChecks, spec.freezes).
+const (
+	// HaltedCondition is True on a MaintenancePool while it admits nothing
+	// new because of its health checks: a node failed one (reason
+	// HealthCheckFailed, the message names the node, the check and the
+	// value), or they cannot be run for a settling node (reason
+	// HealthCheckUnavailable, lifted as soon as they run).
+	HaltedCondition = "Halted"
+	// FrozenCondition is True on a MaintenancePool while one of its
+	// freezes is in force (reason Frozen), whether or not requests wait.
+	FrozenCondition = "Frozen"
+	// HealthyCondition is on a NodeMaintenance whose pool has health
+	// checks: Unknown while the node settles (reason HealthChecking),
+	// True once it passed (HealthCheckPassed), False when a check failed
+	// (HealthCheckFailed, naming the check and the value). It stays after
+	// the request ends.
+	HealthyCondition = "Healthy"
+)
+
+// The reasons of the guard's conditions, events and waits.
+const (
+	// HaltedReason: a request waits because its pool is halted (Blocked
+	// and Waiting conditions).
+	HaltedReason = "Halted"
+	// HealthCheckFailedReason: a node's health check returned a bad result
+	// after its reboot (Halted and Healthy conditions, the Warning event on
+	// the node, its pool and its NodeMaintenance).
+	HealthCheckFailedReason = "HealthCheckFailed"
+	// HealthCheckUnavailableReason: a settling node's health checks cannot
+	// be run (Prometheus unreachable or not configured, a query refused);
+	// the node does not pass, and nothing new is admitted until they run.
+	HealthCheckUnavailableReason = "HealthCheckUnavailable"
+	// HealthCheckingReason: the node settles and its checks pass so far.
+	HealthCheckingReason = "HealthChecking"
+	// HealthCheckPassedReason: the node settled and passed its checks.
+	HealthCheckPassedReason = "HealthCheckPassed"
+	// HealthCheckResumedReason: a person resumed the pool after the node
+	// failed a check (Healthy stays False with this reason); also the
+	// Normal event on the pool.
+	HealthCheckResumedReason = "HaltResumed"
+	// HealthCheckRecoveredReason: the node's checks passed for a whole
+	// settle time after failing, and the pool, resuming OnRecovery, goes
+	// on; the Normal event on the node and its pool.
+	HealthCheckRecoveredReason = "HealthCheckRecovered"
+	// PoolHaltedReason: the Warning event on the pool when it halts.
+	PoolHaltedReason = "PoolHalted"
+	// NotHaltedReason is HaltedCondition's reason while it is False.
+	NotHaltedReason = "NotHalted"
+	// SettledReason: the Normal event on a node (and its pool) that kept
+	// its slot for the settle time, passed its checks, and gave it up.
+	SettledReason = "Settled"
+	// CanariesReason: a request waits for the rollout's canaries to pass
+	// their checks (Blocked and Waiting conditions).
+	CanariesReason = "WaitingForCanaries"
+	// FrozenReason: a freeze is in force (Frozen condition; Blocked and
+	// Waiting conditions of the requests it holds).
+	FrozenReason = "Frozen"
+	// NotFrozenReason is FrozenCondition's reason while it is False.
+	NotFrozenReason = "NotFrozen"
+	// FreezeStartedReason and FreezeEndedReason: Normal events on the
+	// pool as its freeze starts and ends.
+	FreezeStartedReason = "FreezeStarted"
+	FreezeEndedReason   = "FreezeEnded"
+	// InvalidFreezeReason: a freeze cannot be read (a schedule or time
+	// zone the API accepted and the operator cannot parse): the pool, or
+	// the policy's requests, admit nothing, fail closed.
+	InvalidFreezeReason = "InvalidFreeze"
+)

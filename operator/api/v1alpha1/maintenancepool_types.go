@@ -80,6 +80,49 @@ type MaintenancePoolSpec struct {
 	// --post-reboot-node-labels).
 	// +optional
 	NodeMarking *NodeMarking `json:"nodeMarking,omitempty"`
+
+	// SettleTime is how long a rebooted node keeps its slot in the budget
+	// once it is back (a new boot ID, Ready), uncordoned and in service,
+	// before the next node may have it (kured's --lock-release-delay). A
+	// node that goes NotReady meanwhile starts it again. With
+	// healthChecks, the node must also pass them all the while. Unset or
+	// 0 frees the slot when the node is back; at most 24h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="settleTime must be a Go duration from 0s to 24h"
+	// +optional
+	SettleTime *metav1.Duration `json:"settleTime,omitempty"`
+
+	// HealthChecks are PromQL queries a rebooted node must pass during and
+	// after its settle time. A node that fails one keeps its slot, and the
+	// pool halts: it admits nothing new until healthChecks.resume says.
+	// A check that cannot be run (Prometheus unreachable, the query
+	// refused) passes no node, and holds admissions until it runs.
+	// +optional
+	HealthChecks *HealthChecks `json:"healthChecks,omitempty"`
+
+	// Freezes are periods in which the pool admits nothing new, whatever
+	// its windows say: absolute (a shopping season) or recurring (every
+	// Friday). A request passes them only with ignoreFreezes.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Freezes []FreezePeriod `json:"freezes,omitempty"`
+}
+
+// Settle returns spec.settleTime, 0 when unset, within bounds.
+func (s *MaintenancePoolSpec) Settle() time.Duration {
+	if s.SettleTime == nil || s.SettleTime.Duration <= 0 {
+		return 0
+	}
+	return min(s.SettleTime.Duration, MaxSettleTime)
+}
+
+// Guarded reports whether a rebooted node of the pool keeps its slot after
+// it is back: it has a settle time or health checks.
+func (s *MaintenancePoolSpec) Guarded() bool {
+	return s.Settle() > 0 || s.HealthChecks != nil && len(s.HealthChecks.Queries) > 0
 }
 
 // BlockingQuery is a PromQL query whose result, while non-empty, blocks new
@@ -276,8 +319,22 @@ type MaintenancePoolStatus struct {
 	// one of its pods, or a pod matching blockingPodSelector.
 	// +optional
 	OptedOut int32 `json:"optedOut"`
+	// Settling is the number of nodes back from their reboot that hold
+	// their slot for the settle time and the health checks.
+	// +optional
+	Settling int32 `json:"settling"`
 
-	// Conditions: Blocked, Draining, Degraded.
+	// Halt is why the pool is halted: the nodes whose health checks
+	// failed; absent while none did (or all were resumed).
+	// +optional
+	Halt *PoolHalt `json:"halt,omitempty"`
+
+	// Freeze is the pool's freeze in force; absent while none is.
+	// +optional
+	Freeze *ActiveFreeze `json:"freeze,omitempty"`
+
+	// Conditions: Blocked, Draining, Degraded, Conflicting, OverBudget,
+	// OptedOut, Halted, Frozen.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type
@@ -322,7 +379,9 @@ type BlockingQueryStatus struct {
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxUnavailable`,priority=1
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingRequests`,priority=1
 // +kubebuilder:printcolumn:name="OptedOut",type=integer,JSONPath=`.status.optedOut`,priority=1
+// +kubebuilder:printcolumn:name="Settling",type=integer,JSONPath=`.status.settling`,priority=1
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
+// +kubebuilder:printcolumn:name="Halted",type=string,JSONPath=`.status.conditions[?(@.type=="Halted")].status`
 // +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.conditions[?(@.type=="Blocked")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default' ? !has(self.spec.nodeSelector) : has(self.spec.nodeSelector)",message="spec.nodeSelector is required, except on the pool named default, which takes the nodes no other pool selects and must not have one"

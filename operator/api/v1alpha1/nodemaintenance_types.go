@@ -83,10 +83,18 @@ type NodeMaintenanceSpec struct {
 	// For emergencies: the pool's budget still holds.
 	// +optional
 	IgnoreWindows bool `json:"ignoreWindows,omitempty"`
+
+	// IgnoreFreezes lets the request be admitted during its pool's and its
+	// policy's freeze periods. It is separate from ignoreWindows on
+	// purpose: a freeze is people deciding that nothing reboots, and an
+	// emergency that must pass it says so. The budget, a pause, a halt
+	// and the cluster's stop still hold.
+	// +optional
+	IgnoreFreezes bool `json:"ignoreFreezes,omitempty"`
 }
 
 // Phase is where a NodeMaintenance is on the reboot path.
-// +kubebuilder:validation:Enum=Pending;Requested;Draining;Approved;Rebooting;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Requested;Draining;Approved;Rebooting;Settling;Succeeded;Failed
 type Phase string
 
 // The phases of a NodeMaintenance, in order.
@@ -106,7 +114,12 @@ const (
 	// PhaseRebooting: the daemon asked for the reboot, or the node is coming
 	// back with a new boot.
 	PhaseRebooting Phase = "Rebooting"
-	// PhaseSucceeded: the node came back Ready with a new boot ID.
+	// PhaseSettling: the node came back Ready with a new boot ID, and keeps
+	// its slot in its pool's budget for the pool's settle time and health
+	// checks (see the Healthy condition).
+	PhaseSettling Phase = "Settling"
+	// PhaseSucceeded: the node came back Ready with a new boot ID (and
+	// settled, in a pool with a settle time or health checks).
 	PhaseSucceeded Phase = "Succeeded"
 	// PhaseFailed: the request will not be carried out; see the Succeeded
 	// condition for why.
@@ -116,7 +129,7 @@ const (
 // PhaseOrder lists the phases a successful request passes through, in
 // order; Failed can follow any of them but Succeeded.
 func PhaseOrder() []Phase {
-	return []Phase{PhasePending, PhaseRequested, PhaseDraining, PhaseApproved, PhaseRebooting, PhaseSucceeded}
+	return []Phase{PhasePending, PhaseRequested, PhaseDraining, PhaseApproved, PhaseRebooting, PhaseSettling, PhaseSucceeded}
 }
 
 // Done reports whether the phase is final.
@@ -149,6 +162,11 @@ type PhaseTimes struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Rebooting *metav1.Time `json:"rebooting,omitempty"`
+	// Settling is when the node was back and began to settle.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Settling *metav1.Time `json:"settling,omitempty"`
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
@@ -186,6 +204,8 @@ func (t *PhaseTimes) field(p Phase) **metav1.Time {
 		return &t.Approved
 	case PhaseRebooting:
 		return &t.Rebooting
+	case PhaseSettling:
+		return &t.Settling
 	case PhaseSucceeded:
 		return &t.Succeeded
 	case PhaseFailed:
@@ -241,7 +261,8 @@ type NodeMaintenanceStatus struct {
 	Message string `json:"message,omitempty"`
 
 	// Conditions: Succeeded (True once done, False with the reason it failed),
-	// Degraded (the reboot did not happen).
+	// Degraded (the reboot did not happen), Healthy (the pool's health
+	// checks after the reboot), DrainForced, Waiting.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type

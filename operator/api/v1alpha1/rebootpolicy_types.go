@@ -53,6 +53,15 @@ type RebootPolicySpec struct {
 	// +optional
 	Windows []MaintenanceWindow `json:"windows,omitempty"`
 
+	// Freezes are periods in which the policy's requests are not admitted,
+	// on top of the pools' freezes; a request passes them only with
+	// ignoreFreezes. The policy still raises requests meanwhile: they wait.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Freezes []FreezePeriod `json:"freezes,omitempty"`
+
 	// DryRun evaluates the policy and lists the nodes it would reboot in its
 	// status, without raising requests.
 	// +optional

@@ -1,0 +1,63 @@
+package protocol
+
+import (
+	"fmt"
+	"time"
+)
+
+// Settling (operator): the node is back from its approved reboot and keeps
+// its slot in its pool's budget for the pool's settle time and health
+// checks, a Settle. The gate writes it in the same patch that completes the
+// reboot (removes the approval and the admission, uncordons), and removes it
+// when the node settled, or a person resumed its pool's halt. While it is
+// there the node counts as unavailable and is not admitted again.
+const Settling = Prefix + "settling"
+
+// Settle is the value of Settling.
+type Settle struct {
+	// BootID is the boot the node came back with. A node that reboots
+	// again while it settles settles its new boot from the start.
+	BootID string `json:"bootID"`
+	// RebootedBoot is the boot whose reboot was approved and completed:
+	// its requests' NodeMaintenances stay Settling until the node settles.
+	RebootedBoot string `json:"rebootedBoot"`
+	// Requests are the ids of the requests the reboot carried out.
+	Requests []string `json:"requests,omitempty"`
+	// Pool names the pool whose slot the node holds.
+	Pool string `json:"pool,omitempty"`
+	// Since is when the settle time began: the node back and Ready, or
+	// Ready again after it went NotReady, or healthy again after a failed
+	// check in a pool that resumes OnRecovery.
+	Since time.Time `json:"since"`
+	// Until is when the settle time ends: the node passes at the first
+	// healthy evaluation of the checks at or after it.
+	Until time.Time `json:"until"`
+	// Failure is the health check that failed; nil while none did.
+	Failure *HealthCheckFailure `json:"failure,omitempty"`
+}
+
+// HealthCheckFailure is a health check that returned a bad result for a
+// settling node.
+type HealthCheckFailure struct {
+	// Check names the check.
+	Check string `json:"check"`
+	// Value is the bad sample's value.
+	Value string `json:"value,omitempty"`
+	// Series is the bad series' labels, cut short.
+	Series string `json:"series,omitempty"`
+	// Time is when the check failed, by the operator's clock.
+	Time time.Time `json:"time"`
+}
+
+// Message says, for a person, what failed.
+func (f HealthCheckFailure) Message() string {
+	return fmt.Sprintf("health check %q returned %s (%s) at %s", f.Check, orUnknown(f.Value), f.Series, f.Time.UTC().Format(time.RFC3339))
+}
+
+// SettlingNow reports whether the node holds its slot after its reboot, in
+// whatever boot: the gate clears the record, nothing else.
+func (s NodeState) SettlingNow() bool { return s.Settle != nil }
+
+// HealthCheckFailed reports whether the node failed a health check after its
+// reboot and waits for its pool to be resumed or the check to recover.
+func (s NodeState) HealthCheckFailed() bool { return s.Settle != nil && s.Settle.Failure != nil }
