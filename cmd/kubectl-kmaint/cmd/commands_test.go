@@ -101,7 +101,7 @@ func TestPauseAndResume(t *testing.T) {
 	g.Expect(harness.GetPool(g, bed, "pz").Spec.Paused).To(BeFalse())
 	out, err = run(t, "resume", "pz")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(Equal("maintenancepool/pz already not paused\n"))
+	g.Expect(out).To(Equal("maintenancepool/pz is neither paused nor halted: nothing to resume\n"))
 
 	_, err = run(t, "pause", "nope")
 	g.Expect(err).To(MatchError(HavePrefix(`no MaintenancePool named "nope"`)))

@@ -67,6 +67,8 @@ func phaseOf(node *corev1.Node, open []v1alpha1.NodeMaintenance) nodeState {
 		if o := st.OptOut(); o != nil {
 			out.Reason = fmt.Sprintf("opted out (%s): %s; requested: %s", o.Reason, o.Message, out.Reason)
 		}
+	case v1alpha1.PhaseSettling:
+		out.Reason = settleReason(st.Settle, open)
 	case v1alpha1.PhaseRebooting:
 		if out.Reason == "" {
 			out.Reason = reasons(cur, open)

@@ -66,6 +66,18 @@ func TestPhaseOf(t *testing.T) {
 		"draining again": {node: []gen.NodeOption{req, gen.Admitted("b1", t0.Add(time.Hour), "r1"), gen.Annotations(protocol.DrainRetry, protocol.Encode(protocol.DrainRetrying{
 			BootID: "b1", Requests: []string{"r1"}, Attempts: 1, MaxAttempts: 3, NextAt: t0.Add(time.Hour)}))},
 			want: nodeState{Phase: v1alpha1.PhaseDraining, Reason: "host: kernel (drain attempt 2 of 3)", Since: t0.Add(time.Hour)}},
+		"settling, its checks passing": {node: []gen.NodeOption{settling(protocol.Settle{BootID: "b1", RebootedBoot: "b0", Pool: "web", Since: t0, Until: t0.Add(10 * time.Minute)})},
+			open: []v1alpha1.NodeMaintenance{healthy(metav1.ConditionUnknown, v1alpha1.HealthCheckingReason, "")},
+			want: nodeState{Phase: v1alpha1.PhaseSettling, Reason: "settling until 2026-01-02T03:14:05Z; health checks pass so far", Since: t0}},
+		"settling, no health checks": {node: []gen.NodeOption{settling(protocol.Settle{BootID: "b1", RebootedBoot: "b0", Since: t0, Until: t0.Add(time.Minute)})},
+			want: nodeState{Phase: v1alpha1.PhaseSettling, Reason: "settling until 2026-01-02T03:05:05Z", Since: t0}},
+		"settling, checks cannot run": {node: []gen.NodeOption{settling(protocol.Settle{BootID: "b1", RebootedBoot: "b0", Since: t0, Until: t0.Add(time.Minute)})},
+			open: []v1alpha1.NodeMaintenance{healthy(metav1.ConditionUnknown, v1alpha1.HealthCheckUnavailableReason, "Prometheus unreachable")},
+			want: nodeState{Phase: v1alpha1.PhaseSettling, Reason: "settling until 2026-01-02T03:05:05Z; health checks cannot run: Prometheus unreachable", Since: t0}},
+		"failed a health check": {node: []gen.NodeOption{settling(protocol.Settle{BootID: "b1", RebootedBoot: "b0", Pool: "web", Since: t0, Until: t0.Add(time.Minute),
+			Failure: &protocol.HealthCheckFailure{Check: "node-ready", Value: "0", Series: `{node="n"}`, Time: t0.Add(30 * time.Second)}})},
+			want: nodeState{Phase: v1alpha1.PhaseSettling, Since: t0.Add(30 * time.Second),
+				Reason: `health check "node-ready" failed: value 0 {node="n"} at 2026-01-02T03:04:35Z; pool web halted: kubectl kmaint resume web`}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}
@@ -83,6 +95,18 @@ func TestPhaseOf(t *testing.T) {
 func sentinelState(boot string, state protocol.SentinelState, msg string, since time.Time) gen.NodeOption {
 	return gen.Annotations(protocol.State, protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: boot, Since: since,
 		Sentinel: &protocol.SentinelStatus{State: state, Message: msg, Since: since}}))
+}
+
+// settling is the gate's record of a node back from its reboot.
+func settling(s protocol.Settle) gen.NodeOption {
+	return gen.Annotations(protocol.Settling, protocol.Encode(s))
+}
+
+// healthy is an open NodeMaintenance of node n with a Healthy condition.
+func healthy(status metav1.ConditionStatus, reason, message string) v1alpha1.NodeMaintenance {
+	nm := v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n"}, Status: v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseSettling}}
+	nm.Status.Conditions = []metav1.Condition{{Type: v1alpha1.HealthyCondition, Status: status, Reason: reason, Message: message}}
+	return nm
 }
 
 func TestBar(t *testing.T) {

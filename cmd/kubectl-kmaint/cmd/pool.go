@@ -121,9 +121,17 @@ annotation on its DaemonSet by hand.`,
 	}
 	if !pause {
 		cmd.Use = "resume (<pool> | --all)"
-		cmd.Short = "Let a paused pool, or every pool, admit nodes to reboot again"
+		cmd.Short = "Let a paused or halted pool, or every pool, admit nodes to reboot again"
 		cmd.Long = `Resume a paused pool: its waiting requests are admitted again within its budget
-and windows. Resuming a pool that is not paused changes nothing.
+and windows.
+
+Resume a pool halted by a failed health check (status.halt): the command writes
+the pool annotation kmaint.io/resume-halt with the time of the latest failure it
+shows, and names the nodes it resumes. Those nodes give up their slot as they
+are (look at them first: kubectl kmaint status, kubectl describe node); a node
+that fails after that time halts the pool again. A pool halted because its
+health checks cannot run (Prometheus unreachable) resumes by itself once they
+run. Resuming a pool that is neither paused nor halted changes nothing.
 
 With --all, lift the cluster-wide pause (the MaintenanceGate named cluster); pools
 paused one by one stay paused.`
@@ -146,6 +154,9 @@ paused one by one stay paused.`
 	cmd.RunE = k.run(func(cmd *cobra.Command, c client.Client, args []string) error {
 		if all {
 			return SetClusterPaused(cmd.Context(), c, out(cmd), pause, reason)
+		}
+		if !pause {
+			return Resume(cmd.Context(), c, out(cmd), args[0])
 		}
 		return SetPaused(cmd.Context(), c, out(cmd), args[0], pause)
 	})

@@ -40,12 +40,20 @@ func newStatusCommand(k *kube) *cobra.Command {
 Pools: nodes, a progress bar (nodes on the pool's desiredConfig, or nodes rebooted
 out of those asked to reboot since the oldest open request), unavailable nodes
 against maxUnavailable, pending requests, and whether the pool is paused, blocked
-(and why) or degraded, as the operator last reported it.
+(and why), degraded, HALTED by a failed health check, frozen, waiting for its
+canaries, or has nodes settling after their reboot, as the operator last
+reported it.
 
 Nodes: their pool and stage, in the words of the NodeMaintenance phases (Idle,
-Pending, Requested, Draining, Approved, Rebooting, Degraded), with the reasons
-of their requests or what went wrong, read from the node's kmaint.io/
-annotations and its open NodeMaintenances.
+Pending, Requested, Draining, Approved, Rebooting, Settling, Degraded), with the
+reasons of their requests or what went wrong, read from the node's kmaint.io/
+annotations and its open NodeMaintenances. A Settling node keeps its slot until
+its settle time ends and its health checks pass: the row says until when, and
+how the checks stand or which one failed with what value.
+
+Below the tables, each halted pool with the nodes and checks that failed, how to
+look at them and the command that resumes it (kubectl kmaint resume POOL); each
+frozen pool with its freeze and when it ends; each pool waiting for canaries.
 
 -o wide adds each pool's desiredConfig and message and each node's boot ID and
 how long it has been in its phase; -o json|yaml prints the pools, nodes and open
@@ -238,7 +246,15 @@ func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMai
 			tw.line(line)
 		}
 	}
-	return tw.flush()
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if notes := guardNotes(rows, o.Now); len(notes) > 0 {
+		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // poolSummary is one pool's row of cells.
@@ -291,9 +307,10 @@ func summarize(r poolRow, states map[string]nodeState, nms []v1alpha1.NodeMainte
 	if p.Spec.Paused {
 		state = append(state, "Paused")
 	}
+	state = append(state, guardState(p)...)
 	for _, t := range []string{v1alpha1.BlockedCondition, v1alpha1.DegradedCondition, v1alpha1.ConflictingCondition, v1alpha1.OverBudgetCondition} {
 		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == "True" {
-			if t != v1alpha1.BlockedCondition || c.Reason != v1alpha1.PausedReason {
+			if t != v1alpha1.BlockedCondition || c.Reason != v1alpha1.PausedReason && !guardBlocked(c.Reason) {
 				state = append(state, t+": "+c.Reason)
 			}
 			if s.message == "" {
