@@ -46,7 +46,28 @@ func fleet() *dashboard.DashboardBuilder {
 		WithPanel(statPanel("Degraded nodes",
 			"Degraded nodes in the selected pools (kmaint_pool_degraded_nodes): an approved reboot that did not happen (the daemon reports degraded), or a drain abandoned at its timeout.",
 			unitShort, q("sum("+m(metrics.PoolDegradedNodes)+")", "degraded"),
-			thresholds(colorGood, step(1, colorBad))))
+			thresholds(colorGood, step(1, colorBad)))).
+		WithPanel(statPanel("Halted pools",
+			"Selected pools that halted themselves (kmaint_pool_halted == 1): a node failed a health check after its reboot, or the checks cannot run. They admit nothing until resumed: kubectl kmaint status says which node and check, kubectl kmaint resume POOL goes on.",
+			unitShort, q("count(max by (pool) ("+m(metrics.PoolHalted)+") == 1) or vector(0)", "halted"),
+			thresholds(colorGood, step(1, colorBad)))).
+		WithPanel(statPanel("Settling nodes",
+			"Nodes back from their reboot that keep their slot while they settle (kmaint_pool_settling_nodes): the pool's settleTime, and its health checks passing all the while.",
+			unitShort, q("sum("+m(metrics.PoolSettlingNodes)+")", "settling"),
+			thresholds(colorNeutral))).
+		WithPanel(statPanel("Frozen pools",
+			"Selected pools in one of their freeze periods now (kmaint_pool_frozen == 1): nothing new is admitted, whatever the windows say; only requests with ignoreFreezes pass.",
+			unitShort, q("count(max by (pool) ("+m(metrics.PoolFrozen)+") == 1) or vector(0)", "frozen"),
+			thresholds(colorGood, step(1, colorWarn)))).
+		WithPanel(statPanel("Opted-out nodes",
+			"Nodes waiting to reboot that their own annotation (kmaint.io/do-not-disrupt, karpenter.sh/do-not-disrupt) or pods hold back (kmaint_pool_opted_out_nodes).",
+			unitShort, q("sum("+m(metrics.PoolOptedOutNodes)+")", "opted out"),
+			thresholds(colorGood, step(1, colorWarn)))).
+		WithPanel(statPanel("Cluster paused",
+			"Whether every pool is stopped at once by the MaintenanceGate named cluster (kmaint_cluster_paused: kubectl kmaint pause --all, or the gate cannot be read). kubectl kmaint resume --all lifts it.",
+			unitShort, q("max("+metrics.ClusterPaused+")", "paused"),
+			thresholds(colorGood, step(1, colorBad))).
+			Mappings(valueText(map[string][2]string{"0": {"running", colorGood}, "1": {"PAUSED", colorBad}})))
 
 	d.WithRow(dashboard.NewRowBuilder("Rollout")).
 		WithPanel(barGauge("Rollout progress per pool",
@@ -67,12 +88,31 @@ func fleet() *dashboard.DashboardBuilder {
 			unitShort,
 			q(m(metrics.PoolUnavailableNodes), "{{pool}} unavailable"),
 			q(m(metrics.PoolMaxUnavailable), "{{pool}} budget")), ".* budget$")).
-		WithPanel(timeSeries("Draining, rebooting, degraded",
-			"Per pool, nodes kmaint is draining (kmaint_pool_draining_nodes), nodes rebooting (kmaint_pool_rebooting_nodes) and nodes degraded (kmaint_pool_degraded_nodes).",
+		WithPanel(timeSeries("Draining, rebooting, settling, degraded",
+			"Per pool, nodes kmaint is draining (kmaint_pool_draining_nodes), nodes rebooting (kmaint_pool_rebooting_nodes), nodes back that keep their slot while they settle (kmaint_pool_settling_nodes) and nodes degraded (kmaint_pool_degraded_nodes).",
 			unitShort,
 			q(m(metrics.PoolDrainingNodes), "{{pool}} draining"),
 			q(m(metrics.PoolRebootingNodes), "{{pool}} rebooting"),
+			q(m(metrics.PoolSettlingNodes), "{{pool}} settling"),
 			q(m(metrics.PoolDegradedNodes), "{{pool}} degraded")))
+
+	d.WithRow(dashboard.NewRowBuilder("Guard: settle time, health checks, freezes")).
+		WithPanel(stateTimeline("Halted and frozen pools",
+			"Per pool, when it was halted by its health checks (kmaint_pool_halted: a node failed one after its reboot, or they could not run) and when one of its freezes was in force (kmaint_pool_frozen). Either way it admitted nothing new.",
+			valueText(map[string][2]string{"0": {"no", colorGood}, "1": {"yes", colorBad}}),
+			q(m(metrics.PoolHalted), "{{pool}} halted"),
+			q(m(metrics.PoolFrozen), "{{pool}} frozen")).
+			OverrideByRegexp(".* frozen$", []dashboard.DynamicConfigValue{{Id: "mappings", Value: valueText(map[string][2]string{
+				"0": {"open", colorGood}, "1": {"frozen", colorWarn},
+			})}})).
+		WithPanel(timeSeries("Settling nodes",
+			"Per pool, nodes back from their reboot that keep their slot in the budget for the pool's settle time while their health checks run (kmaint_pool_settling_nodes). A node that fails a check stays here until the pool is resumed.",
+			unitShort,
+			q(m(metrics.PoolSettlingNodes), "{{pool}}"))).
+		WithPanel(bars("Health check failures by check",
+			"Per pool and check, settling nodes found bad by a health check per interval (kmaint_health_check_failures_total); each one halts its pool.",
+			unitShort,
+			q("sum by (pool, check) ("+increase(metrics.HealthCheckFailuresTotal)+")", "{{pool}}: {{check}}")))
 
 	d.WithRow(dashboard.NewRowBuilder("Requests")).
 		WithPanel(timeSeries("Requests by source",
@@ -122,7 +162,30 @@ func fleet() *dashboard.DashboardBuilder {
 			"Per pool and reason, drains abandoned (kmaint_drain_failures_total, e.g. DrainTimeout) and reboots that failed (kmaint_reboot_failures_total, e.g. no new boot ID) per interval.",
 			unitShort,
 			q("sum by (pool, reason) ("+increase(metrics.DrainFailuresTotal)+")", "drain {{pool}}: {{reason}}"),
-			q("sum by (pool, reason) ("+increase(metrics.RebootFailuresTotal)+")", "reboot {{pool}}: {{reason}}")))
+			q("sum by (pool, reason) ("+increase(metrics.RebootFailuresTotal)+")", "reboot {{pool}}: {{reason}}"))).
+		WithPanel(bars("Drains retried and forced",
+			"Per pool, drains that ran past their timeout and are tried again later (kmaint_drain_retries_total, onDrainTimeout Retry), drains forced at their timeout (kmaint_drains_forced_total, onDrainTimeout Force) and the pods those forced drains deleted despite their PodDisruptionBudgets (kmaint_drain_forced_pods_total), per interval.",
+			unitShort,
+			q("sum by (pool) ("+increase(metrics.DrainRetriesTotal)+")", "retried {{pool}}"),
+			q("sum by (pool) ("+increase(metrics.DrainsForcedTotal)+")", "forced {{pool}}"),
+			q("sum by (pool) ("+increase(metrics.DrainForcedPodsTotal)+")", "pods deleted {{pool}}"))).
+		WithPanel(timeSeries("Opted-out nodes",
+			"Per pool, nodes waiting to reboot that are held back by their own opt-out annotation or by their pods (kmaint_pool_opted_out_nodes); kubectl kmaint status says which and why.",
+			unitShort,
+			q(m(metrics.PoolOptedOutNodes), "{{pool}}")))
+
+	d.WithRow(dashboard.NewRowBuilder("Notifications")).
+		WithPanel(bars("Notification messages",
+			"Chat messages per interval by receiver and result (kmaint_notification_messages_total): sent, failed, or skipped while the receiver still hung on an earlier one. Empty unless the operator runs with --notify-urls-file.",
+			unitShort,
+			q("sum by (receiver, result) (increase("+metrics.NotificationMessagesTotal+"[$__rate_interval]))", "{{receiver}} {{result}}")).
+			OverrideByRegexp(".* failed$", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": colorBad}}})).
+		WithPanel(timeSeries("Notified events",
+			"Events taken for a message per minute, by reason (kmaint_notification_events_total), events only counted in a full message's summary (kmaint_notification_events_summarized_total), and the receivers configured by state (kmaint_notification_receivers: valid, or invalid and left out).",
+			unitShort,
+			q("sum by (reason) (rate("+metrics.NotificationEventsTotal+"[$__rate_interval])) * 60", "{{reason}} /min"),
+			q("sum(rate("+metrics.NotificationSummarizedTotal+"[$__rate_interval])) * 60", "summarized /min"),
+			q("max by (state) ("+metrics.NotificationReceivers+")", "receivers {{state}}")))
 
 	return d
 }
