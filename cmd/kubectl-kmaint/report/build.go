@@ -51,6 +51,9 @@ type Pool struct {
 	OverBudget time.Duration
 	// Counts are its maintenances by source and outcome.
 	Counts []SourceCounts
+	// Halt is the pool's halt now (status.halt): the nodes whose health
+	// checks failed; nil while it is not halted.
+	Halt *v1alpha1.PoolHalt
 }
 
 // Row is one node's maintenances.
@@ -84,6 +87,11 @@ type Summary struct {
 	Phases []PhaseStat
 	// Failures lists the failed maintenances, in time order.
 	Failures []Timeline
+	// CheckFailures lists the maintenances whose node failed a health
+	// check after its reboot, in time order.
+	CheckFailures []Timeline
+	// Halted counts the pools halted now.
+	Halted int
 }
 
 // PhaseStat is the distribution of one kind of duration.
@@ -174,6 +182,11 @@ func Build(items []v1alpha1.NodeMaintenance, mpools []v1alpha1.MaintenancePool, 
 
 	r.Span = span(timelines, now)
 	r.Summary = summarize(timelines)
+	for _, p := range r.Pools {
+		if p.Halt != nil {
+			r.Summary.Halted++
+		}
+	}
 	return r, nil
 }
 
@@ -189,6 +202,9 @@ func buildPool(name string, spec *v1alpha1.MaintenancePool, size int, rows map[s
 	}
 	if name == GonePool {
 		p.Budget, p.MaxUnavailable = "", 0
+	}
+	if spec != nil && spec.Status.Halt != nil && len(spec.Status.Halt.Nodes) > 0 {
+		p.Halt = spec.Status.Halt
 	}
 	byNode := map[string][]Interval{}
 	counts := map[v1alpha1.Source]*SourceCounts{}
@@ -264,6 +280,9 @@ func summarize(timelines []Timeline) Summary {
 			s.Open++
 			s.Running = true
 		}
+		if !t.CheckFailed.IsZero() {
+			s.CheckFailures = append(s.CheckFailures, t)
+		}
 		if i == 0 || t.Start().Before(first) {
 			first = t.Start()
 		}
@@ -286,7 +305,7 @@ func summarize(timelines []Timeline) Summary {
 		}
 	}
 	s.Makespan = last.Sub(first)
-	for _, name := range []string{string(KindDaemon), string(KindGate), string(KindDraining), string(KindRebooting), "unavailable", "total"} {
+	for _, name := range []string{string(KindDaemon), string(KindGate), string(KindDraining), string(KindRebooting), string(KindSettling), "unavailable", "total"} {
 		ds := durations[name]
 		st := PhaseStat{Name: name, N: len(ds)}
 		if len(ds) > 0 {
@@ -296,6 +315,7 @@ func summarize(timelines []Timeline) Summary {
 		s.Phases = append(s.Phases, st)
 	}
 	slices.SortFunc(s.Failures, func(a, b Timeline) int { return a.Failed.Compare(b.Failed) })
+	slices.SortFunc(s.CheckFailures, func(a, b Timeline) int { return a.CheckFailed.Compare(b.CheckFailed) })
 	return s
 }
 

@@ -31,7 +31,7 @@ func nm(name, node string, source v1alpha1.Source, phase v1alpha1.Phase, stamps 
 	pt := &m.Status.PhaseTimes
 	fields := map[v1alpha1.Phase]**metav1.Time{
 		v1alpha1.PhasePending: &pt.Pending, v1alpha1.PhaseRequested: &pt.Requested, v1alpha1.PhaseApproved: &pt.Approved,
-		v1alpha1.PhaseDraining: &pt.Draining, v1alpha1.PhaseRebooting: &pt.Rebooting, v1alpha1.PhaseSucceeded: &pt.Succeeded,
+		v1alpha1.PhaseDraining: &pt.Draining, v1alpha1.PhaseRebooting: &pt.Rebooting, v1alpha1.PhaseSettling: &pt.Settling, v1alpha1.PhaseSucceeded: &pt.Succeeded,
 		v1alpha1.PhaseFailed: &pt.Failed,
 	}
 	for p, s := range stamps {
@@ -86,4 +86,44 @@ func fixture() ([]v1alpha1.NodeMaintenance, []v1alpha1.MaintenancePool, []corev1
 	}
 	items[len(items)-2].Spec.Policy = "monthly"
 	return items, mpools, nodes, at(720)
+}
+
+// checkFailed gives m the Healthy condition of a node whose health check
+// failed at s seconds, with reason (HealthCheckFailed, or HaltResumed once
+// resumed).
+func checkFailed(m v1alpha1.NodeMaintenance, s int, reason, message string) v1alpha1.NodeMaintenance {
+	m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{Type: v1alpha1.HealthyCondition, Status: metav1.ConditionFalse,
+		Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(at(s))})
+	return m
+}
+
+// guardedFixture is a kernel rollout of pool "k" (settle time, health
+// checks, maxUnavailable 1) halted at its third node: k-1 settled and
+// succeeded; k-2 failed its check while settling, and was resumed (it
+// succeeded as it was); k-3 failed its check and holds its slot, the pool
+// halted; k-4 waits.
+func guardedFixture() ([]v1alpha1.NodeMaintenance, []v1alpha1.MaintenancePool, []corev1.Node, time.Time) {
+	var nodes []corev1.Node
+	for _, n := range []string{"k-1", "k-2", "k-3", "k-4"} {
+		nodes = append(nodes, *gen.Node(n, gen.Labels("pool", "k")))
+	}
+	pool := gen.Pool("k", intstr.FromInt32(1))
+	pool.Spec.SettleTime = &metav1.Duration{Duration: time.Minute}
+	pool.Status.Halt = &v1alpha1.PoolHalt{Since: metav1.NewTime(at(330)), Resume: v1alpha1.ResumeManual, Nodes: []v1alpha1.HaltedNode{
+		{Node: "k-3", Check: "node-ready", Value: "0", Time: metav1.NewTime(at(330))},
+	}}
+	settled := func(s int) map[v1alpha1.Phase]int {
+		return map[v1alpha1.Phase]int{v1alpha1.PhaseRequested: s, v1alpha1.PhaseDraining: s + 10, v1alpha1.PhaseApproved: s + 20,
+			v1alpha1.PhaseRebooting: s + 20, v1alpha1.PhaseSettling: s + 40, v1alpha1.PhaseSucceeded: s + 100}
+	}
+	items := []v1alpha1.NodeMaintenance{
+		nm("k-1-a", "k-1", v1alpha1.SourceConfig, v1alpha1.PhaseSucceeded, settled(0)),
+		checkFailed(nm("k-2-a", "k-2", v1alpha1.SourceConfig, v1alpha1.PhaseSucceeded, settled(100)), 160,
+			v1alpha1.HealthCheckResumedReason, `health check "node-ready" returned 0`),
+		checkFailed(nm("k-3-a", "k-3", v1alpha1.SourceConfig, v1alpha1.PhaseSettling, map[v1alpha1.Phase]int{
+			v1alpha1.PhaseRequested: 250, v1alpha1.PhaseDraining: 260, v1alpha1.PhaseApproved: 270, v1alpha1.PhaseRebooting: 270, v1alpha1.PhaseSettling: 300,
+		}), 330, v1alpha1.HealthCheckFailedReason, `health check "node-ready" returned 0 (kube_node_status_condition{node="k-3"})`),
+		nm("k-4-a", "k-4", v1alpha1.SourceConfig, v1alpha1.PhaseRequested, map[v1alpha1.Phase]int{v1alpha1.PhaseRequested: 0}),
+	}
+	return items, []v1alpha1.MaintenancePool{*pool}, nodes, at(600)
 }

@@ -55,6 +55,10 @@ svg text { font-family: "DejaVu Sans", Arial, sans-serif; }
 .k-gate, .sw.k-gate { fill: #fcd34d; background: #fcd34d; }
 .k-draining, .sw.k-draining { fill: #f97316; background: #f97316; }
 .k-rebooting, .sw.k-rebooting { fill: #3b82f6; background: #3b82f6; }
+.k-settling, .sw.k-settling { fill: #14b8a6; background: #14b8a6; }
+.sw.check { background: #d97706; }
+path.check { fill: #d97706; stroke: #fff; stroke-width: 1; }
+text.check { fill: #b45309; font-size: 11px; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 .sw.back { background: #16a34a; border-radius: 50% !important; width: 10px !important; }
 .sw.fail { background: #dc2626; }
 .sw.open { background: repeating-linear-gradient(45deg, #9ca3af, #9ca3af 3px, #fff 3px, #fff 6px); }
@@ -97,7 +101,7 @@ text.now { fill: #7c3aed; font-size: 11px; }
 {{range .Groups}}<g class="group"><rect class="head" x="0" y="{{f .Y}}" width="{{$.Timeline.Width}}" height="24" fill-opacity="0.8"/><text class="name" x="6" y="{{f .TextY}}">{{.Name}}</text><text class="info" x="200" y="{{f .TextY}}">{{.Info}}</text>
 {{range .Rows}}<g class="row" data-node="{{.Title}}"><title>{{.Title}}</title>{{if not $.Timeline.Compact}}<line x1="200" x2="{{$.Timeline.Width}}" y1="{{f .LineY}}" y2="{{f .LineY}}"/><text x="12" y="{{f .TextY}}">{{.Label}}</text>{{end}}
 {{range .Maintenances}}<g class="nm"><title>{{.Title}}</title>{{range .Bars}}<rect class="{{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" rx="1.5"/>{{end}}
-{{with .Back}}<circle class="back" cx="{{f .X}}" cy="{{f .Y}}" r="{{f .R}}"/>{{end}}{{with .Fail}}<path class="fail" d="{{.Cross}}"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{end}}</g>
+{{with .Check}}<path class="check" d="{{.Cross}}"/>{{if .Text}}<text class="check" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{end}}{{with .Back}}<circle class="back" cx="{{f .X}}" cy="{{f .Y}}" r="{{f .R}}"/>{{end}}{{with .Fail}}<path class="fail" d="{{.Cross}}"/>{{if .Text}}<text class="fail" x="{{f .X}}" y="{{f .Y}}" dx="{{if .Left}}-8{{else}}8{{end}}" dy="4"{{if .Left}} text-anchor="end"{{end}}>{{.Text}}</text>{{end}}{{end}}</g>
 {{end}}</g>
 {{end}}</g>
 {{end}}{{if .ShowNow}}<line class="now" x1="{{f .NowX}}" x2="{{f .NowX}}" y1="18" y2="{{.Height}}"/><text class="now" x="{{f .NowX}}" y="{{.Height}}" dx="-3" dy="-2" text-anchor="end">now</text>{{end}}
@@ -108,10 +112,15 @@ text.now { fill: #7c3aed; font-size: 11px; }
 <table id="failures"><tr><th>failed at (UTC)</th><th>node</th><th>NodeMaintenance</th><th>source</th><th>reason</th><th>message</th></tr>
 {{range .Failures}}<tr><td>{{.At}}</td><td>{{.Node}}</td><td>{{.Name}}</td><td>{{.Source}}</td><td>{{.Reason}}</td><td>{{.Message}}</td></tr>
 {{end}}</table>{{end}}
+{{if .CheckFailures}}<h2>Failed health checks</h2>
+<p class="note">Nodes a health check of their pool found bad after their reboot. Each kept its slot and halted its pool; HaltResumed means a person resumed the pool (kubectl kmaint resume) and the node gave its slot up as it was.</p>
+<table id="checkfailures"><tr><th>failed at (UTC)</th><th>node</th><th>NodeMaintenance</th><th>phase now</th><th>reason</th><th>message</th></tr>
+{{range .CheckFailures}}<tr><td>{{.At}}</td><td>{{.Node}}</td><td>{{.Name}}</td><td>{{.Phase}}</td><td>{{.Reason}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
 </body>
 </html>
 {{define "charts"}}<h2>Unavailable nodes against the budget</h2>
-<p class="note">Nodes admitted, draining or rebooting, per pool, as the NodeMaintenances' phase times tell (nodes down or cordoned for other reasons are not in the history); the dashed line is the pool's maxUnavailable resolved for its size today. Phase times are when the operator saw each phase, so an edge may lag the node by a reconcile.</p>
+<p class="note">Nodes admitted, draining, rebooting or settling, per pool, as the NodeMaintenances' phase times tell (nodes down or cordoned for other reasons are not in the history); the dashed line is the pool's maxUnavailable resolved for its size today. Phase times are when the operator saw each phase, so an edge may lag the node by a reconcile.</p>
 {{range $c := .Charts}}<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 <text class="name" x="6" y="{{f .PlotTop}}" dy="8">{{.Name}}</text><text class="info" x="6" y="{{f .PlotTop}}" dy="24">{{.Info}}</text>
 <g class="axis">{{range .Ticks}}<line class="grid" x1="{{f .X}}" x2="{{f .X}}" y1="{{f $c.PlotTop}}" y2="{{f $c.PlotBottom}}"/><text x="{{f .X}}" y="{{f $c.PlotBottom}}" dy="14" text-anchor="middle">{{.Label}}</text>{{end}}

@@ -27,14 +27,19 @@ const (
 	// KindRebooting: drained, reboot approved (Approved, Rebooting), until
 	// the node is back Ready with a new boot ID.
 	KindRebooting Kind = "rebooting"
+	// KindSettling: back, and keeping its slot for the pool's settle time
+	// and health checks (Settling), until it passed them or the pool's
+	// halt was resumed.
+	KindSettling Kind = "settling"
 )
 
 // Kinds lists the kinds in phase order.
-func Kinds() []Kind { return []Kind{KindDaemon, KindGate, KindDraining, KindRebooting} }
+func Kinds() []Kind { return []Kind{KindDaemon, KindGate, KindDraining, KindRebooting, KindSettling} }
 
 // Unavailable reports whether a node in a stretch of this kind counts
-// against its pool's budget, as the gate counts it.
-func (k Kind) Unavailable() bool { return k == KindDraining || k == KindRebooting }
+// against its pool's budget, as the gate counts it: a settling node keeps
+// its slot.
+func (k Kind) Unavailable() bool { return k == KindDraining || k == KindRebooting || k == KindSettling }
 
 // Interval is a span of time, [Start, End).
 type Interval struct {
@@ -72,6 +77,13 @@ type Timeline struct {
 	FailReason, FailMessage string
 	// BootBefore and BootAfter are the boot IDs before and after.
 	BootBefore, BootAfter string
+	// CheckFailed is when a health check of the node's pool failed for it
+	// after its reboot (its Healthy condition went False); zero unless one
+	// did. CheckReason is the condition's reason now: HealthCheckFailed
+	// while the pool is halted for it, HaltResumed once a person resumed
+	// it; CheckMessage names the check and its value.
+	CheckFailed               time.Time
+	CheckReason, CheckMessage string
 }
 
 // Start is when the timeline begins: its first segment, or the moment it
@@ -151,7 +163,7 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 	}
 	marks := []mark{
 		{KindDaemon, pt.Pending}, {KindGate, pt.Requested}, {KindDraining, pt.Draining},
-		{KindRebooting, approved}, {KindRebooting, pt.Rebooting},
+		{KindRebooting, approved}, {KindRebooting, pt.Rebooting}, {KindSettling, pt.Settling},
 	}
 	var end *metav1.Time
 	switch s.Phase {
@@ -164,6 +176,11 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 		if c := meta.FindStatusCondition(s.Conditions, v1alpha1.SucceededCondition); c != nil && c.Reason != "" {
 			t.FailReason = c.Reason
 		}
+	}
+
+	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.HealthyCondition); c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason != v1alpha1.HealthCheckUnavailableReason {
+		t.CheckFailed, t.CheckReason, t.CheckMessage = c.LastTransitionTime.Time, c.Reason, c.Message
 	}
 
 	var known []mark

@@ -38,6 +38,18 @@ func TestTimelineOf(t *testing.T) {
 			back:     40, failed: -1,
 			unavailable: &[2]int{20, 40},
 		},
+		"settling after the reboot, then back": {
+			nm:       nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 7, v1alpha1.PhaseApproved: 9, v1alpha1.PhaseRebooting: 9, v1alpha1.PhaseSettling: 20, v1alpha1.PhaseSucceeded: 80}),
+			segments: []Segment{seg(KindGate, 5, 7), seg(KindDraining, 7, 9), seg(KindRebooting, 9, 20), seg(KindSettling, 20, 80)},
+			back:     80, failed: -1,
+			unavailable: &[2]int{7, 80},
+		},
+		"settling still: the node keeps its slot until now": {
+			nm:       nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseSettling, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 7, v1alpha1.PhaseRebooting: 9, v1alpha1.PhaseSettling: 20}),
+			segments: []Segment{seg(KindGate, 5, 7), seg(KindDraining, 7, 9), seg(KindRebooting, 9, 20), {Kind: KindSettling, Interval: Interval{Start: at(20), End: now}, Open: true}},
+			back:     -1, failed: -1,
+			unavailable: &[2]int{7, 1000},
+		},
 		"a host request starts at Requested": {
 			nm:       nm("m", "n", v1alpha1.SourceHost, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseApproved: 7, v1alpha1.PhaseDraining: 7, v1alpha1.PhaseRebooting: 9, v1alpha1.PhaseSucceeded: 30}),
 			segments: []Segment{seg(KindGate, 5, 7), seg(KindDraining, 7, 9), seg(KindRebooting, 9, 30)},

@@ -106,6 +106,8 @@ func kindLabel(k string) string {
 		return "draining"
 	case KindRebooting:
 		return "rebooting"
+	case KindSettling:
+		return "settling (back, checks running)"
 	case "unavailable":
 		return "unavailable (admitted → back)"
 	case "total":
@@ -130,6 +132,9 @@ func describe(t *Timeline) string {
 			b.WriteString(", still")
 		}
 		b.WriteString("\n")
+	}
+	if !t.CheckFailed.IsZero() {
+		fmt.Fprintf(&b, "health check failed at %s (%s): %s\n", clock(t.CheckFailed), t.CheckReason, t.CheckMessage)
 	}
 	switch t.Phase {
 	case v1alpha1.PhaseSucceeded:

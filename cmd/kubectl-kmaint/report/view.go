@@ -14,6 +14,7 @@ type page struct {
 	Counts                      []countRow
 	Phases                      []phaseRow
 	Failures                    []failureRow
+	CheckFailures               []checkRow
 	Legend                      []legendItem
 	Timeline                    timelineView
 	Charts                      []chartView
@@ -31,6 +32,9 @@ type countRow struct {
 type phaseRow struct{ Name, N, P50, P90, Max string }
 
 type failureRow struct{ At, Node, Name, Source, Reason, Message string }
+
+// checkRow is a node that failed a health check after its reboot.
+type checkRow struct{ At, Node, Name, Phase, Reason, Message string }
 
 type legendItem struct{ Class, Label string }
 
@@ -62,6 +66,8 @@ type nmView struct {
 	Bars  []barView
 	Back  *markView
 	Fail  *markView
+	// Check marks a failed health check, a ▲ at its time.
+	Check *markView
 }
 
 type barView struct {
@@ -117,6 +123,9 @@ func (r *Report) page() page {
 		{makespan, "makespan", ""},
 		{fmt.Sprint(peak), "most unavailable at once", ""},
 	}
+	if n := len(s.CheckFailures); n > 0 || s.Halted > 0 {
+		p.Cards = append(p.Cards, card{fmt.Sprint(n), "failed health checks", failedClass(n)}, card{fmt.Sprint(s.Halted), "pools halted now", failedClass(s.Halted)})
+	}
 	for _, pl := range r.Pools {
 		for i, c := range pl.Counts {
 			p.Counts = append(p.Counts, countRow{Pool: pl.Name, Source: string(c.Source), Succeeded: c.Succeeded, Failed: c.Failed, Open: c.Open, First: i == 0, PoolRows: len(pl.Counts)})
@@ -132,10 +141,18 @@ func (r *Report) page() page {
 	for _, t := range s.Failures {
 		p.Failures = append(p.Failures, failureRow{At: t.Failed.UTC().Format("2006-01-02 15:04:05"), Node: t.Node, Name: t.Name, Source: string(t.Source), Reason: t.FailReason, Message: t.FailMessage})
 	}
+	for _, t := range s.CheckFailures {
+		p.CheckFailures = append(p.CheckFailures, checkRow{At: t.CheckFailed.UTC().Format("2006-01-02 15:04:05"), Node: t.Node, Name: t.Name,
+			Phase: string(t.Phase), Reason: t.CheckReason, Message: t.CheckMessage})
+	}
 	for _, k := range Kinds() {
 		p.Legend = append(p.Legend, legendItem{"k-" + string(k), kindLabel(string(k))})
 	}
-	p.Legend = append(p.Legend, legendItem{"back", "back (new boot, Ready)"}, legendItem{"fail", "failed"}, legendItem{"open", "still in progress"})
+	p.Legend = append(p.Legend, legendItem{"back", "back (new boot, Ready)"}, legendItem{"fail", "failed"})
+	if len(s.CheckFailures) > 0 {
+		p.Legend = append(p.Legend, legendItem{"check", "health check failed (pool halted)"})
+	}
+	p.Legend = append(p.Legend, legendItem{"open", "still in progress"})
 
 	sc := scale{span: r.Span}
 	p.Timeline = r.timeline(sc)
@@ -195,6 +212,15 @@ func (r *Report) timeline(sc scale) timelineView {
 					}
 					m.Bars = append(m.Bars, b)
 				}
+				if !t.CheckFailed.IsZero() {
+					x, r := sc.x(t.CheckFailed), min(5, rh/2)
+					m.Check = &markView{X: x, Y: rv.LineY, R: r, Cross: fmt.Sprintf("M%.1f %.1f L%.1f %.1f L%.1f %.1f Z",
+						x, rv.LineY-r, x+r, rv.LineY+r, x-r, rv.LineY+r)}
+					if !v.Compact && t.Failed.IsZero() {
+						m.Check.Text = ellipsis(t.CheckReason+": "+t.CheckMessage, 60)
+						m.Check.Left = m.Check.X > labelWidth+plotWidth*0.6
+					}
+				}
 				switch {
 				case !t.Back.IsZero():
 					m.Back = &markView{X: sc.x(t.Back), Y: rv.LineY, R: min(4, rh/2)}
@@ -229,6 +255,16 @@ func poolInfo(pl Pool) string {
 	s := fmt.Sprintf("%d of %d nodes rebooted or asked to · maxUnavailable %s = %d", len(pl.Rows), pl.Nodes, pl.Budget, pl.MaxUnavailable)
 	if pl.BudgetError != "" {
 		s += " (" + pl.BudgetError + ")"
+	}
+	if h := pl.Halt; h != nil {
+		n := h.Nodes[len(h.Nodes)-1]
+		s += fmt.Sprintf(" · HALTED since %s: node %s failed check %s", clock(h.Since.Time), n.Node, n.Check)
+		if n.Value != "" {
+			s += " (value " + n.Value + ")"
+		}
+		if len(h.Nodes) > 1 {
+			s += fmt.Sprintf(" and %d more", len(h.Nodes)-1)
+		}
 	}
 	return s
 }
