@@ -132,13 +132,13 @@ func canaryNote(p *v1alpha1.MaintenancePool) []string {
 // its health checks stand, or the check that failed and what to do.
 func settleReason(s *protocol.Settle, open []v1alpha1.NodeMaintenance) string {
 	if f := s.Failure; f != nil {
-		msg := fmt.Sprintf("health check %q failed: value %s", f.Check, or(f.Value))
-		if f.Series != "" {
-			msg += " " + f.Series
-		}
-		msg += " at " + stamp(f.Time)
+		// The series last: it is long, and a narrow table cuts it first.
+		msg := fmt.Sprintf("health check %q failed (value %s) at %s", f.Check, or(f.Value), stamp(f.Time))
 		if s.Pool != "" {
 			msg += fmt.Sprintf("; pool %s halted: kubectl kmaint resume %s", s.Pool, s.Pool)
+		}
+		if f.Series != "" {
+			msg += "; series " + f.Series
 		}
 		return msg
 	}

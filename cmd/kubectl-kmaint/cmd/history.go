@@ -124,6 +124,11 @@ func phases(s v1alpha1.NodeMaintenanceStatus, now time.Time) string {
 			stamps = append(stamps, stamp{p, at})
 		}
 	}
+	// A pool without settle time or health checks passes Settling in the
+	// moment it succeeds: a stamp that says nothing.
+	stamps = slices.DeleteFunc(stamps, func(st stamp) bool {
+		return st.phase == v1alpha1.PhaseSettling && s.PhaseTimes.Succeeded != nil && st.at.Equal(s.PhaseTimes.Succeeded)
+	})
 	var parts []string
 	for i, st := range stamps {
 		part := fmt.Sprintf("%s %s", st.phase, st.at.UTC().Format("15:04:05"))

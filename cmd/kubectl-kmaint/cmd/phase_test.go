@@ -77,7 +77,7 @@ func TestPhaseOf(t *testing.T) {
 		"failed a health check": {node: []gen.NodeOption{settling(protocol.Settle{BootID: "b1", RebootedBoot: "b0", Pool: "web", Since: t0, Until: t0.Add(time.Minute),
 			Failure: &protocol.HealthCheckFailure{Check: "node-ready", Value: "0", Series: `{node="n"}`, Time: t0.Add(30 * time.Second)}})},
 			want: nodeState{Phase: v1alpha1.PhaseSettling, Since: t0.Add(30 * time.Second),
-				Reason: `health check "node-ready" failed: value 0 {node="n"} at 2026-01-02T03:04:35Z; pool web halted: kubectl kmaint resume web`}},
+				Reason: `health check "node-ready" failed (value 0) at 2026-01-02T03:04:35Z; pool web halted: kubectl kmaint resume web; series {node="n"}`}},
 		"malformed annotation": {node: []gen.NodeOption{gen.Annotations(protocol.Admitted, "{")},
 			want: nodeState{Phase: protocol.StageDegraded, Reason: "annotation kmaint.io/admitted on node n is malformed: unexpected end of JSON input"}},
 	}
