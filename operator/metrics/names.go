@@ -20,6 +20,7 @@ const (
 	DrainRetriesTotal            = "kmaint_drain_retries_total"                // counter {pool}: drains timed out, to be tried again
 	DrainsForcedTotal            = "kmaint_drains_forced_total"                // counter {pool}: drains timed out and forced
 	DrainForcedPodsTotal         = "kmaint_drain_forced_pods_total"            // counter {pool}: pods deleted by forced drains
+	HealthCheckFailuresTotal     = "kmaint_health_check_failures_total"        // counter {pool, check}: settling nodes found bad by a health check
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -36,6 +37,8 @@ const (
 	PoolPaused           = "kmaint_pool_paused"            // gauge {pool}
 	PoolOverBudget       = "kmaint_pool_over_budget"       // gauge {pool}: 1 while more nodes count against the budget than it allows
 	PoolOptedOutNodes    = "kmaint_pool_opted_out_nodes"   // gauge {pool}: waiting nodes held by an opt-out
+	PoolHalted           = "kmaint_pool_halted"            // gauge {pool}: 1 while its health checks halt the pool (its Halted condition)
+	PoolSettlingNodes    = "kmaint_pool_settling_nodes"    // gauge {pool}: nodes back from their reboot that hold their slot while they settle
 	ClusterPaused        = "kmaint_cluster_paused"         // gauge: 1 while the MaintenanceGate named cluster stops every admission (paused or unreadable)
 
 	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
@@ -75,7 +78,7 @@ func All() []string {
 		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
-		PoolOptedOutNodes, ClusterPaused,
+		PoolOptedOutNodes, ClusterPaused, PoolHalted, PoolSettlingNodes, HealthCheckFailuresTotal,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
