@@ -1,6 +1,5 @@
 package gate
 
-
 // canaryBudget is the pool's budget for new admissions while its rollout's
 // canaries have not all passed: with healthChecks.canaries N, while a
 // rollout of desiredConfig is under way (some node of the pool runs
