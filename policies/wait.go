@@ -52,6 +52,12 @@ type WaitInput struct {
 	// OptedOut says, for the whole pool, which waiting nodes are held by an
 	// opt-out and why; unused for one node.
 	OptedOut []string
+	// Halt says why the pool is halted by its health checks; nil when it
+	// is not.
+	Halt *Halt
+	// Canaries is, while a rollout's canaries hold the waiting requests,
+	// how many passed of how many; nil when they hold none.
+	Canaries *Canaries
 	// Now is when the wait is told; rules that change with time alone
 	// (a drain's retry backoff) read it.
 	Now time.Time
@@ -78,6 +84,20 @@ type Blocking struct {
 	Reason string
 	// Message says which query and what it returned.
 	Message string
+}
+
+// Halt is why a pool's health checks halt it.
+type Halt struct {
+	// Reason is HealthCheckFailedReason or HealthCheckUnavailableReason.
+	Reason string
+	// Message names the failed nodes and checks, or why they cannot run.
+	Message string
+}
+
+// Canaries is how many of a rollout's canaries passed their checks, of
+// how many go first.
+type Canaries struct {
+	Passed, Want int
 }
 
 // Budget is a pool's budget and what waits for it.
@@ -115,9 +135,11 @@ func WaitChain() []WaitFunc {
 		InvalidBlockingPodSelector,
 		DrainRetryBackoff,
 		Paused,
+		Halted,
 		OptedOut,
 		OutsideWindow,
 		BlockingQuery,
+		WaitingForCanaries,
 		BudgetExhausted,
 	}
 }
@@ -209,6 +231,29 @@ func Paused(in WaitInput) (string, string, bool) {
 		return v1alpha1.PausedReason, fmt.Sprintf("pool %s is paused", in.Pool), true
 	}
 	return v1alpha1.PausedReason, fmt.Sprintf("The pool is paused; %d nodes waiting", len(in.Budget.Waiting)), true
+}
+
+// Halted: a pool whose health checks failed for a node it holds, or
+// cannot run for a settling node, admits nothing new until it is resumed
+// or they recover.
+func Halted(in WaitInput) (string, string, bool) {
+	if in.Halt == nil {
+		return "", "", false
+	}
+	if in.forNode() {
+		return v1alpha1.HaltedReason, fmt.Sprintf("pool %s is halted: %s", in.Pool, in.Halt.Message), true
+	}
+	return v1alpha1.HaltedReason, fmt.Sprintf("The pool is halted (%s): %s", in.Halt.Reason, in.Halt.Message), true
+}
+
+// WaitingForCanaries: the first nodes of a rollout go alone, and the rest
+// wait until they pass their health checks.
+func WaitingForCanaries(in WaitInput) (string, string, bool) {
+	c := in.Canaries
+	if c == nil {
+		return "", "", false
+	}
+	return v1alpha1.CanariesReason, fmt.Sprintf("pool %s's rollout waits for its canaries: %d of %d run the new config and passed their checks", in.Pool, c.Passed, c.Want), true
 }
 
 // ClusterStopped: while the cluster's MaintenanceGate is paused, or cannot

@@ -119,6 +119,22 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", Node: node, Blocking: blocking},
 			wantReason: v1alpha1.BlockingQueryReason, wantMessage: `pool p: Blocking query "alerts"`,
 		},
+		"a halt comes after a pause, before windows and the budget": {
+			in:         policies.WaitInput{Pool: "p", Halt: &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason, Message: `node n2 failed: health check "up" returned 0`}, Windows: policies.WindowWait{Shut: true}, Budget: budgetFull},
+			wantReason: v1alpha1.HaltedReason, wantMessage: `The pool is halted (HealthCheckFailed): node n2 failed: health check "up" returned 0`,
+		},
+		"a halt, for a node": {
+			in:         policies.WaitInput{Pool: "p", Node: node, Halt: &policies.Halt{Reason: v1alpha1.HealthCheckUnavailableReason, Message: "Prometheus is unreachable"}},
+			wantReason: v1alpha1.HaltedReason, wantMessage: "pool p is halted: Prometheus is unreachable",
+		},
+		"a paused pool that is halted says paused": {
+			in:         policies.WaitInput{Pool: "p", Paused: true, Halt: &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason, Message: "m"}, Budget: budgetFull},
+			wantReason: v1alpha1.PausedReason,
+		},
+		"canaries come before the budget": {
+			in:         policies.WaitInput{Pool: "p", Canaries: &policies.Canaries{Passed: 1, Want: 2}, Budget: budgetFull},
+			wantReason: v1alpha1.CanariesReason, wantMessage: "1 of 2 run the new config and passed their checks",
+		},
 		"the budget, for the pool": {
 			in:         policies.WaitInput{Pool: "p", Budget: budgetFull},
 			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 3 nodes may be unavailable and 1 are; waiting: n1, n2",

@@ -102,12 +102,15 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				delete(n.Annotations, protocol.DrainRetry)
 				uncordonIfOurs(n)
 				addAfterLabels(n, st.pool.Spec.NodeMarking)
+				if s, ok := settleOnCompletion(st, v); ok {
+					n.Annotations[protocol.Settling] = protocol.Encode(s)
+				}
 			})
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID)
+			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID, "settle", st.pool.Spec.Guarded())
 			r.event(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
 		case v.AwaitingDaemon():
@@ -285,16 +288,22 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), false)
+	// A rollout's canaries lower the budget for admissions, not approvals.
+	budget, passed, want, limited := canaryBudget(st, mu)
+	st.plan = planAdmissions(st.views, len(st.elsewhere), budget, st.holdsAdmissions(), false)
 	// Blocking queries are asked only when they decide something, and
 	// before any node's pods: a pool a query holds lists no pods.
 	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
 		if st.block = r.blocking(ctx, st); st.block.blocks() {
-			st.plan = planAdmissions(st.views, len(st.elsewhere), mu, st.holdsAdmissions(), true)
+			st.plan = planAdmissions(st.views, len(st.elsewhere), budget, st.holdsAdmissions(), true)
 		}
 	}
 	if len(st.plan.admit) > 0 {
-		r.planWithPods(ctx, st, mu)
+		r.planWithPods(ctx, st, budget)
+	}
+	st.plan.maxUnavailable = mu
+	if limited && canariesHold(st.plan, budget) {
+		st.canaries = &policies.Canaries{Passed: passed, Want: want}
 	}
 	var errs []error
 	for _, name := range st.plan.admit {

@@ -45,7 +45,11 @@ type gateOptions struct {
 
 // startGate runs the gate and the maintenance controller, as the operator
 // wires them, with a Querier and a clock of the test's, until the test ends.
-func startGate(t *testing.T, opts gateOptions) {
+func startGate(t *testing.T, opts gateOptions) { startStoppableGate(t, opts) }
+
+// startStoppableGate is startGate, and returns what stops it as an
+// operator killed would stop: the test may start another.
+func startStoppableGate(t *testing.T, opts gateOptions) (stop func()) {
 	t.Helper()
 	if opts.clock == nil {
 		opts.clock = clock.RealClock{}
@@ -83,12 +87,17 @@ func startGate(t *testing.T, opts gateOptions) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // fakeQuerier answers every query with what the test last set, and counts

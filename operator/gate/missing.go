@@ -75,6 +75,9 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		delete(n.Annotations, protocol.DrainRetry)
 		uncordonIfOurs(n)
 		addAfterLabels(n, st.pool.Spec.NodeMarking)
+		if s, ok := settleOnCompletion(st, v); ok {
+			n.Annotations[protocol.Settling] = protocol.Encode(s)
+		}
 	}); err != nil {
 		return err
 	}

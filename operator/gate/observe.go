@@ -62,6 +62,11 @@ type poolState struct {
 	// markingRefused says, by node name, why the pool's nodeMarking cannot
 	// be put on an admitted node, whose drain then does not start.
 	markingRefused map[string]string
+	// guard is what the settle phase found that halts the pool.
+	guard guardState
+	// canaries is, while a rollout's canaries hold waiting nodes, how many
+	// passed of how many; nil when they hold none.
+	canaries *policies.Canaries
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time

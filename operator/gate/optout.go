@@ -86,7 +86,8 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 // whatever its budget: the pool is paused, the cluster is stopped, or the
 // pool's windows or blockingPodSelector cannot be read.
 func (st *poolState) holdsAdmissions() bool {
-	return st.pool.Spec.Paused || st.stop != nil || st.windowErr != nil || st.podSelectorErr != nil
+	return st.pool.Spec.Paused || st.stop != nil || st.windowErr != nil || st.podSelectorErr != nil ||
+		st.guard.halted()
 }
 
 // planWithPods plans admissions, and passes over the nodes whose pods hold

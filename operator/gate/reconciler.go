@@ -76,6 +76,8 @@ type Reconciler struct {
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
 	blocks *recent[types.UID, blockResult]
+	// healthChecks keeps each pool's last health-check evaluation, by UID.
+	healthChecks *recent[types.UID, healthResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent[string, podCheck]
 	// rollouts are the configs whose rollout was announced, per pool.
@@ -144,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	errs := []error{
 		r.syncDesiredConfig(ctx, st),
 		r.finish(ctx, st),
+		r.settle(ctx, st),
 		r.releaseOptedOut(ctx, st),
 		r.admit(ctx, st),
 		r.syncHeld(ctx, st),
@@ -221,13 +224,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.podChecks = newRecent[string, podCheck]()
 	r.blocks = newRecent[types.UID, blockResult]()
+	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged()))).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), resumeChanged()))).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),

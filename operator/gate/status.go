@@ -53,6 +53,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	// Nodes this pool admitted that are in another pool now still count.
 	s.Unavailable += int32(len(st.elsewhere))
 
+	r.setHalted(ctx, st)
 	r.setBlocked(st)
 	setDraining(st)
 	r.setDegraded(st, degraded, malformed, notBack)
@@ -142,6 +143,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 	if p.held > 0 {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
+	in.Halt, in.Canaries = st.haltWait(), st.canaries
 	return in
 }
 

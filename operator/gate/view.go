@@ -52,7 +52,7 @@ func newNodeView(node *corev1.Node) nodeView {
 }
 
 // unavailable reports whether the node counts against its pool's budget.
-func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() }
+func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v.settleUnreadable() }
 
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.

@@ -72,6 +72,17 @@ func readabilityChanged() predicate.Predicate {
 	}
 }
 
+// resumeChanged passes a pool update that changes its
+// kmaint.io/resume-halt annotation: a person resuming a halt changes no
+// generation.
+func resumeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[v1alpha1.ResumeHaltAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.ResumeHaltAnnotation]
+		},
+	}
+}
+
 // nodeHandler enqueues the pools a node belongs to, before and after a
 // change, so a node that moves between pools is recounted by both, and the
 // pool that admitted it, which counts it until its reboot completes.
@@ -178,12 +189,17 @@ func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.
 	return reqs
 }
 
-// admittedBy names the pool that admitted the node; empty when none did or
-// the admission does not say.
+// admittedBy names the pool that admitted the node, or whose slot it holds
+// while it settles after its reboot; empty when none did or the record
+// does not say.
 func admittedBy(node *corev1.Node) string {
 	var a protocol.Admission
-	if ok, err := protocol.Decode(node, protocol.Admitted, &a); !ok || err != nil {
-		return ""
+	if ok, err := protocol.Decode(node, protocol.Admitted, &a); ok && err == nil {
+		return a.Pool
 	}
-	return a.Pool
+	var s protocol.Settle
+	if ok, err := protocol.Decode(node, protocol.Settling, &s); ok && err == nil {
+		return s.Pool
+	}
+	return ""
 }

@@ -29,6 +29,8 @@ type verdict struct {
 	// forced, when set, is the message of a DrainForced condition: the
 	// request's drain was forced.
 	forced string
+	// health is the Healthy condition, in a pool with health checks.
+	health health
 }
 
 // decide computes a NodeMaintenance's phase from its node (nil when the node
@@ -39,7 +41,12 @@ type verdict struct {
 //
 // A node whose annotations cannot be read is never taken for rebooted: its
 // request stays where it was and says why.
-func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeState, older string, w waiting) verdict {
+//
+// In a guarded pool (g) a request whose reboot the gate approved is
+// Rebooting until the gate completes it, Settling while the node settles
+// (the gate's record names the boot it rebooted from), and Succeeded only
+// once the gate removed the record: never before the gate wrote it.
+func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeState, older string, w waiting, g guard) verdict {
 	s := nm.Status
 	v := verdict{phase: s.Phase, bootIDBefore: s.BootIDBefore, bootIDAfter: s.BootIDAfter}
 	if s.Phase.Done() {
@@ -82,9 +89,15 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 			v.phase = v1alpha1.PhaseRequested
 		}
 		v.wait = w
+	case f.Settle != nil && f.Settle.RebootedBoot == boot:
+		v = settling(v, nm, f.Settle, g)
+	case g.guarded && f.BootID != "" && f.BootID != boot && f.Approved == boot:
+		v.phase = v1alpha1.PhaseRebooting
+		v.message = fmt.Sprintf("node %s is back with boot %s; waiting for its pool to complete the reboot", nm.Spec.NodeName, f.BootID)
 	case f.BootID != "" && f.BootID != boot && f.Ready && (f.Requested == nil || f.Requested.BootID != boot):
 		v.phase, v.bootIDAfter = v1alpha1.PhaseSucceeded, f.BootID
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s", nm.Spec.NodeName, boot, f.BootID)
+		v.health = settled(nm)
 	case f.BootID != "" && f.BootID != boot && f.Ready && f.Unconfirmed != nil && f.Unconfirmed.ApprovedBoot == boot && f.Approved != boot:
 		// The gate completed the reboot without the daemon: what it can
 		// prove (a new boot, Ready) is all there is to know.
@@ -178,6 +191,10 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 	if v.forced != "" {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DrainForcedCondition, Status: metav1.ConditionTrue,
 			Reason: v1alpha1.DrainForcedReason, Message: v1alpha1.FitMessage(v.forced), LastTransitionTime: t})
+	}
+	if h := v.health; h.status != "" {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.HealthyCondition, Status: h.status,
+			Reason: h.reason, Message: v1alpha1.FitMessage(h.message), LastTransitionTime: t})
 	}
 	if v.degraded != "" {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.DegradedCondition, Status: metav1.ConditionTrue, Reason: v.degradedReason, Message: v.degraded, LastTransitionTime: t})

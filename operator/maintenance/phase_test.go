@@ -361,7 +361,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := decide(maintenanceIn(tc.status), reqID, read(tc.node), tc.older, tc.wait)
+			got := decide(maintenanceIn(tc.status), reqID, read(tc.node), tc.older, tc.wait, guard{})
 			g.Expect(got.phase).To(Equal(tc.wantPhase), "phase (message %q)", got.message)
 			g.Expect(got.reason).To(Equal(tc.wantReason), "reason")
 			g.Expect(got.message).To(ContainSubstring(tc.wantMessage), "message")
@@ -559,7 +559,7 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 	}
 	for i, step := range steps {
 		now := t0.Add(time.Duration(i) * time.Minute)
-		v := decide(nm, reqID, read(step.node), "", waiting{})
+		v := decide(nm, reqID, read(step.node), "", waiting{}, guard{})
 		if !nm.Status.Phase.Done() {
 			apply(&nm.Status, v, now)
 		}

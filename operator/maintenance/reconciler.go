@@ -89,8 +89,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Decide and act, one NodeMaintenance at a time.
 	pool := r.poolOf(ctx, node)
+	g, err := r.guardOf(ctx, node, state)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	for i := range items {
-		errs = append(errs, r.act(ctx, &items[i], state, olderOpen(items, i), w, pool))
+		errs = append(errs, r.act(ctx, &items[i], state, olderOpen(items, i), w, pool, g))
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
@@ -123,12 +127,12 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 }
 
 // act decides where one NodeMaintenance is and patches its status to it's status to where its node says it is.
-func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string) error {
+func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string, g guard) error {
 	if nm.Status.Phase.Done() {
 		return nil
 	}
 	base := nm.DeepCopy()
-	v := decide(nm, nm.RequestID(), f, older, w)
+	v := decide(nm, nm.RequestID(), f, older, w, g)
 	nm.Status.RequestID = nm.RequestID()
 	apply(&nm.Status, v, r.Clock.Now())
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
@@ -143,6 +147,9 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 	// A forced drain is told once, whenever the controller first sees it.
 	if v.forced != "" && !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DrainForcedCondition) {
 		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", v.forced)
+	}
+	if v.health.reason == v1alpha1.HealthCheckFailedReason && !failedHealth(base) {
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.HealthCheckFailedReason, "Check", "%s", nm.Status.Message)
 	}
 	if base.Status.Phase != nm.Status.Phase {
 		ctrl.LoggerFrom(ctx).Info("Maintenance phase changed", "maintenance", nm.Name, "from", base.Status.Phase, "to", nm.Status.Phase)
@@ -160,6 +167,13 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		}
 	}
 	return nil
+}
+
+// failedHealth reports whether the request says its node failed a health
+// check already.
+func failedHealth(nm *v1alpha1.NodeMaintenance) bool {
+	c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.HealthyCondition)
+	return c != nil && c.Reason == v1alpha1.HealthCheckFailedReason
 }
 
 // SetupWithManager registers the controller. It finds NodeMaintenances

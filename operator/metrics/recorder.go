@@ -26,6 +26,7 @@ type Recorder struct {
 	drainRetries   *prometheus.CounterVec
 	drainsForced   *prometheus.CounterVec
 	forcedPods     *prometheus.CounterVec
+	healthFailures *prometheus.CounterVec
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -70,6 +71,8 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "Drains that timed out and were forced (drain.onTimeout Force): pods deleted bypassing their PodDisruptionBudgets and the node rebooted anyway, by pool."}, []string{"pool"}),
 		forcedPods: prometheus.NewCounterVec(prometheus.CounterOpts{Name: DrainForcedPodsTotal,
 			Help: "Pods deleted by forced drains, bypassing their PodDisruptionBudgets, by pool."}, []string{"pool"}),
+		healthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: HealthCheckFailuresTotal,
+			Help: "Settling nodes a pool's health check found bad after their reboot (each halts the pool), by pool and check."}, []string{"pool", "check"}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -88,6 +91,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.drainRetries = register(reg, r.drainRetries, &err)
 	r.drainsForced = register(reg, r.drainsForced, &err)
 	r.forcedPods = register(reg, r.forcedPods, &err)
+	r.healthFailures = register(reg, r.healthFailures, &err)
 	return r, err
 }
 
@@ -130,6 +134,20 @@ func (r *Recorder) InitPool(pool string) {
 		if source != "metric" && source != "schedule" && source != "alert" {
 			r.requests.WithLabelValues(source, pool, "")
 		}
+	}
+}
+
+// InitHealthCheck creates a pool's failure series of a check at 0.
+func (r *Recorder) InitHealthCheck(pool, check string) {
+	if r != nil {
+		r.healthFailures.WithLabelValues(pool, check)
+	}
+}
+
+// HealthCheckFailed counts a settling node a health check found bad.
+func (r *Recorder) HealthCheckFailed(pool, check string) {
+	if r != nil {
+		r.healthFailures.WithLabelValues(pool, check).Inc()
 	}
 }
 

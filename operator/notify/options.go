@@ -16,6 +16,7 @@ func DefaultReasons() []string {
 		v1alpha1.DrainFailedEventReason, v1alpha1.DrainForcedReason, // a drain given up at its deadline, or forced past it (gate)
 		v1alpha1.NodeNotBackReason, v1alpha1.DaemonMissingReason, // a node not back from its reboot, or back without its daemon (gate)
 		v1alpha1.RebootNotObservedReason, "RebootFailed", // the approved reboot did not happen (daemon)
+		v1alpha1.HealthCheckFailedReason, v1alpha1.PoolHaltedReason, // a node failed its health checks after its reboot, and its pool halted (gate)
 		"RebootLoop", // the node asks again for the reboot it just had (daemon)
 	}
 }

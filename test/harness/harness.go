@@ -108,11 +108,13 @@ func CreateNodes(t testing.TB, bed *testbed.Bed, prefix, pool string, n int, opt
 }
 
 // Unavailable is the test's own reading of invariant 1: a node is unavailable
-// when it is approved, admitted (draining), cordoned or not Ready.
+// when it is approved, admitted (draining), settling after its reboot,
+// cordoned or not Ready.
 func Unavailable(n *corev1.Node) bool {
 	_, approved := n.Annotations[protocol.RebootApproved]
 	_, admitted := n.Annotations[protocol.Admitted]
-	return approved || admitted || n.Spec.Unschedulable || !protocol.Ready(n)
+	_, settling := n.Annotations[protocol.Settling]
+	return approved || admitted || settling || n.Spec.Unschedulable || !protocol.Ready(n)
 }
 
 // BudgetWatcher sees every change to a pool's nodes and remembers the most

@@ -59,6 +59,10 @@ type PoolSpec struct {
 	OnDrainTimeout v1alpha1.DrainTimeoutAction
 	// Windows are the pool's maintenance windows; none admits at any time.
 	Windows []v1alpha1.MaintenanceWindow
+	// SettleTime and HealthChecks guard the pool's reboots (see
+	// UnhealthySeries for a check on the simulated nodes).
+	SettleTime   time.Duration
+	HealthChecks *v1alpha1.HealthChecks
 }
 
 // Config describes a simulated cluster.
@@ -213,6 +217,10 @@ func (c *Cluster) start() error {
 		}
 		pool.Spec.Drain.OnTimeout = p.OnDrainTimeout
 		pool.Spec.Windows = p.Windows
+		if p.SettleTime > 0 {
+			pool.Spec.SettleTime = &metav1.Duration{Duration: p.SettleTime}
+		}
+		pool.Spec.HealthChecks = p.HealthChecks
 		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)
 		}

@@ -62,11 +62,16 @@ type metrics struct {
 	// hosts is each node's buddyinfo by node name; a node that is down has
 	// none (its node_exporter does not answer).
 	hosts map[string]*host
+	// reboots counts the nodes come back since SetUnhealthyOnReboot, and
+	// the unhealthyAt-th comes back unhealthy.
+	reboots, unhealthyAt int
 }
 
 // host is one node as its node_exporter reports it.
 type host struct {
+	name     string
 	instance string
+	health   health
 	index    float64
 	down     bool
 	blocks   map[string][11]float64 // free blocks per zone and order
@@ -77,7 +82,7 @@ type host struct {
 func (c *Cluster) startMetrics(cfg MetricsConfig, nodes map[string]string, initial func(name string) float64) error {
 	m := &metrics{hosts: map[string]*host{}}
 	for name, addr := range nodes {
-		h := &host{instance: net.JoinHostPort(addr, exporterPort)}
+		h := &host{name: name, instance: net.JoinHostPort(addr, exporterPort)}
 		h.set(initial(name))
 		m.hosts[name] = h
 	}
@@ -150,7 +155,10 @@ var buddyinfoDesc = prometheus.NewDesc("node_buddyinfo_blocks",
 	"Count of free blocks according to size.", []string{"instance", "node", "zone", "size"}, nil)
 
 // Describe implements prometheus.Collector.
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) { ch <- buddyinfoDesc }
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- buddyinfoDesc
+	ch <- unhealthyDesc
+}
 
 // Collect implements prometheus.Collector: every node that is up, as its
 // node_exporter would report /proc/buddyinfo.
@@ -160,6 +168,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range m.hosts {
 		if h.down {
 			continue
+		}
+		if h.health.unhealthy {
+			ch <- prometheus.MustNewConstMetric(unhealthyDesc, prometheus.GaugeValue, 1, h.instance, h.name)
 		}
 		for zone, blocks := range h.blocks {
 			for order, n := range blocks {
@@ -274,6 +285,10 @@ func (m *metrics) hostUp(node string) {
 	if h, ok := m.hosts[node]; ok {
 		h.down = false
 		h.set(FreshBootFragmentation)
+		h.health.rebooted()
+		if m.reboots++; m.reboots == m.unhealthyAt {
+			h.health.unhealthy = true
+		}
 	}
 }
 

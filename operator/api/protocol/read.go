@@ -293,6 +293,8 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}
 	case s.Settle != nil && s.Settle.Failure != nil:
 		return Position{Stage: v1alpha1.PhaseSettling, Message: s.Settle.Failure.Message() + "; its pool is halted", Since: s.Settle.Failure.Time}
+	case s.Settle != nil && s.Settle.Until.IsZero():
+		return Position{Stage: v1alpha1.PhaseSettling, Message: "settling; not Ready, its settle time starts again when it is", Since: s.Settle.Since}
 	case s.Settle != nil:
 		return Position{Stage: v1alpha1.PhaseSettling, Message: "settling until " + s.Settle.Until.UTC().Format(time.RFC3339), Since: s.Settle.Since}
 	case cur != nil:

@@ -30,7 +30,8 @@ type Settle struct {
 	// check in a pool that resumes OnRecovery.
 	Since time.Time `json:"since"`
 	// Until is when the settle time ends: the node passes at the first
-	// healthy evaluation of the checks at or after it.
+	// healthy evaluation of the checks at or after it. It is zero while
+	// the node is not Ready: the settle time starts again when it is.
 	Until time.Time `json:"until"`
 	// Failure is the health check that failed; nil while none did.
 	Failure *HealthCheckFailure `json:"failure,omitempty"`
@@ -47,6 +48,10 @@ type HealthCheckFailure struct {
 	Series string `json:"series,omitempty"`
 	// Time is when the check failed, by the operator's clock.
 	Time time.Time `json:"time"`
+	// Recovered is when the checks found the node healthy again, in a pool
+	// that resumes OnRecovery: the node then settles anew, and its pool
+	// stays halted until it passes (or fails again); nil until then.
+	Recovered *time.Time `json:"recovered,omitempty"`
 }
 
 // Message says, for a person, what failed.

@@ -156,12 +156,10 @@ type FreezePeriod struct {
 	// e.g. 2026-11-20T00:00:00Z.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",message="start must be an RFC 3339 time such as 2026-11-20T00:00:00Z"
 	// +optional
 	Start *metav1.Time `json:"start,omitempty"`
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",message="end must be an RFC 3339 time such as 2026-12-27T00:00:00Z"
 	// +optional
 	End *metav1.Time `json:"end,omitempty"`
 

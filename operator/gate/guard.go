@@ -1,0 +1,242 @@
+package gate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// guardState is what the settle phase found: what halts the pool.
+type guardState struct {
+	// failed lists the nodes the pool holds whose checks failed, oldest
+	// failure first.
+	failed []v1alpha1.HaltedNode
+	// unavailable says why the checks cannot run for the pool's settling
+	// nodes; empty when they ran (or none settles).
+	unavailable string
+	// resumeErr says why the pool's kmaint.io/resume-halt cannot be read.
+	resumeErr error
+}
+
+// halted reports whether the pool admits nothing new because of its
+// health checks.
+func (g guardState) halted() bool { return len(g.failed) > 0 || g.unavailable != "" }
+
+// settleOnCompletion is written in the patch that completes a node's
+// reboot in a guarded pool: the node is back in service and keeps its slot
+// while it settles.
+func settleOnCompletion(st *poolState, v nodeView) (protocol.Settle, bool) {
+	if !st.pool.Spec.Guarded() {
+		return protocol.Settle{}, false
+	}
+	s := protocol.Settle{BootID: v.BootID, RebootedBoot: v.Approved, Pool: st.pool.Name, Since: st.now, Until: st.now.Add(st.pool.Spec.Settle())}
+	if v.Admission != nil {
+		s.Requests = v.Admission.Requests
+	}
+	return s, true
+}
+
+// settle decides, for every settling node of the pool, whether it passes,
+// fails its health checks, starts its settle time again or stays as it is
+// (decideSettle), and writes that on the node, one patch each; then finds
+// what halts the pool. The checks run at most once per interval for all
+// the pool's settling nodes together.
+func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
+	pool := st.pool
+	var settling []string
+	var nodes []corev1.Node
+	for _, v := range st.views {
+		nodes = append(nodes, *v.Node)
+		if v.Settle != nil && v.Unreadable == nil {
+			settling = append(settling, v.Node.Name)
+		}
+	}
+	hc := pool.Spec.HealthChecks
+	checks := hc != nil && len(hc.Queries) > 0
+	var health *healthResult
+	if checks && len(settling) > 0 {
+		for _, q := range hc.Queries {
+			r.Metrics.InitHealthCheck(pool.Name, q.Name)
+		}
+		h, next := r.health(ctx, st, settling, nodes)
+		health = &h
+		st.wakeAt(next)
+		if h.err != "" {
+			st.guard.unavailable = h.err
+		}
+	}
+	var resumeAt time.Time
+	if s, ok := pool.Annotations[v1alpha1.ResumeHaltAnnotation]; ok {
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+		if err != nil {
+			st.guard.resumeErr = fmt.Errorf("annotation %s=%q is not an RFC 3339 time: %w", v1alpha1.ResumeHaltAnnotation, s, err)
+		}
+		resumeAt = t
+	}
+	var errs []error
+	for _, name := range settling {
+		v := st.view(name)
+		d := decideSettle(settleInput{
+			now: st.now, rec: *v.Settle, node: name, bootID: v.BootID, ready: v.Ready,
+			guarded: pool.Spec.Guarded(), settle: pool.Spec.Settle(),
+			checks: checks, health: health, resume: hc.ResumePolicy(), resumeAt: resumeAt,
+		})
+		st.wakeAt(d.wake)
+		errs = append(errs, r.settleStep(ctx, st, v, d))
+	}
+	st.guard.failed = haltedNodes(st)
+	return errors.Join(errs...)
+}
+
+// settleStep writes what decideSettle decided for one node, with its event.
+func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, d settleDecision) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("node", v.Node.Name)
+	switch d.step {
+	case settleKeep:
+		return nil
+	case settleUpdate, settleFail:
+		next := d.next
+		if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+			n.Annotations[protocol.Settling] = protocol.Encode(next)
+		}); err != nil {
+			return err
+		}
+		if d.step == settleFail {
+			f := next.Failure
+			log.Info("Health check failed", "check", f.Check, "value", f.Value, "series", f.Series)
+			r.Metrics.HealthCheckFailed(st.pool.Name, f.Check)
+			r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.HealthCheckFailedReason, "Check",
+				"Node %s failed health check %q after its reboot: value %s for %s; it keeps its slot and pool %s is halted",
+				v.Node.Name, f.Check, f.Value, f.Series, st.pool.Name)
+		}
+		return nil
+	}
+	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+		delete(n.Annotations, protocol.Settling)
+	}); err != nil {
+		return err
+	}
+	rec := v.Settle
+	switch d.step {
+	case settlePass:
+		log.Info("Node settled")
+		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
+			"Node %s settled after its reboot (since %s) and passed its checks; its slot is free", v.Node.Name, rec.Since.UTC().Format(time.RFC3339))
+	case settleRecovered:
+		log.Info("Node recovered from a failed health check", "check", rec.Failure.Check)
+		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckRecoveredReason, "Settle",
+			"Node %s passed its health checks for a whole settle time after %q failed; its slot is free and the pool goes on", v.Node.Name, rec.Failure.Check)
+	case settleResumed:
+		log.Info("Halt resumed", "check", rec.Failure.Check)
+		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckResumedReason, "Resume",
+			"Pool %s was resumed (%s) after node %s failed health check %q; the node gives up its slot as it is",
+			st.pool.Name, v1alpha1.ResumeHaltAnnotation, v.Node.Name, rec.Failure.Check)
+	case settleRelease:
+		log.Info("Settle released, the pool has no settle time or health checks any longer")
+		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
+			"Node %s gives up its slot: pool %s no longer has a settle time or health checks", v.Node.Name, st.pool.Name)
+	}
+	return nil
+}
+
+// haltedNodes lists the nodes the pool holds (its own, and those it
+// admitted that are in another pool now) whose checks failed, oldest
+// failure first.
+func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
+	var out []v1alpha1.HaltedNode
+	for _, v := range append(slices.Clone(st.views), st.elsewhere...) {
+		if !v.HealthCheckFailed() {
+			continue
+		}
+		f := v.Settle.Failure
+		out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
+			Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.HaltedNode) int {
+		if c := a.Time.Compare(b.Time.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Node, b.Node)
+	})
+	return out
+}
+
+// maxHaltedNodes is status.halt.nodes' bound in the schema.
+const maxHaltedNodes = 100
+
+// setHalted reports the pool's halt: status.halt and status.settling, the
+// condition Halted, and a Warning event PoolHalted as a halt begins.
+func (r *Reconciler) setHalted(ctx context.Context, st *poolState) {
+	pool := st.pool
+	s := &pool.Status
+	s.Settling, s.Halt = 0, nil
+	for _, v := range st.views {
+		count(&s.Settling, v.Settle != nil || v.settleUnreadable())
+	}
+	g := st.guard
+	if len(g.failed) > 0 {
+		s.Halt = &v1alpha1.PoolHalt{Since: g.failed[0].Time, Resume: pool.Spec.HealthChecks.ResumePolicy(), Nodes: g.failed[:min(len(g.failed), maxHaltedNodes)]}
+	}
+	reason, msg := haltMessage(st)
+	was := r.lastCondition(pool, v1alpha1.HaltedCondition)
+	setCondition(pool, v1alpha1.HaltedCondition, reason != "", reason, v1alpha1.NotHaltedReason, msg)
+	if reason != "" && (was == nil || was.Status != metav1.ConditionTrue) {
+		ctrl.LoggerFrom(ctx).Info("Pool halted", "reason", reason)
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.PoolHaltedReason, "Halt", "%s", v1alpha1.FitMessage(msg))
+	}
+}
+
+// haltMessage says why the pool is halted: the failed nodes first, since
+// they need a person; empty when it is not.
+func haltMessage(st *poolState) (reason, msg string) {
+	g := st.guard
+	switch {
+	case len(g.failed) > 0:
+		var parts []string
+		for _, n := range g.failed {
+			parts = append(parts, fmt.Sprintf("node %s failed: %s", n.Node, n.Message))
+		}
+		msg = strings.Join(parts, "; ") + "; nothing new is admitted until "
+		if st.pool.Spec.HealthChecks.ResumePolicy() == v1alpha1.ResumeOnRecovery {
+			msg += "the checks pass again for a whole settle time, or "
+		}
+		msg += fmt.Sprintf("a person resumes the pool (kubectl kmaint resume %s)", st.pool.Name)
+		if g.resumeErr != nil {
+			msg += fmt.Sprintf("; %v, so it resumes nothing", g.resumeErr)
+		}
+		return v1alpha1.HealthCheckFailedReason, msg
+	case g.unavailable != "":
+		return v1alpha1.HealthCheckUnavailableReason, g.unavailable + "; no settling node passes and nothing new is admitted until the checks run"
+	}
+	return "", ""
+}
+
+// haltWait is, for the pool's Blocked condition, why it is halted; nil
+// when it is not.
+func (st *poolState) haltWait() *policies.Halt {
+	reason, msg := haltMessage(st)
+	if reason == "" {
+		return nil
+	}
+	return &policies.Halt{Reason: reason, Message: msg}
+}
+
+// settleUnreadable reports whether the node has a settle record that cannot
+// be read: it keeps its slot and never passes, until a person fixes or
+// removes the annotation.
+func (v nodeView) settleUnreadable() bool {
+	_, ok := v.Node.Annotations[protocol.Settling]
+	return ok && v.Settle == nil
+}

@@ -1,0 +1,112 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// healthResult is one evaluation of a pool's health checks.
+type healthResult struct {
+	// at is when they ran, by the gate's clock.
+	at time.Time
+	// generation is the pool's generation they ran for.
+	generation int64
+	// err says why they could not run (no Prometheus, unreachable, a
+	// query refused); empty when they ran. No node passes then.
+	err string
+	// bad is, by node name, the first bad result the checks returned for
+	// a settling node.
+	bad map[string]badResult
+}
+
+func (h healthResult) madeAt() time.Time { return h.at }
+
+// badResult is a series a health check returned for a node.
+type badResult struct {
+	check  string
+	value  string
+	series string
+}
+
+// health returns the latest evaluation of the pool's checks for its
+// settling nodes: the cached one while it is younger than the checks'
+// interval (and of this generation of the pool), else a new one. All the
+// pool's settling nodes share one query per check.
+func (r *Reconciler) health(ctx context.Context, st *poolState, settling []string, nodes []corev1.Node) (healthResult, time.Time) {
+	hc := st.pool.Spec.HealthChecks
+	interval := hc.CheckInterval()
+	last, ok := r.healthChecks.get(st.pool.UID)
+	if ok && last.generation == st.pool.Generation && st.now.Sub(last.at) < interval {
+		return last, last.at.Add(interval)
+	}
+	h := r.evaluateHealth(ctx, hc, st.pool.Generation, settling, nodes, st.now)
+	r.healthChecks.put(st.pool.UID, h, 10*v1alpha1.MaxHealthCheckInterval)
+	return h, h.at.Add(interval)
+}
+
+// evaluateHealth runs every check once; the first check that cannot run
+// makes the whole evaluation unusable, since a node it would have found bad
+// must not pass.
+func (r *Reconciler) evaluateHealth(ctx context.Context, hc *v1alpha1.HealthChecks, generation int64, settling []string, nodes []corev1.Node, now time.Time) healthResult {
+	h := healthResult{at: now, generation: generation, bad: map[string]badResult{}}
+	if r.Prometheus == nil {
+		h.err = "the pool has health checks and the operator has no Prometheus URL configured"
+		return h
+	}
+	wanted := map[string]bool{}
+	for _, n := range settling {
+		wanted[n] = true
+	}
+	for _, q := range hc.Queries {
+		vec, err := r.Prometheus.Query(ctx, q.Query, now)
+		var qe *policies.QueryError
+		switch {
+		case errors.As(err, &qe):
+			h.err = fmt.Sprintf("health check %q is refused by Prometheus: %s", q.Name, qe.Msg)
+			return h
+		case err != nil:
+			h.err = fmt.Sprintf("health check %q cannot be run, Prometheus is unreachable: %v", q.Name, err)
+			return h
+		}
+		label := q.NodeLabel
+		if label == "" {
+			label = "node"
+		}
+		resolver := policies.NewNodeResolver(nodes, q.MatchNodeBy)
+		for _, s := range vec {
+			name, ok := resolver.Resolve(string(s.Metric[model.LabelName(label)]))
+			if _, seen := h.bad[name]; !ok || !wanted[name] || seen {
+				continue
+			}
+			h.bad[name] = badResult{check: q.Name, value: sampleValue(s.Value), series: seriesText(s.Metric)}
+		}
+	}
+	return h
+}
+
+func sampleValue(v model.SampleValue) string {
+	f := float64(v)
+	if math.IsNaN(f) {
+		return "NaN"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// seriesText is a series' labels, cut to what a message can quote.
+func seriesText(m model.Metric) string {
+	s := m.String()
+	if len(s) > maxSeriesText {
+		s = s[:maxSeriesText] + "…"
+	}
+	return s
+}
