@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,7 +121,11 @@ func TestDemoShowsTheRebootSentinelAndItsLoopGuard(t *testing.T) {
 // TestDemoRebootsFragmentedNodesInsideTheWindow runs the demo with its
 // metric part, on an API server of its own: the one node no other request
 // reboots fragments, the policy asks for it, and it is rebooted once the
-// policy's window opens, with its fragmentation before and after.
+// policy's window opens, with its fragmentation before and after. With
+// the halt part, the rolled-out pool's first node comes back unhealthy:
+// the view shows the pool halted with the node and the check, the series
+// recovers, the demo resumes the pool as a person would, and the rollout
+// completes.
 func TestDemoRebootsFragmentedNodesInsideTheWindow(t *testing.T) {
 	promtest.Binary(t) // skip (or fail on CI) without Prometheus
 	g := NewWithT(t)
@@ -128,7 +133,7 @@ func TestDemoRebootsFragmentedNodesInsideTheWindow(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	err := run(ctx, options{
-		Nodes: 4, Pools: 2, RebootTime: 500 * time.Millisecond, Journal: sim.Memory, Metrics: true,
+		Nodes: 4, Pools: 2, RebootTime: 500 * time.Millisecond, Journal: sim.Memory, Metrics: true, Halt: true,
 		ExitWhenDone: true, KubeconfigOut: filepath.Join(t.TempDir(), "kubeconfig"),
 	}, &out)
 	t.Log("\n" + out.String())
@@ -143,4 +148,15 @@ func TestDemoRebootsFragmentedNodesInsideTheWindow(t *testing.T) {
 	g.Expect(text).To(ContainSubstring("All 4 requests done: 4 Succeeded, 0 Failed."))
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 host reboot; the policy's is summarized on its own")
 	g.Expect(text).To(MatchRegexp(`(?m)^\s+web-001\s+0\.9\d* → 0\.0\d*\s+\S+ UTC, inside the window\s+\S+ UTC$`))
+
+	// The halt: batch-000 settles unhealthy, its pool halts and says why,
+	// the demo resumes it, and batch-000 succeeds with the rest.
+	g.Expect(text).To(ContainSubstring("halt      MaintenancePool batch: settleTime 3s, health check node-healthy `sim_node_unhealthy == 1` every 5s, resume Manual;"))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+batch-000\s+batch\s+Settling\s+config\b`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+pool batch HALTED: batch-000 failed health check node-healthy \(value 1\): no node is admitted \(condition Halted, event PoolHalted\); resume: kubectl kmaint resume batch$`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+pool batch resumed: kubectl kmaint resume batch wrote kmaint.io/resume-halt=\S+Z; the failed node gives up its slot$`))
+	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+pool batch no longer halted: the rollout goes on$`))
+	halted := strings.Index(text, "pool batch HALTED")
+	g.Expect(halted).To(BeNumerically("<", strings.Index(text, "pool batch resumed")))
+	g.Expect(strings.Index(text, "pool batch resumed")).To(BeNumerically("<", strings.Index(text, "pool batch no longer halted")))
 }

@@ -5,8 +5,11 @@
 // metric: node_exporters report memory fragmentation to a real Prometheus,
 // it rises on a few nodes, and the sample memory-fragmentation RebootPolicy
 // asks for those that stay past its threshold, to be rebooted inside its
-// window. The demo shows them pass the gate, live, as read from the API
-// server and Prometheus. `make demo` runs it; `make demo DEMO_FLAGS=--help`
+// window. With Prometheus, the rolled-out pool also guards its rollout: a
+// settle time and a health check; one of its nodes comes back unhealthy,
+// the pool halts after it, and once the node's series recovers the demo
+// resumes it as a person would (halt.go). The demo shows them pass the
+// gate, live, as read from the API server and Prometheus. `make demo` runs it; `make demo DEMO_FLAGS=--help`
 // lists its flags.
 //
 // With --cluster=real (`make demo-cluster`) the cluster is a real one on
@@ -48,6 +51,7 @@ func main() {
 	fs.DurationVar(&opts.RebootTime, "reboot-time", 3*time.Second, "How long a simulated node is down for a reboot.")
 	fs.StringVar(&journal, "journal", string(sim.Memory), "Node journals: memory (in this process), or journald (a real systemd-journald and daemon process per node; needs root).")
 	fs.BoolVar(&opts.Metrics, "metrics", true, "Add the metric part: node exporters, a real Prometheus (/usr/bin/prometheus or $KMAINT_PROMETHEUS) and the memory-fragmentation RebootPolicy rebooting fragmented nodes inside its window. Off by itself without Prometheus.")
+	fs.BoolVar(&opts.Halt, "halt", true, "With the metric part: the rolled-out pool checks each rebooted node's health on Prometheus for a settle time; one node comes back unhealthy, the pool halts after it, and the demo resumes it once the node's series recovers, as a person would (kubectl kmaint resume).")
 	fs.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "Exit after the summary instead of running on for kubectl until Ctrl-C.")
 	fs.StringVar(&opts.KubeconfigOut, "kubeconfig-out", "./demo-kubeconfig", "Where to write a cluster-admin kubeconfig for the demo's API server.")
 	fs.StringVar(&opts.ReportOut, "report-out", "./demo-report.html", `Where to write the HTML rollout report at the end; "" writes none.`)
@@ -60,7 +64,7 @@ func main() {
 		opts.Real = true
 		// The real demo's pools and requests are fixed, its reboots are
 		// real and so are its journals, and it has no Prometheus.
-		for _, simOnly := range []string{"pools", "max-unavailable", "reboot-time", "journal", "metrics"} {
+		for _, simOnly := range []string{"pools", "max-unavailable", "reboot-time", "journal", "metrics", "halt"} {
 			if flagSet(fs, simOnly) {
 				fmt.Fprintf(os.Stderr, "demo: --%s applies to --cluster=sim only\n", simOnly)
 				os.Exit(2)

@@ -32,6 +32,9 @@ type display struct {
 	// rolloutEnd is when the demo first saw the host and config requests
 	// done.
 	rolloutEnd time.Time
+	// shownHalt and shownResume are each pool's halt and resume-halt
+	// annotation as last reported.
+	shownHalt, shownResume map[string]string
 }
 
 // redrawEvery is how often a live frame is redrawn.
@@ -41,7 +44,8 @@ const redrawEvery = 500 * time.Millisecond
 const maxRows = 16
 
 func newDisplay(out io.Writer, live bool, start time.Time) *display {
-	return &display{out: out, live: live, start: start, shown: map[string]nodeRow{}, shownCandidate: map[string]string{}, shownOutcome: map[string]bool{}}
+	return &display{out: out, live: live, start: start, shown: map[string]nodeRow{}, shownCandidate: map[string]string{}, shownOutcome: map[string]bool{},
+		shownHalt: map[string]string{}, shownResume: map[string]string{}}
 }
 
 // untilDone shows the cluster until what the demo waits for is done, and
@@ -140,7 +144,33 @@ func (d *display) report(v view) {
 		}
 		fmt.Fprintln(d.out, strings.TrimRight(line, " "))
 	}
+	d.reportHalts(v)
 	d.reportPolicy(v)
+}
+
+// reportHalts prints a line when a pool halts or its halt lifts, and when
+// a person resumes it, unless the view is live.
+func (d *display) reportHalts(v view) {
+	for _, p := range v.pools {
+		at := "+" + elapsed(time.Since(d.start))
+		if was := d.shownHalt[p.name]; was != p.halt {
+			d.shownHalt[p.name] = p.halt
+			switch {
+			case d.live:
+			case p.halt != "":
+				fmt.Fprintf(d.out, "%8s  pool %s %s: no node is admitted (condition Halted, event PoolHalted); resume: kubectl kmaint resume %s\n", at, p.name, p.halt, p.name)
+			default:
+				fmt.Fprintf(d.out, "%8s  pool %s no longer halted: the rollout goes on\n", at, p.name)
+			}
+		}
+		if was := d.shownResume[p.name]; was != p.resumedUpTo {
+			d.shownResume[p.name] = p.resumedUpTo
+			if !d.live && p.resumedUpTo != "" {
+				fmt.Fprintf(d.out, "%8s  pool %s resumed: kubectl kmaint resume %s wrote %s=%s; the failed node gives up its slot\n",
+					at, p.name, p.name, v1alpha1.ResumeHaltAnnotation, p.resumedUpTo)
+			}
+		}
+	}
 }
 
 // reportPolicy prints a line when a node becomes the policy's candidate or
@@ -189,7 +219,11 @@ func (d *display) draw(v view, now time.Time) {
 		if strings.HasSuffix(p.spec, "%") {
 			limit += " (" + p.spec + ")"
 		}
-		fmt.Fprintf(&b, "%-8s %s %-11s unavailable %d/%s\n", p.name, bar(p.back+p.failed, p.todo, 24), fmt.Sprintf("%d/%d back", p.back, p.todo), p.unavailable, limit)
+		line := fmt.Sprintf("%-8s %s %-11s unavailable %d/%s", p.name, bar(p.back+p.failed, p.todo, 24), fmt.Sprintf("%d/%d back", p.back, p.todo), p.unavailable, limit)
+		if p.halt != "" {
+			line += "  " + colored(stepFailed, p.halt+"; resume: kubectl kmaint resume "+p.name)
+		}
+		b.WriteString(line + "\n")
 	}
 	if p := v.policy; p != nil {
 		fmt.Fprintf(&b, "\npolicy %s: %s %s %s for %s\n  window %s\n", p.name, p.query, p.comparison, p.threshold, p.forDur, windowText(p.window(now), now))
@@ -336,6 +370,8 @@ func stepColor(st step) string {
 		return "36"
 	case stepApproved, stepRebooting:
 		return "35"
+	case stepSettling:
+		return "96"
 	case stepBack:
 		return "32"
 	case stepFailed:

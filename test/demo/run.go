@@ -49,6 +49,10 @@ type options struct {
 	// the memory-fragmentation RebootPolicy. Without a prometheus binary
 	// the demo says so and goes on without it.
 	Metrics bool
+	// Halt, with the metric part, guards the rolled-out pool with a settle
+	// time and a health check, and makes one of its nodes come back
+	// unhealthy: the pool halts, and the demo resumes it (halt.go).
+	Halt bool
 	// Bed, when set, is a running API server to use instead of starting one;
 	// the demo leaves it running. Tests share theirs this way.
 	Bed *testbed.Bed
@@ -94,6 +98,11 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		} else {
 			metrics = &sim.MetricsConfig{Interval: time.Second}
 		}
+	}
+
+	var halt *haltPlan
+	if metrics != nil && opts.Halt {
+		halt = planHalt(pools)
 	}
 
 	bed := opts.Bed
@@ -177,9 +186,20 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if _, err := holdOne(ctx, w, bed.Client, configPool(pools), out); err != nil {
 		return ignoreEnded(ctx, err)
 	}
+	if halt != nil {
+		// Before the rollout starts: the node must come back unhealthy
+		// from its first reboot.
+		if err := halt.arm(c); err != nil {
+			return err
+		}
+		go halt.drive(ctx, w, bed.Client, c)
+	}
 	expected, err := request(ctx, bed.Client, c, pools, sentinelFiles, out)
 	if err != nil {
 		return ignoreEnded(ctx, err)
+	}
+	if halt != nil {
+		halt.describe(out)
 	}
 	target := goal{rollout: expected, sentinel: sentinelNode}
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -41,13 +42,14 @@ const (
 	stepDraining  step = step(v1alpha1.PhaseDraining)  // admitted: cordoned, pods evicted
 	stepApproved  step = step(v1alpha1.PhaseApproved)  // drained, reboot approved for its boot
 	stepRebooting step = step(v1alpha1.PhaseRebooting) // the daemon asked for the reboot
+	stepSettling  step = step(v1alpha1.PhaseSettling)  // back, keeping its slot while its pool's health checks run
 	stepBack      step = step(v1alpha1.PhaseSucceeded) // a new boot ID and Ready
 	stepFailed    step = step(v1alpha1.PhaseFailed)
 )
 
 // steps lists the steps in order.
 func steps() []step {
-	return []step{stepIdle, stepPending, stepRequested, stepDraining, stepApproved, stepRebooting, stepBack, stepFailed}
+	return []step{stepIdle, stepPending, stepRequested, stepDraining, stepApproved, stepRebooting, stepSettling, stepBack, stepFailed}
 }
 
 // nodeRow is one node as the demo shows it.
@@ -92,6 +94,12 @@ type poolRow struct {
 	// backByMetric counts the nodes back from reboots only a policy's
 	// metric asked for.
 	backByMetric int
+	// halt says why the pool is halted by its health checks, with the
+	// node, check and value; empty while it is not.
+	halt string
+	// resumedUpTo is the pool's kmaint.io/resume-halt, written by a
+	// person (here, the demo) to resume it.
+	resumedUpTo string
 }
 
 // policyRow is the demo's RebootPolicy and what its status says.
@@ -197,7 +205,7 @@ func buildView(s clusterState) view {
 	slices.SortFunc(pools, func(a, b v1alpha1.MaintenancePool) int { return cmp.Compare(a.Name, b.Name) })
 	rows := map[string]*poolRow{}
 	for _, p := range pools {
-		rows[p.Name] = &poolRow{name: p.Name, spec: "1"}
+		rows[p.Name] = &poolRow{name: p.Name, spec: "1", halt: haltText(&p), resumedUpTo: p.Annotations[v1alpha1.ResumeHaltAnnotation]}
 		if p.Spec.MaxUnavailable != nil {
 			rows[p.Name].spec = p.Spec.MaxUnavailable.String()
 		}
@@ -277,6 +285,25 @@ func buildPolicy(p *v1alpha1.RebootPolicy, nodes []nodeRow) *policyRow {
 		}
 	}
 	return row
+}
+
+// haltText says why the pool is halted, in a demo line's room: the failed
+// nodes with their check and value, or why the checks cannot run; empty
+// while it is not halted.
+func haltText(p *v1alpha1.MaintenancePool) string {
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.HaltedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return ""
+	}
+	h := p.Status.Halt
+	if c.Reason != v1alpha1.HealthCheckFailedReason || h == nil || len(h.Nodes) == 0 {
+		return fmt.Sprintf("HALTED (%s)", c.Reason)
+	}
+	var parts []string
+	for _, n := range h.Nodes {
+		parts = append(parts, fmt.Sprintf("%s failed health check %s (value %s)", n.Node, n.Check, n.Value))
+	}
+	return "HALTED: " + strings.Join(parts, ", ")
 }
 
 // heldText says, in a demo line's room, why the node's reboot sentinel asks
