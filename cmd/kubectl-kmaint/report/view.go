@@ -216,7 +216,8 @@ func (r *Report) timeline(sc scale) timelineView {
 					x, r := sc.x(t.CheckFailed), min(5, rh/2)
 					m.Check = &markView{X: x, Y: rv.LineY, R: r, Cross: fmt.Sprintf("M%.1f %.1f L%.1f %.1f L%.1f %.1f Z",
 						x, rv.LineY-r, x+r, rv.LineY+r, x-r, rv.LineY+r)}
-					if !v.Compact && t.Failed.IsZero() {
+					// Written out while the halt holds; after, hovering and the table tell it.
+					if !v.Compact && !t.Done() {
 						m.Check.Text = ellipsis(t.CheckReason+": "+t.CheckMessage, 60)
 						m.Check.Left = m.Check.X > labelWidth+plotWidth*0.6
 					}
