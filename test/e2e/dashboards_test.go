@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +23,8 @@ import (
 
 	"github.com/kmaint/kmaint/dashboards"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/notify"
+	"github.com/kmaint/kmaint/test/chatrecv"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/promtest"
@@ -39,7 +43,9 @@ var noDataAllowed = map[[2]string]string{}
 // happen for real: host and metric requests, drains and reboots completing,
 // a drain abandoned on a PodDisruptionBudget, a reboot that never happens
 // (the daemon reports degraded), a paused pool holding a request, and a
-// policy's evaluations failing while Prometheus is down. Then every panel
+// policy's evaluations failing while Prometheus is down, nodes settling
+// under a health check, and notifications of it all sent to a chat
+// receiver. Then every panel
 // query of every dashboard, with the variables set to that scenario's pools,
 // policy and node, returns data: at least one series whose value is a
 // number (a histogram quantile over no increase is NaN, which Grafana draws
@@ -60,14 +66,24 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 		stuck      = "dash-003" // reboot never happens: degraded
 		waiting    = "held-000" // request held by the paused pool
 	)
+	chat := chatrecv.Start(t)
+	urls := filepath.Join(t.TempDir(), "urls")
+	g.Expect(os.WriteFile(urls, []byte(chat.URL()+"\n"), 0o600)).To(Succeed())
 	c, err := sim.Start(ctx, bed, sim.Config{
 		Pools: []sim.PoolSpec{
-			{Name: pool, Nodes: 4, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second, OnDrainTimeout: v1alpha1.DrainAbandonAction},
+			// Rebooted nodes settle for a second under a health check
+			// that finds them healthy.
+			{Name: pool, Nodes: 4, MaxUnavailable: intstr.FromInt32(1), DrainTimeout: 3 * time.Second, OnDrainTimeout: v1alpha1.DrainAbandonAction,
+				SettleTime: time.Second, HealthChecks: &v1alpha1.HealthChecks{
+					Queries:  []v1alpha1.HealthCheck{{Name: "node-healthy", Query: sim.UnhealthySeries + " == 1"}},
+					Interval: &metav1.Duration{Duration: v1alpha1.MinHealthCheckInterval},
+				}},
 			{Name: held, Nodes: 1, MaxUnavailable: intstr.FromInt32(1)},
 		},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 3 * time.Second},
 		Metrics: &sim.MetricsConfig{Interval: time.Second},
+		Notify:  notify.Options{URLsFile: urls, Interval: time.Second, SendTimeout: time.Second, Title: "dashboards"},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last first: the scenario's pods go while the cluster

@@ -30,6 +30,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/node"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -92,6 +93,9 @@ type Config struct {
 	// reboot. A simulated reboot leaves it there, as a host that recreates
 	// it at boot would.
 	SentinelFiles map[string]string
+	// Notify, when its URLsFile is set, has the operator StartOperator
+	// starts send notifications.
+	Notify notify.Options
 }
 
 // Node is a simulated node.
@@ -452,6 +456,7 @@ func (c *Cluster) StartOperator() error {
 	if p := c.Prometheus(); p != nil {
 		opts.PrometheusURL = p.URL()
 	}
+	opts.Notify = c.Config.Notify
 	op, err := StartOperator(c.ctx, c.Bed.Config, opts)
 	if err != nil {
 		return err
