@@ -85,11 +85,11 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 
 	// NotReady: the settle time stops; Ready again, it starts again.
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", false)).To(Succeed())
-	g.Eventually(func(g Gomega) time.Time { return settleOf(g, nodes[0]).Until }, timeout).Should(BeZero())
+	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Until", BeZero()))
 	g.Consistently(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, settle+time.Second, 200*time.Millisecond).ShouldNot(BeNil())
 	backAt := time.Now()
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", true)).To(Succeed())
-	g.Eventually(func(g Gomega) time.Time { return settleOf(g, nodes[0]).Since }, timeout).Should(BeTemporally(">=", backAt.Truncate(time.Second)))
+	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Since", BeTemporally(">=", backAt.Truncate(time.Second))))
 	g.Expect(daemons.Count(nodes[1])).To(BeZero(), "the next node waits while the first settles")
 
 	// Settled: the slot goes to the next node, the request succeeds.
@@ -195,8 +195,12 @@ func TestOnRecoveryResumesWhenTheCheckPassesAgain(t *testing.T) {
 	request(t, nodes[0], "r-0", time.Now())
 	request(t, nodes[1], "r-1", time.Now().Add(time.Second))
 
-	g.Eventually(func(g Gomega) *protocol.HealthCheckFailure { return settleOf(g, nodes[0]).Failure }, timeout).ShouldNot(BeNil())
-	g.Eventually(func(g Gomega) v1alpha1.HaltResume { return getPool(g, pool).Status.Halt.Resume }, timeout).Should(Equal(v1alpha1.ResumeOnRecovery))
+	g.Eventually(func(g Gomega) {
+		s := settleOf(g, nodes[0])
+		g.Expect(s).NotTo(BeNil())
+		g.Expect(s.Failure).NotTo(BeNil())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(HaveField("Resume", v1alpha1.ResumeOnRecovery))
 	q.set(nil, nil)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(harness.EventReasons(g, bed, "Node", nodes[0], "Normal")).To(ContainElement(v1alpha1.HealthCheckRecoveredReason))
