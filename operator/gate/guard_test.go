@@ -177,6 +177,7 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal")).To(ContainElement(v1alpha1.HealthCheckResumedReason))
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, 2*timeout).Should(Succeed())
 	g.Expect(halted(g, pool).Status).To(Equal(metav1.ConditionFalse))
+	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(BeNil())
 }
 
 // A pool that resumes OnRecovery goes on by itself once the failed node
