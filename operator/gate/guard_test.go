@@ -64,7 +64,7 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 	nodes := createNodes(t, pool, pool, 2)
 	watchBudget(t, pool).FailAbove(1)
 	daemons := runDaemons(t, pool, true)
-	startGate(t, gateOptions{})
+	stop := startStoppableGate(t, gateOptions{})
 	request(t, nodes[0], "s-0", time.Now())
 	request(t, nodes[1], "s-1", time.Now().Add(time.Second))
 
@@ -83,12 +83,15 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 	g.Eventually(func(g Gomega) int32 { return getPool(g, pool).Status.Settling }, timeout).Should(BeEquivalentTo(1))
 	g.Expect(daemons.Count(nodes[1])).To(BeZero())
 
-	// NotReady: the settle time stops; Ready again, it starts again.
+	// NotReady: the settle time stops; Ready again, it starts again, also
+	// for an operator that restarted meanwhile (it reads it on the node).
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", false)).To(Succeed())
 	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Until", BeZero()))
 	g.Consistently(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, settle+time.Second, 200*time.Millisecond).ShouldNot(BeNil())
+	stop()
 	backAt := time.Now()
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", true)).To(Succeed())
+	startGate(t, gateOptions{})
 	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Since", BeTemporally(">=", backAt.Truncate(time.Second))))
 	g.Expect(daemons.Count(nodes[1])).To(BeZero(), "the next node waits while the first settles")
 
