@@ -59,7 +59,7 @@ func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() strin
 			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
 		}
 	case to == v1alpha1.PhaseSucceeded:
-		if times.Rebooting != nil && times.Settling == nil {
+		if times.Rebooting != nil && base.Status.PhaseTimes.Settling == nil {
 			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
 		}
 		r.Metrics.Completed(pool(), source, "succeeded")
