@@ -64,7 +64,7 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 	nodes := createNodes(t, pool, pool, 2)
 	watchBudget(t, pool).FailAbove(1)
 	daemons := runDaemons(t, pool, true)
-	startGate(t, gateOptions{})
+	stop := startStoppableGate(t, gateOptions{})
 	request(t, nodes[0], "s-0", time.Now())
 	request(t, nodes[1], "s-1", time.Now().Add(time.Second))
 
@@ -83,13 +83,16 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 	g.Eventually(func(g Gomega) int32 { return getPool(g, pool).Status.Settling }, timeout).Should(BeEquivalentTo(1))
 	g.Expect(daemons.Count(nodes[1])).To(BeZero())
 
-	// NotReady: the settle time stops; Ready again, it starts again.
+	// NotReady: the settle time stops; Ready again, it starts again, also
+	// for an operator that restarted meanwhile (it reads it on the node).
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", false)).To(Succeed())
-	g.Eventually(func(g Gomega) time.Time { return settleOf(g, nodes[0]).Until }, timeout).Should(BeZero())
+	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Until", BeZero()))
 	g.Consistently(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, settle+time.Second, 200*time.Millisecond).ShouldNot(BeNil())
+	stop()
 	backAt := time.Now()
 	g.Expect(gen.SetBoot(ctx, bed.Client, nodes[0], "boot-0-r1", true)).To(Succeed())
-	g.Eventually(func(g Gomega) time.Time { return settleOf(g, nodes[0]).Since }, timeout).Should(BeTemporally(">=", backAt.Truncate(time.Second)))
+	startGate(t, gateOptions{})
+	g.Eventually(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, timeout).Should(HaveField("Since", BeTemporally(">=", backAt.Truncate(time.Second))))
 	g.Expect(daemons.Count(nodes[1])).To(BeZero(), "the next node waits while the first settles")
 
 	// Settled: the slot goes to the next node, the request succeeds.
@@ -177,6 +180,7 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal")).To(ContainElement(v1alpha1.HealthCheckResumedReason))
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, 2*timeout).Should(Succeed())
 	g.Expect(halted(g, pool).Status).To(Equal(metav1.ConditionFalse))
+	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(BeNil())
 }
 
 // A pool that resumes OnRecovery goes on by itself once the failed node
@@ -195,8 +199,12 @@ func TestOnRecoveryResumesWhenTheCheckPassesAgain(t *testing.T) {
 	request(t, nodes[0], "r-0", time.Now())
 	request(t, nodes[1], "r-1", time.Now().Add(time.Second))
 
-	g.Eventually(func(g Gomega) *protocol.HealthCheckFailure { return settleOf(g, nodes[0]).Failure }, timeout).ShouldNot(BeNil())
-	g.Eventually(func(g Gomega) v1alpha1.HaltResume { return getPool(g, pool).Status.Halt.Resume }, timeout).Should(Equal(v1alpha1.ResumeOnRecovery))
+	g.Eventually(func(g Gomega) {
+		s := settleOf(g, nodes[0])
+		g.Expect(s).NotTo(BeNil())
+		g.Expect(s.Failure).NotTo(BeNil())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(HaveField("Resume", v1alpha1.ResumeOnRecovery))
 	q.set(nil, nil)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(harness.EventReasons(g, bed, "Node", nodes[0], "Normal")).To(ContainElement(v1alpha1.HealthCheckRecoveredReason))

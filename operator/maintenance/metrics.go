@@ -52,8 +52,14 @@ func (r *Reconciler) count(base, nm *v1alpha1.NodeMaintenance, pool func() strin
 	times := nm.Status.PhaseTimes
 	switch {
 	case from == to:
-	case to == v1alpha1.PhaseSucceeded:
+	case to == v1alpha1.PhaseSettling:
+		// Back Ready with a new boot: the reboot took this long, whatever
+		// the settle time adds before the request succeeds.
 		if times.Rebooting != nil {
+			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
+		}
+	case to == v1alpha1.PhaseSucceeded:
+		if times.Rebooting != nil && base.Status.PhaseTimes.Settling == nil {
 			r.Metrics.Rebooted(pool(), now.Sub(times.Rebooting.Time))
 		}
 		r.Metrics.Completed(pool(), source, "succeeded")

@@ -168,7 +168,11 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 		stamp(v1alpha1.PhaseFailed)
 	} else {
 		for _, p := range v1alpha1.PhaseOrder() {
-			stamp(p)
+			// A node settles only in a guarded pool: a request is stamped
+			// Settling when it is seen there, never for a phase passed.
+			if p != v1alpha1.PhaseSettling || v.phase == p {
+				stamp(p)
+			}
 			if p == v.phase {
 				break
 			}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +33,18 @@ func poolChanged() predicate.Predicate {
 		}
 		return v1alpha1.BlockingQueryStatus{}
 	}
+	// A halt's or the canaries' reason and message are quoted by the
+	// requests that wait for them.
+	halt := func(p *v1alpha1.MaintenancePool) string {
+		var out string
+		for _, t := range []string{v1alpha1.HaltedCondition, v1alpha1.BlockedCondition} {
+			if c := meta.FindStatusCondition(p.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue &&
+				(t == v1alpha1.HaltedCondition || c.Reason == v1alpha1.CanariesReason) {
+				out += c.Reason + "\x00" + c.Message + "\x00"
+			}
+		}
+		return out
+	}
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
@@ -39,7 +52,8 @@ func poolChanged() predicate.Predicate {
 			if !okOld || !okNew || o.Generation != n.Generation || (o.Unreadable() == nil) != (n.Unreadable() == nil) {
 				return true
 			}
-			return exhausted(o) != exhausted(n) || blocking(o) != blocking(n)
+			return exhausted(o) != exhausted(n) || blocking(o) != blocking(n) || halt(o) != halt(n) ||
+				o.Status.Settling != n.Status.Settling
 		},
 	}
 }

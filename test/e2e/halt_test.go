@@ -104,6 +104,7 @@ func TestRolloutHaltsAtTheFirstUnhealthyNode(t *testing.T) {
 	addr := c.KmaintMetricsAddr()
 	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(And(
 		ContainSubstring(`kmaint_pool_halted{pool="`+pool+`"} 1`),
+		ContainSubstring(`kmaint_pool_settling_nodes{pool="`+pool+`"} 1`),
 		ContainSubstring(`kmaint_health_check_failures_total{check="`+check+`",pool="`+pool+`"} 1`),
 	))
 	g.Eventually(func(g Gomega) {

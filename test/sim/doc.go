@@ -5,4 +5,9 @@
 // systemd-journald (test/node) or in this process with an in-memory journal
 // for thousands of nodes. The reboot itself is the one faked seam. The real
 // operator runs beside it and can be killed and restarted at any moment.
+//
+// With metrics on, a real Prometheus scrapes one exporter that stands for
+// every node's node_exporter: its memory fragmentation, and its health
+// (UnhealthySeries, made bad with SetUnhealthy, SetUnhealthyAfterReboot or
+// SetUnhealthyOnReboot), for a pool's post-reboot health checks.
 package sim

@@ -510,7 +510,7 @@ func TestCRDPrinting(t *testing.T) {
 		wantCategories []string
 	}{
 		"maintenancepools.kmaint.io": {
-			wantColumns:    []string{"Nodes", "Ready", "Updated", "Unavailable", "Paused", "Age"},
+			wantColumns:    []string{"Nodes", "Ready", "Updated", "Unavailable", "Paused", "Halted", "Age"},
 			wantShortNames: []string{"mp", "mpool"},
 			wantCategories: []string{"kmaint"},
 		},
