@@ -110,6 +110,11 @@ func haltNote(p *v1alpha1.MaintenancePool, now time.Time) []string {
 func freezeNote(p *v1alpha1.MaintenancePool, now time.Time) []string {
 	f := p.Status.Freeze
 	if f == nil {
+		// Frozen without a freeze in force: one that cannot be read
+		// (InvalidFreeze) holds the pool, fail closed.
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.FrozenCondition); c != nil && c.Status == "True" {
+			return []string{fmt.Sprintf("Pool %s is FROZEN (%s): %s", p.Name, c.Reason, c.Message)}
+		}
 		return nil
 	}
 	line := fmt.Sprintf("Pool %s is FROZEN by freeze %s", p.Name, f.Name)

@@ -162,8 +162,18 @@ func TestStatusOfFrozenPoolAndCanaries(t *testing.T) {
 		Reason: v1alpha1.CanariesReason, Message: "1 of 1 canaries settling: node can-0"})
 	g.Expect(bed.Client.Status().Update(ctx, p)).To(Succeed())
 
+	// A freeze the operator cannot read holds its pool all the same.
+	harness.CreateTemporary(t, bed, gen.Pool("ifz", intstr.FromInt32(1)))
+	p = harness.GetPool(g, bed, "ifz")
+	p.Status.ObservedGeneration = p.Generation
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: v1alpha1.FrozenCondition, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.InvalidFreezeReason, Message: `freeze fridays: unknown time zone "Mars/Olympus"`})
+	g.Expect(bed.Client.Status().Update(ctx, p)).To(Succeed())
+
 	out, err := run(t, "status")
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`(?m)^ifz\s+0\s+.*\s+Frozen$`))
+	g.Expect(out).To(ContainSubstring(`Pool ifz is FROZEN (InvalidFreeze): freeze fridays: unknown time zone "Mars/Olympus"`))
 	g.Expect(out).To(MatchRegexp(`(?m)^frz\s+0\s+.*\s+Frozen: black-friday$`))
 	g.Expect(out).To(MatchRegexp(`(?m)^can\s+0\s+.*\s+waiting for canaries, 1 settling$`))
 	g.Expect(out).To(ContainSubstring("Pool frz is FROZEN by freeze black-friday (shopping season) until " + stamp(end) + " (in 2d"))
