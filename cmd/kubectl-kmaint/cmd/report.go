@@ -29,8 +29,10 @@ func newReportCommand(k *kube) *cobra.Command {
 		Use:   "report [-f kmaint-report.html]",
 		Short: "Write an HTML report of the cluster's reboots",
 		Long: `Write the rollout report, one HTML page with no outside resources: per pool, a
-timeline of every node's maintenances (waiting, draining, rebooting), the pool's
-unavailable nodes over time against its budget, and counts by source and outcome.
+timeline of every node's maintenances (waiting, draining, rebooting, settling,
+failed health checks marked), the pool's unavailable nodes over time against its
+budget, a halted pool's failed node and check, failed health checks, and counts by
+source and outcome.
 It is built from every NodeMaintenance, MaintenancePool and Node in the cluster.`,
 		Example: `  kubectl kmaint report
   kubectl kmaint report -f /tmp/rollout.html`,
