@@ -99,7 +99,7 @@ func TestSettleTimeHoldsTheSlotAndStartsAgainAfterNotReady(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
 	g.Expect(time.Since(backAt)).To(BeNumerically(">=", settle))
 	g.Eventually(func(g Gomega) v1alpha1.Phase { return hostMaintenance(g, nodes[0]).Status.Phase }, timeout).Should(Equal(v1alpha1.PhaseSucceeded))
-	g.Expect(harness.EventReasons(g, bed, "Node", nodes[0], "Normal")).To(ContainElement(v1alpha1.SettledReason))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", nodes[0], "Normal") }, timeout).Should(ContainElement(v1alpha1.SettledReason))
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, timeout).Should(Succeed())
 }
 
@@ -177,7 +177,7 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha1.HealthCheckResumedReason))
 	}, timeout).Should(Succeed())
-	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal")).To(ContainElement(v1alpha1.HealthCheckResumedReason))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal") }, timeout).Should(ContainElement(v1alpha1.HealthCheckResumedReason))
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, 2*timeout).Should(Succeed())
 	g.Expect(halted(g, pool).Status).To(Equal(metav1.ConditionFalse))
 	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(BeNil())
@@ -207,7 +207,7 @@ func TestOnRecoveryResumesWhenTheCheckPassesAgain(t *testing.T) {
 	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(HaveField("Resume", v1alpha1.ResumeOnRecovery))
 	q.set(nil, nil)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
-	g.Expect(harness.EventReasons(g, bed, "Node", nodes[0], "Normal")).To(ContainElement(v1alpha1.HealthCheckRecoveredReason))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", nodes[0], "Normal") }, timeout).Should(ContainElement(v1alpha1.HealthCheckRecoveredReason))
 	g.Eventually(func(g Gomega) int { return daemons.Count(nodes[1]) }, timeout).Should(Equal(1))
 }
 

@@ -166,5 +166,5 @@ func TestRolloutHaltsAtTheFirstUnhealthyNode(t *testing.T) {
 	hc := meta.FindStatusCondition(harness.MaintenancesOf(g, bed, bad)[0].Status.Conditions, v1alpha1.HealthyCondition)
 	g.Expect(hc).NotTo(BeNil())
 	g.Expect(hc.Reason).To(Equal(v1alpha1.HealthCheckResumedReason), "the resumed node's request says it was resumed, not healthy")
-	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal")).To(ContainElement(v1alpha1.HealthCheckResumedReason))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", pool, "Normal") }, timeout).Should(ContainElement(v1alpha1.HealthCheckResumedReason))
 }
