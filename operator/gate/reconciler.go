@@ -124,8 +124,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		// blockingQuery is omitted when no query blocks: named, it is
-		// removed, or waiting requests would go on quoting the last one.
-		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{Clear: []string{"blockingQuery"}}); err != nil {
+		// removed, or waiting requests would go on quoting the last one;
+		// freeze likewise once the freeze ends.
+		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{Clear: []string{"blockingQuery", "freeze"}}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}

@@ -58,6 +58,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	r.setDegraded(st, degraded, malformed, notBack)
 	setConflicting(st)
 	r.setOverBudget(ctx, st)
+	r.setFrozen(st)
 }
 
 // setConflicting reports the pool's nodes that another pool selects too, or
@@ -142,6 +143,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 	if p.held > 0 {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
+	st.addFreezes(&in)
 	return in
 }
 

@@ -36,6 +36,7 @@ const (
 	PoolPaused           = "kmaint_pool_paused"            // gauge {pool}
 	PoolOverBudget       = "kmaint_pool_over_budget"       // gauge {pool}: 1 while more nodes count against the budget than it allows
 	PoolOptedOutNodes    = "kmaint_pool_opted_out_nodes"   // gauge {pool}: waiting nodes held by an opt-out
+	PoolFrozen           = "kmaint_pool_frozen"            // gauge {pool}: 1 while one of the pool's freezes is in force (or cannot be read)
 	ClusterPaused        = "kmaint_cluster_paused"         // gauge: 1 while the MaintenanceGate named cluster stops every admission (paused or unreadable)
 
 	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
@@ -75,7 +76,7 @@ func All() []string {
 		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
-		PoolOptedOutNodes, ClusterPaused,
+		PoolOptedOutNodes, PoolFrozen, ClusterPaused,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,

@@ -49,6 +49,7 @@ func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.Passive
 	s.desc(PoolPaused, "1 while the pool is paused.", pool)
 	s.desc(PoolOverBudget, "1 while more of the pool's nodes count against its budget than maxUnavailable allows (its OverBudget condition).", pool)
 	s.desc(PoolOptedOutNodes, "Waiting nodes of the pool held by an opt-out (do-not-disrupt on the node or a pod, or blockingPodSelector).", pool)
+	s.desc(PoolFrozen, "1 while one of the pool's freezes is in force, or one cannot be read (its Frozen condition).", pool)
 	s.desc(ClusterPaused, "1 while the MaintenanceGate named cluster stops every pool's admissions: paused, or unreadable.", nil)
 	policy := []string{"policy"}
 	s.desc(PolicyCandidates, "Nodes meeting a policy's trigger, by what they wait for.", []string{"policy", "state"})
@@ -197,6 +198,9 @@ func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.Maintenance
 	s.gauge(ch, PoolPaused, bool01(p.Spec.Paused), name)
 	s.gauge(ch, PoolOverBudget, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.OverBudgetCondition)), name)
 	s.gauge(ch, PoolOptedOutNodes, float64(st.OptedOut), name)
+	// From the Frozen condition the gate writes: a freeze that cannot be
+	// read counts as in force, as the gate treats it.
+	s.gauge(ch, PoolFrozen, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.FrozenCondition)), name)
 }
 
 func (s *State) collectPolicy(ch chan<- prometheus.Metric, p *v1alpha1.RebootPolicy, open int) {
