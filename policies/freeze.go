@@ -14,6 +14,11 @@ import (
 // "at least until", and the gate looks again then.
 const maxFreezeChain = 16
 
+// maxFreezeStarts bounds how many overlapping starts of one recurring
+// freeze are followed, for the same reason: the cost of evaluating a freeze
+// stays small whatever its schedule and duration.
+const maxFreezeStarts = 500
+
 // Freeze is a freeze period ready to be evaluated: an absolute range, or a
 // recurring one, which is exactly a maintenance window that means "closed".
 type Freeze struct {
@@ -94,8 +99,25 @@ func (f Freeze) in(now time.Time) (frozen bool, until, next time.Time) {
 			return false, time.Time{}, time.Time{}
 		}
 	}
-	s := f.recurring.State(now)
-	return s.Open, s.Until, s.Next
+	w := f.recurring
+	start := w.schedule.Next(now.Add(-w.duration))
+	switch {
+	case start.IsZero():
+		return false, time.Time{}, time.Time{}
+	case start.After(now):
+		return false, time.Time{}, start
+	}
+	// In force: follow the starts that keep it so, within a bound (a
+	// start every minute for a year would be half a million of them).
+	until = start.Add(w.duration)
+	for range maxFreezeStarts {
+		next := w.schedule.Next(start)
+		if next.IsZero() || next.After(until) {
+			break
+		}
+		start, until = next, next.Add(w.duration)
+	}
+	return true, until, time.Time{}
 }
 
 // FreezeState is what a set of freezes says at one moment.

@@ -19,7 +19,7 @@ func (w *Windows) PoolFreeze() policies.FreezeState {
 	if w.freezeErr != nil {
 		return policies.FreezeState{Frozen: true, Err: w.freezeErr}
 	}
-	return policies.FrozenAt(w.freezes, w.now)
+	return w.poolFrozen
 }
 
 // Freezes reports whether the pool or any policy has freezes, i.e. whether
@@ -47,12 +47,24 @@ func (w *Windows) frozen(s RequestSettings, policy string, pw policyWindows) (Ve
 		}
 	}
 	// The pool's freeze is told first: it holds every request of the pool.
-	states := []policies.FreezeState{policies.FrozenAt(w.freezes, w.now), policies.FrozenAt(pw.freezes, w.now)}
+	states := []policies.FreezeState{w.poolFrozen, pw.frozen}
 	i := slices.IndexFunc(states, func(st policies.FreezeState) bool { return st.Frozen })
 	if i < 0 {
 		return Verdict{}, false
 	}
-	return Verdict{Policy: policy, Frozen: states[i].Describe(), Next: w.afterFreezes(s, pw)}, true
+	key := thawKey{policy: policy, ignoreWindows: s.IgnoreWindows}
+	next, ok := w.thawed[key]
+	if !ok {
+		next = w.afterFreezes(s, pw)
+		w.thawed[key] = next
+	}
+	return Verdict{Policy: policy, Frozen: states[i].Describe(), Next: next}, true
+}
+
+// thawKey is what afterFreezes depends on besides the pool.
+type thawKey struct {
+	policy        string
+	ignoreWindows bool
 }
 
 // afterFreezes returns the first moment from now at which the request is
@@ -61,11 +73,19 @@ func (w *Windows) frozen(s RequestSettings, policy string, pw policyWindows) (Ve
 func (w *Windows) afterFreezes(s RequestSettings, pw policyWindows) time.Time {
 	all := append(slices.Clone(w.freezes), pw.freezes...)
 	t := w.now
+	fromFreeze := false
 	for range maxFreezeSearch {
 		if st := policies.FrozenAt(all, t); st.Frozen {
-			t = st.Until
+			if fromFreeze {
+				// Still frozen at the end of the freezes in force: their
+				// chain was followed as far as it is, and is looked at
+				// again then.
+				return t
+			}
+			t, fromFreeze = st.Until, true
 			continue
 		}
+		fromFreeze = false
 		if s.IgnoreWindows || pw.err != nil {
 			// A policy whose windows cannot be read holds the request
 			// whatever the time; the freeze's end is the best known.

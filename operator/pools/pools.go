@@ -41,28 +41,36 @@ type Windows struct {
 	// cannot be.
 	freezes   []policies.Freeze
 	freezeErr error
+	// poolFrozen is what the pool's freezes say at now, told once.
+	poolFrozen policies.FreezeState
+	// thawed caches afterFreezes by what it depends on: a recurring freeze
+	// that never ends is costly to follow, and every request of the pool
+	// asks the same.
+	thawed map[thawKey]time.Time
 }
 
 type policyWindows struct {
 	windows []policies.Window
 	err     error
 	// freezes are the policy's freezes, parsed; freezeErr says why they
-	// cannot be.
+	// cannot be; frozen is what they say at now.
 	freezes   []policies.Freeze
 	freezeErr error
+	frozen    policies.FreezeState
 }
 
 // NewWindows prepares the evaluation at now of requests in a pool (nil for
 // the built-in default pool without an object), given the cluster's
 // RebootPolicies.
 func NewWindows(now time.Time, pool *v1alpha1.MaintenancePool, rebootPolicies []v1alpha1.RebootPolicy) *Windows {
-	w := &Windows{now: now, pool: v1alpha1.DefaultPoolName, policies: map[string]policyWindows{}}
+	w := &Windows{now: now, pool: v1alpha1.DefaultPoolName, policies: map[string]policyWindows{}, thawed: map[thawKey]time.Time{}}
 	if pool != nil {
 		w.pool = pool.Name
 		if w.windows, w.poolErr = policies.ParseWindows(pool.Spec.Windows); w.poolErr != nil {
 			w.poolErr = fmt.Errorf("spec.%w", w.poolErr)
 		}
 		w.freezes, w.freezeErr = policies.ParseFreezes("pool "+pool.Name, pool.Spec.Freezes)
+		w.poolFrozen = policies.FrozenAt(w.freezes, now)
 	}
 	for _, p := range rebootPolicies {
 		if len(p.Spec.Windows) == 0 && len(p.Spec.Freezes) == 0 {
@@ -71,6 +79,7 @@ func NewWindows(now time.Time, pool *v1alpha1.MaintenancePool, rebootPolicies []
 		parsed, err := policies.ParseWindows(p.Spec.Windows)
 		pw := policyWindows{windows: parsed, err: err}
 		pw.freezes, pw.freezeErr = policies.ParseFreezes("RebootPolicy "+p.Name, p.Spec.Freezes)
+		pw.frozen = policies.FrozenAt(pw.freezes, now)
 		w.policies[p.Name] = pw
 	}
 	return w
