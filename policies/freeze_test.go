@@ -109,12 +109,12 @@ func TestFrozenAt(t *testing.T) {
 		},
 		"the earliest of the next starts is told": {
 			freezes: []v1alpha1.FreezePeriod{season, recurringFreeze("nightly", "0 22 * * *", 4*time.Hour, "")},
-			zone: "UTC", now: "2026-06-10 12:00",
+			zone:    "UTC", now: "2026-06-10 12:00",
 			wantNext: "2026-06-10 22:00",
 		},
 		"an absolute freeze with an offset is read as that instant": {
 			freezes: []v1alpha1.FreezePeriod{absoluteFreeze("tokyo", "2026-11-20T09:00:00+09:00", "2026-11-21T09:00:00+09:00")},
-			zone: "UTC", now: "2026-11-20 00:00",
+			zone:    "UTC", now: "2026-11-20 00:00",
 			wantFrozen: true, wantName: "tokyo", wantUntil: "2026-11-21 00:00",
 		},
 	}
@@ -243,23 +243,23 @@ func TestFrozenWait(t *testing.T) {
 		wantMsg    []string
 	}{
 		"a frozen node says which freeze and until when": {
-			in: WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, Next: until, Frozen: []string{"pool p's freeze season until 2026-12-27T00:00:00Z"}}},
+			in:         WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, Next: until, Frozen: []string{"pool p's freeze season until 2026-12-27T00:00:00Z"}}},
 			wantReason: v1alpha1.FrozenReason, wantMsg: []string{"frozen by pool p's freeze season", "admitted from 2026-12-27T00:00:00Z"},
 		},
 		"a freeze comes before a shut window": {
-			in: WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, Closed: []string{"pool p"}, Frozen: []string{"RebootPolicy k's freeze f until x"}}},
+			in:         WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, Closed: []string{"pool p"}, Frozen: []string{"RebootPolicy k's freeze f until x"}}},
 			wantReason: v1alpha1.FrozenReason, wantMsg: []string{"RebootPolicy k's freeze f", "also outside the maintenance windows of pool p"},
 		},
 		"an unreadable freeze holds with its own reason": {
-			in: WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, FreezeProblems: []string{`freeze "x" of pool p cannot be read: bad`}}},
+			in:         WaitInput{Pool: "p", Node: nodeState(), Windows: WindowWait{Shut: true, FreezeProblems: []string{`freeze "x" of pool p cannot be read: bad`}}},
 			wantReason: v1alpha1.InvalidFreezeReason, wantMsg: []string{`freeze "x" of pool p cannot be read`},
 		},
 		"the pool counts its waiting nodes": {
-			in: WaitInput{Pool: "p", Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze season until x"}}, Budget: Budget{Waiting: []string{"a", "b"}}},
+			in:         WaitInput{Pool: "p", Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze season until x"}}, Budget: Budget{Waiting: []string{"a", "b"}}},
 			wantReason: v1alpha1.FrozenReason, wantMsg: []string{"Frozen by pool p's freeze season", "2 nodes waiting"},
 		},
 		"a pause comes first": {
-			in: WaitInput{Pool: "p", Paused: true, Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze"}}, Budget: Budget{Waiting: []string{"a"}}},
+			in:         WaitInput{Pool: "p", Paused: true, Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze"}}, Budget: Budget{Waiting: []string{"a"}}},
 			wantReason: v1alpha1.PausedReason,
 		},
 	}

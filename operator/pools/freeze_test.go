@@ -72,7 +72,7 @@ func TestFreezesHoldRequests(t *testing.T) {
 			pool: pool, ids: []string{"kernel"}, wantNext: t0.Add(23 * time.Hour),
 			wantFrozen: []string{"pool p's freeze release (release day) until 2025-03-01T03:00:00Z"},
 		},
-		"a policy's freeze holds nothing else": {pool: unfrozen, ids: []string{"api"}, wantOpen: true},
+		"a policy's freeze holds nothing else":   {pool: unfrozen, ids: []string{"api"}, wantOpen: true},
 		"ignoreFreezes passes a policy's freeze": {pool: unfrozen, ids: []string{"kernel-ok"}, wantOpen: true},
 		"a policy freeze that cannot be read holds its requests": {
 			pool: unfrozen, ids: []string{"broken"}, wantFreezeProb: 1,
