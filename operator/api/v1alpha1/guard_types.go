@@ -138,7 +138,7 @@ func (h *HealthChecks) ResumePolicy() HaltResume {
 // A request passes a freeze only when it says so (a NodeMaintenance's
 // ignoreFreezes); ignoreWindows does not.
 // +kubebuilder:validation:XValidation:rule="(has(self.start) && has(self.end) && !has(self.schedule) && !has(self.duration)) || (!has(self.start) && !has(self.end) && has(self.schedule) && has(self.duration))",message="a freeze is either absolute (start and end) or recurring (schedule and duration), not both"
-// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.end) || timestamp(self.end) > timestamp(self.start)",message="end must be after start"
+// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.end) || self.end > self.start",message="end must be after start"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.timeZone)",message="timeZone applies to a recurring freeze (schedule) only; start and end carry their own offset"
 type FreezePeriod struct {
 	// Name identifies the freeze in conditions, events and metrics.
@@ -153,15 +153,15 @@ type FreezePeriod struct {
 	Reason string `json:"reason,omitempty"`
 
 	// Start and End bound an absolute freeze, RFC 3339 with an offset,
-	// e.g. 2026-11-20T00:00:00Z.
+	// e.g. 2026-11-20T00:00:00Z (the schema's date-time format refuses
+	// anything else). The freeze is in force from start, up to but not
+	// including end.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self == '' || timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",message="start must be an RFC 3339 time such as 2026-11-20T00:00:00Z"
 	// +optional
 	Start *metav1.Time `json:"start,omitempty"`
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self == '' || timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",message="end must be an RFC 3339 time such as 2026-12-27T00:00:00Z"
 	// +optional
 	End *metav1.Time `json:"end,omitempty"`
 
