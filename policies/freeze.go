@@ -12,12 +12,12 @@ import (
 // are joined when working out until when a pool stays frozen. A recurring
 // freeze that lasts longer than its period never ends; the answer is then
 // "at least until", and the gate looks again then.
-const maxFreezeChain = 16
+const maxFreezeChain = 8
 
 // maxFreezeStarts bounds how many overlapping starts of one recurring
 // freeze are followed, for the same reason: the cost of evaluating a freeze
 // stays small whatever its schedule and duration.
-const maxFreezeStarts = 500
+const maxFreezeStarts = 64
 
 // Freeze is a freeze period ready to be evaluated: an absolute range, or a
 // recurring one, which is exactly a maintenance window that means "closed".
@@ -87,25 +87,26 @@ func ParseFreezes(owner string, fs []v1alpha1.FreezePeriod) ([]Freeze, error) {
 
 // in reports whether the freeze is in force at now and, if so, until when
 // (a recurring freeze's overlapping starts joined), or else when it next
-// starts (zero if never).
-func (f Freeze) in(now time.Time) (frozen bool, until, next time.Time) {
+// starts (zero if never). endless is true when its starts were followed as
+// far as the bound allows: it lasts at least until then.
+func (f Freeze) in(now time.Time) (frozen bool, until, next time.Time, endless bool) {
 	if f.recurring == nil {
 		switch {
 		case now.Before(f.start):
-			return false, time.Time{}, f.start
+			return false, time.Time{}, f.start, false
 		case now.Before(f.end):
-			return true, f.end, time.Time{}
+			return true, f.end, time.Time{}, false
 		default:
-			return false, time.Time{}, time.Time{}
+			return false, time.Time{}, time.Time{}, false
 		}
 	}
 	w := f.recurring
 	start := w.schedule.Next(now.Add(-w.duration))
 	switch {
 	case start.IsZero():
-		return false, time.Time{}, time.Time{}
+		return false, time.Time{}, time.Time{}, false
 	case start.After(now):
-		return false, time.Time{}, start
+		return false, time.Time{}, start, false
 	}
 	// In force: follow the starts that keep it so, within a bound (a
 	// start every minute for a year would be half a million of them).
@@ -113,11 +114,11 @@ func (f Freeze) in(now time.Time) (frozen bool, until, next time.Time) {
 	for range maxFreezeStarts {
 		next := w.schedule.Next(start)
 		if next.IsZero() || next.After(until) {
-			break
+			return true, until, time.Time{}, false
 		}
 		start, until = next, next.Add(w.duration)
 	}
-	return true, until, time.Time{}
+	return true, until, time.Time{}, true
 }
 
 // FreezeState is what a set of freezes says at one moment.
@@ -144,8 +145,10 @@ type FreezeState struct {
 // a 72h freeze that spans a daylight-saving change lasts 72 hours.
 func FrozenAt(freezes []Freeze, now time.Time) FreezeState {
 	out := FreezeState{}
+	endless := false
 	for _, f := range freezes {
-		frozen, until, next := f.in(now)
+		frozen, until, next, bounded := f.in(now)
+		endless = endless || bounded
 		switch {
 		case frozen && (!out.Frozen || until.After(out.Until)):
 			out.Frozen, out.Freeze, out.Until = true, f, until
@@ -157,9 +160,14 @@ func FrozenAt(freezes []Freeze, now time.Time) FreezeState {
 		return out
 	}
 	out.Next = time.Time{}
-	// Another freeze in force where this one ends extends it.
+	// Another freeze in force where this one ends extends it; once one is
+	// followed as far as the bound allows, the end is "at least" anyway.
 	for range maxFreezeChain {
-		later := latestEnd(freezes, out.Until)
+		if endless {
+			break
+		}
+		var later time.Time
+		later, endless = latestEnd(freezes, out.Until)
 		if later.IsZero() {
 			break
 		}
@@ -168,16 +176,18 @@ func FrozenAt(freezes []Freeze, now time.Time) FreezeState {
 	return out
 }
 
-// latestEnd returns the latest end of the freezes in force at t; zero when
-// none is.
-func latestEnd(freezes []Freeze, t time.Time) time.Time {
-	var latest time.Time
+// latestEnd returns the latest end of the freezes in force at t (zero when
+// none is), and whether one of them was followed as far as the bound
+// allows.
+func latestEnd(freezes []Freeze, t time.Time) (latest time.Time, endless bool) {
 	for _, f := range freezes {
-		if frozen, until, _ := f.in(t); frozen && until.After(latest) {
+		frozen, until, _, bounded := f.in(t)
+		if frozen && until.After(latest) {
 			latest = until
 		}
+		endless = endless || bounded && frozen
 	}
-	return latest
+	return latest, endless
 }
 
 // EvaluateFreezes parses an owner's freezes and evaluates them at now; a

@@ -2,6 +2,8 @@ package gate_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +196,31 @@ func TestUnreadablePoolFreezeFailsClosed(t *testing.T) {
 	apiRequest(t, g, "frz-bad-emergency", nodes[1], false, true)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[0])).To(Equal(0))
+	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
+}
+
+// The biggest freezes the API accepts (32 of them, 63-character names,
+// 512-character reasons, 366 days starting every minute) are evaluated and
+// written back: the pool is frozen and says so.
+func TestBiggestFreezesWorkEndToEnd(t *testing.T) {
+	g := NewWithT(t)
+	pool := gen.Pool("frz-big", intstr.FromInt32(1))
+	for i := range v1alpha1.MaxFreezes {
+		name := fmt.Sprintf("f%02d-%s", i, strings.Repeat("x", 59))
+		pool.Spec.Freezes = append(pool.Spec.Freezes, v1alpha1.FreezePeriod{Name: name, Reason: strings.Repeat("r", 512),
+			Schedule: "* * * * *", Duration: &metav1.Duration{Duration: 8784 * time.Hour}, TimeZone: "Europe/Berlin"})
+	}
+	createPool(t, pool)
+	nodes := createNodes(t, "frz-big", "frz-big", 1)
+	startOperator(t)
+	request(t, nodes[0], "frz-big-host", time.Now())
+	expectBlocked(g, "frz-big", v1alpha1.FrozenReason, "pool frz-big's freeze f")
+	g.Eventually(func(g Gomega) {
+		p := getPool(g, "frz-big")
+		g.Expect(p.Status.Freeze).NotTo(BeNil())
+		g.Expect(p.Status.Freeze.Reason).To(HaveLen(512))
+		g.Expect(p.Status.Freeze.End.Time).To(BeTemporally(">", time.Now().Add(time.Hour)))
+		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.FrozenCondition)).To(BeTrue())
+	}, timeout).Should(Succeed())
 	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
 }

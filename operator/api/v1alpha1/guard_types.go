@@ -18,6 +18,8 @@ const (
 	MaxHealthCheckInterval = 10 * time.Minute
 	// MaxCanaries bounds healthChecks.canaries.
 	MaxCanaries = 100
+	// MaxFreezes bounds spec.freezes of a pool and of a policy.
+	MaxFreezes = 32
 )
 
 // HealthChecks are PromQL queries that a rebooted node must pass before it
