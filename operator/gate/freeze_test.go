@@ -109,16 +109,21 @@ func TestPoolFreezeAdmitsOnlyRequestsThatIgnoreFreezes(t *testing.T) {
 
 // The freeze ends on its own: the gate wakes at its end (nothing else
 // happens to reconcile the pool), admits the waiting nodes, clears
-// status.freeze and says FreezeEnded; kmaint_pool_frozen follows.
+// status.freeze and says FreezeEnded; kmaint_pool_frozen follows. An
+// operator restarted during the freeze says FreezeStarted no second time.
 func TestPoolFreezeEndsAndWaitingNodesGo(t *testing.T) {
 	g := NewWithT(t)
-	end := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	end := time.Now().Add(15 * time.Second).Truncate(time.Second)
 	pool := gen.Pool("thaw", intstr.FromInt32(2))
 	pool.Spec.Freezes = []v1alpha1.FreezePeriod{absoluteFreeze("deploy", "", end.Add(-time.Hour), end)}
 	createPool(t, pool)
 	nodes := createNodes(t, "thaw", "thaw", 2)
 	runDaemons(t, "thaw", false)
 	addr := harness.FreeAddr(t)
+	stop := harness.StartOperatorWith(t, bed, operator.Options{MetricsAddr: addr})
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "thaw", "Normal") }, timeout).
+		Should(ContainElement(v1alpha1.FreezeStartedReason))
+	stop()
 	harness.StartOperatorWith(t, bed, operator.Options{MetricsAddr: addr})
 	for i, n := range nodes {
 		request(t, n, "thaw"+n, time.Now().Add(time.Duration(i)*time.Second))
@@ -141,6 +146,8 @@ func TestPoolFreezeEndsAndWaitingNodesGo(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) string { return harness.Scrape(g, addr) }, timeout).Should(ContainSubstring(`kmaint_pool_frozen{pool="thaw"} 0`))
 	g.Expect(countReason(harness.EventReasons(g, bed, "MaintenancePool", "thaw", "Normal"), v1alpha1.FreezeEndedReason)).To(Equal(1))
+	g.Expect(countReason(harness.EventReasons(g, bed, "MaintenancePool", "thaw", "Normal"), v1alpha1.FreezeStartedReason)).
+		To(Equal(1), "the restarted operator read the freeze from the pool's status")
 }
 
 // A RebootPolicy's freeze holds that policy's requests only; its requests
