@@ -76,6 +76,13 @@ type WindowWait struct {
 	Closed []string
 	// Problems say which policies' windows cannot be read.
 	Problems []string
+	// Frozen says which freezes hold the requests (see
+	// FreezeState.Describe); Shut is then true too. For the whole pool,
+	// the pool's own freeze, set only while it holds waiting nodes.
+	Frozen []string
+	// FreezeProblems say which freezes that hold the requests cannot be
+	// read (fail closed).
+	FreezeProblems []string
 }
 
 // Blocking is a blocking query that holds admissions.
@@ -137,6 +144,7 @@ func WaitChain() []WaitFunc {
 		Paused,
 		Halted,
 		OptedOut,
+		Frozen,
 		OutsideWindow,
 		BlockingQuery,
 		WaitingForCanaries,
@@ -356,4 +364,32 @@ func BudgetExhausted(in WaitInput) (string, string, bool) {
 		msg += "; counted until their reboot completes, though in another pool now: " + strings.Join(b.Elsewhere, ", ")
 	}
 	return v1alpha1.BudgetExhaustedReason, msg, true
+}
+
+// Frozen: requests wait out their pool's and their policy's freezes, unless
+// their NodeMaintenance has ignoreFreezes; a freeze that cannot be read
+// holds them as one in force does. It comes before OutsideWindow: a window
+// opening changes nothing while a freeze holds.
+func Frozen(in WaitInput) (string, string, bool) {
+	w := in.Windows
+	if !w.Shut || len(w.Frozen)+len(w.FreezeProblems) == 0 {
+		return "", "", false
+	}
+	reason := v1alpha1.FrozenReason
+	if len(w.Frozen) == 0 {
+		reason = v1alpha1.InvalidFreezeReason
+	}
+	parts := append(append([]string{}, w.Frozen...), w.FreezeProblems...)
+	msg := "frozen by " + strings.Join(parts, "; and by ")
+	if !in.forNode() {
+		msg = "Frozen by " + strings.Join(parts, "; and by ") + fmt.Sprintf("; %d nodes waiting", len(in.Budget.Waiting))
+		return reason, msg, true
+	}
+	if len(w.Closed) > 0 {
+		msg += "; also outside the maintenance windows of " + strings.Join(w.Closed, "; of ")
+	}
+	if !w.Next.IsZero() {
+		msg += "; it may be admitted from " + w.Next.UTC().Format(time.RFC3339)
+	}
+	return reason, msg, true
 }

@@ -55,6 +55,16 @@
 // waiting node (optout.go): pods are listed per node, only when its turn
 // comes, never cached cluster-wide. A node annotated while it drains is
 // released before its approval, as a cancellation would be.
+//
+// A freeze period of the pool, or of a request's RebootPolicy, holds the
+// request as a closed window does (pools.Windows folds it into the
+// request's verdict): the node waits without taking budget, its turn passes
+// to a node whose request has ignoreFreezes, and the gate wakes when the
+// freeze ends. The pool's own freeze is reported whether or not anything
+// waits (freeze.go): status.freeze, the Frozen condition, and FreezeStarted
+// and FreezeEnded events decided against the last status written, so that
+// a restart announces nothing twice.
+//
 // # At the drain's deadline, and the node's marks
 //
 // A drain past its pool's timeout ends as drain.onTimeout says

@@ -46,6 +46,8 @@ type poolState struct {
 	windowErr error
 	// window is the pool's maintenance windows at now.
 	window policies.WindowState
+	// freeze is what the pool's own freezes say at now (freeze.go).
+	freeze policies.FreezeState
 	// block is what the pool's blocking queries said, when they were asked.
 	block blockResult
 	// plan is the admission decision, once made.
@@ -114,10 +116,12 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	}
 	wins := pools.NewWindows(st.now, poolObj, rebootPolicies.Items)
 	st.windowErr, st.window = wins.PoolErr(), wins.Pool()
-	// Which requests ignore windows or fall under a policy's windows
-	// matters only while the pool's windows are shut or a policy has some.
+	st.observeFreeze(wins.PoolFreeze())
+	// Which requests ignore windows or freezes, or fall under a policy's,
+	// matters only while the pool's windows are shut or something has
+	// freezes or a policy has windows.
 	var settings map[string]pools.RequestSettings
-	if !st.window.Open || wins.PolicyWindows() {
+	if !st.window.Open || wins.PolicyWindows() || wins.Freezes() {
 		var list v1alpha1.NodeMaintenanceList
 		if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
 			return nil, fmt.Errorf("list open maintenances: %w", err)
@@ -150,6 +154,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 			reqs := v.holdUnreadable(cur.Requests, unreadable)
 			ww := wins.Node(reqs, settings)
 			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
+			v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
 		}
 		st.views = append(st.views, v)
 	}

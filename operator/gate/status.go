@@ -59,6 +59,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	r.setDegraded(st, degraded, malformed, notBack)
 	setConflicting(st)
 	r.setOverBudget(ctx, st)
+	r.setFrozen(st)
 }
 
 // setConflicting reports the pool's nodes that another pool selects too, or
@@ -144,6 +145,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
 	}
 	in.Halt, in.Canaries = st.haltWait(), st.canaries
+	st.addFreezes(&in)
 	return in
 }
 

@@ -28,6 +28,10 @@ type nodeView struct {
 	// windowProblems say why some of the node's requests are never admitted
 	// as things stand (their policy's windows cannot be read).
 	windowProblems []string
+	// frozen and freezeProblems say which freezes hold all the node's
+	// requests that windows alone would not, or cannot be read
+	// (FreezeState.Describe); windowOpen is then false.
+	frozen, freezeProblems []string
 	// backingOff is true while the node waits for its next drain attempt
 	// (protocol.NodeState.BackingOff): it is not admitted meanwhile.
 	backingOff bool

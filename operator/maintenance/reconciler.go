@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Windows open with time, not with events: look again when they do.
 	var result ctrl.Result
-	if (w.reason == v1alpha1.OutsideWindowReason || w.reason == v1alpha1.DrainRetryBackoffReason) && !w.next.IsZero() {
+	if (w.reason == v1alpha1.OutsideWindowReason || w.reason == v1alpha1.FrozenReason || w.reason == v1alpha1.DrainRetryBackoffReason) && !w.next.IsZero() {
 		result.RequeueAfter = max(w.next.Sub(now), time.Second)
 	}
 	return result, errors.Join(errs...)

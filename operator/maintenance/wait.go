@@ -21,8 +21,8 @@ import (
 type waiting struct {
 	reason  string
 	message string
-	// next is when the request's windows open, for OutsideWindow; zero
-	// when unknown.
+	// next is when the request's windows open, for OutsideWindow, or its
+	// freezes end with its windows open, for Frozen; zero when unknown.
 	next time.Time
 }
 
@@ -161,7 +161,7 @@ func waitOf(pf *poolFacts, node *protocol.NodeState, now time.Time) waiting {
 	}
 	w := waiting{reason: reason, message: message}
 	switch reason {
-	case v1alpha1.OutsideWindowReason:
+	case v1alpha1.OutsideWindowReason, v1alpha1.FrozenReason:
 		w.next = in.Windows.Next
 	case v1alpha1.DrainRetryBackoffReason:
 		w.next = node.Retrying().NextAt

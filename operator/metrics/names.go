@@ -39,6 +39,7 @@ const (
 	PoolOptedOutNodes    = "kmaint_pool_opted_out_nodes"   // gauge {pool}: waiting nodes held by an opt-out
 	PoolHalted           = "kmaint_pool_halted"            // gauge {pool}: 1 while its health checks halt the pool (its Halted condition)
 	PoolSettlingNodes    = "kmaint_pool_settling_nodes"    // gauge {pool}: nodes back from their reboot that hold their slot while they settle
+	PoolFrozen           = "kmaint_pool_frozen"            // gauge {pool}: 1 while one of the pool's freezes is in force (or cannot be read)
 	ClusterPaused        = "kmaint_cluster_paused"         // gauge: 1 while the MaintenanceGate named cluster stops every admission (paused or unreadable)
 
 	PolicyCandidates     = "kmaint_policy_candidates"                        // gauge {policy, state}
@@ -70,10 +71,6 @@ const (
 	NotificationReceivers       = "kmaint_notification_receivers"               // gauge {state}: configured URLs, valid or invalid
 )
 
-// PoolFrozen is 1 while one of the pool's freezes is in force (its Frozen
-// condition); gauge {pool}.
-const PoolFrozen = "kmaint_pool_frozen"
-
 // All lists every metric kmaint exports, histograms by their base name.
 func All() []string {
 	return []string{
@@ -82,7 +79,7 @@ func All() []string {
 		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
-		PoolOptedOutNodes, ClusterPaused, PoolHalted, PoolSettlingNodes, HealthCheckFailuresTotal,
+		PoolOptedOutNodes, PoolFrozen, ClusterPaused, PoolHalted, PoolSettlingNodes, HealthCheckFailuresTotal,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,

@@ -45,6 +45,7 @@ func (r *Reconciler) status(p *v1alpha1.RebootPolicy, out *outcome) v1alpha1.Reb
 		}
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
+	r.setFrozen(p, &st, out)
 	switch {
 	case out.suspended:
 		st.Candidates, st.WouldRequest = nil, nil

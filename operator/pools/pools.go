@@ -24,6 +24,9 @@ type Verdict struct {
 	// Problem says why the request is never admitted as things stand: its
 	// policy's windows cannot be read.
 	Problem string
+	// Frozen says which freeze holds the request (FreezeState.Describe);
+	// FreezeProblem which freeze that would hold it cannot be read.
+	Frozen, FreezeProblem string
 }
 
 // Windows evaluates requests' windows at one moment for one pool, parsing
@@ -34,30 +37,50 @@ type Windows struct {
 	windows  []policies.Window
 	poolErr  error
 	policies map[string]policyWindows
+	// freezes are the pool's freezes, parsed; freezeErr says why they
+	// cannot be.
+	freezes   []policies.Freeze
+	freezeErr error
+	// poolFrozen is what the pool's freezes say at now, told once.
+	poolFrozen policies.FreezeState
+	// thawed caches afterFreezes by what it depends on: a recurring freeze
+	// that never ends is costly to follow, and every request of the pool
+	// asks the same.
+	thawed map[thawKey]time.Time
 }
 
 type policyWindows struct {
 	windows []policies.Window
 	err     error
+	// freezes are the policy's freezes, parsed; freezeErr says why they
+	// cannot be; frozen is what they say at now.
+	freezes   []policies.Freeze
+	freezeErr error
+	frozen    policies.FreezeState
 }
 
 // NewWindows prepares the evaluation at now of requests in a pool (nil for
 // the built-in default pool without an object), given the cluster's
 // RebootPolicies.
 func NewWindows(now time.Time, pool *v1alpha1.MaintenancePool, rebootPolicies []v1alpha1.RebootPolicy) *Windows {
-	w := &Windows{now: now, pool: v1alpha1.DefaultPoolName, policies: map[string]policyWindows{}}
+	w := &Windows{now: now, pool: v1alpha1.DefaultPoolName, policies: map[string]policyWindows{}, thawed: map[thawKey]time.Time{}}
 	if pool != nil {
 		w.pool = pool.Name
 		if w.windows, w.poolErr = policies.ParseWindows(pool.Spec.Windows); w.poolErr != nil {
 			w.poolErr = fmt.Errorf("spec.%w", w.poolErr)
 		}
+		w.freezes, w.freezeErr = policies.ParseFreezes("pool "+pool.Name, pool.Spec.Freezes)
+		w.poolFrozen = policies.FrozenAt(w.freezes, now)
 	}
 	for _, p := range rebootPolicies {
-		if len(p.Spec.Windows) == 0 {
+		if len(p.Spec.Windows) == 0 && len(p.Spec.Freezes) == 0 {
 			continue
 		}
 		parsed, err := policies.ParseWindows(p.Spec.Windows)
-		w.policies[p.Name] = policyWindows{windows: parsed, err: err}
+		pw := policyWindows{windows: parsed, err: err}
+		pw.freezes, pw.freezeErr = policies.ParseFreezes("RebootPolicy "+p.Name, p.Spec.Freezes)
+		pw.frozen = policies.FrozenAt(pw.freezes, now)
+		w.policies[p.Name] = pw
 	}
 	return w
 }
@@ -90,27 +113,35 @@ func (w *Windows) Request(s RequestSettings) Verdict {
 	if w.poolErr != nil {
 		return Verdict{Problem: fmt.Sprintf("pool %s %v", w.pool, w.poolErr)}
 	}
+	policy := s.Policy
+	pw, ok := w.policies[policy]
+	if !ok || policy == "" {
+		policy, pw = "", policyWindows{}
+	}
+	if !s.IgnoreFreezes {
+		if v, frozen := w.frozen(s, policy, pw); frozen {
+			return v
+		}
+	}
 	if s.IgnoreWindows {
 		return Verdict{Open: true}
 	}
-	sets := [][]policies.Window{w.windows}
-	policy := s.Policy
-	pw, ok := w.policies[policy]
-	if ok && policy != "" {
-		if pw.err != nil {
-			return Verdict{Policy: policy, Problem: fmt.Sprintf("RebootPolicy %s spec.%v", policy, pw.err)}
-		}
-		sets = append(sets, pw.windows)
-	} else {
-		policy = ""
+	if pw.err != nil {
+		return Verdict{Policy: policy, Problem: fmt.Sprintf("RebootPolicy %s spec.%v", policy, pw.err)}
 	}
-	st := policies.AllOpen(w.now, sets...)
+	st := policies.AllOpen(w.now, w.windows, pw.windows)
 	return Verdict{Open: st.Open, Next: st.Next, Policy: policy}
 }
 
-// RequestSettings are what a request's NodeMaintenance says of its windows.
+// RequestSettings are what a request's NodeMaintenance says of its windows
+// and freezes. A request raised on the node (host, config, sentinel) has no
+// NodeMaintenance spec of its own, hence the zero settings: it passes no
+// window and no freeze.
 type RequestSettings struct {
 	IgnoreWindows bool
+	// IgnoreFreezes passes the pool's and the policy's freezes; it is
+	// separate from IgnoreWindows, which passes no freeze.
+	IgnoreFreezes bool
 	Policy        string
 }
 
@@ -121,7 +152,7 @@ func Settings(items []v1alpha1.NodeMaintenance) map[string]RequestSettings {
 	for i := range items {
 		nm := &items[i]
 		if !nm.Status.Phase.Done() {
-			out[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, Policy: nm.Spec.Policy}
+			out[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy}
 		}
 	}
 	return out
@@ -138,6 +169,13 @@ func (w *Windows) Node(requests []protocol.Request, settings map[string]RequestS
 		switch {
 		case v.Open:
 			return policies.WindowWait{}
+		case v.Frozen != "" || v.FreezeProblem != "":
+			ww.Frozen = appendNew(ww.Frozen, v.Frozen)
+			ww.FreezeProblems = appendNew(ww.FreezeProblems, v.FreezeProblem)
+			if !v.Next.IsZero() && (ww.Next.IsZero() || v.Next.Before(ww.Next)) {
+				ww.Next = v.Next
+			}
+			continue
 		case v.Problem != "":
 			if !slices.Contains(ww.Problems, v.Problem) {
 				ww.Problems = append(ww.Problems, v.Problem)

@@ -26,6 +26,10 @@ type RequestOptions struct {
 	// IgnoreWindows lets the request be admitted outside maintenance
 	// windows; the pool's budget still holds.
 	IgnoreWindows bool
+	// IgnoreFreezes lets the request be admitted during its pool's freeze
+	// periods; ignoring windows does not. Budget, pause, a halt and the
+	// cluster's stop still hold.
+	IgnoreFreezes bool
 }
 
 func newRequestCommand(k *kube) *cobra.Command {
@@ -37,12 +41,16 @@ func newRequestCommand(k *kube) *cobra.Command {
 <node>-<random suffix>. The node's daemon journals it, the node's pool admits it
 within its budget and maintenance windows, then kmaint drains and reboots the node.
 --ignore-windows lets it start outside the pool's windows, for emergencies; the
-pool's maxUnavailable still holds.
+pool's maxUnavailable still holds. --ignore-windows does not pass a freeze period
+(spec.freezes of the pool or of a RebootPolicy): --ignore-freezes does, and nothing
+else; the budget, a pause, a halted pool and the cluster's stop still hold. Give
+both to pass a closed window during a freeze.
 
 A node with an open request from the API gets no second one: the reboot under way
 will satisfy both.`,
 		Example: `  kubectl kmaint request node-7 --reason "kernel 6.12.9"
-  kubectl kmaint request node-7 --reason "stuck NIC firmware" --ignore-windows`,
+  kubectl kmaint request node-7 --reason "stuck NIC firmware" --ignore-windows
+  kubectl kmaint request node-7 --reason "CVE-2026-1234 during the freeze" --ignore-freezes --ignore-windows`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: k.completeNodes,
 		RunE: k.run(func(cmd *cobra.Command, c client.Client, args []string) error {
@@ -52,7 +60,8 @@ will satisfy both.`,
 		}),
 	}
 	cmd.Flags().StringVar(&o.Reason, "reason", "", "Why the node should reboot (required; written to its journal).")
-	cmd.Flags().BoolVar(&o.IgnoreWindows, "ignore-windows", false, "Admit the request outside maintenance windows (the pool's budget still holds).")
+	cmd.Flags().BoolVar(&o.IgnoreWindows, "ignore-windows", false, "Admit the request outside maintenance windows (the pool's budget still holds; freezes too).")
+	cmd.Flags().BoolVar(&o.IgnoreFreezes, "ignore-freezes", false, "Admit the request during freeze periods (windows, unless --ignore-windows, and the budget still hold).")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
@@ -88,6 +97,7 @@ func Request(ctx context.Context, c client.Client, w io.Writer, o RequestOptions
 			Reason:        o.Reason,
 			Source:        v1alpha1.SourceAPI,
 			IgnoreWindows: o.IgnoreWindows,
+			IgnoreFreezes: o.IgnoreFreezes,
 		},
 	}
 	if err := c.Create(ctx, nm); err != nil {

@@ -256,7 +256,9 @@ const (
 	// HealthCheckUnavailable, lifted as soon as they run).
 	HaltedCondition = "Halted"
 	// FrozenCondition is True on a MaintenancePool while one of its
-	// freezes is in force (reason Frozen), whether or not requests wait.
+	// freezes is in force (reason Frozen), whether or not requests wait;
+	// on a RebootPolicy likewise for its own freezes. Reason InvalidFreeze
+	// while one cannot be read.
 	FrozenCondition = "Frozen"
 	// HealthyCondition is on a NodeMaintenance whose pool has health
 	// checks: Unknown while the node settles (reason HealthChecking),

@@ -18,6 +18,8 @@ const (
 	MaxHealthCheckInterval = 10 * time.Minute
 	// MaxCanaries bounds healthChecks.canaries.
 	MaxCanaries = 100
+	// MaxFreezes bounds spec.freezes of a pool and of a policy.
+	MaxFreezes = 32
 )
 
 // HealthChecks are PromQL queries that a rebooted node must pass before it
@@ -138,7 +140,7 @@ func (h *HealthChecks) ResumePolicy() HaltResume {
 // A request passes a freeze only when it says so (a NodeMaintenance's
 // ignoreFreezes); ignoreWindows does not.
 // +kubebuilder:validation:XValidation:rule="(has(self.start) && has(self.end) && !has(self.schedule) && !has(self.duration)) || (!has(self.start) && !has(self.end) && has(self.schedule) && has(self.duration))",message="a freeze is either absolute (start and end) or recurring (schedule and duration), not both"
-// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.end) || timestamp(self.end) > timestamp(self.start)",message="end must be after start"
+// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.end) || self.end > self.start",message="end must be after start"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.timeZone)",message="timeZone applies to a recurring freeze (schedule) only; start and end carry their own offset"
 type FreezePeriod struct {
 	// Name identifies the freeze in conditions, events and metrics.
@@ -153,7 +155,9 @@ type FreezePeriod struct {
 	Reason string `json:"reason,omitempty"`
 
 	// Start and End bound an absolute freeze, RFC 3339 with an offset,
-	// e.g. 2026-11-20T00:00:00Z.
+	// e.g. 2026-11-20T00:00:00Z (the schema's date-time format refuses
+	// anything else). The freeze is in force from start, up to but not
+	// including end.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
