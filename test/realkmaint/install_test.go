@@ -96,6 +96,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
 	t.Run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
 	t.Run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
+	t.Run("a rollout with a settle time and a health check halts at the node that comes back unhealthy, and completes once resumed", func(t *testing.T) {
+		rolloutHaltsAtAnUnhealthyNode(t, c, kc, prom)
+	})
 	t.Run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
 	t.Run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
 	t.Run("the leading operator deleted mid-drain: the other replica completes the reboot, once", func(t *testing.T) { operatorDeletedMidDrain(t, c, kc) })

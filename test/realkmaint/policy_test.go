@@ -50,11 +50,18 @@ type prometheusSeries struct {
 // it, so that what the operator asks next is the new value.
 func (p prometheusSeries) set(t *testing.T, node string, value float64) {
 	t.Helper()
+	p.setSeries(t, fragmentationMetric, node, value)
+}
+
+// setSeries sets the node's series of metric and waits until Prometheus
+// has scraped it.
+func (p prometheusSeries) setSeries(t *testing.T, metric, node string, value float64) {
+	t.Helper()
 	labels := map[string]string{"node": node}
-	p.exporter.Set(fragmentationMetric, labels, value)
+	p.exporter.Set(metric, labels, value)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if _, err := p.server.WaitForValue(ctx, fragmentationMetric, func(v model.Vector) bool {
+	if _, err := p.server.WaitForValue(ctx, metric, func(v model.Vector) bool {
 		got, ok := promtest.Value(v, labels)
 		return ok && got == value
 	}); err != nil {
