@@ -86,6 +86,5 @@ func All() []string {
 		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
 		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal,
 		NotificationEventsTotal, NotificationSummarizedTotal, NotificationMessagesTotal, NotificationReceivers,
-		PoolFrozen,
 	}
 }
