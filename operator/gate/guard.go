@@ -77,14 +77,8 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 			st.guard.unavailable = h.err
 		}
 	}
-	var resumeAt time.Time
-	if s, ok := pool.Annotations[v1alpha1.ResumeHaltAnnotation]; ok {
-		t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
-		if err != nil {
-			st.guard.resumeErr = fmt.Errorf("annotation %s=%q is not an RFC 3339 time: %w", v1alpha1.ResumeHaltAnnotation, s, err)
-		}
-		resumeAt = t
-	}
+	resumeAt, resumeErr := resumeTime(pool, st.now)
+	st.guard.resumeErr = resumeErr
 	var errs []error
 	for _, name := range settling {
 		v := st.view(name)
@@ -98,6 +92,27 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 	}
 	st.guard.failed = haltedNodes(st)
 	return errors.Join(errs...)
+}
+
+// resumeTime reads the pool's kmaint.io/resume-halt: zero when absent, and
+// an error (with zero) when it cannot be used. A time in the future, past
+// the clock skew kmaint allows, resumes nothing: it would resume every
+// failure until then, failures no person has seen, and a far one would
+// switch the pool's halts off for good.
+func resumeTime(pool *v1alpha1.MaintenancePool, now time.Time) (time.Time, error) {
+	s, ok := pool.Annotations[v1alpha1.ResumeHaltAnnotation]
+	if !ok {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("annotation %s=%q is not an RFC 3339 time: %w", v1alpha1.ResumeHaltAnnotation, s, err)
+	case t.After(now.Add(v1alpha1.MaxClockSkew)):
+		return time.Time{}, fmt.Errorf("annotation %s=%q lies in the future: a resume names the failures it lifts by their time in status.halt (kubectl kmaint resume %s writes it)",
+			v1alpha1.ResumeHaltAnnotation, s, pool.Name)
+	}
+	return t, nil
 }
 
 // settleStep writes what decideSettle decided for one node, with its event.

@@ -168,6 +168,11 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 	}
 	resume(failure.Time.Add(-time.Second))
 	g.Consistently(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, 2*time.Second, 200*time.Millisecond).ShouldNot(BeNil())
+	// Nor does one far in the future, which would resume every failure
+	// to come; the Halted condition says why.
+	resume(time.Now().Add(24 * 365 * time.Hour))
+	g.Eventually(func(g Gomega) string { return halted(g, pool).Message }, timeout).Should(ContainSubstring("lies in the future"))
+	g.Consistently(func(g Gomega) *protocol.Settle { return settleOf(g, nodes[0]) }, 2*time.Second, 200*time.Millisecond).ShouldNot(BeNil())
 	// At the failure's time, as status.halt shows it: resumed.
 	resume(getPool(g, pool).Status.Halt.Nodes[0].Time.Time)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
