@@ -82,7 +82,7 @@ func TestStatusAndResumeOfAHaltedPool(t *testing.T) {
 	// Resume writes the failure's time and says which node it resumes.
 	out, err = run(t, "resume", "hlt")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(Equal("maintenancepool/hlt halt resumed up to " + stamp(failedAt) + " (kmaint.io/resume-halt=" + stamp(failedAt) + `): node hlt-2 (health check "node-ready", value 0, at ` + stamp(failedAt) + ") give up their slot as they are\n"))
+	g.Expect(out).To(Equal("maintenancepool/hlt halt resumed up to " + stamp(failedAt) + " (kmaint.io/resume-halt=" + stamp(failedAt) + `); slots freed, nodes as they are: node hlt-2 (health check "node-ready", value 0, at ` + stamp(failedAt) + ")\n"))
 	got := harness.GetPool(g, bed, "hlt")
 	g.Expect(got.Annotations).To(HaveKeyWithValue(v1alpha1.ResumeHaltAnnotation, stamp(failedAt)))
 	g.Expect(got.Spec.Paused).To(BeFalse())

@@ -73,7 +73,7 @@ func TestStatusAndResumeOfARealHalt(t *testing.T) {
 	g.Expect(c.SetHealthy(bad)).To(Succeed())
 	out, err = run(t, "resume", pool)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out).To(MatchRegexp(`^maintenancepool/rh halt resumed up to \S+Z \(kmaint.io/resume-halt=\S+Z\): node ` + bad + ` \(health check "` + check + `", value 1, at \S+Z\) give up their slot as they are\n$`))
+	g.Expect(out).To(MatchRegexp(`^maintenancepool/rh halt resumed up to \S+Z \(kmaint.io/resume-halt=\S+Z\); slots freed, nodes as they are: node ` + bad + ` \(health check "` + check + `", value 1, at \S+Z\)\n$`))
 
 	g.Eventually(func(g Gomega) {
 		for _, n := range c.Nodes() {

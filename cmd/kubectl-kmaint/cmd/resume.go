@@ -45,7 +45,7 @@ func Resume(ctx context.Context, c client.Client, w io.Writer, name string) erro
 				name, stamp(prev), v1alpha1.ResumeHaltAnnotation, strings.Join(resumes, "; ")))
 		} else {
 			patch["metadata"] = map[string]any{"annotations": map[string]any{v1alpha1.ResumeHaltAnnotation: stamp(upTo)}}
-			said = append(said, fmt.Sprintf("maintenancepool/%s halt resumed up to %s (%s=%s): %s give up their slot as they are",
+			said = append(said, fmt.Sprintf("maintenancepool/%s halt resumed up to %s (%s=%s); slots freed, nodes as they are: %s",
 				name, stamp(upTo), v1alpha1.ResumeHaltAnnotation, stamp(upTo), strings.Join(resumes, "; ")))
 		}
 	} else if c := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.HaltedCondition); c != nil && c.Status == "True" {
