@@ -26,6 +26,9 @@ const (
 	unhealthyMetric = "kmaint_realtest_node_unhealthy"
 	realSettle      = 15 * time.Second
 	realCheckEvery  = 5 * time.Second
+	// guardedConfig is a config no other subtest rolls out: a node that
+	// runs it already would not reboot for it.
+	guardedConfig = "os-guarded"
 )
 
 // rolloutHaltsAtAnUnhealthyNode rolls a config over every node of a pool
@@ -54,7 +57,7 @@ func rolloutHaltsAtAnUnhealthyNode(t *testing.T, c *realcluster.Cluster, kc clie
 	createPool(t, kc, pool)
 
 	began := time.Now()
-	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: guardedPool, Config: "os-3"})).To(Succeed())
+	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: guardedPool, Config: guardedConfig})).To(Succeed())
 
 	// The first node back settles, passes and frees its slot; the second
 	// one admitted is made to come back unhealthy.
@@ -100,7 +103,7 @@ func rolloutHaltsAtAnUnhealthyNode(t *testing.T, c *realcluster.Cluster, kc clie
 		for _, name := range rest {
 			st := readNode(g, kc, name)
 			g.Expect(st.Admission).To(BeNil(), "%s admitted while the pool is halted", name)
-			g.Expect(st.CurrentConfig).NotTo(Equal("os-3"))
+			g.Expect(st.CurrentConfig).NotTo(Equal(guardedConfig))
 		}
 		g.Expect(readNode(g, kc, bad).HealthCheckFailed()).To(BeTrue(), "%s keeps its failed check and its slot", bad)
 	}
@@ -114,11 +117,11 @@ func rolloutHaltsAtAnUnhealthyNode(t *testing.T, c *realcluster.Cluster, kc clie
 	for _, n := range c.Nodes() {
 		g.Eventually(func(g Gomega) {
 			node := settledNode(g, kc, n.Name())
-			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-3"), n.Name())
+			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, guardedConfig), n.Name())
 			g.Expect(node.Annotations).NotTo(HaveKey(protocol.Settling), n.Name())
 		}, 2*timeout, time.Second).Should(Succeed())
 	}
-	t.Logf("config os-3 rolled over %d real nodes, halted once, in %s", len(c.Nodes()), time.Since(began).Round(time.Second))
+	t.Logf("config os-guarded rolled over %d real nodes, halted once, in %s", len(c.Nodes()), time.Since(began).Round(time.Second))
 	expectRebootedOnce(g, c, bootsBefore, c.Nodes()...)
 }
 
