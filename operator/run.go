@@ -42,6 +42,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
 	ProbeAddr string
+	// PprofAddr is where Go's profiles (/debug/pprof/) are served, to find
+	// where a large cluster's time and memory go; "" or "0" turns them off.
+	PprofAddr string
 	// LeaderElection makes replicas elect one writer.
 	LeaderElection bool
 	// LeaderElectionNamespace holds the election's Lease.
@@ -136,6 +139,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "kmaint-operator.kmaint.io",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

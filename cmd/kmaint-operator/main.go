@@ -31,6 +31,7 @@ func main() {
 	fs := flag.NewFlagSet("kmaint-operator", flag.ExitOnError)
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" turns them off.`)
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", `Address of Go's profiles (/debug/pprof/); "0" turns them off. They tell what the operator spends its time and memory on; keep the address private.`)
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
