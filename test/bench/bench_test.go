@@ -214,7 +214,12 @@ func waitForDaemons(b *testing.B, pool string, n int) {
 	}
 }
 
-type operatorProcess struct{ cmd *exec.Cmd }
+type operatorProcess struct {
+	cmd *exec.Cmd
+	// pprof is where the operator serves its profiles, e.g.
+	// go tool pprof http://ADDR/debug/pprof/heap while a rollout runs.
+	pprof string
+}
 
 func (o operatorProcess) stop() {
 	_ = o.cmd.Process.Signal(os.Interrupt)
@@ -226,8 +231,8 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 	if err := bed.WriteKubeconfig(kubeconfig, "bench-operator", "system:masters"); err != nil {
 		b.Fatal(err)
 	}
-	metrics, probes := harness.FreeAddr(b), harness.FreeAddr(b)
-	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--drain-poll-interval=200ms")
+	metrics, probes, pprof := harness.FreeAddr(b), harness.FreeAddr(b), harness.FreeAddr(b)
+	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--pprof-bind-address="+pprof, "--drain-poll-interval=200ms")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -243,7 +248,8 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 	if err != nil {
 		b.Fatalf("operator not ready: %v", err)
 	}
-	return operatorProcess{cmd}, "http://" + metrics + "/metrics"
+	b.Logf("operator profiles: http://%s/debug/pprof/", pprof)
+	return operatorProcess{cmd: cmd, pprof: pprof}, "http://" + metrics + "/metrics"
 }
 
 // cleanup deletes the rollout's nodes, so the next scenario starts alone.
