@@ -50,6 +50,18 @@ func (m *Memory) AppendAs(uid int, e Entry) error {
 	return nil
 }
 
+// Boot records that the node booted: journald writes its own start
+// messages first in every boot, so a journal has seen a boot before any
+// daemon of that boot reads it. None of them is a kmaint entry.
+func (m *Memory) Boot() {
+	boot := m.BootID()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.boots, boot) {
+		m.boots = append(m.boots, boot)
+	}
+}
+
 // Boots lists the boots the journal has seen.
 func (m *Memory) Boots() ([]string, error) {
 	m.mu.Lock()

@@ -212,6 +212,7 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 	n.bootTime = time.Now()
 	boot := n.bootID
 	n.mu.Unlock()
+	n.journal.Boot()
 	if !n.fast(n.name) {
 		if err := gen.SetBoot(ctx, n.kube, n.name, boot, false); err != nil {
 			n.log.Error(err, "Simulated kubelet could not report NotReady", "node", n.name)
