@@ -203,7 +203,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up gate: %w", err)
 	}
-	m := &maintenance.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
+	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
 	if err := m.SetupWithManager(ctx, mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
 	}

@@ -40,14 +40,14 @@ type Reconciler struct {
 	Clock    clock.PassiveClock
 	// Metrics records phase changes; nil records nothing.
 	Metrics *metrics.Recorder
-	// APIReader reads around the cache where a stale read could let a node
-	// exceed its share (see record); nil reads through Client.
-	APIReader client.Reader
 
 	// warned is, per node, the last RequestsNotRecorded event's boot and
 	// size, so that a flood of requests is one event, not one per write.
 	warnedMu sync.Mutex
 	warned   map[string]string
+	// writes are the NodeMaintenances this controller wrote that its cache
+	// may not show yet.
+	writes *written
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
@@ -71,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.List(ctx, &list, client.MatchingFields{index.NodeName: req.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list maintenances of node %s: %w", req.Name, err)
 	}
-	items := list.Items
+	items := r.writes.overlay(req.Name, list.Items, r.Clock.Now())
 	slices.SortFunc(items, byAge)
 
 	// Observe: the node as the protocol reads it (nil when it does not
@@ -141,8 +141,12 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 	// The lock makes a write computed from a stale cached copy fail and
 	// retry, rather than stamp a phase twice or step back.
 	if err := r.Status().Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(nm.Name)
+		}
 		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
+	r.writes.remember(nm, r.Clock.Now())
 	r.count(base, nm, pool)
 	// A forced drain is told once, whenever the controller first sees it.
 	if v.forced != "" && !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DrainForcedCondition) {
@@ -162,9 +166,11 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 				break
 			}
 			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, v1alpha1.RebootedReason, "Complete", "%s", nm.Status.Message)
-		default:
-			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, string(nm.Status.Phase), "Progress", "%s", nm.Status.Message)
 		}
+		// The steps between (admitted, draining, approved, rebooting,
+		// settling) get no event: status.phaseTimes keeps when each came,
+		// the gate tells them on the Node, and an event per step was most
+		// of the operator's writes in a large rollout.
 	}
 	return nil
 }
@@ -182,6 +188,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writes = newWritten()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("maintenance").
 		WithOptions(opts).

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -46,19 +45,10 @@ func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, item
 	if len(fresh) == 0 {
 		return nil
 	}
-	// The cache may not show records made a moment ago yet: while there
-	// seems to be room, count this boot's records on the API server, so
-	// that a daemon rewriting its ids quickly gets no more than its share.
-	if inBoot < v1alpha1.MaxRecordedPerBoot {
-		live, err := r.recordsOfBoot(ctx, node.Name, requested.BootID)
-		if err != nil {
-			return err
-		}
-		for i := range live {
-			learn(&live[i])
-		}
-		fresh = unrecorded(node.Name, fresh, known)
-	}
+	// The cache may not show records made a moment ago yet; items holds
+	// them all the same (Reconciler.writes), so a daemon rewriting its ids
+	// quickly gets no more than its share. This controller, on the leader,
+	// is the only one that records a node's requests.
 	sel := selectRecords(fresh, inBoot)
 	r.reportNotRecorded(ctx, node, requested, sel)
 
@@ -83,16 +73,23 @@ func (r *Reconciler) record(ctx context.Context, state *protocol.NodeState, item
 			},
 		}
 		if err := r.Create(ctx, nm); apierrors.IsAlreadyExists(err) {
-			continue // made by an earlier reconcile that the cache does not show yet
+			continue // made before this operator started, and its cache does not show it yet
 		} else if err != nil {
 			errs = append(errs, fmt.Errorf("record %s request %s of node %s: %w", req.Source, req.ID, node.Name, err))
 			continue
 		}
-		// The label cannot carry every id; the status can.
+		r.writes.remember(nm, r.Clock.Now())
+		// The label cannot carry every id; the status can. An id the label
+		// carries goes into the status with the first phase written.
+		if labels[v1alpha1.RequestIDLabel] == req.ID {
+			continue
+		}
 		nm.Status.RequestID = req.ID
 		if err := r.Status().Update(ctx, nm); err != nil {
 			errs = append(errs, fmt.Errorf("set request id of maintenance %s: %w", nm.Name, err))
+			continue
 		}
+		r.writes.remember(nm, r.Clock.Now())
 	}
 	return errors.Join(errs...)
 }
@@ -108,26 +105,6 @@ func unrecorded(node string, reqs []protocol.Request, known map[string]bool) []p
 		out = append(out, req)
 	}
 	return out
-}
-
-// recordsOfBoot lists, on the API server, the records of the node's
-// requests raised in boot.
-func (r *Reconciler) recordsOfBoot(ctx context.Context, node, boot string) ([]v1alpha1.NodeMaintenance, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	var list v1alpha1.NodeMaintenanceList
-	if err := reader.List(ctx, &list, client.MatchingLabels{v1alpha1.BootIDLabel: v1alpha1.LabelValue(boot)}); err != nil {
-		return nil, fmt.Errorf("list records of node %s in boot %s: %w", node, boot, err)
-	}
-	out := list.Items[:0]
-	for _, nm := range list.Items {
-		if nm.Spec.NodeName == node {
-			out = append(out, nm)
-		}
-	}
-	return out, nil
 }
 
 // recordSelection is which of a node's unrecorded requests get a record.
