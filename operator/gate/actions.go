@@ -111,7 +111,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				continue
 			}
 			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID, "settle", st.pool.Spec.Guarded())
-			r.event(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
+			r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
 		case v.AwaitingDaemon():
 			errs = append(errs, r.awaitDaemon(ctx, st, v))
@@ -130,7 +130,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			r.event(st, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
+			r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
 				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 		}
 	}
@@ -253,7 +253,7 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, for
 		return nil
 	}
 	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.Admission.Time))
-	r.event(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+	r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
 		"Node %s is drained; reboot approved for boot %s", v.Node.Name, boot)
 	return nil
 }
@@ -322,7 +322,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		r.inflight.add(name, node.ResourceVersion, st.now)
 		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
-		r.event(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
+		r.nodeEvent(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), mu)
 	}
 	return errors.Join(errs...)
@@ -350,7 +350,9 @@ func (st *poolState) unavailable() int {
 }
 
 // event records an event on the node and, when the pool is an object, the
-// same event on the pool, so that `kubectl describe` of either tells the story.
+// same event on the pool, so that `kubectl describe` of either tells the
+// story. It is for what a person looking at the pool wants to know: a
+// warning, a forced drain, a halt.
 func (r *Reconciler) event(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
 	if st.pool.UID == "" {
 		r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
@@ -358,4 +360,18 @@ func (r *Reconciler) event(st *poolState, node *corev1.Node, eventType, reason, 
 	}
 	r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
 	r.Recorder.Eventf(st.pool, node, eventType, reason, action, note, args...)
+}
+
+// nodeEvent records a routine step of one node's reboot (admitted,
+// approved, completed, settled) on the node only, naming the pool as the
+// related object. Every reboot takes these steps, so on the pool too they
+// would double the gate's writes and bury, among thousands of them, the
+// events that concern the pool; the pool's status and the
+// NodeMaintenances tell the same story.
+func (r *Reconciler) nodeEvent(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
+	if st.pool.UID == "" {
+		r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
+		return
+	}
+	r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
 }

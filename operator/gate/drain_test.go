@@ -63,8 +63,10 @@ func TestDrainEvictsPodsAndWaitsForThemToGo(t *testing.T) {
 	g.Expect(podExists(g, "drain-ok", "untouched")).To(BeTrue(), "pods on other nodes stay")
 	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", node, "") }, timeout).
 		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
-	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "drain-ok", "") }, timeout).
-		Should(ContainElements("Admitted", "RebootApproved", "RebootCompleted"))
+	// A reboot's routine steps are told on the node only: on the pool,
+	// thousands of them would bury what concerns the pool.
+	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", "drain-ok", "")).
+		NotTo(ContainElement(BeElementOf("Admitted", "RebootApproved", "RebootCompleted")))
 }
 
 func TestPDBKeepsNodeDrainingThenTimeoutReleasesIt(t *testing.T) {

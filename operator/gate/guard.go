@@ -147,7 +147,7 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, 
 	switch d.step {
 	case settlePass:
 		log.Info("Node settled")
-		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
+		r.nodeEvent(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
 			"Node %s settled after its reboot (since %s) and passed its checks; its slot is free", v.Node.Name, rec.Since.UTC().Format(time.RFC3339))
 	case settleRecovered:
 		log.Info("Node recovered from a failed health check", "check", rec.Failure.Check)

@@ -119,8 +119,11 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	if err := s.Reader.List(ctx, &list); err != nil {
 		log.Error(err, "list policies for metrics")
 	}
+	// Counted, not kept or changed: a copy of a year's history (tens of
+	// thousands of objects) on every scrape would double the operator's
+	// memory for nothing.
 	var nms v1alpha1.NodeMaintenanceList
-	if err := s.Reader.List(ctx, &nms); err != nil {
+	if err := s.Reader.List(ctx, &nms, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "list node maintenances for metrics")
 	}
 	open := map[string]int{}
