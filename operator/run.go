@@ -24,6 +24,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/alertwebhook"
 	"github.com/kmaint/kmaint/operator/api/scheme"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/index"
@@ -135,7 +136,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		// would be most of its memory.
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: slimNode}},
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Node{}:              {Transform: slimNode},
+				&v1alpha1.NodeMaintenance{}: {Transform: slimFinishedMaintenance},
+			},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -347,22 +351,6 @@ func addNotifier(mgr manager.Manager, clientset kubernetes.Interface, opts notif
 		return fmt.Errorf("add notifier: %w", err)
 	}
 	return nil
-}
-
-// slimNode drops what the operator never reads from a cached Node: managed
-// fields and the image and volume lists, which on a real node are most of
-// its size. The operator never writes a Node's status, and its patches are
-// computed against the cached copy, so nothing it drops is ever written back.
-func slimNode(obj any) (any, error) {
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	node.ManagedFields = nil
-	node.Status.Images = nil
-	node.Status.VolumesInUse = nil
-	node.Status.VolumesAttached = nil
-	return node, nil
 }
 
 // Validate refuses options that cannot mean anything, naming the flag.

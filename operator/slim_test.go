@@ -1,0 +1,74 @@
+package operator
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// The cached Node keeps what the gate and the policies read: labels,
+// annotations, spec, addresses, conditions and the boot ID.
+func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"pool": "a"}, Annotations: map[string]string{"kmaint.io/state": "{}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{BootID: "b1", KernelVersion: "6.1", MachineID: "m"},
+			Images:     []corev1.ContainerImage{{Names: []string{"img"}, SizeBytes: 1}},
+			Capacity:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+		},
+	}
+	out, err := slimNode(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Node)
+	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" {
+		t.Errorf("kept what the operator never reads: %+v", got)
+	}
+	if got.Labels["pool"] != "a" || got.Annotations["kmaint.io/state"] != "{}" || !got.Spec.Unschedulable || len(got.Spec.Taints) != 1 ||
+		len(got.Status.Addresses) != 1 || len(got.Status.Conditions) != 1 || got.Status.NodeInfo.BootID != "b1" {
+		t.Errorf("dropped what the operator reads: %+v", got)
+	}
+}
+
+func TestSlimFinishedMaintenance(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	record := func(phase v1alpha1.Phase) *v1alpha1.NodeMaintenance {
+		return &v1alpha1.NodeMaintenance{
+			ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "u", ResourceVersion: "7", Labels: map[string]string{v1alpha1.BootIDLabel: "b"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kmaint"}}},
+			Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Policy: "p", Reason: "kernel"},
+			Status: v1alpha1.NodeMaintenanceStatus{
+				Phase: phase, RequestID: "id", BootIDBefore: "b", BootIDAfter: "c", Message: "rebooted after 3m",
+				PhaseTimes: v1alpha1.PhaseTimes{Succeeded: &now},
+				Conditions: []metav1.Condition{
+					{Type: v1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: "Rebooted"},
+					{Type: v1alpha1.UnreadableCondition, Status: metav1.ConditionFalse, Reason: "Readable"},
+				},
+			},
+		}
+	}
+	out, _ := slimFinishedMaintenance(record(v1alpha1.PhaseSucceeded))
+	got := out.(*v1alpha1.NodeMaintenance)
+	if got.ManagedFields != nil || got.Status.Message != "" || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != v1alpha1.UnreadableCondition {
+		t.Errorf("a finished record keeps what the operator never reads of it: %+v", got.Status)
+	}
+	if got.UID != "u" || got.ResourceVersion != "7" || got.Spec.NodeName != "n" || got.Spec.Policy != "p" || got.Status.Phase != v1alpha1.PhaseSucceeded ||
+		got.Status.RequestID != "id" || got.Status.BootIDAfter != "c" || got.Status.PhaseTimes.Succeeded == nil || got.Labels[v1alpha1.BootIDLabel] != "b" {
+		t.Errorf("a finished record lost what retention, policies and recording read: %+v", got)
+	}
+
+	out, _ = slimFinishedMaintenance(record(v1alpha1.PhaseRebooting))
+	if open := out.(*v1alpha1.NodeMaintenance); open.Status.Message == "" || len(open.Status.Conditions) != 2 || open.ManagedFields != nil {
+		t.Errorf("an open record must be kept whole but for its managed fields: %+v", open.Status)
+	}
+}
