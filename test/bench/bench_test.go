@@ -93,18 +93,22 @@ func scenarios(b *testing.B) []scenario {
 
 // result is what one rollout measured; it is saved as JSON.
 type result struct {
-	Nodes                 int     `json:"nodes"`
-	MaxUnavailable        int     `json:"maxUnavailable"`
-	RebootSeconds         float64 `json:"rebootSeconds"`
-	MakespanSeconds       float64 `json:"makespanSeconds"`
-	IdealSeconds          float64 `json:"idealSeconds"`
-	MakespanOverIdeal     float64 `json:"makespanOverIdeal"`
-	SlotToApprovalP50Ms   float64 `json:"slotToApprovalP50Ms"`
-	SlotToApprovalP99Ms   float64 `json:"slotToApprovalP99Ms"`
-	RequestToAnnotP50Ms   float64 `json:"requestToAnnotationP50Ms"`
-	RequestToAnnotP99Ms   float64 `json:"requestToAnnotationP99Ms"`
-	OperatorPeakRSSMiB    float64 `json:"operatorPeakRSSMiB"`
-	OperatorCPUSeconds    float64 `json:"operatorCPUSeconds"`
+	Nodes               int     `json:"nodes"`
+	MaxUnavailable      int     `json:"maxUnavailable"`
+	RebootSeconds       float64 `json:"rebootSeconds"`
+	MakespanSeconds     float64 `json:"makespanSeconds"`
+	IdealSeconds        float64 `json:"idealSeconds"`
+	MakespanOverIdeal   float64 `json:"makespanOverIdeal"`
+	SlotToApprovalP50Ms float64 `json:"slotToApprovalP50Ms"`
+	SlotToApprovalP99Ms float64 `json:"slotToApprovalP99Ms"`
+	RequestToAnnotP50Ms float64 `json:"requestToAnnotationP50Ms"`
+	RequestToAnnotP99Ms float64 `json:"requestToAnnotationP99Ms"`
+	OperatorPeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
+	OperatorCPUSeconds  float64 `json:"operatorCPUSeconds"`
+	// APIServerCPUSeconds is the CPU kube-apiserver spent during the
+	// rollout: what the operator's and daemons' requests cost it (and its
+	// audit log, when on).
+	APIServerCPUSeconds   float64 `json:"apiServerCPUSeconds"`
 	OperatorRequestsPerRb float64 `json:"operatorRequestsPerReboot"`
 	DaemonRequestsPerRb   float64 `json:"daemonRequestsPerReboot"`
 	// OperatorRequests and DaemonRequests break the requests per reboot
@@ -206,6 +210,10 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	if err != nil {
 		b.Fatal(err)
 	}
+	apiServerCPUBefore, err := childCPUSeconds("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	b.StartTimer()
 	start := time.Now()
@@ -234,6 +242,10 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	if err != nil {
 		b.Fatal(err)
 	}
+	apiServerCPU, err := childCPUSeconds("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
 	opByVerb, daemonByVerb, err := requestsByVerb(auditFrom, start, end, sc.N)
 	if err != nil {
 		b.Fatal(err)
@@ -249,6 +261,7 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		SlotToApprovalP50Ms: ms(percentile(slot, 0.50)), SlotToApprovalP99Ms: ms(percentile(slot, 0.99)),
 		RequestToAnnotP50Ms: ms(percentile(annot, 0.50)), RequestToAnnotP99Ms: ms(percentile(annot, 0.99)),
 		OperatorPeakRSSMiB: float64(rss) / (1 << 20), OperatorCPUSeconds: cpu,
+		APIServerCPUSeconds:   apiServerCPU - apiServerCPUBefore,
 		OperatorRequestsPerRb: (opAfter - opBefore) / float64(sc.N),
 		DaemonRequestsPerRb:   float64(daemonRequests.Load()) / float64(sc.N),
 		OperatorRequests:      opByVerb,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func requestsByVerb(offset int64, from, to time.Time, reboots int) (operator, da
 	perReboot := func(byVerb map[string]int) map[string]float64 {
 		out := map[string]float64{}
 		for what, n := range byVerb {
-			out[what] = float64(n) / float64(reboots)
+			out[what] = math.Round(1000*float64(n)/float64(reboots)) / 1000
 		}
 		return out
 	}
