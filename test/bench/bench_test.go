@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -171,10 +171,12 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	var daemonRequests atomic.Int64
 	b.StopTimer()
 	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:          []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
-		Journal:        sim.Memory,
-		Timing:         sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
-		Log:            logr.Discard(),
+		Pools:   []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
+		Journal: sim.Memory,
+		Timing:  sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
+		// Errors only (the harness's level): what goes wrong shows, what
+		// a simulated reboot cuts short does not (sim's quietAfterStop).
+		Log:            ctrl.Log.WithName("sim"),
 		DaemonRequests: &daemonRequests,
 		DaemonConfig:   daemonConfig,
 	})
