@@ -97,7 +97,7 @@ func draw(results []result) string {
 		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), xTicks)
 	}
 	y := marginTop + rows*panelH + 20
-	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16. Results (test/bench/results/rolling-N-k.json):")
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r. Results (test/bench/results/rolling-N-k.json):")
 	for i, r := range results {
 		line := fmt.Sprintf("%d nodes, k=%d, r=%gs: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, orUnknown(r.Commit), orUnknown(r.Date), orUnknown(r.Command))
 		text(&b, 16, float64(y+footerLine*(i+1)), "start", 11, "normal", line)
@@ -162,11 +162,19 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		text(b, lx, py(g.y)-5, anchor, 10, "normal", "goal "+g.label, `fill="`+goalColor+`"`)
 	}
 	for si, s := range p.series {
-		var pts []string
+		// A line joins only results of one reboot time r: a smaller r
+		// packs more waves into the same time and is another curve.
+		byR := map[float64][]string{}
+		var rs []float64
 		for _, r := range results {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(float64(r.Nodes)), py(s.value(r))))
+			if _, ok := byR[r.RebootSeconds]; !ok {
+				rs = append(rs, r.RebootSeconds)
+			}
+			byR[r.RebootSeconds] = append(byR[r.RebootSeconds], fmt.Sprintf("%.1f,%.1f", px(float64(r.Nodes)), py(s.value(r))))
 		}
-		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.Join(pts, " "), s.color)
+		for _, r := range rs {
+			fmt.Fprintf(b, `<polyline data-reboot-seconds="%g" points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", r, strings.Join(byR[r], " "), s.color)
+		}
 		for _, r := range results {
 			v := s.value(r)
 			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", s.name, r.Nodes, px(float64(r.Nodes)), py(v), s.color)
