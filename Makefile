@@ -129,6 +129,8 @@ realcluster-clean: ## Kill and remove what a killed real-cluster test run left (
 # the default is 500 nodes at k=25, 2000 at k=100 and 5000 at k=250, r=10s.
 # Each result records the command that made it (KMAINT_BENCH_COMMAND); then
 # test/bench/plot draws every result into test/bench/results/scaling.svg.
+# The API server's audit log breaks requests down by verb and resource;
+# KMAINT_BENCH_AUDIT=off runs without it.
 BENCH ?=
 
 bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot benchmarks; results and their picture in test/bench/results/
