@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -30,7 +31,34 @@ import (
 
 var bed *testbed.Bed
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
+// The users the operator and the simulated daemons reach the API server
+// as, so that its audit log tells their requests apart.
+const (
+	operatorUser = "bench-operator"
+	daemonUser   = "bench-daemon"
+)
+
+// auditLog is the API server's audit log of the operator's and the
+// daemons' requests; empty when KMAINT_BENCH_AUDIT=off turns it off (to
+// measure what it costs).
+var auditLog string
+
+func TestMain(m *testing.M) {
+	var opts []testbed.Option
+	if os.Getenv("KMAINT_BENCH_AUDIT") != "off" {
+		dir, err := os.MkdirTemp("", "kmaint-bench-audit-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		auditLog = filepath.Join(dir, "audit.log")
+		opts = append(opts, testbed.WithAuditLog(auditLog, operatorUser, daemonUser))
+		code := harness.Main(m, &bed, opts...)
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(harness.Main(m, &bed))
+}
 
 // scenario is one rolling reboot: N nodes, maxUnavailable k, and r for a
 // node's drain plus reboot.
@@ -39,12 +67,12 @@ type scenario struct {
 	R    time.Duration
 }
 
-// scenarios are the issue's: 500 nodes at k=25, and 2000. KMAINT_BENCH
-// replaces them, e.g. "100:10:2s,500:25:10s".
+// scenarios are the issue's: 500 nodes at k=25, 2000 at k=100 and 5000
+// at k=250. KMAINT_BENCH replaces them, e.g. "100:10:2s,500:25:10s".
 func scenarios(b *testing.B) []scenario {
 	spec := os.Getenv("KMAINT_BENCH")
 	if spec == "" {
-		return []scenario{{500, 25, 10 * time.Second}, {2000, 100, 10 * time.Second}}
+		return []scenario{{500, 25, 10 * time.Second}, {2000, 100, 10 * time.Second}, {5000, 250, 10 * time.Second}}
 	}
 	var out []scenario
 	for _, s := range strings.Split(spec, ",") {
@@ -65,32 +93,51 @@ func scenarios(b *testing.B) []scenario {
 
 // result is what one rollout measured; it is saved as JSON.
 type result struct {
-	Nodes                 int     `json:"nodes"`
-	MaxUnavailable        int     `json:"maxUnavailable"`
-	RebootSeconds         float64 `json:"rebootSeconds"`
-	MakespanSeconds       float64 `json:"makespanSeconds"`
-	IdealSeconds          float64 `json:"idealSeconds"`
-	MakespanOverIdeal     float64 `json:"makespanOverIdeal"`
-	SlotToApprovalP50Ms   float64 `json:"slotToApprovalP50Ms"`
-	SlotToApprovalP99Ms   float64 `json:"slotToApprovalP99Ms"`
-	RequestToAnnotP50Ms   float64 `json:"requestToAnnotationP50Ms"`
-	RequestToAnnotP99Ms   float64 `json:"requestToAnnotationP99Ms"`
-	OperatorPeakRSSMiB    float64 `json:"operatorPeakRSSMiB"`
-	OperatorCPUSeconds    float64 `json:"operatorCPUSeconds"`
+	Nodes               int     `json:"nodes"`
+	MaxUnavailable      int     `json:"maxUnavailable"`
+	RebootSeconds       float64 `json:"rebootSeconds"`
+	MakespanSeconds     float64 `json:"makespanSeconds"`
+	IdealSeconds        float64 `json:"idealSeconds"`
+	MakespanOverIdeal   float64 `json:"makespanOverIdeal"`
+	SlotToApprovalP50Ms float64 `json:"slotToApprovalP50Ms"`
+	SlotToApprovalP99Ms float64 `json:"slotToApprovalP99Ms"`
+	RequestToAnnotP50Ms float64 `json:"requestToAnnotationP50Ms"`
+	RequestToAnnotP99Ms float64 `json:"requestToAnnotationP99Ms"`
+	OperatorPeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
+	OperatorCPUSeconds  float64 `json:"operatorCPUSeconds"`
+	// APIServerCPUSeconds is the CPU kube-apiserver spent during the
+	// rollout: what the operator's and daemons' requests cost it (and its
+	// audit log, when on).
+	APIServerCPUSeconds   float64 `json:"apiServerCPUSeconds"`
 	OperatorRequestsPerRb float64 `json:"operatorRequestsPerReboot"`
 	DaemonRequestsPerRb   float64 `json:"daemonRequestsPerReboot"`
-	PeakUnavailable       int     `json:"peakUnavailable"`
-	Machine               machine `json:"machine"`
-	Date                  string  `json:"date"`
+	// OperatorRequests and DaemonRequests break the requests per reboot
+	// down by "verb resource[/subresource]", as the API server's audit log
+	// has them; absent when the audit log is off.
+	OperatorRequests map[string]float64 `json:"operatorRequests,omitempty"`
+	DaemonRequests   map[string]float64 `json:"daemonRequests,omitempty"`
+	PeakUnavailable  int                `json:"peakUnavailable"`
+	Machine          machine            `json:"machine"`
+	Date             string             `json:"date"`
+	// Command made this result; Commit is the code's commit, "-dirty"
+	// when the work tree differed from it.
+	Command string `json:"command"`
+	Commit  string `json:"commit"`
 }
 
 func BenchmarkRollingReboot(b *testing.B) {
+	commit, err := sourceCommit()
+	if err != nil {
+		b.Fatal(err)
+	}
 	operatorBin := buildOperator(b)
+	daemonConfig := userConfig(b, daemonUser)
 	for _, sc := range scenarios(b) {
 		b.Run(fmt.Sprintf("N=%d/k=%d/r=%s", sc.N, sc.K, sc.R), func(b *testing.B) {
 			// One rollout is one iteration; make bench runs one (-benchtime 1x).
 			for i := range b.N {
-				res := rollout(b, sc, operatorBin, fmt.Sprintf("n%d-k%d-%d", sc.N, sc.K, i))
+				res := rollout(b, sc, operatorBin, daemonConfig, fmt.Sprintf("n%d-k%d-%d", sc.N, sc.K, i))
+				res.Command, res.Commit = benchCommand(), commit
 				b.ReportMetric(res.MakespanOverIdeal, "makespan/ideal")
 				b.ReportMetric(res.SlotToApprovalP99Ms, "slot-to-approval-p99-ms")
 				b.ReportMetric(res.RequestToAnnotP99Ms, "request-to-annotation-p99-ms")
@@ -119,26 +166,37 @@ func buildOperator(b *testing.B) string {
 	return out
 }
 
-func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
+func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.Config, pool string) result {
 	ctx := context.Background()
 	var daemonRequests atomic.Int64
 	b.StopTimer()
 	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:          []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
-		Journal:        sim.Memory,
-		Timing:         sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
-		Log:            logr.Discard(),
+		Pools:   []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
+		Journal: sim.Memory,
+		Timing:  sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
+		// Errors only (the harness's level): what goes wrong shows, what
+		// a simulated reboot cuts short does not (sim's quietAfterStop).
+		Log:            ctrl.Log.WithName("sim"),
 		DaemonRequests: &daemonRequests,
+		DaemonConfig:   daemonConfig,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Stop()
-	defer cleanup(b, pool)
+	// Whatever watches the nodes stops before they are deleted: the
+	// operator, then the daemons, then the nodes go. The other way round,
+	// thousands of watchers log thousands of errors about vanished nodes.
+	var op *operatorProcess
+	defer func() {
+		if op != nil {
+			op.stop()
+		}
+		c.Stop()
+		cleanup(b, pool)
+	}()
 	waitForDaemons(b, pool, sc.N)
 
 	op, metricsURL := startOperator(b, operatorBin)
-	defer op.stop()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	tl, err := watchTimeline(watchCtx, kubernetes.NewForConfigOrDie(bed.Config), pool, sc.N)
@@ -150,6 +208,14 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 		b.Fatal(err)
 	}
 	daemonRequests.Store(0)
+	auditFrom, err := auditLogSize()
+	if err != nil {
+		b.Fatal(err)
+	}
+	apiServerCPUBefore, err := childCPUSeconds("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	b.StartTimer()
 	start := time.Now()
@@ -166,7 +232,8 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 	case <-time.After(3*ideal + 2*time.Minute):
 		b.Fatalf("rollout of %d nodes did not finish in %s: %d done", sc.N, 3*ideal+2*time.Minute, tl.done)
 	}
-	makespan := time.Since(start)
+	end := time.Now()
+	makespan := end.Sub(start)
 	b.StopTimer()
 
 	opAfter, err := clientRequests(metricsURL)
@@ -177,6 +244,16 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	apiServerCPU, err := childCPUSeconds("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opByVerb, daemonByVerb, err := requestsByVerb(auditFrom, start, end, sc.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logRequests(b, "operator", opByVerb)
+	logRequests(b, "daemons", daemonByVerb)
 	slot := tl.slotToApproval(sc.K)
 	annot := tl.requestToAnnotation(requested)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -186,8 +263,11 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 		SlotToApprovalP50Ms: ms(percentile(slot, 0.50)), SlotToApprovalP99Ms: ms(percentile(slot, 0.99)),
 		RequestToAnnotP50Ms: ms(percentile(annot, 0.50)), RequestToAnnotP99Ms: ms(percentile(annot, 0.99)),
 		OperatorPeakRSSMiB: float64(rss) / (1 << 20), OperatorCPUSeconds: cpu,
+		APIServerCPUSeconds:   apiServerCPU - apiServerCPUBefore,
 		OperatorRequestsPerRb: (opAfter - opBefore) / float64(sc.N),
 		DaemonRequestsPerRb:   float64(daemonRequests.Load()) / float64(sc.N),
+		OperatorRequests:      opByVerb,
+		DaemonRequests:        daemonByVerb,
 		PeakUnavailable:       tl.mostUnavailable,
 		Machine:               describeMachine(),
 		Date:                  time.Now().UTC().Format(time.RFC3339),
@@ -226,9 +306,9 @@ func (o operatorProcess) stop() {
 	_ = o.cmd.Wait()
 }
 
-func startOperator(b *testing.B, bin string) (operatorProcess, string) {
+func startOperator(b *testing.B, bin string) (*operatorProcess, string) {
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := bed.WriteKubeconfig(kubeconfig, "bench-operator", "system:masters"); err != nil {
+	if err := bed.WriteKubeconfig(kubeconfig, operatorUser, "system:masters"); err != nil {
 		b.Fatal(err)
 	}
 	metrics, probes, pprof := harness.FreeAddr(b), harness.FreeAddr(b), harness.FreeAddr(b)
@@ -249,7 +329,7 @@ func startOperator(b *testing.B, bin string) (operatorProcess, string) {
 		b.Fatalf("operator not ready: %v", err)
 	}
 	b.Logf("operator profiles: http://%s/debug/pprof/", pprof)
-	return operatorProcess{cmd: cmd, pprof: pprof}, "http://" + metrics + "/metrics"
+	return &operatorProcess{cmd: cmd, pprof: pprof}, "http://" + metrics + "/metrics"
 }
 
 // cleanup deletes the rollout's nodes, so the next scenario starts alone.

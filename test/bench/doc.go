@@ -1,4 +1,16 @@
 // Package bench measures rolling reboots of hundreds and thousands of
 // simulated nodes (in-memory journals, in-process daemons, the operator as
-// its own process) and saves the figures under results/.
+// its own process) and saves the figures under results/, each with the
+// command and commit that made it. `make bench` runs 500, 2000 and 5000
+// nodes, then test/bench/plot draws every result into
+// results/scaling.svg.
+//
+// The API server's audit log (testbed.WithAuditLog) counts the requests of
+// the operator and of the daemons, each a user of its own, by verb and
+// resource; KMAINT_BENCH_AUDIT=off turns it off, to measure what it costs
+// the API server (apiServerCPUSeconds in the results).
+//
+// Teardown stops whatever watches the nodes, the operator and then the
+// daemons, before it deletes them, so that the log holds only what went
+// wrong during the rollout.
 package bench

@@ -109,7 +109,7 @@ func runReal(ctx context.Context, opts options, out io.Writer) (err error) {
 		return ignoreEnded(ctx, err)
 	}
 	fmt.Fprintf(out, "  config  MaintenancePool %s: spec.desiredConfig=%s, a rolling reboot of its %d nodes\n", realConfigPool, newConfig, len(batch))
-	return finish(ctx, opts, out, w, kube, goal{rollout: len(hosts) + len(batch)}, start, nil)
+	return finish(ctx, opts, out, w, kube, goal{rollout: len(hosts) + len(batch), nodes: append(realNodeNames(hosts), realNodeNames(batch)...)}, start, nil)
 }
 
 // realPools puts the first half of the nodes in pool web and the rest in
@@ -173,9 +173,13 @@ func rollOut(ctx context.Context, kube client.Client, name string) error {
 }
 
 func nodeNames(nodes []*realcluster.Node) string {
+	return strings.Join(realNodeNames(nodes), ", ")
+}
+
+func realNodeNames(nodes []*realcluster.Node) []string {
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Name()
 	}
-	return strings.Join(names, ", ")
+	return names
 }

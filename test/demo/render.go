@@ -35,6 +35,9 @@ type display struct {
 	// shownHalt and shownResume are each pool's halt and resume-halt
 	// annotation as last reported.
 	shownHalt, shownResume map[string]string
+	// planned are the nodes the demo means to reboot, the pools'
+	// progress counters' denominators (goal.nodes).
+	planned []string
 }
 
 // redrawEvery is how often a live frame is redrawn.
@@ -52,6 +55,7 @@ func newDisplay(out io.Writer, live bool, start time.Time) *display {
 // returns the last state and when the demo saw it done. It returns a zero
 // time when ctx ended first.
 func (d *display) untilDone(ctx context.Context, w *watcher, expected goal) (view, clusterState, time.Time, error) {
+	d.planned = expected.nodes
 	var tick <-chan time.Time
 	if d.live {
 		fmt.Fprint(d.out, "\x1b[?25l") // hide the cursor while redrawing
@@ -65,7 +69,7 @@ func (d *display) untilDone(ctx context.Context, w *watcher, expected goal) (vie
 		if err != nil {
 			return view{}, s, time.Time{}, err
 		}
-		v := buildView(s)
+		v := buildView(s, d.planned)
 		d.report(v)
 		done := v.settled(expected)
 		now := time.Now()
@@ -112,7 +116,7 @@ func (d *display) follow(ctx context.Context, w *watcher) error {
 		if err != nil {
 			return err
 		}
-		d.report(buildView(s))
+		d.report(buildView(s, d.planned))
 	}
 }
 
@@ -137,7 +141,7 @@ func (d *display) report(v view) {
 		}
 		line := fmt.Sprintf("%8s  %-12s %-8s %-10s %-11s", "+"+elapsed(time.Since(d.start)), n.name, n.pool, n.step, n.source)
 		if p, ok := pools[n.pool]; ok {
-			line += fmt.Sprintf("  %s %d/%d back, unavailable %d/%d", p.name, p.back, p.todo, p.unavailable, p.maxUnavailable)
+			line += fmt.Sprintf("  %s %d/%d back, unavailable %d/%d", p.name, p.back, p.goal, p.unavailable, p.maxUnavailable)
 		}
 		if n.waiting != "" {
 			line += "  (" + n.waiting + ")"
@@ -219,7 +223,7 @@ func (d *display) draw(v view, now time.Time) {
 		if strings.HasSuffix(p.spec, "%") {
 			limit += " (" + p.spec + ")"
 		}
-		line := fmt.Sprintf("%-8s %s %-11s unavailable %d/%s", p.name, bar(p.back+p.failed, p.todo, 24), fmt.Sprintf("%d/%d back", p.back, p.todo), p.unavailable, limit)
+		line := fmt.Sprintf("%-8s %s %-11s unavailable %d/%s", p.name, bar(p.back+p.failed, p.goal, 24), fmt.Sprintf("%d/%d back", p.back, p.goal), p.unavailable, limit)
 		if p.halt != "" {
 			line += "  " + colored(stepFailed, p.halt+"; resume: kubectl kmaint resume "+p.name)
 		}

@@ -201,13 +201,14 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if halt != nil {
 		halt.describe(out)
 	}
-	target := goal{rollout: expected, sentinel: sentinelNode}
+	target := goal{rollout: expected, sentinel: sentinelNode, nodes: append(hostNodes(c, pools), poolNodes(c, configPool(pools).Name)...)}
 	switch {
 	case plan != nil:
 		if err := plan.start(ctx, bed.Client, c, out); err != nil {
 			return ignoreEnded(ctx, err)
 		}
 		target.metric = plan.over()
+		target.nodes = append(target.nodes, target.metric...)
 		go w.watchFragmentation(ctx, c.Prometheus().Querier(), plan.instances, time.Second)
 	case metrics != nil:
 		fmt.Fprintln(out, "  metric  none: every node is rebooted by the requests above")
@@ -396,6 +397,18 @@ func hostNodes(c *sim.Cluster, pools []sim.PoolSpec) []string {
 	// The cluster lists its nodes in pool order.
 	for _, n := range c.Nodes()[:(pools[0].Nodes+1)/2] {
 		names = append(names, n.Name())
+	}
+	return names
+}
+
+// poolNodes are the nodes of a pool, which the simulated cluster names
+// after it.
+func poolNodes(c *sim.Cluster, pool string) []string {
+	var names []string
+	for _, n := range c.Nodes() {
+		if strings.HasPrefix(n.Name(), pool+"-") {
+			names = append(names, n.Name())
+		}
 	}
 	return names
 }

@@ -86,8 +86,15 @@ type candidateRow struct {
 
 // poolRow is one pool's progress.
 type poolRow struct {
-	name                        string
-	nodes, todo, back, failed   int
+	name                      string
+	nodes, todo, back, failed int
+	// goal is how many of the pool's nodes the demo waits to see
+	// rebooted: those it planned to reboot before its first request, and
+	// any other asked to since. It is the progress counter's denominator:
+	// known up front, it stays put while requests arrive, so that a
+	// person reads "1/6 back" as one sixth of the way, not as one of
+	// however many requests have shown up yet.
+	goal                        int
 	unavailable, maxUnavailable int
 	// spec is spec.maxUnavailable as written, e.g. 50%.
 	spec string
@@ -136,7 +143,10 @@ type view struct {
 // their outcomes recorded.
 type goal struct {
 	rollout int
-	metric  []string
+	// nodes are the nodes the demo means to reboot, every source's, known
+	// before the first request (see poolRow's goal).
+	nodes  []string
+	metric []string
 	// sentinel is the node whose reboot sentinel stays after its reboot:
 	// done once its daemon holds it as a reboot loop.
 	sentinel string
@@ -184,7 +194,9 @@ func (v view) done(expected int) bool {
 	return true
 }
 
-func buildView(s clusterState) view {
+// buildView builds the view of s; planned are the nodes the demo means to
+// reboot (goal.nodes).
+func buildView(s clusterState, planned []string) view {
 	var v view
 	byNode := map[string][]*v1alpha1.NodeMaintenance{}
 	for i := range s.maintenances {
@@ -238,6 +250,9 @@ func buildView(s clusterState) view {
 		}
 		if row.todo {
 			p.todo++
+		}
+		if row.todo || slices.Contains(planned, n.Name) {
+			p.goal++
 		}
 		switch row.step {
 		case stepBack:

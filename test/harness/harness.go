@@ -32,10 +32,11 @@ import (
 
 // Main runs a package's tests against a real API server, started before and
 // stopped after them, with pod deletions finished as kubelets would. It
-// stores the server in *bed for the tests and returns the exit code.
-func Main(m *testing.M, bed **testbed.Bed) int {
+// stores the server in *bed for the tests and returns the exit code. opts
+// change how the API server runs, e.g. testbed.WithAuditLog.
+func Main(m *testing.M, bed **testbed.Bed, opts ...testbed.Option) int {
 	SetLogger()
-	b, err := testbed.Start()
+	b, err := testbed.Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

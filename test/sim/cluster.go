@@ -84,6 +84,10 @@ type Config struct {
 	// DaemonRequests, when set, counts the API requests of in-process
 	// daemons, at the client.
 	DaemonRequests *atomic.Int64
+	// DaemonConfig, when set, is the in-process daemons' rest config in
+	// place of the test bed's: a user of their own tells their requests
+	// apart from everyone else's in the API server's audit log.
+	DaemonConfig *rest.Config
 	// Metrics, when set, gives every node a node_exporter and the cluster a
 	// real Prometheus, which the operator asks (see MetricsConfig).
 	Metrics *MetricsConfig
@@ -314,14 +318,18 @@ func (c *Cluster) startNode(name, pool string) (Node, error) {
 	return n, n.StartDaemon(c.ctx)
 }
 
-// daemonConfig is the rest config of in-process daemons: the test bed's,
-// counting requests when asked to.
+// daemonConfig is the rest config of in-process daemons: Config's
+// DaemonConfig or else the test bed's, counting requests when asked to.
 func (c *Cluster) daemonConfig() *rest.Config {
+	base := c.Bed.Config
+	if c.Config.DaemonConfig != nil {
+		base = c.Config.DaemonConfig
+	}
 	counter := c.Config.DaemonRequests
 	if counter == nil {
-		return c.Bed.Config
+		return base
 	}
-	cfg := rest.CopyConfig(c.Bed.Config)
+	cfg := rest.CopyConfig(base)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			counter.Add(1)

@@ -5,6 +5,11 @@
 // systemd-journald (test/node) or in this process with an in-memory journal
 // for thousands of nodes. The reboot itself is the one faked seam. The real
 // operator runs beside it and can be killed and restarted at any moment.
+// An in-process daemon's log leaves out the requests its own stop (a
+// simulated reboot) cuts short, so that a rollout of thousands of nodes
+// logs what went wrong, not two lines per reboot; Config.DaemonConfig gives
+// the daemons a user of their own, to tell their requests apart at the API
+// server.
 //
 // With metrics on, a real Prometheus scrapes one exporter that stands for
 // every node's node_exporter: its memory fragmentation, and its health

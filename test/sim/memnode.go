@@ -119,7 +119,7 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 	hooks := []daemon.Hook{
 		daemon.WithBoot(n.bootID, n.bootTime),
 		daemon.WithRegisterer(n.registry),
-		daemon.WithLogger(n.log),
+		daemon.WithLogger(quietAfterStop(n.log, dctx)),
 		daemon.WithRESTMapper(n.mapper),
 		daemon.WithDuplicateControllerNames(),
 	}

@@ -1,3 +1,6 @@
 // Package testbed runs a real kube-apiserver and etcd (envtest) with kmaint's
-// CRDs installed, for tests, the simulated cluster and the demo.
+// CRDs installed, for tests, the simulated cluster and the demo. With
+// WithAuditLog the API server also logs who asked for what, and
+// CountRequests counts it by user, verb and resource (the benchmark's
+// requests per reboot).
 package testbed

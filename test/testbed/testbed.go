@@ -65,7 +65,7 @@ func Kubectl() (string, error) {
 }
 
 // Start starts etcd and kube-apiserver and installs kmaint's CRDs.
-func Start() (*Bed, error) {
+func Start(opts ...Option) (*Bed, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -88,6 +88,11 @@ func Start() (*Bed, error) {
 	// stall of seconds shows up as a controller that seems stuck).
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
+	for _, opt := range opts {
+		if err := opt(env); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest from %s: %w", assets, err)

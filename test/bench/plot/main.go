@@ -1,0 +1,43 @@
+// Command plot draws the rolling-reboot benchmark's results
+// (test/bench/results/rolling-*.json) against the number of nodes into
+// test/bench/results/scaling.svg: makespan over ideal, slot-to-approval
+// p99, the operator's peak RSS and API requests per reboot, each with the
+// issue's goals, and under them the commit, date and command of every
+// result. make bench runs it after the benchmarks; `go run ./test/bench/plot`
+// redraws by hand. It writes the SVG by hand: no dependencies.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+func main() {
+	_, file, _, _ := runtime.Caller(0)
+	dflt := filepath.Join(filepath.Dir(file), "..", "results")
+	dir := flag.String("results", dflt, "Directory of the rolling-*.json results; the SVG goes there as scaling.svg.")
+	flag.Parse()
+	if err := run(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, "plot:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string) error {
+	results, err := readResults(dir)
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("no rolling-*.json in %s", dir)
+	}
+	out := filepath.Join(dir, "scaling.svg")
+	if err := os.WriteFile(out, []byte(draw(results)), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	fmt.Println(out)
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRunDrawsOnePointPerResultAndEveryGoal writes made-up results, runs
+// the command's work and reads the SVG back as XML: every panel has one
+// point per result and series, a line per series and reboot time, every
+// goal has its line, and every
+// result's commit is written under the panels.
+func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
+	dir := t.TempDir()
+	made := []result{
+		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 1.25, SlotToApprovalP99Ms: 2050, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
+		{Nodes: 500, MaxUnavailable: 25, RebootSeconds: 10, MakespanOverIdeal: 1.06, SlotToApprovalP99Ms: 300, OperatorPeakRSSMiB: 98, OperatorRequests: 22.7, DaemonRequests: 6.8, Commit: "aaaa-dirty", Date: "2026-12-01T09:00:00Z", Command: "make bench"},
+		{Nodes: 100, MaxUnavailable: 10, RebootSeconds: 2, MakespanOverIdeal: 1.5, SlotToApprovalP99Ms: 700, OperatorPeakRSSMiB: 85, OperatorRequests: 25.6, DaemonRequests: 6.6, Commit: "dddd", Date: "2026-12-01T12:00:00Z", Command: "make bench BENCH=100:10:2s"},
+		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: "make bench"},
+	}
+	for _, r := range made {
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "rolling-"+strconv.Itoa(r.Nodes)+".json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "scaling.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	points := map[string]map[string]int{} // panel → series → points
+	goals := map[string][]string{}        // panel → nodes@y
+	lines := map[string]int{}             // panel → polylines
+	var texts []string
+	panel := ""
+	dec := xml.NewDecoder(f)
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("scaling.svg is not XML: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			attrs := map[string]string{}
+			for _, a := range el.Attr {
+				attrs[a.Name.Local] = a.Value
+			}
+			switch {
+			case el.Name.Local == "g" && attrs["class"] == "panel":
+				panel = attrs["id"]
+			case attrs["class"] == "point":
+				if points[panel] == nil {
+					points[panel] = map[string]int{}
+				}
+				points[panel][attrs["data-series"]]++
+			case el.Name.Local == "polyline":
+				lines[panel]++
+			case attrs["class"] == "goal":
+				goals[panel] = append(goals[panel], attrs["data-nodes"]+"@"+attrs["data-y"])
+			}
+		case xml.CharData:
+			texts = append(texts, string(el))
+		}
+	}
+
+	wantSeries := map[string][]string{
+		"makespan": {"makespan / ideal"},
+		"slot":     {"p99"},
+		"rss":      {"peak RSS"},
+		"requests": {"operator", "daemon", "sum"},
+	}
+	for p, series := range wantSeries {
+		if len(points[p]) != len(series) {
+			t.Errorf("panel %s: series %v, want %v", p, points[p], series)
+		}
+		for _, s := range series {
+			if points[p][s] != len(made) {
+				t.Errorf("panel %s, series %s: %d points, want one per result (%d)", p, s, points[p][s], len(made))
+			}
+		}
+	}
+	for p, series := range wantSeries {
+		if want := 2 * len(series); lines[p] != want {
+			t.Errorf("panel %s: %d lines, want %d: one per series and reboot time (2 s, 10 s)", p, lines[p], want)
+		}
+	}
+	wantGoals := map[string]string{
+		"makespan": "500@1.03 2000@1.1",
+		"slot":     "0@1",
+		"rss":      "2000@150 5000@250",
+		"requests": "0@15",
+	}
+	for p, want := range wantGoals {
+		if got := strings.Join(goals[p], " "); got != want {
+			t.Errorf("panel %s: goal lines %q, want %q", p, got, want)
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, commit := range []string{"aaaa-dirty", "bbbb", "cccc", "dddd"} {
+		if !strings.Contains(all, "commit "+commit) {
+			t.Errorf("no line under the panels names commit %s", commit)
+		}
+	}
+}

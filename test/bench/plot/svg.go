@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/xml"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// series is one line of a panel: a figure of every result.
+type series struct {
+	name, color string
+	value       func(result) float64
+}
+
+// goal is one of the issue's goals: y or less at a number of nodes, or at
+// every size when nodes is 0.
+type goal struct {
+	nodes int
+	y     float64
+	label string
+}
+
+// panel is one small chart against the number of nodes.
+type panel struct {
+	id, title, unit string
+	// floor is the lowest y drawn unless a value is lower.
+	floor  float64
+	series []series
+	goals  []goal
+	// digits is how many decimals the values show.
+	digits int
+}
+
+// panels are the issue's figures and goals (issue 16).
+func panels() []panel {
+	return []panel{
+		{
+			id: "makespan", title: "Makespan / ideal", unit: "ratio", floor: 1, digits: 3,
+			series: []series{{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }}},
+			goals:  []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
+		},
+		{
+			id: "slot", title: "Slot freed → next approval, p99", unit: "s", digits: 2,
+			series: []series{{"p99", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }}},
+			goals:  []goal{{0, 1, "< 1 s at every size"}},
+		},
+		{
+			id: "rss", title: "Operator peak RSS", unit: "MiB", digits: 0,
+			series: []series{{"peak RSS", "#1f77b4", func(r result) float64 { return r.OperatorPeakRSSMiB }}},
+			goals:  []goal{{2000, 150, "< 150 MiB at 2000"}, {5000, 250, "< 250 MiB at 5000"}},
+		},
+		{
+			id: "requests", title: "API requests", unit: "per reboot", digits: 1,
+			series: []series{
+				{"operator", "#1f77b4", func(r result) float64 { return r.OperatorRequests }},
+				{"daemon", "#2ca02c", func(r result) float64 { return r.DaemonRequests }},
+				{"sum", "#000000", func(r result) float64 { return r.OperatorRequests + r.DaemonRequests }},
+			},
+			goals: []goal{{0, 15, "sum ≤ 15"}},
+		},
+	}
+}
+
+// The picture's geometry, in pixels: a 2×2 grid of panels, and inside each
+// the plotting area's margins.
+const (
+	panelW, panelH      = 440, 300
+	marginTop           = 50
+	plotLeft, plotRight = 64, 20
+	plotTop, plotBottom = 36, 46
+	goalColor           = "#d62728"
+	footerLine          = 16
+)
+
+// draw draws results, fewest nodes first, as an SVG document.
+func draw(results []result) string {
+	ps := panels()
+	rows := (len(ps) + 1) / 2
+	width := 2 * panelW
+	height := marginTop + rows*panelH + 20 + footerLine*(len(results)+1)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	text(&b, 16, 28, "start", 16, "bold", "kmaint rolling reboot: cost against the number of nodes (one request per node, all at once)")
+	xMax := 0.0
+	for _, r := range results {
+		xMax = math.Max(xMax, float64(r.Nodes))
+	}
+	for _, p := range ps {
+		for _, g := range p.goals {
+			xMax = math.Max(xMax, float64(g.nodes))
+		}
+	}
+	xTicks := ticks(0, xMax*1.05, 5)
+	for i, p := range ps {
+		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), xTicks)
+	}
+	y := marginTop + rows*panelH + 20
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r. Results (test/bench/results/rolling-N-k.json):")
+	for i, r := range results {
+		line := fmt.Sprintf("%d nodes, k=%d, r=%gs: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, orUnknown(r.Commit), orUnknown(r.Date), orUnknown(r.Command))
+		text(&b, 16, float64(y+footerLine*(i+1)), "start", 11, "normal", line)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// drawPanel draws one panel with its top left corner at (x0, y0).
+func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xTicks []float64) {
+	left, right := x0+plotLeft, x0+panelW-plotRight
+	top, bottom := y0+plotTop, y0+panelH-plotBottom
+	yLo, yHi := p.floor, p.floor
+	for _, s := range p.series {
+		for _, r := range results {
+			v := s.value(r)
+			yLo, yHi = math.Min(yLo, v), math.Max(yHi, v)
+		}
+	}
+	for _, g := range p.goals {
+		yHi = math.Max(yHi, g.y)
+	}
+	yTicks := ticks(yLo, yHi+(yHi-yLo)*0.15, 5)
+	yLo, yHi = yTicks[0], yTicks[len(yTicks)-1]
+	xHi := xTicks[len(xTicks)-1]
+	px := func(n float64) float64 { return left + (right-left)*n/xHi }
+	py := func(v float64) float64 { return bottom - (bottom-top)*(v-yLo)/(yHi-yLo) }
+
+	fmt.Fprintf(b, `<g class="panel" id="%s">`+"\n", p.id)
+	text(b, left, y0+22, "start", 13, "bold", p.title+" ("+p.unit+")")
+	for _, t := range yTicks {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, py(t), right, py(t))
+		text(b, left-6, py(t)+4, "end", 11, "normal", formatTick(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`+"\n", px(t), bottom, px(t), bottom+4)
+		text(b, px(t), bottom+16, "middle", 11, "normal", formatTick(t))
+	}
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#666"/>`+"\n", left, top, right-left, bottom-top)
+	text(b, right, bottom+34, "end", 11, "normal", "nodes")
+	text(b, x0+14, (top+bottom)/2, "middle", 11, "normal", p.unit, fmt.Sprintf(`transform="rotate(-90 %.1f %.1f)"`, x0+14, (top+bottom)/2))
+
+	for _, g := range p.goals {
+		gx1, gx2 := left, right
+		if g.nodes > 0 {
+			half := (right - left) * 0.07
+			gx1, gx2 = math.Max(left, px(float64(g.nodes))-half), math.Min(right, px(float64(g.nodes))+half)
+		}
+		fmt.Fprintf(b, `<line class="goal" data-nodes="%d" data-y="%g" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="6 4"/>`+"\n",
+			g.nodes, g.y, gx1, py(g.y), gx2, py(g.y), goalColor)
+		anchor, lx := "end", gx2
+		if g.nodes > 0 {
+			anchor, lx = "middle", (gx1+gx2)/2
+		}
+		text(b, lx, py(g.y)-5, anchor, 10, "normal", "goal "+g.label, `fill="`+goalColor+`"`)
+	}
+	for si, s := range p.series {
+		// A line joins only results of one reboot time r: a smaller r
+		// packs more waves into the same time and is another curve.
+		byR := map[float64][]string{}
+		var rs []float64
+		for _, r := range results {
+			if _, ok := byR[r.RebootSeconds]; !ok {
+				rs = append(rs, r.RebootSeconds)
+			}
+			byR[r.RebootSeconds] = append(byR[r.RebootSeconds], fmt.Sprintf("%.1f,%.1f", px(float64(r.Nodes)), py(s.value(r))))
+		}
+		for _, r := range rs {
+			fmt.Fprintf(b, `<polyline data-reboot-seconds="%g" points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", r, strings.Join(byR[r], " "), s.color)
+		}
+		for _, r := range results {
+			v := s.value(r)
+			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", s.name, r.Nodes, px(float64(r.Nodes)), py(v), s.color)
+			text(b, px(float64(r.Nodes))+6, py(v)-6, "start", 10, "normal", fmt.Sprintf("%.*f", p.digits, v), `fill="`+s.color+`"`)
+		}
+		if len(p.series) > 1 {
+			// The legend goes under the axis, beside its label, where
+			// no point can hide it.
+			lx := left + float64(si)*80
+			ly := bottom + 34
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly-4, lx+16, ly-4, s.color)
+			text(b, lx+20, ly, "start", 11, "normal", s.name)
+		}
+	}
+	b.WriteString("</g>\n")
+}
+
+// text writes a text element, its content escaped.
+func text(b *strings.Builder, x, y float64, anchor string, size int, weight, content string, extra ...string) {
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" font-size="%d" font-weight="%s" %s>`, x, y, anchor, size, weight, strings.Join(extra, " "))
+	_ = xml.EscapeText(b, []byte(content))
+	b.WriteString("</text>\n")
+}
+
+// ticks are about n round values from lo or below to hi or above.
+func ticks(lo, hi float64, n int) []float64 {
+	if hi <= lo {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var out []float64
+	for t := math.Floor(lo/step) * step; ; t += step {
+		out = append(out, t)
+		if t >= hi-step*1e-9 {
+			return out
+		}
+	}
+}
+
+// formatTick writes a tick's value without needless decimals.
+func formatTick(v float64) string {
+	s := fmt.Sprintf("%.3f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
