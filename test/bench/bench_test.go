@@ -123,21 +123,26 @@ func rollout(b *testing.B, sc scenario, operatorBin, pool string) result {
 	ctx := context.Background()
 	var daemonRequests atomic.Int64
 	b.StopTimer()
-	c, err := sim.Start(ctx, bed, sim.Config{
+	cfg := sim.Config{
 		Pools:          []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
 		Journal:        sim.Memory,
 		Timing:         sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
 		Log:            logr.Discard(),
 		DaemonRequests: &daemonRequests,
-	})
+	}
+	shape(&cfg)
+	setupStart := time.Now()
+	c, err := sim.Start(ctx, bed, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Stop()
 	defer cleanup(b, pool)
+	defer cleanupObjects(b, c)
 	waitForDaemons(b, pool, sc.N)
+	seedHistory(b, c, setupStart)
 
-	op, metricsURL := startOperator(b, operatorBin)
+	op, metricsURL := startOperator(b, operatorBin, retentionFlags()...)
 	defer op.stop()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -226,13 +231,14 @@ func (o operatorProcess) stop() {
 	_ = o.cmd.Wait()
 }
 
-func startOperator(b *testing.B, bin string) (operatorProcess, string) {
+func startOperator(b *testing.B, bin string, flags ...string) (operatorProcess, string) {
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
 	if err := bed.WriteKubeconfig(kubeconfig, "bench-operator", "system:masters"); err != nil {
 		b.Fatal(err)
 	}
 	metrics, probes, pprof := harness.FreeAddr(b), harness.FreeAddr(b), harness.FreeAddr(b)
-	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--pprof-bind-address="+pprof, "--drain-poll-interval=200ms")
+	args := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--pprof-bind-address=" + pprof, "--drain-poll-interval=200ms"}
+	cmd := exec.Command(bin, append(args, flags...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

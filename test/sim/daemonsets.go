@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -168,4 +169,20 @@ func (c *Cluster) createAgentPods(node, hostIP string) error {
 		errs = append(errs, gen.CreatePod(c.ctx, c.Bed.Client, p))
 	}
 	return errors.Join(errs...)
+}
+
+// PodNamespaces are the namespaces the cluster's pods run in: its
+// workload's and its DaemonSets'.
+func (c *Cluster) PodNamespaces() []string {
+	var out []string
+	if c.Config.PodsPerNode > 0 {
+		ns, _ := c.workload()
+		out = append(out, ns)
+	}
+	for _, ds := range c.daemonSets {
+		if !slices.Contains(out, ds.Namespace) {
+			out = append(out, ds.Namespace)
+		}
+	}
+	return out
 }
