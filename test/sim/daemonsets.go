@@ -149,7 +149,7 @@ func (c *Cluster) createAgentPods(node, hostIP string) error {
 		t := ds.Spec.Template.DeepCopy()
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
-				Namespace: ds.Namespace, Name: ds.Name + "-" + hexOf(node+"/"+ds.Name, 5),
+				Namespace: ds.Namespace, Name: ds.Name + "-" + hexOf(node+"/"+ds.Name, 10),
 				Labels: t.Labels, Annotations: map[string]string{"kubectl.kubernetes.io/default-container": t.Spec.Containers[0].Name},
 				OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
