@@ -170,7 +170,7 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	ctx := context.Background()
 	var daemonRequests atomic.Int64
 	b.StopTimer()
-	c, err := sim.Start(ctx, bed, sim.Config{
+	cfg := sim.Config{
 		Pools:   []sim.PoolSpec{{Name: pool, Nodes: sc.N, MaxUnavailable: intstr.FromInt(sc.K)}},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: sc.R, DaemonRebootTimeout: 10 * sc.R},
@@ -179,24 +179,30 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		Log:            ctrl.Log.WithName("sim"),
 		DaemonRequests: &daemonRequests,
 		DaemonConfig:   daemonConfig,
-	})
+	}
+	shape(&cfg)
+	setupStart := time.Now()
+	c, err := sim.Start(ctx, bed, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Whatever watches the nodes stops before they are deleted: the
-	// operator, then the daemons, then the nodes go. The other way round,
-	// thousands of watchers log thousands of errors about vanished nodes.
+	// operator, then the daemons, then the nodes and their objects go. The
+	// other way round, thousands of watchers log thousands of errors about
+	// vanished nodes.
 	var op *operatorProcess
 	defer func() {
 		if op != nil {
 			op.stop()
 		}
 		c.Stop()
+		cleanupObjects(b, c)
 		cleanup(b, pool)
 	}()
 	waitForDaemons(b, pool, sc.N)
+	seedHistory(b, c, setupStart)
 
-	op, metricsURL := startOperator(b, operatorBin)
+	op, metricsURL := startOperator(b, operatorBin, retentionFlags()...)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	tl, err := watchTimeline(watchCtx, kubernetes.NewForConfigOrDie(bed.Config), pool, sc.N)
@@ -306,13 +312,14 @@ func (o operatorProcess) stop() {
 	_ = o.cmd.Wait()
 }
 
-func startOperator(b *testing.B, bin string) (*operatorProcess, string) {
+func startOperator(b *testing.B, bin string, flags ...string) (*operatorProcess, string) {
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
 	if err := bed.WriteKubeconfig(kubeconfig, operatorUser, "system:masters"); err != nil {
 		b.Fatal(err)
 	}
 	metrics, probes, pprof := harness.FreeAddr(b), harness.FreeAddr(b), harness.FreeAddr(b)
-	cmd := exec.Command(bin, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes, "--pprof-bind-address="+pprof, "--drain-poll-interval=200ms")
+	args := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--pprof-bind-address=" + pprof, "--drain-poll-interval=200ms"}
+	cmd := exec.Command(bin, append(args, flags...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

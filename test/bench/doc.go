@@ -3,7 +3,9 @@
 // its own process) and saves the figures under results/, each with the
 // command and commit that made it. `make bench` runs 500, 2000 and 5000
 // nodes, then test/bench/plot draws every result into
-// results/scaling.svg.
+// results/scaling.svg. The simulated cluster is shaped like a real one:
+// realistic nodes, DaemonSet and workload pods, and a year of reboot
+// history (objects.go).
 //
 // The API server's audit log (testbed.WithAuditLog) counts the requests of
 // the operator and of the daemons, each a user of its own, by verb and

@@ -193,8 +193,11 @@ func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenanceP
 
 // CreatePod creates the pod and marks it Running and Ready, as its kubelet
 // would. A Pending pod is evicted whatever its PodDisruptionBudget says, so a
-// pod that never ran would make every budget look generous.
+// pod that never ran would make every budget look generous. A pod given
+// with conditions in its status gets that status, as its kubelet reports it
+// (but for the QoS class, which the API server sets).
 func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	reported := pod.Status.DeepCopy()
 	if err := c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -204,8 +207,13 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		return !apierrors.IsNotFound(err) && ctx.Err() == nil
 	}, func() error {
 		running := pod.DeepCopy()
+		if len(reported.Conditions) > 0 {
+			running.Status = *reported.DeepCopy()
+			running.Status.QOSClass = pod.Status.QOSClass
+		} else {
+			running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
 		running.Status.Phase = corev1.PodRunning
-		running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		err := c.Status().Update(ctx, running)
 		if apierrors.IsConflict(err) {
 			if getErr := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); getErr != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,20 @@ type Config struct {
 	// belongs to one of a few apps, each with a PodDisruptionBudget
 	// allowing one pod of it down at a time.
 	PodsPerNode int
+	// AgentPodsPerNode DaemonSet pods run on each node, of as many
+	// DaemonSets that exist (see nodeAgents): drains leave them be.
+	AgentPodsPerNode int
+	// Realistic makes every Node look like a cloud node (see shapeNode:
+	// about 14 KB of JSON with 50 images) and every pod like a
+	// Deployment's (see shapeWorkloadPod), and spreads the workload over
+	// realisticApps apps, each with a budget of 10% of its pods, in
+	// namespace shop.
+	Realistic bool
+	// StatusRefresh, when set, has each simulated kubelet write its Node's
+	// condition heartbeats at about this period, as real kubelets do at
+	// least every nodeStatusReportFrequency (5 minutes by default): the
+	// background churn of Node updates a real cluster has. Off when zero.
+	StatusRefresh time.Duration
 	// Dir holds journald nodes' disks; a temporary directory by default.
 	Dir string
 	// Log receives the cluster's and the daemons' logs.
@@ -150,6 +165,8 @@ type Cluster struct {
 	subnet int
 	// metrics are the node exporters and Prometheus, when Config.Metrics.
 	metrics *metrics
+	// daemonSets own the nodes' agent pods.
+	daemonSets []*appsv1.DaemonSet
 }
 
 // appsPerNamespace is how many apps (and budgets) the workload spreads over.
@@ -157,6 +174,19 @@ const appsPerNamespace = 4
 
 // workloadNamespace holds the simulated workload.
 const workloadNamespace = "workload"
+
+// realisticApps is how many apps a realistic workload spreads over, in
+// realisticNamespace: with 10% budgets, hundreds of nodes' pods leave a
+// few per app at a time, as in a cluster of many teams' services, rather
+// than one per app, which would make the budgets, not kmaint, set the pace.
+const (
+	realisticApps      = 40
+	realisticNamespace = "shop"
+)
+
+// startWorkers is how many nodes start at once: the API server, not this
+// process, is what they wait for.
+const startWorkers = 8
 
 // Start builds the cluster: pools, nodes with kubelets and daemons, and the
 // workload. The operator is started separately.
@@ -218,6 +248,13 @@ func (c *Cluster) start() error {
 	if err := c.createWorkloadBudgets(); err != nil {
 		return err
 	}
+	if c.Config.AgentPodsPerNode > 0 {
+		if c.daemonSets, err = c.createNodeAgents(c.Config.AgentPodsPerNode); err != nil {
+			return err
+		}
+	}
+	type planned struct{ name, pool string }
+	var plan []planned
 	for _, p := range c.Config.Pools {
 		pool := gen.Pool(p.Name, p.MaxUnavailable)
 		if p.DrainTimeout > 0 {
@@ -234,13 +271,44 @@ func (c *Cluster) start() error {
 		}
 		for i := range p.Nodes {
 			name := fmt.Sprintf("%s-%03d", p.Name, i)
-			n, err := c.startNode(name, p.Name)
-			if err != nil {
-				return err
-			}
-			c.nodes = append(c.nodes, n)
-			c.byName[name] = n
+			c.addresses[name] = nodeAddress(c.subnet, len(plan))
+			plan = append(plan, planned{name, p.Name})
 		}
+	}
+	// Journald nodes are processes with mounts of their own: one at a time.
+	workers := startWorkers
+	if c.Config.Journal == Journald {
+		workers = 1
+	}
+	c.nodes = make([]Node, len(plan))
+	errs := make([]error, len(plan))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				c.nodes[i], errs[i] = c.startNode(plan[i].name, plan[i].pool, i)
+			}
+		})
+	}
+	for i := range plan {
+		if c.ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// Stop stops only what started.
+		c.nodes = slices.DeleteFunc(c.nodes, func(n Node) bool { return n == nil })
+		return err
+	}
+	for _, n := range c.nodes {
+		c.byName[n.Name()] = n
+	}
+	if c.Config.StatusRefresh > 0 {
+		go c.refreshStatus(c.Config.StatusRefresh)
 	}
 	if c.Config.Metrics != nil {
 		return c.startMetrics(*c.Config.Metrics, c.addresses, c.initialFragmentation)
@@ -286,14 +354,20 @@ func freeSubnet(ctx context.Context, c client.Client) (int, error) {
 	return 0, errors.New("every 10.x.0.0/16 is used by some node")
 }
 
-// startNode registers a Node, creates its pods, and starts its daemon.
-func (c *Cluster) startNode(name, pool string) (Node, error) {
+// startNode registers the cluster's i-th Node, creates its pods, and starts
+// its daemon.
+func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	boot := uuid.NewString()
-	addr := nodeAddress(c.subnet, len(c.addresses))
-	c.addresses[name] = addr
+	addr := c.addresses[name]
 	kn := gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))
 	kn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
+	if c.Config.Realistic {
+		shapeNode(kn, i, addr)
+	}
 	if err := gen.CreateNode(c.ctx, c.Bed.Client, kn); err != nil {
+		return nil, err
+	}
+	if err := c.createAgentPods(name, addr); err != nil {
 		return nil, err
 	}
 	if err := c.createPods(name); err != nil {
@@ -369,16 +443,20 @@ func (c *Cluster) createWorkloadBudgets() error {
 	if c.Config.PodsPerNode == 0 {
 		return nil
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}
+	namespace, apps := c.workload()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.Bed.Client.Create(c.ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace: %w", err)
 	}
-	for i := range appsPerNamespace {
-		app := fmt.Sprintf("app-%d", i)
+	budget := intstr.FromInt32(1)
+	if c.Config.Realistic {
+		budget = intstr.FromString("10%")
+	}
+	for _, app := range apps {
 		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: workloadNamespace, Name: app},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: app},
 			Spec: policyv1.PodDisruptionBudgetSpec{
-				MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				MaxUnavailable: ptr.To(budget),
 				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
 			},
 		}
@@ -389,14 +467,39 @@ func (c *Cluster) createWorkloadBudgets() error {
 	return nil
 }
 
-// createPods creates the node's workload pods that are missing.
+// workload is the namespace and the apps of the cluster's workload.
+func (c *Cluster) workload() (namespace string, apps []string) {
+	if !c.Config.Realistic {
+		for i := range appsPerNamespace {
+			apps = append(apps, fmt.Sprintf("app-%d", i))
+		}
+		return workloadNamespace, apps
+	}
+	for i := range realisticApps {
+		apps = append(apps, fmt.Sprintf("svc-%02d", i))
+	}
+	return realisticNamespace, apps
+}
+
+// createPods creates the node's workload pods, as the scheduler places a
+// node's share of the workload on it when it starts and again once it is
+// back from a reboot (its pods were evicted before). In a realistic
+// cluster each node runs pods of its own mix of apps.
 func (c *Cluster) createPods(node string) error {
+	namespace, apps := c.workload()
+	first := 0
+	if c.Config.Realistic {
+		first = int(nodeRand(node).Uint32() % uint32(len(apps)))
+	}
 	var errs []error
 	for i := range c.Config.PodsPerNode {
-		app := fmt.Sprintf("app-%d", i%appsPerNamespace)
+		app := apps[(first+i)%len(apps)]
 		name := fmt.Sprintf("%s-%s-%s", app, node, uuid.NewString()[:8])
-		p := gen.Pod(workloadNamespace, name, node, map[string]string{"app": app})
+		p := gen.Pod(namespace, name, node, map[string]string{"app": app})
 		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		if c.Config.Realistic {
+			shapeWorkloadPod(p, app, c.addresses[node])
+		}
 		errs = append(errs, gen.CreatePod(c.ctx, c.Bed.Client, p))
 	}
 	return errors.Join(errs...)

@@ -106,7 +106,9 @@ func syncBudgets(ctx context.Context, cs kubernetes.Interface, ns string,
 			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
 			desired = int32(v)
 		case pdb.Spec.MaxUnavailable != nil:
-			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), false)
+			// A percentage rounds up, as the real controller's does: 10%
+			// of 9 pods lets one go, not none.
+			v, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
 			// As the real controller does: a budget of an app with fewer
 			// pods than it may lose wants none healthy, not -1, which the
 			// API server refuses.

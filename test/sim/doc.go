@@ -11,6 +11,15 @@
 // the daemons a user of their own, to tell their requests apart at the API
 // server.
 //
+// Config.Realistic shapes the objects like a cloud cluster's, so that what
+// the operator caches and watches weighs what it would: Nodes with 50
+// images, cloud labels and kubelet status (about 14 KB of JSON each), pods
+// shaped like a Deployment's (about 4.5 KB), DaemonSet pods that drains
+// leave (AgentPodsPerNode), and a kubelet-like status refresh
+// (StatusRefresh). SeedHistory gives every node a year of finished
+// monthly reboots, which the operator keeps when it runs with
+// HistoryRetention's flags.
+//
 // With metrics on, a real Prometheus scrapes one exporter that stands for
 // every node's node_exporter: its memory fragmentation, and its health
 // (UnhealthySeries, made bad with SetUnhealthy, SetUnhealthyAfterReboot or

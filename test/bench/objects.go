@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/sim"
+)
+
+// The bench's cluster is shaped like a real one, so that the operator's
+// memory, its watches and the drains cost what they would:
+//   - nodes as an EKS m5.2xlarge worker's (sim.Config.Realistic: 50 images,
+//     about 14 KB of JSON each);
+//   - 20 pods per node: 6 DaemonSet pods (kube-proxy, CNI, CSI node
+//     plugin, node-exporter, log shipper, kmaint's daemon), which drains
+//     leave, and 14 workload pods, which they evict. A node may hold 110
+//     pods by the kubelet's default (--max-pods) and 58 with the VPC CNI on
+//     an m5.2xlarge (29 on an m5.large); clusters of many small services
+//     run tens per node, and 20 keeps 5000 nodes' 100,000 pods within
+//     what one envtest API server holds;
+//   - a year of monthly reboots per node, 12 finished NodeMaintenances,
+//     as a cluster that reboots every node monthly keeps when its
+//     operator runs with retentionFlags. Every reboot of the rollout then
+//     pushes its node's oldest record out, as it would in that cluster.
+const (
+	agentPodsPerNode    = 6
+	workloadPodsPerNode = 14
+	historyMonths       = 12
+)
+
+// shape makes the simulated cluster's nodes and pods realistic.
+func shape(cfg *sim.Config) {
+	cfg.Realistic = true
+	cfg.AgentPodsPerNode = agentPodsPerNode
+	cfg.PodsPerNode = workloadPodsPerNode
+}
+
+// retentionFlags are the operator's flags that keep the seeded year of
+// history (sim.HistoryRetention): nothing is pruned when it starts.
+func retentionFlags() []string {
+	keep := sim.HistoryRetention(historyMonths)
+	return []string{fmt.Sprintf("--history-per-node=%d", keep.PerNode), fmt.Sprintf("--history-max-age=%s", keep.MaxAge)}
+}
+
+// seedHistory gives every node its year of history and logs how long
+// building the cluster took.
+func seedHistory(b *testing.B, c *sim.Cluster, clusterStart time.Time) {
+	b.Helper()
+	built := time.Now()
+	n, err := c.SeedHistory(context.Background(), historyMonths, built)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("setup: %d nodes with %d pods each in %s; %d NodeMaintenances of history in %s",
+		len(c.Nodes()), agentPodsPerNode+workloadPodsPerNode, built.Sub(clusterStart).Round(time.Millisecond), n, time.Since(built).Round(time.Millisecond))
+}
+
+// cleanupObjects deletes the rollout's pods and reboot history, so the next
+// scenario starts with its own objects only. Pods bound to nodes finish
+// deleting by the simulated kubelets (harness.Main).
+func cleanupObjects(b *testing.B, c *sim.Cluster) {
+	ctx := context.Background()
+	for _, ns := range c.PodNamespaces() {
+		if err := bed.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+			b.Logf("delete pods in %s: %v", ns, err)
+		}
+	}
+	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}); err != nil {
+		b.Logf("delete node maintenances: %v", err)
+	}
+}

@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/retention"
+)
+
+// TestSeededHistoryIsKept: a year of monthly reboots seeded on every node
+// is finished history the operator's retention keeps whole when it runs
+// with HistoryRetention, and would cut with its defaults; the latest reboot
+// ends in the node's current boot.
+func TestSeededHistoryIsKept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c, err := Start(ctx, bed, Config{
+		Pools: []PoolSpec{{Name: "history", Nodes: 3, MaxUnavailable: intstr.FromInt(1)}},
+		Log:   logr.Discard(),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(c.Stop)
+	now := time.Now()
+	created, err := c.SeedHistory(ctx, 12, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(created).To(Equal(36))
+
+	for _, n := range c.Nodes() {
+		var list v1alpha1.NodeMaintenanceList
+		g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
+		var items []v1alpha1.NodeMaintenance
+		for _, nm := range list.Items {
+			if nm.Spec.NodeName == n.Name() {
+				items = append(items, nm)
+			}
+		}
+		g.Expect(items).To(HaveLen(12))
+		oldest, latest, latestAfter := now, time.Time{}, ""
+		for i := range items {
+			nm := &items[i]
+			g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+			g.Expect(nm.RequestID()).To(Equal(string(nm.UID)))
+			done := retention.FinishedAt(nm)
+			if done.Before(oldest) {
+				oldest = done
+			}
+			if done.After(latest) {
+				latest, latestAfter = done, nm.Status.BootIDAfter
+			}
+		}
+		g.Expect(now.Sub(oldest)).To(BeNumerically(">", 360*24*time.Hour), "a year of history")
+		g.Expect(now.Sub(latest)).To(BeNumerically("<", 32*24*time.Hour), "last month's reboot")
+		g.Expect(latestAfter).To(Equal(n.BootID()), "the last reboot ended in the node's current boot")
+		if n == c.Nodes()[0] {
+			t.Logf("one NodeMaintenance: %d bytes of JSON", served(t, &items[0]))
+		}
+
+		node := &corev1.Node{}
+		g.Expect(bed.Client.Get(ctx, client.ObjectKey{Name: n.Name()}, node)).To(Succeed())
+		state, _ := protocol.Read(node)
+		prune, _ := retention.Plan(items, &state, HistoryRetention(12), now.Add(time.Hour))
+		g.Expect(prune).To(BeEmpty(), "the retention the bench runs with keeps the seeded year")
+		prune, _ = retention.Plan(items, &state, retention.Retention{PerNode: 10, MaxAge: 2160 * time.Hour}, now)
+		g.Expect(len(prune)).To(BeNumerically(">=", 8), "the operator's defaults keep 90 days")
+	}
+}
+
+// TestRealisticSetupTime times building a bench-sized realistic cluster:
+// KMAINT_SIM_SETUP_NODES nodes (skipped when unset), each with 6 DaemonSet
+// and 14 workload pods, and a year of monthly history.
+func TestRealisticSetupTime(t *testing.T) {
+	nodes, _ := strconv.Atoi(os.Getenv("KMAINT_SIM_SETUP_NODES"))
+	if nodes == 0 {
+		t.Skip("KMAINT_SIM_SETUP_NODES unset")
+	}
+	g := NewWithT(t)
+	ctx := context.Background()
+	start := time.Now()
+	c := startRealistic(t, "setup", nodes)
+	built := time.Now()
+	created, err := c.SeedHistory(ctx, 12, built)
+	g.Expect(err).NotTo(HaveOccurred())
+	seeded := time.Now()
+	g.Expect(created).To(Equal(12 * nodes))
+	var pods corev1.PodList
+	g.Expect(bed.Client.List(ctx, &pods)).To(Succeed())
+	g.Expect(len(pods.Items)).To(BeNumerically(">=", 20*nodes))
+	t.Logf("%d nodes and %d pods in %s; %d NodeMaintenances in %s",
+		nodes, len(pods.Items), built.Sub(start).Round(time.Millisecond), created, seeded.Sub(built).Round(time.Millisecond))
+}
