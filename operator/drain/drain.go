@@ -33,6 +33,10 @@ type Progress struct {
 type Drainer struct {
 	// Client reaches the API server.
 	Client kubernetes.Interface
+
+	// daemonSets are the DaemonSets found to exist, so that a drain step
+	// does not ask again for every agent pod of the node.
+	daemonSets knownDaemonSets
 }
 
 // Step evicts every pod on the node that must leave and is not already
@@ -82,7 +86,7 @@ func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOpti
 func (d *Drainer) helper(ctx context.Context, opts v1alpha1.DrainOptions) *kubedrain.Helper {
 	helper := &kubedrain.Helper{
 		Ctx:    ctx,
-		Client: d.Client,
+		Client: d.daemonSets.client(d.Client),
 		Force:  opts.Force,
 		// -1 keeps each pod's own termination grace period.
 		GracePeriodSeconds:  -1,
