@@ -69,6 +69,9 @@ type Reconciler struct {
 	// BlockingPodInterval is how long a node its pods hold waits before
 	// its pods are looked at again (30s if zero).
 	BlockingPodInterval time.Duration
+	// StatusInterval is the least time between two writes of a pool's
+	// status that change only its counts (1s if zero; see statusPace).
+	StatusInterval time.Duration
 
 	inflight *inflight
 	// written is the status last written per pool, so that an unchanged
@@ -82,6 +85,8 @@ type Reconciler struct {
 	podChecks *recent[string, podCheck]
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
+	// pace spaces out writes of pool status that change only counts.
+	pace *statusPace
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -96,7 +101,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the gate's phases for one pool and patches its status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	pool, err := r.getPool(ctx, req.Name)
 	if err != nil || pool == nil {
 		return ctrl.Result{}, err
@@ -125,6 +130,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
 			return
 		}
+		if wait := r.pace.wait(pool.UID, before, &pool.Status, r.StatusInterval, time.Now()); wait > 0 {
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+			return
+		}
 		// blockingQuery is omitted when no query blocks: named, it is
 		// removed, or waiting requests would go on quoting the last one;
 		// halt and freeze likewise once the halt is lifted, the freeze over.
@@ -133,6 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return
 		}
 		r.written.Remember(pool.Name, pool.UID, &pool.Status)
+		r.pace.wrote(pool.UID, time.Now())
 		r.rolloutFinished(ctx, pool, before)
 	}()
 	if st.selectorErr != nil {
@@ -220,6 +232,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.BlockingPodInterval == 0 {
 		r.BlockingPodInterval = 30 * time.Second
 	}
+	if r.StatusInterval == 0 {
+		r.StatusInterval = defaultStatusInterval
+	}
+	r.pace = newStatusPace()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
