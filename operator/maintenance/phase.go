@@ -31,6 +31,12 @@ type verdict struct {
 	forced string
 	// health is the Healthy condition, in a pool with health checks.
 	health health
+	// times are when the node's records say phases began (the gate's
+	// admission: draining, approved), for phases this controller saw late
+	// or not at all (its reconciles lag a burst of a node's changes, and a
+	// node may be admitted, drained and approved in one pass of the gate);
+	// a phase with no time here is stamped when it is first seen.
+	times map[v1alpha1.Phase]time.Time
 }
 
 // decide computes a NodeMaintenance's phase from its node (nil when the node
@@ -81,6 +87,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		}
 	}
 	boot := v.bootIDBefore
+	if a := f.Admission; a != nil && a.BootID == boot {
+		v.times = map[v1alpha1.Phase]time.Time{v1alpha1.PhaseDraining: a.Time}
+		if !a.ApprovedAt.IsZero() {
+			v.times[v1alpha1.PhaseApproved] = a.ApprovedAt
+		}
+	}
 
 	switch {
 	case f.Unreadable != nil:
@@ -160,9 +172,16 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 	s.BootIDBefore, s.BootIDAfter = v.bootIDBefore, v.bootIDAfter
 	t := metav1.NewTime(now)
 	stamp := func(p v1alpha1.Phase) {
-		if s.PhaseTimes.Get(p) == nil {
-			s.PhaseTimes.Set(p, t)
+		if s.PhaseTimes.Get(p) != nil {
+			return
 		}
+		// A time the node's records give, when it is not in the future
+		// (another machine's clock) and not before a phase already passed.
+		if at, ok := v.times[p]; ok && !at.After(now) && !at.Before(latest(s)) {
+			s.PhaseTimes.Set(p, metav1.NewTime(at))
+			return
+		}
+		s.PhaseTimes.Set(p, t)
 	}
 	if v.phase == v1alpha1.PhaseFailed {
 		stamp(v1alpha1.PhaseFailed)
@@ -205,4 +224,15 @@ func apply(s *v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) {
 	} else {
 		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.DegradedCondition)
 	}
+}
+
+// latest is the latest phase time the status has; zero when none.
+func latest(s *v1alpha1.NodeMaintenanceStatus) time.Time {
+	var last time.Time
+	for _, p := range v1alpha1.PhaseOrder() {
+		if t := s.PhaseTimes.Get(p); t != nil && t.Time.After(last) {
+			last = t.Time
+		}
+	}
+	return last
 }

@@ -577,3 +577,40 @@ func TestDecideThenApplyWalksThePhases(t *testing.T) {
 	g.Expect(pt.Failed).To(BeNil())
 	g.Expect(meta.IsStatusConditionTrue(nm.Status.Conditions, v1alpha1.SucceededCondition)).To(BeTrue())
 }
+
+// A reboot's steps can come faster than the controller looks: a request
+// seen Requested and next seen Rebooting takes its draining and approved
+// times from the gate's admission, not from when it was looked at.
+func TestPhasesNotSeenTakeTheirTimesFromTheAdmission(t *testing.T) {
+	g := NewWithT(t)
+	nm := maintenanceIn(v1alpha1.NodeMaintenanceStatus{})
+	requested := gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID))
+	apply(&nm.Status, decide(nm, reqID, read(requested), "", waiting{}, guard{}), t0.Add(time.Minute))
+	g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseRequested))
+
+	admitted, approved := t0.Add(2*time.Minute), t0.Add(3*time.Minute)
+	rebooting := gen.Node("n1", gen.Unschedulable(), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID),
+		admittedApproved("boot-0", admitted, approved, reqID), gen.Approved("boot-0"),
+		gen.DaemonState(protocol.DaemonRebooting, "boot-0", "rebooting", approved))
+	now := t0.Add(5 * time.Minute)
+	apply(&nm.Status, decide(nm, reqID, read(rebooting), "", waiting{}, guard{}), now)
+	g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseRebooting))
+	pt := nm.Status.PhaseTimes
+	g.Expect(pt.Draining.Time).To(Equal(admitted))
+	g.Expect(pt.Approved.Time).To(Equal(approved))
+	g.Expect(pt.Rebooting.Time).To(Equal(now))
+
+	// Times that cannot be right (from the future, or before the request
+	// was seen) are not taken.
+	nm = maintenanceIn(v1alpha1.NodeMaintenanceStatus{})
+	apply(&nm.Status, decide(nm, reqID, read(requested), "", waiting{}, guard{}), t0.Add(time.Minute))
+	skewed := gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID),
+		admittedApproved("boot-0", t0, now.Add(time.Hour), reqID), gen.Approved("boot-0"))
+	apply(&nm.Status, decide(nm, reqID, read(skewed), "", waiting{}, guard{}), now)
+	g.Expect(nm.Status.PhaseTimes.Draining.Time).To(Equal(now))
+	g.Expect(nm.Status.PhaseTimes.Approved.Time).To(Equal(now))
+}
+
+func admittedApproved(boot string, admitted, approved time.Time, ids ...string) gen.NodeOption {
+	return gen.Annotations(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: admitted, ApprovedAt: approved}))
+}
