@@ -26,6 +26,13 @@ type timeline struct {
 	// disappeared from, a node, in the order seen.
 	approvals, completions []time.Time
 	approved               map[string]bool
+	// admissions are when kmaint.io/admitted appeared on a node, in the
+	// order seen; admittedAt is the last per node, and drains the time from
+	// each admission to its node's approval: the drain, the evictions of
+	// the node's pods.
+	admissions []time.Time
+	admittedAt map[string]time.Time
+	drains     []time.Duration
 	unavailable            map[string]bool
 	unavailableNow         int
 	mostUnavailable        int
@@ -38,7 +45,7 @@ type timeline struct {
 // watches again if the API server drops a watch that fell behind, as it does
 // under the load of a large rollout.
 func watchTimeline(ctx context.Context, cs kubernetes.Interface, pool string, want int) (*timeline, error) {
-	tl := &timeline{raised: map[string]time.Time{}, approved: map[string]bool{}, unavailable: map[string]bool{},
+	tl := &timeline{raised: map[string]time.Time{}, approved: map[string]bool{}, unavailable: map[string]bool{}, admittedAt: map[string]time.Time{},
 		doneCh: make(chan struct{}), want: want}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = "pool=" + pool
@@ -67,10 +74,20 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 			tl.raised[n.Name] = now
 		}
 	}
+	_, admitted := n.Annotations[protocol.Admitted]
+	if _, was := tl.admittedAt[n.Name]; admitted && !was {
+		tl.admittedAt[n.Name] = now
+		tl.admissions = append(tl.admissions, now)
+	} else if !admitted {
+		delete(tl.admittedAt, n.Name)
+	}
 	_, approved := n.Annotations[protocol.RebootApproved]
 	switch {
 	case approved && !tl.approved[n.Name]:
 		tl.approvals = append(tl.approvals, now)
+		if at, ok := tl.admittedAt[n.Name]; ok {
+			tl.drains = append(tl.drains, now.Sub(at))
+		}
 	case !approved && tl.approved[n.Name]:
 		tl.completions = append(tl.completions, now)
 		tl.done++
@@ -92,18 +109,41 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 }
 
 // slotToApproval pairs each approval after the first k with the earliest
-// completion not yet paired before it: the time a freed slot stayed empty.
+// completion not yet paired before it: the time from a freed slot to the
+// next node's approval, its drain included.
 func (tl *timeline) slotToApproval(k int) []time.Duration {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	return pairAfter(tl.approvals, tl.completions, k)
+}
+
+// slotToAdmission pairs each admission after the first k with the
+// earliest completion not yet paired before it: the time a freed slot
+// stayed empty, the gate's own latency.
+func (tl *timeline) slotToAdmission(k int) []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return pairAfter(tl.admissions, tl.completions, k)
+}
+
+// drainTimes are the times from admission to approval.
+func (tl *timeline) drainTimes() []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.drains)
+}
+
+// pairAfter pairs each of events after the first k with the earliest of
+// freed not yet paired before it, and returns the gaps.
+func pairAfter(events, freed []time.Time, k int) []time.Duration {
 	var out []time.Duration
 	next := 0
-	for i, a := range tl.approvals {
+	for i, a := range events {
 		if i < k {
 			continue
 		}
-		if next < len(tl.completions) && !tl.completions[next].After(a) {
-			out = append(out, a.Sub(tl.completions[next]))
+		if next < len(freed) && !freed[next].After(a) {
+			out = append(out, a.Sub(freed[next]))
 			next++
 		}
 	}
