@@ -67,7 +67,9 @@ func seedHistory(b *testing.B, c *sim.Cluster, clusterStart time.Time) {
 func cleanupObjects(b *testing.B, c *sim.Cluster) {
 	ctx := context.Background()
 	for _, ns := range c.PodNamespaces() {
-		if err := bed.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		// At once: their nodes are gone with the rollout, and the next
+		// scenario should not wait for thousands of graceful deletions.
+		if err := bed.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
 			b.Logf("delete pods in %s: %v", ns, err)
 		}
 	}

@@ -82,8 +82,8 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	}
 
 	wantSeries := map[string][]string{
-		"makespan": {"makespan / ideal"},
-		"slot":     {"p99"},
+		"makespan": {"makespan / ideal", "ideal with drains"},
+		"slot":     {"approval (drain in)", "admission"},
 		"rss":      {"peak RSS"},
 		"requests": {"operator", "daemon", "sum"},
 	}

@@ -17,6 +17,10 @@ type result struct {
 	RebootSeconds       float64 `json:"rebootSeconds"`
 	MakespanOverIdeal   float64 `json:"makespanOverIdeal"`
 	SlotToApprovalP99Ms float64 `json:"slotToApprovalP99Ms"`
+	// SlotToAdmissionP99Ms and MakespanOverIdealWithDrains are absent
+	// (zero) in results made before drains had pods to evict.
+	SlotToAdmissionP99Ms        float64 `json:"slotToAdmissionP99Ms"`
+	MakespanOverIdealWithDrains float64 `json:"makespanOverIdealWithDrains"`
 	OperatorPeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
 	OperatorRequests    float64 `json:"operatorRequestsPerReboot"`
 	DaemonRequests      float64 `json:"daemonRequestsPerReboot"`

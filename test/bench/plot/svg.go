@@ -37,12 +37,18 @@ func panels() []panel {
 	return []panel{
 		{
 			id: "makespan", title: "Makespan / ideal", unit: "ratio", floor: 1, digits: 3,
-			series: []series{{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }}},
+			series: []series{
+				{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }},
+				{"ideal with drains", "#ff7f0e", func(r result) float64 { return r.MakespanOverIdealWithDrains }},
+			},
 			goals:  []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
 		},
 		{
-			id: "slot", title: "Slot freed → next approval, p99", unit: "s", digits: 2,
-			series: []series{{"p99", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }}},
+			id: "slot", title: "Slot freed → next node, p99", unit: "s", digits: 2,
+			series: []series{
+				{"approval (drain in)", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }},
+				{"admission", "#ff7f0e", func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }},
+			},
 			goals:  []goal{{0, 1, "< 1 s at every size"}},
 		},
 		{
@@ -183,7 +189,10 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		if len(p.series) > 1 {
 			// The legend goes under the axis, beside its label, where
 			// no point can hide it.
-			lx := left + float64(si)*80
+			lx := left
+			for _, before := range p.series[:si] {
+				lx += float64(len([]rune(before.name)))*6 + 34
+			}
 			ly := bottom + 34
 			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", lx, ly-4, lx+16, ly-4, s.color)
 			text(b, lx+20, ly, "start", 11, "normal", s.name)
