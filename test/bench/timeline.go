@@ -30,15 +30,15 @@ type timeline struct {
 	// order seen; admittedAt is the last per node, and drains the time from
 	// each admission to its node's approval: the drain, the evictions of
 	// the node's pods.
-	admissions []time.Time
-	admittedAt map[string]time.Time
-	drains     []time.Duration
-	unavailable            map[string]bool
-	unavailableNow         int
-	mostUnavailable        int
-	done                   int
-	doneCh                 chan struct{}
-	want                   int
+	admissions      []time.Time
+	admittedAt      map[string]time.Time
+	drains          []time.Duration
+	unavailable     map[string]bool
+	unavailableNow  int
+	mostUnavailable int
+	done            int
+	doneCh          chan struct{}
+	want            int
 }
 
 // watchTimeline follows the pool's nodes with an informer, which lists and

@@ -41,7 +41,7 @@ func panels() []panel {
 				{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }},
 				{"ideal with drains", "#ff7f0e", func(r result) float64 { return r.MakespanOverIdealWithDrains }},
 			},
-			goals:  []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
+			goals: []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
 		},
 		{
 			id: "slot", title: "Slot freed → next node, p99", unit: "s", digits: 2,
@@ -49,7 +49,7 @@ func panels() []panel {
 				{"approval (drain in)", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }},
 				{"admission", "#ff7f0e", func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }},
 			},
-			goals:  []goal{{0, 1, "< 1 s at every size"}},
+			goals: []goal{{0, 1, "< 1 s at every size"}},
 		},
 		{
 			id: "rss", title: "Operator peak RSS", unit: "MiB", digits: 0,
