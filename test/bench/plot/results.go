@@ -21,12 +21,12 @@ type result struct {
 	// (zero) in results made before drains had pods to evict.
 	SlotToAdmissionP99Ms        float64 `json:"slotToAdmissionP99Ms"`
 	MakespanOverIdealWithDrains float64 `json:"makespanOverIdealWithDrains"`
-	OperatorPeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
-	OperatorRequests    float64 `json:"operatorRequestsPerReboot"`
-	DaemonRequests      float64 `json:"daemonRequestsPerReboot"`
-	Date                string  `json:"date"`
-	Command             string  `json:"command"`
-	Commit              string  `json:"commit"`
+	OperatorPeakRSSMiB          float64 `json:"operatorPeakRSSMiB"`
+	OperatorRequests            float64 `json:"operatorRequestsPerReboot"`
+	DaemonRequests              float64 `json:"daemonRequestsPerReboot"`
+	Date                        string  `json:"date"`
+	Command                     string  `json:"command"`
+	Commit                      string  `json:"commit"`
 }
 
 // readResults reads every rolling-*.json in dir, fewest nodes first.
