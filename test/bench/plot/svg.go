@@ -13,6 +13,20 @@ type series struct {
 	value       func(result) float64
 }
 
+// measured returns the results that have the series' figure: every figure
+// is above zero once measured, and a result made before the bench measured
+// it (slot to admission, the ideal with drains) has none, which is not
+// drawn as a zero.
+func (s series) measured(results []result) []result {
+	var out []result
+	for _, r := range results {
+		if s.value(r) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // goal is one of the issue's goals: y or less at a number of nodes, or at
 // every size when nodes is 0.
 type goal struct {
@@ -125,7 +139,7 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 	top, bottom := y0+plotTop, y0+panelH-plotBottom
 	yLo, yHi := p.floor, p.floor
 	for _, s := range p.series {
-		for _, r := range results {
+		for _, r := range s.measured(results) {
 			v := s.value(r)
 			yLo, yHi = math.Min(yLo, v), math.Max(yHi, v)
 		}
@@ -172,7 +186,7 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		// packs more waves into the same time and is another curve.
 		byR := map[float64][]string{}
 		var rs []float64
-		for _, r := range results {
+		for _, r := range s.measured(results) {
 			if _, ok := byR[r.RebootSeconds]; !ok {
 				rs = append(rs, r.RebootSeconds)
 			}
@@ -181,7 +195,7 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		for _, r := range rs {
 			fmt.Fprintf(b, `<polyline data-reboot-seconds="%g" points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", r, strings.Join(byR[r], " "), s.color)
 		}
-		for _, r := range results {
+		for _, r := range s.measured(results) {
 			v := s.value(r)
 			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", s.name, r.Nodes, px(float64(r.Nodes)), py(v), s.color)
 			text(b, px(float64(r.Nodes))+6, py(v)-6, "start", 10, "normal", fmt.Sprintf("%.*f", p.digits, v), `fill="`+s.color+`"`)
