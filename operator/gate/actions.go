@@ -150,6 +150,11 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	var requeue time.Duration
 	var errs []error
 	mayApprove, used := approvable(st.views, len(st.elsewhere), st.plan.maxUnavailable)
+	// First put the cordon back where someone lifted it, and the pool's
+	// marks on nodes that lack them; then step every drain at once (each
+	// step waits on the API server, and a pool drains up to its budget of
+	// nodes together); then act on what the steps found.
+	var steps []drainStep
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
 		// its admission stands for cannot be told.
@@ -170,11 +175,11 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			errs = append(errs, err)
 			continue
 		}
-		v = st.view(v.Node.Name)
-		var progress drain.Progress
-		if marked {
-			progress, err = r.Drainer.Step(ctx, v.Node.Name, st.pool.Spec.Drain)
-		}
+		steps = append(steps, drainStep{node: v.Node.Name, marked: marked})
+	}
+	r.stepDrains(ctx, st.pool.Spec.Drain, steps)
+	for _, s := range steps {
+		v, marked, progress, err := st.view(s.node), s.marked, s.progress, s.err
 		switch {
 		case marked && err == nil && progress.Done && !mayApprove[v.Node.Name]:
 			// Drained, but approving it would take the pool past its
