@@ -36,6 +36,35 @@ func processStats(pid int) (peakRSSBytes int64, cpuSeconds float64, err error) {
 	return peakRSSBytes, (utime + stime) / 100, nil // USER_HZ is 100 on Linux
 }
 
+// reconcileTime reads, from a metrics endpoint, how many reconciles the
+// named controller ran and the seconds they took in all
+// (controller_runtime_reconcile_time_seconds).
+func reconcileTime(url, controller string) (count, seconds float64, err error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	label := `controller="` + controller + `"`
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		switch {
+		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_count{"):
+			count = v
+		case strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_sum{"):
+			seconds = v
+		}
+	}
+	return count, seconds, sc.Err()
+}
+
 // clientRequests sums rest_client_requests_total from a metrics endpoint.
 func clientRequests(url string) (float64, error) {
 	resp, err := http.Get(url)
