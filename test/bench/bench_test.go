@@ -113,8 +113,13 @@ type result struct {
 	MakespanOverIdealWithDrains float64 `json:"makespanOverIdealWithDrains"`
 	RequestToAnnotP50Ms         float64 `json:"requestToAnnotationP50Ms"`
 	RequestToAnnotP99Ms         float64 `json:"requestToAnnotationP99Ms"`
-	OperatorPeakRSSMiB          float64 `json:"operatorPeakRSSMiB"`
-	OperatorCPUSeconds          float64 `json:"operatorCPUSeconds"`
+	// GateReconciles is how many reconciles the gate ran during the
+	// rollout, and GateReconcileMeanMs how long one took on average: a
+	// freed slot waits for the reconcile under way to end.
+	GateReconciles      float64 `json:"gateReconciles"`
+	GateReconcileMeanMs float64 `json:"gateReconcileMeanMs"`
+	OperatorPeakRSSMiB  float64 `json:"operatorPeakRSSMiB"`
+	OperatorCPUSeconds  float64 `json:"operatorCPUSeconds"`
 	// APIServerCPUSeconds is the CPU kube-apiserver spent during the
 	// rollout: what the operator's and daemons' requests cost it (and its
 	// audit log, when on).
@@ -224,6 +229,10 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	if err != nil {
 		b.Fatal(err)
 	}
+	gateBefore, gateSecondsBefore, err := reconcileTime(metricsURL, "gate")
+	if err != nil {
+		b.Fatal(err)
+	}
 	opBefore, err := clientRequests(metricsURL)
 	if err != nil {
 		b.Fatal(err)
@@ -257,6 +266,10 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	makespan := end.Sub(start)
 	b.StopTimer()
 
+	gateAfter, gateSecondsAfter, err := reconcileTime(metricsURL, "gate")
+	if err != nil {
+		b.Fatal(err)
+	}
 	opAfter, err := clientRequests(metricsURL)
 	if err != nil {
 		b.Fatal(err)
@@ -290,6 +303,7 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		DrainP50Ms: ms(percentile(drains, 0.50)), DrainP99Ms: ms(percentile(drains, 0.99)),
 		IdealWithDrainsSeconds: idealWithDrains.Seconds(), MakespanOverIdealWithDrains: makespan.Seconds() / idealWithDrains.Seconds(),
 		RequestToAnnotP50Ms: ms(percentile(annot, 0.50)), RequestToAnnotP99Ms: ms(percentile(annot, 0.99)),
+		GateReconciles: gateAfter - gateBefore, GateReconcileMeanMs: 1000 * (gateSecondsAfter - gateSecondsBefore) / max(1, gateAfter-gateBefore),
 		OperatorPeakRSSMiB: float64(rss) / (1 << 20), OperatorCPUSeconds: cpu,
 		APIServerCPUSeconds:   apiServerCPU - apiServerCPUBefore,
 		OperatorRequestsPerRb: (opAfter - opBefore) / float64(sc.N),
