@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +44,22 @@ func Main(m *testing.M, bed **testbed.Bed, opts ...testbed.Option) int {
 		return 1
 	}
 	*bed = b
+	// A test binary stopped by a signal (a person's ^C, a CI job cancelled,
+	// a benchmark killed) runs no deferred cleanup: without this, its
+	// kube-apiserver and etcd outlive it and load the machine for every
+	// run after.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		if sig, ok := <-signals; ok {
+			fmt.Fprintf(os.Stderr, "%s: stopping the test API server and etcd\n", sig)
+			if err := b.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			os.Exit(1)
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	err = gen.FinishPodDeletions(ctx, kubernetes.NewForConfigOrDie(b.Config))
 	code := 1
