@@ -135,4 +135,14 @@
 // the budget for admissions is N less the nodes that run the new config and
 // settled, while that is below maxUnavailable (canary.go): the first N go,
 // and the rest wait (Blocked WaitingForCanaries) until they pass.
+//
+// # At thousands of nodes
+//
+// Every reconcile reads every node from the cache without copying it (a
+// write copies first, in patchNode). A reboot's routine steps are events
+// on the node only, the pool named as related; warnings and halts go on
+// both. The pool's status is written at most once a second while only its
+// counts change (statusPace, pace.go); a change of its state is written at
+// once. A reconcile steps its draining nodes' drains together, up to eight
+// at a time (drainstep.go), and acts on the results in order.
 package gate
