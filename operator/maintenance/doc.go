@@ -7,4 +7,12 @@
 // protocol.Read and why its requests wait through policies.Wait (observe),
 // decide is a pure function from a NodeMaintenance and its node to a
 // verdict, and act patches each NodeMaintenance that changed.
+//
+// A node's reconciles follow each other faster than the cache learns of
+// the last write: the controller keeps what it created and wrote, as the
+// API server returned it, until its cache shows it (written.go), so it
+// never patches a stale copy nor misses a record it just made. Events go
+// out for Rebooted, Failed and warnings; the steps between are in
+// status.phaseTimes, taken from the gate's admission when the controller
+// saw them late.
 package maintenance
