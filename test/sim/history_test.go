@@ -2,8 +2,6 @@ package sim
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -74,28 +72,4 @@ func TestSeededHistoryIsKept(t *testing.T) {
 		prune, _ = retention.Plan(items, &state, retention.Retention{PerNode: 10, MaxAge: 2160 * time.Hour}, now)
 		g.Expect(len(prune)).To(BeNumerically(">=", 8), "the operator's defaults keep 90 days")
 	}
-}
-
-// TestRealisticSetupTime times building a bench-sized realistic cluster:
-// KMAINT_SIM_SETUP_NODES nodes (skipped when unset), each with 6 DaemonSet
-// and 14 workload pods, and a year of monthly history.
-func TestRealisticSetupTime(t *testing.T) {
-	nodes, _ := strconv.Atoi(os.Getenv("KMAINT_SIM_SETUP_NODES"))
-	if nodes == 0 {
-		t.Skip("KMAINT_SIM_SETUP_NODES unset")
-	}
-	g := NewWithT(t)
-	ctx := context.Background()
-	start := time.Now()
-	c := startRealistic(t, "setup", nodes)
-	built := time.Now()
-	created, err := c.SeedHistory(ctx, 12, built)
-	g.Expect(err).NotTo(HaveOccurred())
-	seeded := time.Now()
-	g.Expect(created).To(Equal(12 * nodes))
-	var pods corev1.PodList
-	g.Expect(bed.Client.List(ctx, &pods)).To(Succeed())
-	g.Expect(len(pods.Items)).To(BeNumerically(">=", 20*nodes))
-	t.Logf("%d nodes and %d pods in %s; %d NodeMaintenances in %s",
-		nodes, len(pods.Items), built.Sub(start).Round(time.Millisecond), created, seeded.Sub(built).Round(time.Millisecond))
 }
