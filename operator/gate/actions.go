@@ -150,57 +150,69 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	var requeue time.Duration
 	var errs []error
 	mayApprove, used := approvable(st.views, len(st.elsewhere), st.plan.maxUnavailable)
-	// First put the cordon back where someone lifted it, and the pool's
-	// marks on nodes that lack them; then step every drain at once (each
-	// step waits on the API server, and a pool drains up to its budget of
-	// nodes together); then act on what the steps found.
-	var steps []drainStep
+	// Put the cordon back where someone lifted it, and the pool's marks on
+	// nodes that lack them; then read what each drain's last step found
+	// (drainSteps steps them outside this reconcile) and act on it.
+	following := map[string]bool{}
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
 		// its admission stands for cannot be told.
 		if !v.Draining() || v.Admission.BootID == "" || v.Unreadable != nil {
 			continue
 		}
+		name := v.Node.Name
 		if !v.Unschedulable {
 			// Someone uncordoned a node kmaint is draining; pods would land
-			// on it again, so the cordon goes back on.
+			// on it again, so the cordon goes back on, and what the drain
+			// found before counts for nothing.
 			if _, err := r.patchNode(ctx, st, v, true, cordon); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			v = st.view(v.Node.Name)
+			r.steps.stop(name)
+			v = st.view(name)
 		}
 		marked, err := r.mark(ctx, st, v)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		steps = append(steps, drainStep{node: v.Node.Name, marked: marked})
-	}
-	r.stepDrains(ctx, st.pool.Spec.Drain, steps)
-	for _, s := range steps {
-		v, marked, progress, err := st.view(s.node), s.marked, s.progress, s.err
+		var last stepResult
+		var stepped bool
+		if marked {
+			following[name] = true
+			last, stepped = r.steps.follow(drainKey{node: name, boot: v.Admission.BootID, admitted: v.Admission.Time}, st.pool.Name, st.pool.Spec.Drain)
+		}
+		drained := stepped && last.err == nil && last.progress.Done
 		switch {
-		case marked && err == nil && progress.Done && !mayApprove[v.Node.Name]:
+		case drained && !mayApprove[name]:
 			// Drained, but approving it would take the pool past its
 			// budget: it waits, cordoned, and the pool says why. Its
 			// drain is done, so no timeout abandons it.
-			st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
+			st.drains[name] = drainReport{blocked: true, message: fmt.Sprintf(
 				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.plan.maxUnavailable)}
-		case marked && err == nil && progress.Done:
+		case drained:
+			r.steps.stop(name)
 			errs = append(errs, r.approve(ctx, st, v, nil))
 		case st.now.Sub(v.Admission.Time) >= timeout:
-			errs = append(errs, r.atDeadline(ctx, st, v, timeout, progress, err, mayApprove[v.Node.Name]))
+			r.steps.stop(name)
+			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.progress, last.err, mayApprove[name]))
 		default:
-			if marked {
-				st.drains[v.Node.Name] = report(progress, err)
+			switch {
+			case stepped:
+				st.drains[name] = report(last.progress, last.err)
+			case marked:
+				st.drains[name] = drainReport{message: "its first drain step is under way"}
 			}
-			wait := min(r.DrainPollInterval, timeout-st.now.Sub(v.Admission.Time))
+			// Each step wakes the pool; this wakes it at the drain's
+			// deadline should no step end before it.
+			wait := min(drainStepTimeout, timeout-st.now.Sub(v.Admission.Time))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
 			}
 		}
 	}
+	r.steps.stopOthers(st.pool.Name, following)
 	return requeue, errors.Join(errs...)
 }
 

@@ -41,6 +41,8 @@ type gateOptions struct {
 	// pods lists nodes' pods; nil is the manager's API reader.
 	pods        client.Reader
 	podInterval time.Duration
+	// drainer drains nodes; nil is the real one.
+	drainer gate.Drainer
 }
 
 // startGate runs the gate and the maintenance controller, as the operator
@@ -63,9 +65,12 @@ func startStoppableGate(t *testing.T, opts gateOptions) (stop func()) {
 		t.Fatal(err)
 	}
 	copts := controller.Options{SkipNameValidation: ptr.To(true)}
+	if opts.drainer == nil {
+		opts.drainer = &drain.Drainer{Client: kubernetes.NewForConfigOrDie(bed.Config)}
+	}
 	g := &gate.Reconciler{
 		Client:                mgr.GetClient(),
-		Drainer:               &drain.Drainer{Client: kubernetes.NewForConfigOrDie(bed.Config)},
+		Drainer:               opts.drainer,
 		Recorder:              mgr.GetEventRecorder("kmaint-gate"),
 		Clock:                 opts.clock,
 		DrainPollInterval:     200 * time.Millisecond,

@@ -143,6 +143,18 @@
 // on the node only, the pool named as related; warnings and halts go on
 // both. The pool's status is written at most once a second while only its
 // counts change (statusPace, pace.go); a change of its state is written at
-// once. A reconcile steps its draining nodes' drains together, up to eight
-// at a time (drainstep.go), and acts on the results in order.
+// once.
+//
+// A reconcile never waits on a drain. Drains are stepped outside it
+// (drainSteps, drainstep.go): 16 workers over all pools take each
+// draining node's step (a pod list, then its evictions in parallel) every
+// DrainPollInterval, and wake the node's pool with the result. The
+// reconcile reads each drain's last result, approves the nodes drained and
+// asks for the others to go on; a drain it stops asking about (approved,
+// given up, the node gone from the pool) is stepped no more. A result is
+// read only for the admission it was stepped for, and a node cordoned
+// again after someone lifted the cordon starts over, so no step taken
+// before can approve it. A drain that hangs on the API server so holds up
+// no other node: the slot another frees is refilled in the next short
+// reconcile.
 package gate

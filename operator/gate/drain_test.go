@@ -13,10 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 )
@@ -285,4 +288,55 @@ func TestUnreadableNodeIsNeverCompleted(t *testing.T) {
 		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "uncordoned once readable")
 		g.Expect(n.Annotations).NotTo(HaveKey(protocol.RebootApproved))
 	}, timeout).Should(Succeed())
+}
+
+// hangingDrainer is the real drainer, except that the steps of one node
+// hang until the test lets them go, as they do against an API server that
+// stopped answering.
+type hangingDrainer struct {
+	gate.Drainer
+	node    string
+	release chan struct{}
+}
+
+func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (drain.Progress, error) {
+	if node == h.node {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return drain.Progress{}, ctx.Err()
+		}
+	}
+	return h.Drainer.Step(ctx, node, opts)
+}
+
+func TestADrainThatHangsHoldsUpNoOtherNode(t *testing.T) {
+	g := NewWithT(t)
+	createPool(t, gen.Pool("hang", intstr.FromInt32(2)))
+	nodes := createNodes(t, "hang", "hang", 3)
+	stuck, quick, later := nodes[0], nodes[1], nodes[2]
+	watchBudget(t, "hang").FailAbove(2)
+	daemons := runDaemons(t, "hang", false)
+	h := &hangingDrainer{Drainer: &drain.Drainer{Client: kubernetes.NewForConfigOrDie(bed.Config)}, node: stuck, release: make(chan struct{})}
+	defer func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+	}()
+	startGate(t, gateOptions{drainer: h})
+
+	request(t, stuck, "hang-0", time.Now())
+	request(t, quick, "hang-1", time.Now())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, quick, false) }, timeout).Should(Succeed())
+	// The slot quick freed goes to the next request while stuck's drain
+	// step still hangs: a reconcile of the pool does not wait for it.
+	request(t, later, "hang-2", time.Now())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, later, false) }, timeout).Should(Succeed())
+	g.Expect(getNode(g, stuck).Annotations).To(HaveKey(protocol.Admitted))
+	g.Expect(daemons.Count(stuck)).To(Equal(0))
+
+	close(h.release)
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, stuck, false) }, timeout).Should(Succeed())
 }

@@ -3,43 +3,197 @@ package gate
 import (
 	"context"
 	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 )
 
-// drainStepParallelism bounds the drain steps a reconcile runs at once.
-const drainStepParallelism = 8
+const (
+	// drainStepWorkers bounds the drain steps under way at once, over all
+	// pools. A step is a pod list and the node's evictions; a pool draining
+	// its budget of nodes together would otherwise send them all at once.
+	drainStepWorkers = 16
+	// drainStepTimeout bounds one step, so that an API server that does not
+	// answer holds a worker for no longer.
+	drainStepTimeout = time.Minute
+)
 
-// drainStep is one node's drain step in a reconcile: whether its marks
-// are on (only then does it drain), and what the step found.
-type drainStep struct {
+// drainKey names one drain: a node's admission for a boot, at a time (a
+// retried drain is a new admission). A step's result is only ever read for
+// the drain it was taken for.
+type drainKey struct {
 	node     string
-	marked   bool
+	boot     string
+	admitted time.Time
+}
+
+// stepResult is what a node's last drain step found.
+type stepResult struct {
 	progress drain.Progress
 	err      error
 }
 
-// stepDrains steps the drains of the marked nodes, up to
-// drainStepParallelism at once. One after another, a pool draining 25
-// nodes spent each reconcile waiting on 25 pod lists and their evictions
-// in turn, and a slot freed meanwhile waited for that reconcile to end
-// before the next node was admitted. Steps touch only the API server, not
-// the reconcile's state; their results are acted on in order afterwards.
-func (r *Reconciler) stepDrains(ctx context.Context, opts v1alpha1.DrainOptions, steps []drainStep) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, drainStepParallelism)
-	for i := range steps {
-		if !steps[i].marked {
-			continue
-		}
-		wg.Add(1)
-		slots <- struct{}{}
-		go func(s *drainStep) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			s.progress, s.err = r.Drainer.Step(ctx, s.node, opts)
-		}(&steps[i])
+// followedDrain is a drain the gate follows.
+type followedDrain struct {
+	key  drainKey
+	pool string
+	opts v1alpha1.DrainOptions
+	// asked is whether the gate asked for the drain since its last step:
+	// a drain nobody asked about since is not stepped again until
+	// someone does (idle).
+	asked, idle bool
+	// last is the last step's result, nil before the first step ends.
+	last *stepResult
+}
+
+// drainSteps steps drains outside the pool's reconcile. A step waits on the
+// API server (a pod list, then an eviction per pod), and a pool drains its
+// whole budget of nodes together; stepped inside the reconcile, a slot
+// freed by one node waited for every other node's step before the next
+// node was admitted, 30 s on average at 2000 nodes. Here a reconcile only
+// reads the last result of each drain and asks for the drain to go on;
+// workers step the drains every DrainPollInterval and wake the pool with
+// each result.
+type drainSteps struct {
+	drainer Drainer
+	poll    time.Duration
+
+	mu     sync.Mutex
+	drains map[string]*followedDrain // by node name
+	queue  workqueue.TypedDelayingInterface[string]
+	// wake enqueues a reconcile of a pool; set when the gate's controller
+	// starts the workers.
+	wake func(pool string)
+}
+
+func newDrainSteps(drainer Drainer, poll time.Duration) *drainSteps {
+	return &drainSteps{
+		drainer: drainer,
+		poll:    poll,
+		drains:  map[string]*followedDrain{},
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "kmaint_drain_steps"}),
 	}
-	wg.Wait()
+}
+
+// follow asks for the drain of key to go on for pool and returns its last
+// step's result, if a step ended. The first call for a drain queues its
+// first step; later steps follow every poll interval while the gate keeps
+// asking.
+func (s *drainSteps) follow(key drainKey, pool string, opts v1alpha1.DrainOptions) (stepResult, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.drains[key.node]
+	if d == nil || d.key != key {
+		d = &followedDrain{key: key}
+		s.drains[key.node] = d
+		s.queue.Add(key.node)
+	}
+	if d.idle {
+		d.idle = false
+		s.queue.Add(key.node)
+	}
+	d.pool, d.opts, d.asked = pool, opts, true
+	if d.last == nil {
+		return stepResult{}, false
+	}
+	return *d.last, true
+}
+
+// stop ends the drain of a node: it was approved, given up, or what a step
+// found no longer holds. A step under way ends, and its result is dropped.
+func (s *drainSteps) stop(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.drains, node)
+}
+
+// stopOthers ends the drains of pool whose nodes are not in following:
+// they finished, or left the pool, without a stop.
+func (s *drainSteps) stopOthers(pool string, following map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for node, d := range s.drains {
+		if d.pool == pool && !following[node] {
+			delete(s.drains, node)
+		}
+	}
+}
+
+// start runs the workers until ctx ends; wake is called with a pool's name
+// after each step of one of its drains.
+func (s *drainSteps) start(ctx context.Context, wake func(pool string)) {
+	s.mu.Lock()
+	s.wake = wake
+	s.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+	for range drainStepWorkers {
+		go func() {
+			for s.next(ctx) {
+			}
+		}()
+	}
+}
+
+// next takes one step of the next drain in the queue; it returns false
+// once the queue is shut down.
+func (s *drainSteps) next(ctx context.Context) bool {
+	node, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(node)
+	s.mu.Lock()
+	d := s.drains[node]
+	if d == nil {
+		s.mu.Unlock()
+		return true
+	}
+	if !d.asked {
+		// No reconcile read the last result yet (the pool's reconciles
+		// lag, or stopped following the drain): the next follow steps
+		// again, and the result stays for it.
+		d.idle = true
+		s.mu.Unlock()
+		return true
+	}
+	d.asked = false
+	key, opts := d.key, d.opts
+	s.mu.Unlock()
+
+	stepCtx, cancel := context.WithTimeout(ctx, drainStepTimeout)
+	progress, err := s.drainer.Step(stepCtx, node, opts)
+	cancel()
+
+	s.mu.Lock()
+	if s.drains[node] != d || d.key != key {
+		s.mu.Unlock()
+		return true // stopped while it stepped
+	}
+	d.last = &stepResult{progress: progress, err: err}
+	pool, wake := d.pool, s.wake
+	s.mu.Unlock()
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Drain step failed", "node", node, "error", err.Error())
+	}
+	s.queue.AddAfter(node, s.poll)
+	if wake != nil {
+		wake(pool)
+	}
+	return true
+}
+
+// wakePool is drainSteps' wake for the gate's workqueue.
+func wakePool(q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(string) {
+	return func(pool string) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: pool}})
+	}
 }

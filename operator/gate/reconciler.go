@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
@@ -74,6 +77,8 @@ type Reconciler struct {
 	StatusInterval time.Duration
 
 	inflight *inflight
+	// steps steps drains outside the reconcile.
+	steps *drainSteps
 	// written is the status last written per pool, so that an unchanged
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
@@ -203,6 +208,7 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 	}
 	for _, v := range st.views {
 		if v.Draining() {
+			r.steps.stop(v.Node.Name)
 			st.drains[v.Node.Name] = drainReport{blocked: true, message: "held: " + strings.Join(st.unreadablePools, "; ")}
 		}
 	}
@@ -243,6 +249,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.blocks = newRecent[types.UID, blockResult]()
 	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()
+	r.steps = newDrainSteps(r.Drainer, r.DrainPollInterval)
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
@@ -255,5 +262,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The cluster's stop holds every pool, the default pool too.
 		Watches(&v1alpha1.MaintenanceGate{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
+		// Each drain step wakes the pool of its node, and the drain steps
+		// run as long as the controller does.
+		WatchesRawSource(source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.steps.start(ctx, wakePool(q))
+			return nil
+		})).
 		Complete(r)
 }

@@ -1,0 +1,195 @@
+package gate
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/drain"
+)
+
+// gatedDrainer answers each node's steps with what the test set, and holds
+// the steps of the nodes the test blocks until it releases them.
+type gatedDrainer struct {
+	mu      sync.Mutex
+	steps   map[string]int
+	answer  map[string]drain.Progress
+	blocked map[string]chan struct{}
+}
+
+func newGatedDrainer() *gatedDrainer {
+	return &gatedDrainer{steps: map[string]int{}, answer: map[string]drain.Progress{}, blocked: map[string]chan struct{}{}}
+}
+
+func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions) (drain.Progress, error) {
+	f.mu.Lock()
+	f.steps[node]++
+	gate := f.blocked[node]
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return drain.Progress{}, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answer[node], nil
+}
+
+func (f *gatedDrainer) Force(context.Context, string, v1alpha1.DrainOptions, func([]string) error) ([]string, error) {
+	return nil, nil
+}
+
+func (f *gatedDrainer) block(node string) (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan struct{})
+	f.blocked[node] = ch
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+func (f *gatedDrainer) set(node string, p drain.Progress) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer[node] = p
+}
+
+func (f *gatedDrainer) count(node string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.steps[node]
+}
+
+// wakes records the pools woken, in order.
+type wakes struct {
+	mu    sync.Mutex
+	pools []string
+}
+
+func (w *wakes) wake(pool string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, pool)
+}
+
+func (w *wakes) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pools)
+}
+
+func startSteps(t *testing.T, d Drainer, poll time.Duration) (*drainSteps, *wakes) {
+	t.Helper()
+	s := newDrainSteps(d, poll)
+	w := &wakes{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.start(ctx, w.wake)
+	return s, w
+}
+
+func TestASlowDrainStepHoldsUpNoOtherDrain(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	release := d.block("slow")
+	defer release()
+	d.set("fast", drain.Progress{Done: true})
+	s, w := startSteps(t, d, time.Hour)
+	admitted := time.Now()
+	slow := drainKey{node: "slow", boot: "b", admitted: admitted}
+	fast := drainKey{node: "fast", boot: "b", admitted: admitted}
+
+	// Asking returns at once, before any step ended.
+	_, stepped := s.follow(slow, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeFalse())
+	_, stepped = s.follow(fast, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeFalse())
+
+	// The fast node's step ends and wakes the pool while the slow one's
+	// hangs.
+	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
+	last, stepped := s.follow(fast, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeTrue())
+	g.Expect(last.progress.Done).To(BeTrue())
+	_, stepped = s.follow(slow, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeFalse(), "the slow node's step has not ended")
+
+	release()
+	g.Eventually(func() bool { _, ok := s.follow(slow, "p", v1alpha1.DrainOptions{}); return ok }, 10*time.Second).Should(BeTrue())
+}
+
+func TestDrainIsSteppedOnlyWhileTheGateAsks(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("n", drain.Progress{Remaining: 3})
+	s, _ := startSteps(t, d, 20*time.Millisecond)
+	key := drainKey{node: "n", boot: "b", admitted: time.Now()}
+
+	s.follow(key, "p", v1alpha1.DrainOptions{})
+	g.Eventually(func() int { return d.count("n") }, 10*time.Second).Should(Equal(1))
+	// Unasked, the drain waits for the next reconcile, however many poll
+	// intervals go by; its result stays for that reconcile.
+	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(Equal(1))
+	last, stepped := s.follow(key, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeTrue())
+	g.Expect(last.progress.Remaining).To(Equal(3))
+	g.Eventually(func() int { return d.count("n") }, 10*time.Second).Should(Equal(2))
+
+	// Stopped, it is stepped no more, even when a step was due.
+	s.follow(key, "p", v1alpha1.DrainOptions{})
+	s.stop("n")
+	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(BeNumerically("<=", 3))
+	steps := d.count("n")
+	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(Equal(steps))
+}
+
+func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("n", drain.Progress{Done: true})
+	s, w := startSteps(t, d, time.Hour)
+	first := drainKey{node: "n", boot: "b", admitted: time.Now()}
+	s.follow(first, "p", v1alpha1.DrainOptions{})
+	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
+
+	// The drain was retried: a new admission of the same boot.
+	release := d.block("n")
+	defer release()
+	retried := first
+	retried.admitted = first.admitted.Add(time.Minute)
+	_, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeFalse(), "the first admission's drained node must not approve the second")
+	release()
+	g.Eventually(w.count, 10*time.Second).Should(Equal(2))
+	last, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeTrue())
+	g.Expect(last.progress.Done).To(BeTrue())
+}
+
+func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("a", drain.Progress{Remaining: 1})
+	d.set("b", drain.Progress{Remaining: 1})
+	d.set("c", drain.Progress{Remaining: 1})
+	s, w := startSteps(t, d, time.Hour)
+	now := time.Now()
+	s.follow(drainKey{node: "a", admitted: now}, "p", v1alpha1.DrainOptions{})
+	s.follow(drainKey{node: "b", admitted: now}, "p", v1alpha1.DrainOptions{})
+	s.follow(drainKey{node: "c", admitted: now}, "q", v1alpha1.DrainOptions{})
+	g.Eventually(w.count, 10*time.Second).Should(Equal(3))
+
+	s.stopOthers("p", map[string]bool{"a": true})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.Expect(s.drains).To(HaveKey("a"))
+	g.Expect(s.drains).NotTo(HaveKey("b"), "b finished in pool p without a stop")
+	g.Expect(s.drains).To(HaveKey("c"), "pool q's drain is q's to stop")
+}
