@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -60,13 +61,13 @@ func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOpti
 	}
 
 	p := Progress{Remaining: len(pods), Done: len(pods) == 0}
+	outcomes := d.evict(helper, pods)
 	var failed []error
-	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
-			continue // already terminating: its kubelet finishes it
-		}
-		err := helper.EvictPod(pod, policyv1.SchemeGroupVersion)
+	for i, err := range outcomes {
+		pod := pods[i]
 		switch {
+		case pod.DeletionTimestamp != nil:
+			// already terminating: its kubelet finishes it
 		case err == nil:
 			p.Evicted++
 		case apierrors.IsNotFound(err):
@@ -80,6 +81,33 @@ func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOpti
 	sort.Strings(p.Blockers)
 	p.Done = p.Remaining == 0
 	return p, errors.Join(failed...)
+}
+
+// evictionParallelism bounds the evictions of one step in flight at once.
+const evictionParallelism = 16
+
+// evict asks for the eviction of every pod not already terminating, in
+// parallel as kubectl does, and returns each one's error by index. One
+// after another, a node with dozens of pods spent its step on as many round
+// trips to the API server.
+func (d *Drainer) evict(helper *kubedrain.Helper, pods []corev1.Pod) []error {
+	outcomes := make([]error, len(pods))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, evictionParallelism)
+	for i := range pods {
+		if pods[i].DeletionTimestamp != nil {
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			outcomes[i] = helper.EvictPod(pods[i], policyv1.SchemeGroupVersion)
+		}()
+	}
+	wg.Wait()
+	return outcomes
 }
 
 // helper is kubectl's drain helper with the pool's drain options.
