@@ -117,7 +117,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s; its daemon did not confirm the reboot", nm.Spec.NodeName, boot, f.BootID)
 		v.degraded, v.degradedReason = f.Unconfirmed.Message(), v1alpha1.DaemonMissingReason
 	case f.BootID != boot:
-		v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is coming back with boot %s", nm.Spec.NodeName, f.BootID)
+		// Back in a new boot, not yet Ready or confirmed: still rebooting,
+		// in the words of the phase before, so that this step costs no
+		// write of its own at every reboot. The node shows its new boot,
+		// and a node that stays here is reported not back, or its daemon
+		// missing, on this record when the gate's waits run out.
+		v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(nm.Spec.NodeName)
 	case f.DrainFailure != nil && f.DrainFailure.BootID == boot && slices.Contains(f.DrainFailure.Requests, requestID):
 		return failed(v, f.DrainFailure.Reason, f.DrainFailure.Message)
 	case f.Approved == boot:
@@ -128,7 +133,7 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s was asked to reboot and has not", nm.Spec.NodeName)
 			v.degraded, v.degradedReason = daemon.Message, v1alpha1.RebootNotObservedReason
 		case daemon != nil && daemon.BootID == boot && daemon.Phase == protocol.DaemonRebooting, s.Phase == v1alpha1.PhaseRebooting:
-			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s is drained and rebooting", nm.Spec.NodeName)
+			v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(nm.Spec.NodeName)
 		default:
 			v.phase, v.message = v1alpha1.PhaseApproved, fmt.Sprintf("node %s is drained and approved to reboot; waiting for its daemon to reboot it", nm.Spec.NodeName)
 		}
@@ -153,6 +158,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.message = fmt.Sprintf("node %s requests a reboot and waits: %s", nm.Spec.NodeName, w.message)
 	}
 	return v
+}
+
+// rebootingMessage is a rebooting request's message, from the daemon's
+// word that it reboots until the node is back and Ready.
+func rebootingMessage(node string) string {
+	return fmt.Sprintf("node %s is drained and rebooting", node)
 }
 
 func failed(v verdict, reason, message string) verdict {

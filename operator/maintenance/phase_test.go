@@ -170,7 +170,7 @@ func TestDecide(t *testing.T) {
 			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), gen.Approved("boot-0")),
 			wantPhase:   v1alpha1.PhaseRebooting,
 			wantBefore:  "boot-0",
-			wantMessage: "coming back with boot boot-1",
+			wantMessage: "drained and rebooting",
 		},
 		"rebooting while the daemon still shows the old boot's request": {
 			status:     raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
@@ -266,7 +266,7 @@ func TestDecide(t *testing.T) {
 			node: gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"),
 				gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
 			wantPhase:   v1alpha1.PhaseRebooting,
-			wantMessage: "coming back with boot boot-1",
+			wantMessage: "drained and rebooting",
 			wantBefore:  "boot-0",
 		},
 		"completed without its daemon: succeeded, and degraded saying so": {
@@ -283,14 +283,14 @@ func TestDecide(t *testing.T) {
 			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
 			node:        gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.RebootUnconfirmed("boot-0", "boot-1", t0)),
 			wantPhase:   v1alpha1.PhaseRebooting,
-			wantMessage: "coming back with boot boot-1",
+			wantMessage: "drained and rebooting",
 			wantBefore:  "boot-0",
 		},
 		"a missing daemon after another boot's reboot proves nothing of this one": {
 			status:      raisedIn(v1alpha1.PhaseRebooting, "boot-0"),
 			node:        gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.RebootUnconfirmed("boot-old", "boot-0", t0)),
 			wantPhase:   v1alpha1.PhaseRebooting,
-			wantMessage: "coming back with boot boot-1",
+			wantMessage: "drained and rebooting",
 			wantBefore:  "boot-0",
 		},
 		"not degraded by a daemon state of another boot": {
@@ -613,4 +613,26 @@ func TestPhasesNotSeenTakeTheirTimesFromTheAdmission(t *testing.T) {
 
 func admittedApproved(boot string, admitted, approved time.Time, ids ...string) gen.NodeOption {
 	return gen.Annotations(protocol.Admitted, protocol.Encode(protocol.Admission{BootID: boot, Requests: ids, Time: admitted, ApprovedAt: approved}))
+}
+
+// TestComingBackCostsNoWrite: a rebooting request whose node shows its new
+// boot, not yet Ready, keeps the status it had, so the controller writes
+// nothing for that step of every reboot.
+func TestComingBackCostsNoWrite(t *testing.T) {
+	g := NewWithT(t)
+	var rebooting v1alpha1.NodeMaintenanceStatus
+	nm := maintenanceIn(raisedIn(v1alpha1.PhaseApproved, "boot-0"))
+	daemonRebooting := gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Approved("boot-0"),
+		gen.DaemonState(protocol.DaemonRebooting, "boot-0", "", t0))
+	v := decide(nm, reqID, read(daemonRebooting), "", waiting{}, guard{})
+	g.Expect(v.phase).To(Equal(v1alpha1.PhaseRebooting))
+	nm.Status.DeepCopyInto(&rebooting)
+	apply(&rebooting, v, t0)
+
+	nm.Status = *rebooting.DeepCopy()
+	back := gen.Node("n1", gen.BootID("boot-1"), gen.NotReady(), gen.Approved("boot-0"))
+	v = decide(nm, reqID, read(back), "", waiting{}, guard{})
+	after := *rebooting.DeepCopy()
+	apply(&after, v, t0.Add(time.Minute))
+	g.Expect(after).To(Equal(rebooting))
 }
