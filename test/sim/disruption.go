@@ -28,6 +28,15 @@ const disruptionWorkers = 4
 // yet seen terminating: the real controller's DeletionTimeout.
 const disruptionDeletionTimeout = 2 * time.Minute
 
+// disruptionCoalesce is how long a budget's sync waits after the change
+// that queued it, so that an eviction's write of the budget and its pod's
+// deletion, a few milliseconds apart, make one status write, not two. Each
+// write the controller makes is one more an eviction of the same budget can
+// conflict with, and the API server retries a conflicting eviction only
+// after half a second; a real controller's informers and queue lag at least
+// as much.
+const disruptionCoalesce = 10 * time.Millisecond
+
 // podsByLabel indexes pods by namespace and each of their labels
 // ("ns/key=value"), so that a budget's sync reads its own pods, not every
 // pod of a namespace of tens of thousands.
@@ -130,7 +139,7 @@ func indexPodLabels(obj any) ([]string, error) {
 
 func enqueueBudget(queue workqueue.TypedRateLimitingInterface[cache.ObjectName], obj any) {
 	if m, err := accessor(obj); err == nil {
-		queue.Add(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
+		queue.AddAfter(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()}, disruptionCoalesce)
 	}
 }
 
@@ -149,7 +158,7 @@ func enqueueBudgetsOf(queue workqueue.TypedRateLimitingInterface[cache.ObjectNam
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(m.GetLabels())) {
 			continue
 		}
-		queue.Add(cache.ObjectName{Namespace: pdb.Namespace, Name: pdb.Name})
+		queue.AddAfter(cache.ObjectName{Namespace: pdb.Namespace, Name: pdb.Name}, disruptionCoalesce)
 	}
 }
 
