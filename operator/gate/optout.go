@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,20 +98,32 @@ func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavail
 	lists := 0
 	for {
 		st.plan = planAdmissions(st.views, len(st.elsewhere), maxUnavailable, st.holdsAdmissions(), false)
+		// The planned nodes not looked at lately have their pods listed
+		// together: one after another, a wave of 100 admissions waited on
+		// 100 Lists in turn (seconds each on a busy API server) before the
+		// first node was admitted.
+		var stale []string
+		for _, name := range st.plan.admit {
+			if _, fresh := r.freshPodCheck(st, name); !fresh && lists+len(stale) < maxPodListsPerReconcile {
+				stale = append(stale, name)
+			}
+		}
+		lists += len(stale)
+		checked := r.checkPodsOf(ctx, st, stale)
 		again := false
 		var admit []string
 		for _, name := range st.plan.admit {
 			v := &st.views[st.index(name)]
 			check, fresh := r.freshPodCheck(st, name)
 			if !fresh {
-				if lists >= maxPodListsPerReconcile {
-					// Its turn comes on the next pass, soon.
+				var ok bool
+				if check, ok = checked[name]; !ok {
+					// Past this reconcile's Lists: its turn comes on the
+					// next pass, soon.
 					st.plan.waiting = append(st.plan.waiting, name)
 					st.wakeBy(st.now.Add(time.Second))
 					continue
 				}
-				lists++
-				check = r.checkPods(ctx, st, name)
 			}
 			v.checked = true
 			if check.optOut != nil {
@@ -128,6 +141,31 @@ func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavail
 			return
 		}
 	}
+}
+
+// podListParallelism bounds the Lists of nodes' pods in flight at once.
+const podListParallelism = 16
+
+// checkPodsOf checks the pods of the nodes, podListParallelism at a time.
+func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []string) map[string]podCheck {
+	checks := make([]podCheck, len(nodes))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, podListParallelism)
+	for i, node := range nodes {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			checks[i] = r.checkPods(ctx, st, node)
+		}()
+	}
+	wg.Wait()
+	found := make(map[string]podCheck, len(nodes))
+	for i, node := range nodes {
+		found[node] = checks[i]
+	}
+	return found
 }
 
 // freshPodCheck returns the node's last pod check when it still stands.

@@ -2,6 +2,8 @@ package gate_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -315,4 +317,48 @@ func TestPodsAreListedOnlyWhenANodesTurnComes(t *testing.T) {
 	g.Expect(pods.count(nodes[1])).To(Equal(1), "one List when its turn came")
 	g.Expect(pods.count(nodes[2])).To(BeZero(), "no List while the budget is full")
 	g.Expect(pods.count(paused)).To(BeZero(), "no List in a paused pool")
+}
+
+// barrierReader lets no pod List through until want of them are under way
+// at once, or a while went by (then it fails the List, which holds the
+// node).
+type barrierReader struct {
+	client.Reader
+	want    int
+	mu      sync.Mutex
+	waiting int
+	open    chan struct{}
+}
+
+func (b *barrierReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	b.mu.Lock()
+	b.waiting++
+	if b.waiting == b.want {
+		close(b.open)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.open:
+		return b.Reader.List(ctx, list, opts...)
+	case <-time.After(10 * time.Second):
+		return errors.New("the other Lists of the wave never came")
+	}
+}
+
+// A wave of admissions lists its nodes' pods together, not one after
+// another (issue 16: 100 Lists in turn held a 2000-node pool's reconcile
+// for seconds on a busy API server).
+func TestAWaveOfAdmissionsListsItsNodesPodsTogether(t *testing.T) {
+	g := NewWithT(t)
+	createPool(t, gen.Pool("wave", intstr.FromInt32(3)))
+	nodes := createNodes(t, "wave", "wave", 3)
+	for i, node := range nodes {
+		request(t, node, fmt.Sprintf("wave-%d", i), time.Now())
+	}
+	startGate(t, gateOptions{pods: &barrierReader{Reader: bed.Client, want: 3, open: make(chan struct{})}, podInterval: time.Hour})
+
+	for _, node := range nodes {
+		g.Eventually(func(g Gomega) map[string]string { return getNode(g, node).Annotations }, timeout).Should(HaveKey(protocol.Admitted))
+		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.AdmissionHeld))
+	}
 }
