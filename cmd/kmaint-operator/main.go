@@ -82,7 +82,8 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	ctrl.Log.WithName("setup").Info("Starting kmaint-operator", "version", v.Version, "commit", v.Commit, "go", v.GoVersion)
+	ctrl.Log.WithName("setup").Info("Starting kmaint-operator", "version", v.Version, "commit", v.Commit, "go", v.GoVersion,
+		"defaultGOGC", operator.SetDefaultGCPercent(os.LookupEnv))
 
 	// The chat services' clients (package notify) send with
 	// http.DefaultClient, which has no timeout: a receiver that accepts a
