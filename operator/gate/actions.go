@@ -191,6 +191,10 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			// drain is done, so no timeout abandons it.
 			st.drains[name] = drainReport{blocked: true, message: fmt.Sprintf(
 				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.plan.maxUnavailable)}
+		case drained && last.stale:
+			// Its pool's reconciles lagged behind the steps: the next
+			// step, under way, looks again before the node is approved.
+			st.drains[name] = drainReport{message: "drained; looking once more before its approval"}
 		case drained:
 			r.steps.stop(name)
 			errs = append(errs, r.approve(ctx, st, v, nil))

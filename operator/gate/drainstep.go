@@ -22,6 +22,11 @@ const (
 	// drainStepTimeout bounds one step, so that an API server that does not
 	// answer holds a worker for no longer.
 	drainStepTimeout = time.Minute
+	// minStepMaxAge is the least age at which a step's finding that the
+	// node is drained goes stale (it is twice the poll interval if that is
+	// longer). A reconcile that lags behind the steps approves on a fresh
+	// one, not on what the node looked like long ago.
+	minStepMaxAge = 5 * time.Second
 )
 
 // drainKey names one drain: a node's admission for a boot, at a time (a
@@ -37,6 +42,11 @@ type drainKey struct {
 type stepResult struct {
 	progress drain.Progress
 	err      error
+	// at is when the step ended.
+	at time.Time
+	// stale is true when the step ended too long ago to approve the node
+	// on it: a pod bound to the node by name since would go unseen.
+	stale bool
 }
 
 // followedDrain is a drain the gate follows.
@@ -63,6 +73,9 @@ type followedDrain struct {
 type drainSteps struct {
 	drainer Drainer
 	poll    time.Duration
+	// now is the time steps end at, and are read at; real time, as the
+	// API server's.
+	now func() time.Time
 
 	mu     sync.Mutex
 	drains map[string]*followedDrain // by node name
@@ -76,6 +89,7 @@ func newDrainSteps(drainer Drainer, poll time.Duration) *drainSteps {
 	return &drainSteps{
 		drainer: drainer,
 		poll:    poll,
+		now:     time.Now,
 		drains:  map[string]*followedDrain{},
 		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "kmaint_drain_steps"}),
 	}
@@ -102,7 +116,9 @@ func (s *drainSteps) follow(key drainKey, pool string, opts v1alpha1.DrainOption
 	if d.last == nil {
 		return stepResult{}, false
 	}
-	return *d.last, true
+	last := *d.last
+	last.stale = s.now().Sub(last.at) > max(minStepMaxAge, 2*s.poll)
+	return last, true
 }
 
 // stop ends the drain of a node: it was approved, given up, or what a step
@@ -178,7 +194,7 @@ func (s *drainSteps) next(ctx context.Context) bool {
 		s.mu.Unlock()
 		return true // stopped while it stepped
 	}
-	d.last = &stepResult{progress: progress, err: err}
+	d.last = &stepResult{progress: progress, err: err, at: s.now()}
 	pool, wake := d.pool, s.wake
 	s.mu.Unlock()
 	if err != nil {

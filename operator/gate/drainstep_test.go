@@ -193,3 +193,32 @@ func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
 	g.Expect(s.drains).NotTo(HaveKey("b"), "b finished in pool p without a stop")
 	g.Expect(s.drains).To(HaveKey("c"), "pool q's drain is q's to stop")
 }
+
+// A reconcile that lags behind the steps does not approve a node on what
+// a step found long ago: the finding goes stale, and the next step, which
+// the gate's asking brings, is fresh again.
+func TestADrainedFindingGoesStale(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("n", drain.Progress{Done: true})
+	s, w := startSteps(t, d, 100*time.Millisecond)
+	var mu sync.Mutex
+	now := time.Now()
+	s.mu.Lock()
+	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s.mu.Unlock()
+	key := drainKey{node: "n", boot: "b", admitted: now}
+
+	s.follow(key, "p", v1alpha1.DrainOptions{})
+	g.Eventually(w.count, 10*time.Second).Should(BeNumerically(">=", 1))
+	last, stepped := s.follow(key, "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeTrue())
+	g.Expect(last.stale).To(BeFalse())
+
+	mu.Lock()
+	now = now.Add(minStepMaxAge + time.Second)
+	mu.Unlock()
+	last, _ = s.follow(key, "p", v1alpha1.DrainOptions{})
+	g.Expect(last.stale).To(BeTrue(), "found drained %s ago", minStepMaxAge+time.Second)
+	g.Eventually(func() bool { last, _ := s.follow(key, "p", v1alpha1.DrainOptions{}); return last.stale }, 10*time.Second).Should(BeFalse())
+}
