@@ -1,5 +1,6 @@
 // Package drain evicts a node's pods one step at a time with kubectl's drain
 // library, so that a controller can drain without blocking for the drain's
 // whole length: each Step evicts what can be evicted now and reports what is
-// left and what stands in the way.
+// left and what stands in the way. A step's evictions go out together, up
+// to 16 at a time, as kubectl's own drain sends them.
 package drain
