@@ -11,16 +11,6 @@
 // the daemons a user of their own, to tell their requests apart at the API
 // server.
 //
-// The disruption controller behaves as kube-controller-manager's does where
-// drains notice: it syncs one budget per key, within milliseconds of a pod
-// change, and counts the pods in a budget's DisruptedPods as unhealthy until
-// their deletion shows, so that an eviction a budget has room for is not
-// refused because its status lags. It counts a budget's expected pods from
-// the pods that exist, not from their controller's scale: an evicted pod's
-// place comes back as soon as it is gone, as it does in a real cluster once
-// its ReplicaSet's replacement runs elsewhere, only without the seconds that
-// replacement takes to start.
-//
 // Config.Realistic shapes the objects like a cloud cluster's, so that what
 // the operator caches and watches weighs what it would: Nodes with 50
 // images, cloud labels and kubelet status (about 14 KB of JSON each), pods
