@@ -181,7 +181,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		var stepped bool
 		if marked {
 			following[name] = true
-			last, stepped = r.steps.follow(drainKey{node: name, boot: v.Admission.BootID, admitted: v.Admission.Time}, st.pool.Name, st.pool.Spec.Drain)
+			last, stepped = r.steps.follow(keyOf(name, v.Admission.BootID, v.Admission.Time), st.pool.Name, st.pool.Spec.Drain)
 		}
 		drained := stepped && last.err == nil && last.progress.Done
 		switch {

@@ -31,11 +31,18 @@ const (
 
 // drainKey names one drain: a node's admission for a boot, at a time (a
 // retried drain is a new admission). A step's result is only ever read for
-// the drain it was taken for.
+// the drain it was taken for. The time is kept as an instant (Unix
+// nanoseconds): a time.Time read again from the annotation in another
+// zone would compare unequal, start the drain over at every reconcile, and
+// never let it finish.
 type drainKey struct {
 	node     string
 	boot     string
-	admitted time.Time
+	admitted int64
+}
+
+func keyOf(node, boot string, admitted time.Time) drainKey {
+	return drainKey{node: node, boot: boot, admitted: admitted.UnixNano()}
 }
 
 // stepResult is what a node's last drain step found.

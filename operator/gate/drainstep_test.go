@@ -103,8 +103,8 @@ func TestASlowDrainStepHoldsUpNoOtherDrain(t *testing.T) {
 	d.set("fast", drain.Progress{Done: true})
 	s, w := startSteps(t, d, time.Hour)
 	admitted := time.Now()
-	slow := drainKey{node: "slow", boot: "b", admitted: admitted}
-	fast := drainKey{node: "fast", boot: "b", admitted: admitted}
+	slow := keyOf("slow", "b", admitted)
+	fast := keyOf("fast", "b", admitted)
 
 	// Asking returns at once, before any step ended.
 	_, stepped := s.follow(slow, "p", v1alpha1.DrainOptions{})
@@ -130,7 +130,7 @@ func TestDrainIsSteppedOnlyWhileTheGateAsks(t *testing.T) {
 	d := newGatedDrainer()
 	d.set("n", drain.Progress{Remaining: 3})
 	s, _ := startSteps(t, d, 20*time.Millisecond)
-	key := drainKey{node: "n", boot: "b", admitted: time.Now()}
+	key := keyOf("n", "b", time.Now())
 
 	s.follow(key, "p", v1alpha1.DrainOptions{})
 	g.Eventually(func() int { return d.count("n") }, 10*time.Second).Should(Equal(1))
@@ -155,7 +155,7 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	d := newGatedDrainer()
 	d.set("n", drain.Progress{Done: true})
 	s, w := startSteps(t, d, time.Hour)
-	first := drainKey{node: "n", boot: "b", admitted: time.Now()}
+	first := keyOf("n", "b", time.Now())
 	s.follow(first, "p", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
 
@@ -163,7 +163,7 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	release := d.block("n")
 	defer release()
 	retried := first
-	retried.admitted = first.admitted.Add(time.Minute)
+	retried.admitted = first.admitted + int64(time.Minute)
 	_, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeFalse(), "the first admission's drained node must not approve the second")
 	release()
@@ -181,9 +181,9 @@ func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
 	d.set("c", drain.Progress{Remaining: 1})
 	s, w := startSteps(t, d, time.Hour)
 	now := time.Now()
-	s.follow(drainKey{node: "a", admitted: now}, "p", v1alpha1.DrainOptions{})
-	s.follow(drainKey{node: "b", admitted: now}, "p", v1alpha1.DrainOptions{})
-	s.follow(drainKey{node: "c", admitted: now}, "q", v1alpha1.DrainOptions{})
+	s.follow(keyOf("a", "", now), "p", v1alpha1.DrainOptions{})
+	s.follow(keyOf("b", "", now), "p", v1alpha1.DrainOptions{})
+	s.follow(keyOf("c", "", now), "q", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(Equal(3))
 
 	s.stopOthers("p", map[string]bool{"a": true})
@@ -207,7 +207,7 @@ func TestADrainedFindingGoesStale(t *testing.T) {
 	s.mu.Lock()
 	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	s.mu.Unlock()
-	key := drainKey{node: "n", boot: "b", admitted: now}
+	key := keyOf("n", "b", now)
 
 	s.follow(key, "p", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(BeNumerically(">=", 1))
@@ -221,4 +221,21 @@ func TestADrainedFindingGoesStale(t *testing.T) {
 	last, _ = s.follow(key, "p", v1alpha1.DrainOptions{})
 	g.Expect(last.stale).To(BeTrue(), "found drained %s ago", minStepMaxAge+time.Second)
 	g.Eventually(func() bool { last, _ := s.follow(key, "p", v1alpha1.DrainOptions{}); return last.stale }, 10*time.Second).Should(BeFalse())
+}
+
+// An admission read again in another time zone is the same drain: its
+// result stands, and no new first step is queued.
+func TestAnAdmissionReadInAnotherZoneIsTheSameDrain(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("n", drain.Progress{Remaining: 2})
+	s, w := startSteps(t, d, time.Hour)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s.follow(keyOf("n", "b", at), "p", v1alpha1.DrainOptions{})
+	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
+
+	elsewhere := at.In(time.FixedZone("CET", 3600))
+	last, stepped := s.follow(keyOf("n", "b", elsewhere), "p", v1alpha1.DrainOptions{})
+	g.Expect(stepped).To(BeTrue(), "the drain started over")
+	g.Expect(last.progress.Remaining).To(Equal(2))
 }
