@@ -89,7 +89,9 @@
 // unavailable; a node back whose daemon does not confirm within
 // DaemonConfirmTimeout is completed without it (DaemonMissing, missing.go).
 // Each wait counts from a time written on the node, so restarts do not
-// lengthen it.
+// lengthen it; the wait for a daemon is written only once it has lasted a
+// minute, since nearly every daemon confirms within seconds and the write
+// would cost a node patch per reboot.
 //
 // # Settling, health checks and halts
 //

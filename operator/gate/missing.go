@@ -19,27 +19,61 @@ import (
 // short beside the hours a node would otherwise stay cordoned in the budget.
 const defaultDaemonConfirmTimeout = 10 * time.Minute
 
+// daemonWaitGrace is how long the gate keeps its wait for a node's daemon
+// in memory before it writes the wait on the node (half the bound when that
+// is shorter). Nearly every daemon confirms its node's reboot within seconds
+// of the kubelet reporting Ready: writing the wait at first sight cost a
+// node patch in nearly every reboot, and often a conflict with the daemon's
+// own write. A wait written after the grace names the time the gate first
+// saw the node back, so the bound still counts from then; an operator
+// restarted within the grace only starts the grace again.
+const daemonWaitGrace = time.Minute
+
+// backSighting is when the gate first saw a node back from the reboot
+// approved for approvedBoot, its daemon silent.
+type backSighting struct {
+	approvedBoot string
+	at           time.Time
+}
+
+func (b backSighting) madeAt() time.Time { return b.at }
+
+// firstSeenBack returns when the gate first saw the node back from the
+// reboot approved for its approved boot, remembering now if it never did.
+func (r *Reconciler) firstSeenBack(v nodeView, now time.Time) time.Time {
+	if b, ok := r.backSightings.get(v.Node.Name); ok && b.approvedBoot == v.Approved {
+		return b.at
+	}
+	// A sighting older than the bound is written on its node by then, or
+	// its node is long done: forget it.
+	r.backSightings.put(v.Node.Name, backSighting{approvedBoot: v.Approved, at: now}, r.DaemonConfirmTimeout)
+	return now
+}
+
 // daemonStep is what the gate does about a node that is back from its
 // approved reboot while its daemon has not confirmed it.
 type daemonStep int
 
 const (
-	// startDaemonWait records when the node was first seen back, so that
-	// the wait is bounded whatever restarts.
-	startDaemonWait daemonStep = iota
-	// keepWaitingForDaemon: the bound has not passed yet.
-	keepWaitingForDaemon
+	// keepWaitingForDaemon: the grace or the bound has not passed yet.
+	keepWaitingForDaemon daemonStep = iota
+	// startDaemonWait writes on the node when it was first seen back, so
+	// that the wait is bounded whatever restarts.
+	startDaemonWait
 	// completeWithoutDaemon: the bound has passed; the gate completes what
 	// it can prove (a new boot ID, Ready) without the daemon.
 	completeWithoutDaemon
 )
 
-// decideDaemonWait decides about a node for which AwaitingDaemon holds, and
-// when to look again while it waits.
-func decideDaemonWait(s protocol.NodeState, now time.Time, bound time.Duration) (daemonStep, time.Time) {
+// decideDaemonWait decides about a node for which AwaitingDaemon holds,
+// first seen back at seen, and when to look again while it waits.
+func decideDaemonWait(s protocol.NodeState, seen, now time.Time, bound time.Duration) (daemonStep, time.Time) {
 	m := s.UnconfirmedFor()
 	if m == nil {
-		return startDaemonWait, now.Add(bound)
+		if graceEnd := seen.Add(min(daemonWaitGrace, bound/2)); now.Before(graceEnd) {
+			return keepWaitingForDaemon, graceEnd
+		}
+		return startDaemonWait, seen.Add(bound)
 	}
 	if deadline := m.Since.Add(bound); now.Before(deadline) {
 		return keepWaitingForDaemon, deadline
@@ -54,11 +88,15 @@ func decideDaemonWait(s protocol.NodeState, now time.Time, bound time.Duration) 
 // node's, so it is never admitted again for it, and a daemon that comes back
 // later finds no request in its new boot and clears it.
 func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView) error {
-	step, wakeAt := decideDaemonWait(v.NodeState, st.now, r.DaemonConfirmTimeout)
+	seen := st.now
+	if v.UnconfirmedFor() == nil {
+		seen = r.firstSeenBack(v, st.now)
+	}
+	step, wakeAt := decideDaemonWait(v.NodeState, seen, st.now, r.DaemonConfirmTimeout)
 	st.wakeAt(wakeAt)
 	switch step {
 	case startDaemonWait:
-		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: st.now}
+		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen}
 		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.RebootUnconfirmed] = protocol.Encode(back)
 		})

@@ -25,39 +25,47 @@ func TestDecideDaemonWait(t *testing.T) {
 		}
 		return st
 	}
+	grace := min(daemonWaitGrace, bound/2)
 	cases := map[string]struct {
 		node protocol.NodeState
-		now  time.Time
+		// seen is when the gate first saw the node back.
+		seen, now time.Time
 
 		// wantStep is what the gate does; wantWake when it looks again
 		// (zero: no need to).
 		wantStep daemonStep
 		wantWake time.Time
 	}{
-		"first seen back: the wait starts": {
-			node: back(), now: t0, wantStep: startDaemonWait, wantWake: t0.Add(bound),
+		"first seen back: the wait is kept in memory, not written": {
+			node: back(), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
+		},
+		"within the grace: still not written": {
+			node: back(), seen: t0, now: t0.Add(grace - time.Nanosecond), wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
+		},
+		"past the grace: the wait is written, counting from the first sight": {
+			node: back(), seen: t0, now: t0.Add(grace), wantStep: startDaemonWait, wantWake: t0.Add(bound),
 		},
 		"a wait recorded for another approval starts anew": {
-			node: back(gen.RebootUnconfirmed("boot-old", "boot-0", t0.Add(-time.Hour))), now: t0, wantStep: startDaemonWait, wantWake: t0.Add(bound),
+			node: back(gen.RebootUnconfirmed("boot-old", "boot-0", t0.Add(-time.Hour))), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
 		},
 		"within the bound: keep waiting until it passes": {
-			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), now: t0.Add(bound - time.Second), wantStep: keepWaitingForDaemon, wantWake: t0.Add(bound),
+			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), seen: t0.Add(5 * time.Minute), now: t0.Add(bound - time.Second), wantStep: keepWaitingForDaemon, wantWake: t0.Add(bound),
 		},
 		"at the bound: complete without the daemon": {
-			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), now: t0.Add(bound), wantStep: completeWithoutDaemon,
+			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), seen: t0.Add(bound), now: t0.Add(bound), wantStep: completeWithoutDaemon,
 		},
 		"long past the bound (an operator that was down): complete": {
-			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), now: t0.Add(24 * time.Hour), wantStep: completeWithoutDaemon,
+			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), seen: t0.Add(24 * time.Hour), now: t0.Add(24 * time.Hour), wantStep: completeWithoutDaemon,
 		},
 		"the wait counts from the first sight, whatever boot the node shows now": {
-			node: back(gen.RebootUnconfirmed("boot-0", "boot-2", t0)), now: t0.Add(bound), wantStep: completeWithoutDaemon,
+			node: back(gen.RebootUnconfirmed("boot-0", "boot-2", t0)), seen: t0.Add(bound), now: t0.Add(bound), wantStep: completeWithoutDaemon,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(tc.node.AwaitingDaemon()).To(BeTrue(), "the cases are of nodes awaiting their daemon")
-			step, wake := decideDaemonWait(tc.node, tc.now, bound)
+			step, wake := decideDaemonWait(tc.node, tc.seen, tc.now, bound)
 			g.Expect(step).To(Equal(tc.wantStep))
 			g.Expect(wake).To(Equal(tc.wantWake))
 		})

@@ -88,6 +88,9 @@ type Reconciler struct {
 	healthChecks *recent[types.UID, healthResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent[string, podCheck]
+	// backSightings keeps, per node, when it was first seen back from its
+	// approved reboot without its daemon, until the wait is written.
+	backSightings *recent[string, backSighting]
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
 	// pace spaces out writes of pool status that change only counts.
@@ -246,6 +249,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Pods = mgr.GetAPIReader()
 	}
 	r.podChecks = newRecent[string, podCheck]()
+	r.backSightings = newRecent[string, backSighting]()
 	r.blocks = newRecent[types.UID, blockResult]()
 	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()

@@ -9,8 +9,10 @@ import (
 // reboot, Ready with a new boot ID, and its daemon has not confirmed it:
 // reboot-requested still names the approved boot, which only a daemon
 // running in the new boot clears. An UnconfirmedReboot. The gate writes it
-// when it first sees the node so, so that its wait for the daemon is bounded
-// whatever restarts in between. Past the bound it completes the reboot
+// when the node has been so for a minute (the daemon's usual start comes
+// well within it), naming when the gate first saw it so, so that its wait
+// for the daemon is bounded whatever restarts in between. Past the bound it
+// completes the reboot
 // without the daemon and keeps the annotation, so that the node, its pool
 // and its NodeMaintenance say the daemon is missing, until the daemon comes
 // back.
