@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
@@ -108,6 +109,64 @@ func TestAPIRequestFollowsTheNodeThroughEveryPhase(t *testing.T) {
 	// The request succeeds as soon as the node is back; the gate uncordons
 	// it in its own reconcile, maybe a moment later.
 	g.Eventually(func(g Gomega) { harness.ExpectSettled(g, bed, node, false) }, timeout).Should(Succeed())
+}
+
+// TestAQuickRebootWritesNoPassingPhase: a node with nothing to drain is
+// admitted, drained, approved and rebooting within a second. Its request
+// is not written once per step on the way: Draining and Approved pass
+// unwritten, and the next write stamps their times from the gate's
+// admission, so the record still says when each began. Its success is no
+// event on the request either.
+func TestAQuickRebootWritesNoPassingPhase(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(bed.Client.Create(ctx, gen.Pool("quick", intstr.FromInt32(1)))).To(Succeed())
+	node := harness.CreateNodes(t, bed, "quick", "quick", 1)[0]
+	harness.RunDaemons(t, bed, "quick", false)
+	harness.StartOperator(t, bed)
+
+	wc, err := client.NewWithWatch(bed.Config, client.Options{Scheme: bed.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &v1alpha1.NodeMaintenanceList{}, client.MatchingFields{"metadata.name": "quick"})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+	var written []v1alpha1.Phase // the phase of every write, in order
+	var last v1alpha1.NodeMaintenance
+
+	nm := newMaintenance("quick", node)
+	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
+	g.Eventually(func(g Gomega) v1alpha1.Phase { return harness.GetMaintenance(g, bed, "quick").Status.Phase }, timeout).
+		Should(Equal(v1alpha1.PhasePending))
+	g.Expect(gen.Request(ctx, bed.Client, node, string(nm.UID), v1alpha1.SourceAPI, time.Now())).To(Succeed())
+	deadline := time.After(timeout)
+	for last.Status.Phase != v1alpha1.PhaseSucceeded {
+		select {
+		case ev, ok := <-w.ResultChan():
+			g.Expect(ok).To(BeTrue(), "the watch ended early")
+			got, ok := ev.Object.(*v1alpha1.NodeMaintenance)
+			g.Expect(ok).To(BeTrue(), "a watch event of %T: %v", ev.Object, ev.Object)
+			if n := len(written); n == 0 || written[n-1] != got.Status.Phase {
+				written = append(written, got.Status.Phase)
+			}
+			last = *got
+		case <-deadline:
+			t.Fatalf("the request did not succeed within %s; phases written: %v", timeout, written)
+		}
+	}
+	g.Expect(written).NotTo(ContainElements(v1alpha1.PhaseDraining, v1alpha1.PhaseApproved), "phases written: %v", written)
+	g.Expect(written).To(ContainElements(v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseSucceeded))
+	times := last.Status.PhaseTimes
+	g.Expect(times.Draining).NotTo(BeNil(), "the admission's time stands for Draining")
+	g.Expect(times.Approved).NotTo(BeNil(), "the approval's time stands for Approved")
+	g.Expect(times.Draining.Time).NotTo(BeTemporally(">", times.Approved.Time))
+	g.Expect(times.Requested.Time).NotTo(BeTemporally(">", times.Draining.Time))
+
+	// Nor does the reboot that went well cost an event on the request: the
+	// node tells it, and the request's status.
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", node, "Normal") }, timeout).
+		Should(ContainElement("RebootCompleted"))
+	g.Consistently(func(g Gomega) []string { return harness.EventReasons(g, bed, "NodeMaintenance", "quick", "") }, 2*time.Second).
+		Should(BeEmpty())
 }
 
 // Requests that start on the node (host, config) are recorded as

@@ -160,6 +160,42 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	return v
 }
 
+// passingPhaseHold is how long a request must have been Draining or
+// Approved before that phase is written on its own. Most reboots pass
+// through both in seconds: a node with a few pods drains in two or three,
+// and its daemon acts on the approval within milliseconds. The write of
+// the next phase stamps their times from the node's records (the gate's
+// admission, its approval), so nothing is lost by not writing them, and a
+// reboot costs one or two status writes less.
+const passingPhaseHold = 5 * time.Second
+
+// holdUntil returns until when a verdict whose only news is that the
+// request entered Draining or Approved is held back, while that phase may
+// still pass within passingPhaseHold of when the node's records say it
+// began; zero when the verdict is written now. A first write, a forced
+// drain, a degraded reboot and any other phase are written at once, and so
+// is a phase whose recorded start lies ahead of this controller's clock
+// (another machine's), which no wait would make pass.
+func holdUntil(s v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) time.Time {
+	if v.phase != v1alpha1.PhaseDraining && v.phase != v1alpha1.PhaseApproved {
+		return time.Time{}
+	}
+	if s.Phase != v1alpha1.PhaseRequested && s.Phase != v1alpha1.PhaseDraining || s.Phase == v.phase {
+		return time.Time{}
+	}
+	if v.forced != "" || v.degraded != "" {
+		return time.Time{}
+	}
+	began, ok := v.times[v.phase]
+	if !ok || began.After(now) {
+		return time.Time{}
+	}
+	if until := began.Add(passingPhaseHold); now.Before(until) {
+		return until
+	}
+	return time.Time{}
+}
+
 // rebootingMessage is a rebooting request's message, from the daemon's
 // word that it reboots until the node is back and Ready.
 func rebootingMessage(node string) string {

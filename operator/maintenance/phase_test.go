@@ -636,3 +636,60 @@ func TestComingBackCostsNoWrite(t *testing.T) {
 	apply(&after, v, t0.Add(time.Minute))
 	g.Expect(after).To(Equal(rebooting))
 }
+
+func TestHoldUntil(t *testing.T) {
+	began := t0.Add(time.Minute)
+	hold := began.Add(passingPhaseHold)
+	status := func(p v1alpha1.Phase) v1alpha1.NodeMaintenanceStatus { return v1alpha1.NodeMaintenanceStatus{Phase: p} }
+	entering := func(p v1alpha1.Phase, at time.Time) verdict {
+		return verdict{phase: p, times: map[v1alpha1.Phase]time.Time{p: at}}
+	}
+	cases := map[string]struct {
+		status v1alpha1.NodeMaintenanceStatus
+		v      verdict
+		now    time.Time
+		want   time.Time
+	}{
+		"a drain just begun is held until it has lasted the hold": {
+			status: status(v1alpha1.PhaseRequested), v: entering(v1alpha1.PhaseDraining, began), now: began, want: hold,
+		},
+		"an approval just given is held": {
+			status: status(v1alpha1.PhaseDraining), v: entering(v1alpha1.PhaseApproved, began), now: began.Add(time.Second), want: hold,
+		},
+		"from Requested straight to Approved is held too": {
+			status: status(v1alpha1.PhaseRequested), v: entering(v1alpha1.PhaseApproved, began), now: began, want: hold,
+		},
+		"a drain that has lasted the hold is written": {
+			status: status(v1alpha1.PhaseRequested), v: entering(v1alpha1.PhaseDraining, began), now: hold,
+		},
+		"a first write is never held": {
+			status: status(""), v: entering(v1alpha1.PhaseDraining, began), now: began,
+		},
+		"nor one from Pending": {
+			status: status(v1alpha1.PhasePending), v: entering(v1alpha1.PhaseDraining, began), now: began,
+		},
+		"a change within the phase (a drain's next attempt) is written": {
+			status: status(v1alpha1.PhaseDraining), v: entering(v1alpha1.PhaseDraining, began), now: began,
+		},
+		"Rebooting is written at once": {
+			status: status(v1alpha1.PhaseApproved), v: entering(v1alpha1.PhaseRebooting, began), now: began,
+		},
+		"a forced drain is written at once": {
+			status: status(v1alpha1.PhaseRequested), v: func() verdict { v := entering(v1alpha1.PhaseDraining, began); v.forced = "forced"; return v }(), now: began,
+		},
+		"a degraded approval is written at once": {
+			status: status(v1alpha1.PhaseDraining), v: func() verdict { v := entering(v1alpha1.PhaseApproved, began); v.degraded = "not back"; return v }(), now: began,
+		},
+		"a phase with no recorded start is written at once": {
+			status: status(v1alpha1.PhaseDraining), v: verdict{phase: v1alpha1.PhaseApproved}, now: began,
+		},
+		"a start ahead of this clock is written at once, not held without end": {
+			status: status(v1alpha1.PhaseRequested), v: entering(v1alpha1.PhaseDraining, began.Add(time.Hour)), now: began,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(holdUntil(tc.status, tc.v, tc.now)).To(Equal(tc.want))
+		})
+	}
+}

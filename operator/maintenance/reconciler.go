@@ -93,13 +93,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var lookAgain time.Time
 	for i := range items {
-		errs = append(errs, r.act(ctx, &items[i], state, olderOpen(items, i), w, pool, g))
+		held, err := r.act(ctx, &items[i], state, olderOpen(items, i), w, pool, g)
+		errs = append(errs, err)
+		lookAgain = earliest(lookAgain, held)
 	}
 	// Windows open with time, not with events: look again when they do.
-	var result ctrl.Result
 	if (w.reason == v1alpha1.OutsideWindowReason || w.reason == v1alpha1.FrozenReason || w.reason == v1alpha1.DrainRetryBackoffReason) && !w.next.IsZero() {
-		result.RequeueAfter = max(w.next.Sub(now), time.Second)
+		lookAgain = earliest(lookAgain, w.next)
+	}
+	var result ctrl.Result
+	if !lookAgain.IsZero() {
+		result.RequeueAfter = max(lookAgain.Sub(now), time.Second)
 	}
 	return result, errors.Join(errs...)
 }
@@ -126,17 +132,31 @@ func olderOpen(items []v1alpha1.NodeMaintenance, i int) string {
 	return ""
 }
 
-// act decides where one NodeMaintenance is and patches its status to it's status to where its node says it is.
-func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string, g guard) error {
-	if nm.Status.Phase.Done() {
-		return nil
+// earliest returns the earlier of two times, ignoring zeros.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
 	}
+	return a
+}
+
+// act decides where one NodeMaintenance is and patches its status to where
+// its node says it is. A write held back (see holdUntil) returns when to
+// look again.
+func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *protocol.NodeState, older string, w waiting, pool func() string, g guard) (time.Time, error) {
+	if nm.Status.Phase.Done() {
+		return time.Time{}, nil
+	}
+	now := r.Clock.Now()
 	base := nm.DeepCopy()
 	v := decide(nm, nm.RequestID(), f, older, w, g)
+	if until := holdUntil(base.Status, v, now); !until.IsZero() {
+		return until, nil
+	}
 	nm.Status.RequestID = nm.RequestID()
-	apply(&nm.Status, v, r.Clock.Now())
+	apply(&nm.Status, v, now)
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
-		return nil
+		return time.Time{}, nil
 	}
 	// The lock makes a write computed from a stale cached copy fail and
 	// retry, rather than stamp a phase twice or step back.
@@ -144,9 +164,9 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(nm.Name)
 		}
-		return fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
+		return time.Time{}, fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
-	r.writes.remember(nm, r.Clock.Now())
+	r.writes.remember(nm, now)
 	r.count(base, nm, pool)
 	// A forced drain is told once, whenever the controller first sees it.
 	if v.forced != "" && !meta.IsStatusConditionTrue(base.Status.Conditions, v1alpha1.DrainForcedCondition) {
@@ -163,16 +183,17 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 		case v1alpha1.PhaseSucceeded:
 			if v.degradedReason == v1alpha1.DaemonMissingReason {
 				r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, v1alpha1.DaemonMissingReason, "Complete", "%s", nm.Status.Message)
-				break
 			}
-			r.Recorder.Eventf(nm, nil, corev1.EventTypeNormal, v1alpha1.RebootedReason, "Complete", "%s", nm.Status.Message)
 		}
-		// The steps between (admitted, draining, approved, rebooting,
-		// settling) get no event: status.phaseTimes keeps when each came,
-		// the gate tells them on the Node, and an event per step was most
-		// of the operator's writes in a large rollout.
+		// The steps of a reboot that goes well (admitted, draining,
+		// approved, rebooting, settling, succeeded) get no event here:
+		// status.phaseTimes keeps when each came, its Succeeded condition
+		// says how it ended, and the gate tells them on the Node, where a
+		// person looks (RebootCompleted). An event per step was most of the
+		// operator's writes in a large rollout. What went wrong is told
+		// here too.
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // failedHealth reports whether the request says its node failed a health
