@@ -7,6 +7,12 @@
 // realistic nodes, DaemonSet and workload pods, and a year of reboot
 // history (objects.go).
 //
+// A rollout has 3 × its ideal + 2 min to finish. One that does not (the
+// machine cannot serve the rate of reboots asked of it) is still saved,
+// marked unfinished, with what was measured until then: figures per
+// reboot count the nodes that rebooted, and its makespan over ideal is a
+// lower bound. The benchmark then fails, and the picture draws it hollow.
+//
 // The API server's audit log (testbed.WithAuditLog) counts the requests of
 // the operator and of the daemons, each a user of its own, by verb and
 // resource; KMAINT_BENCH_AUDIT=off turns it off, to measure what it costs

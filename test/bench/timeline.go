@@ -66,6 +66,14 @@ func watchTimeline(ctx context.Context, cs kubernetes.Interface, pool string, wa
 	return tl, nil
 }
 
+// completed returns how many reboots completed so far, and the most nodes
+// seen unavailable at once.
+func (tl *timeline) completed() (done, mostUnavailable int) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.done, tl.mostUnavailable
+}
+
 func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()

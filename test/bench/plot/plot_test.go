@@ -23,7 +23,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 1.25, SlotToApprovalP99Ms: 2050, SlotToAdmissionP99Ms: 800, MakespanOverIdealWithDrains: 1.08, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
 		{Nodes: 500, MaxUnavailable: 25, RebootSeconds: 10, MakespanOverIdeal: 1.06, SlotToApprovalP99Ms: 300, SlotToAdmissionP99Ms: 200, MakespanOverIdealWithDrains: 1.02, OperatorPeakRSSMiB: 98, OperatorRequests: 22.7, DaemonRequests: 6.8, Commit: "aaaa-dirty", Date: "2026-12-01T09:00:00Z", Command: "make bench"},
 		{Nodes: 100, MaxUnavailable: 10, RebootSeconds: 2, MakespanOverIdeal: 1.5, SlotToApprovalP99Ms: 700, OperatorPeakRSSMiB: 85, OperatorRequests: 25.6, DaemonRequests: 6.6, Commit: "dddd", Date: "2026-12-01T12:00:00Z", Command: "make bench BENCH=100:10:2s"},
-		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: "make bench"},
+		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: "make bench"},
 	}
 	for _, r := range made {
 		data, err := json.Marshal(r)
@@ -44,6 +44,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	defer f.Close()
 
 	points := map[string]map[string]int{} // panel → series → points
+	hollow := map[string]int{}            // panel → points of unfinished results
 	goals := map[string][]string{}        // panel → nodes@y
 	lines := map[string]int{}             // panel → polylines
 	var texts []string
@@ -71,6 +72,12 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 					points[panel] = map[string]int{}
 				}
 				points[panel][attrs["data-series"]]++
+				if attrs["data-unfinished"] == "true" {
+					if attrs["fill"] != "white" {
+						t.Errorf("panel %s: a point of an unfinished result is filled %q, want hollow", panel, attrs["fill"])
+					}
+					hollow[panel]++
+				}
 			case el.Name.Local == "polyline":
 				lines[panel]++
 			case attrs["class"] == "goal":
@@ -128,7 +135,20 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 			t.Errorf("panel %s: goal lines %q, want %q", p, got, want)
 		}
 	}
+	// The 5000-node result did not finish: one hollow point per series,
+	// its makespan labelled as the lower bound it is, and the line under
+	// the panels says how far it got.
+	for p, series := range wantSeries {
+		if hollow[p] != len(series) {
+			t.Errorf("panel %s: %d hollow points, want one per series (%d) for the unfinished result", p, hollow[p], len(series))
+		}
+	}
 	all := strings.Join(texts, "\n")
+	for _, want := range []string{"≥ 1.400", "unfinished: 3100 of 5000 nodes rebooted within the limit"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the picture does not say %q", want)
+		}
+	}
 	for _, commit := range []string{"aaaa-dirty", "bbbb", "cccc", "dddd"} {
 		if !strings.Contains(all, "commit "+commit) {
 			t.Errorf("no line under the panels names commit %s", commit)

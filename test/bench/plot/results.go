@@ -24,9 +24,13 @@ type result struct {
 	OperatorPeakRSSMiB          float64 `json:"operatorPeakRSSMiB"`
 	OperatorRequests            float64 `json:"operatorRequestsPerReboot"`
 	DaemonRequests              float64 `json:"daemonRequestsPerReboot"`
-	Date                        string  `json:"date"`
-	Command                     string  `json:"command"`
-	Commit                      string  `json:"commit"`
+	// Unfinished results did not finish within the bench's limit:
+	// Rebooted nodes did, and MakespanOverIdeal is a lower bound.
+	Rebooted   int    `json:"rebooted"`
+	Unfinished bool   `json:"unfinished"`
+	Date       string `json:"date"`
+	Command    string `json:"command"`
+	Commit     string `json:"commit"`
 }
 
 // readResults reads every rolling-*.json in dir, fewest nodes first.

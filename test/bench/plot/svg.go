@@ -11,6 +11,9 @@ import (
 type series struct {
 	name, color string
 	value       func(result) float64
+	// atLeast: the figure of an unfinished result is only a lower bound
+	// (makespan), labelled "≥".
+	atLeast bool
 }
 
 // measured returns the results that have the series' figure: every figure
@@ -52,30 +55,30 @@ func panels() []panel {
 		{
 			id: "makespan", title: "Makespan / ideal", unit: "ratio", floor: 1, digits: 3,
 			series: []series{
-				{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }},
-				{"ideal with drains", "#ff7f0e", func(r result) float64 { return r.MakespanOverIdealWithDrains }},
+				{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }, true},
+				{"ideal with drains", "#ff7f0e", func(r result) float64 { return r.MakespanOverIdealWithDrains }, true},
 			},
 			goals: []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
 		},
 		{
 			id: "slot", title: "Slot freed → next node, p99", unit: "s", digits: 2,
 			series: []series{
-				{"approval (drain in)", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }},
-				{"admission", "#ff7f0e", func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }},
+				{"approval (drain in)", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }, false},
+				{"admission", "#ff7f0e", func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }, false},
 			},
 			goals: []goal{{0, 1, "< 1 s at every size"}},
 		},
 		{
 			id: "rss", title: "Operator peak RSS", unit: "MiB", digits: 0,
-			series: []series{{"peak RSS", "#1f77b4", func(r result) float64 { return r.OperatorPeakRSSMiB }}},
+			series: []series{{"peak RSS", "#1f77b4", func(r result) float64 { return r.OperatorPeakRSSMiB }, false}},
 			goals:  []goal{{2000, 150, "< 150 MiB at 2000"}, {5000, 250, "< 250 MiB at 5000"}},
 		},
 		{
 			id: "requests", title: "API requests", unit: "per reboot", digits: 1,
 			series: []series{
-				{"operator", "#1f77b4", func(r result) float64 { return r.OperatorRequests }},
-				{"daemon", "#2ca02c", func(r result) float64 { return r.DaemonRequests }},
-				{"sum", "#000000", func(r result) float64 { return r.OperatorRequests + r.DaemonRequests }},
+				{"operator", "#1f77b4", func(r result) float64 { return r.OperatorRequests }, false},
+				{"daemon", "#2ca02c", func(r result) float64 { return r.DaemonRequests }, false},
+				{"sum", "#000000", func(r result) float64 { return r.OperatorRequests + r.DaemonRequests }, false},
 			},
 			goals: []goal{{0, 15, "sum ≤ 15"}},
 		},
@@ -117,9 +120,12 @@ func draw(results []result) string {
 		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), xTicks)
 	}
 	y := marginTop + rows*panelH + 20
-	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r. Results (test/bench/results/rolling-N-k.json):")
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r. Hollow: unfinished in the bench's limit. Results (test/bench/results/rolling-N-k.json):")
 	for i, r := range results {
 		line := fmt.Sprintf("%d nodes, k=%d, r=%gs: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, orUnknown(r.Commit), orUnknown(r.Date), orUnknown(r.Command))
+		if r.Unfinished {
+			line += fmt.Sprintf(" (unfinished: %d of %d nodes rebooted within the limit)", r.Rebooted, r.Nodes)
+		}
 		text(&b, 16, float64(y+footerLine*(i+1)), "start", 11, "normal", line)
 	}
 	b.WriteString("</svg>\n")
@@ -197,8 +203,16 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		}
 		for _, r := range s.measured(results) {
 			v := s.value(r)
-			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", s.name, r.Nodes, px(float64(r.Nodes)), py(v), s.color)
-			text(b, px(float64(r.Nodes))+6, py(v)-6, "start", 10, "normal", fmt.Sprintf("%.*f", p.digits, v), `fill="`+s.color+`"`)
+			fill, label := s.color, fmt.Sprintf("%.*f", p.digits, v)
+			if r.Unfinished {
+				fill = "white"
+				if s.atLeast {
+					label = "≥ " + label
+				}
+			}
+			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" data-unfinished="%t" cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
+				s.name, r.Nodes, r.Unfinished, px(float64(r.Nodes)), py(v), fill, s.color)
+			text(b, px(float64(r.Nodes))+6, py(v)-6, "start", 10, "normal", label, `fill="`+s.color+`"`)
 		}
 		if len(p.series) > 1 {
 			// The legend goes under the axis, beside its label, where
