@@ -120,7 +120,7 @@ func draw(results []result) string {
 		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), xTicks)
 	}
 	y := marginTop + rows*panelH + 20
-	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r. Hollow: unfinished in the bench's limit. Results (test/bench/results/rolling-N-k.json):")
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r; hollow: unfinished. Results:")
 	for i, r := range results {
 		line := fmt.Sprintf("%d nodes, k=%d, r=%gs: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, orUnknown(r.Commit), orUnknown(r.Date), orUnknown(r.Command))
 		if r.Unfinished {
