@@ -27,7 +27,8 @@ type Bed struct {
 	// Scheme knows the built-in types and kmaint's.
 	Scheme *apiruntime.Scheme
 
-	env *envtest.Environment
+	env    *envtest.Environment
+	reaper *reaper
 }
 
 // RepoRoot returns the repository's root directory, found from this file's
@@ -104,12 +105,20 @@ func Start(opts ...Option) (*Bed, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("client: %w", err), env.Stop())
 	}
-	return &Bed{Config: cfg, Client: c, Scheme: s, env: env}, nil
+	r, err := startReaper("kube-apiserver", "etcd")
+	if err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
+	return &Bed{Config: cfg, Client: c, Scheme: s, env: env, reaper: r}, nil
 }
 
 // Stop stops the API server and etcd.
 func (b *Bed) Stop() error {
-	return b.env.Stop()
+	err := b.env.Stop()
+	if err != nil {
+		return err // the reaper stops them when this process ends
+	}
+	return b.reaper.disarm()
 }
 
 // GVK returns the group, version and kind of a kmaint kind.
