@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/kmaint/kmaint/test/testbed"
 )
 
 // processStats reads a process's peak resident memory and CPU time.
@@ -119,27 +121,10 @@ func describeMachine() machine {
 // childCPUSeconds is the CPU time of this process's child named comm, e.g.
 // the test bed's kube-apiserver, to tell what the bench costs it.
 func childCPUSeconds(comm string) (float64, error) {
-	dirs, err := filepath.Glob("/proc/[0-9]*")
+	pid, err := testbed.ChildNamed(comm)
 	if err != nil {
 		return 0, err
 	}
-	self := strconv.Itoa(os.Getpid())
-	for _, dir := range dirs {
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		s := string(stat)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open || s[open+1:closing] != comm {
-			continue
-		}
-		// After the name: state, then the parent's pid.
-		if rest := strings.Fields(s[closing+2:]); len(rest) > 1 && rest[1] == self {
-			pid, _ := strconv.Atoi(filepath.Base(dir))
-			_, cpu, err := processStats(pid)
-			return cpu, err
-		}
-	}
-	return 0, fmt.Errorf("no child process %s of process %s", comm, self)
+	_, cpu, err := processStats(pid)
+	return cpu, err
 }

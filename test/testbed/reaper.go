@@ -38,7 +38,7 @@ type reaper struct {
 func startReaper(names ...string) (*reaper, error) {
 	var pids []int
 	for _, name := range names {
-		pid, err := childNamed(name)
+		pid, err := ChildNamed(name)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +65,9 @@ func (r *reaper) disarm() error {
 	return errors.Join(werr, r.stdin.Close(), r.cmd.Wait())
 }
 
-// childNamed returns the pid of this process's child whose command is name.
-func childNamed(name string) (int, error) {
+// ChildNamed returns the pid of this process's child whose command is name
+// (kube-apiserver, etcd).
+func ChildNamed(name string) (int, error) {
 	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		return 0, err
