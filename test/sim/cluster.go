@@ -226,9 +226,6 @@ func (c *Cluster) start() error {
 	if err := gen.FinishPodDeletions(c.ctx, cs); err != nil {
 		return fmt.Errorf("simulated kubelets: %w", err)
 	}
-	if err := runDisruptionController(c.ctx, cs); err != nil {
-		return fmt.Errorf("simulated disruption controller: %w", err)
-	}
 	if c.subnet, err = freeSubnet(c.ctx, c.Bed.Client); err != nil {
 		return err
 	}
@@ -306,6 +303,14 @@ func (c *Cluster) start() error {
 	}
 	for _, n := range c.nodes {
 		c.byName[n.Name()] = n
+	}
+	// The disruption controller starts once the nodes' pods exist: it
+	// recounts every budget of the namespace on each pod change, and
+	// running it while thousands of pods are created one by one took a
+	// core and a stream of budget writes for nothing, since nothing is
+	// evicted before the cluster has started.
+	if err := runDisruptionController(c.ctx, cs); err != nil {
+		return fmt.Errorf("simulated disruption controller: %w", err)
 	}
 	if c.Config.StatusRefresh > 0 {
 		go c.refreshStatus(c.Config.StatusRefresh)
