@@ -98,6 +98,9 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	// admission and drains: those series have no point for it, and no
 	// line for its reboot time (2 s), rather than a point at zero.
 	older := map[string]bool{"admission": true, "ideal with drains": true}
+	// The 5000-node result did not finish: what it says per reboot, and
+	// its ideal with drains, mean nothing and are not drawn.
+	finishedOnly := map[string]bool{"ideal with drains": true, "operator": true, "daemon": true, "sum": true}
 	for p, series := range wantSeries {
 		if len(points[p]) != len(series) {
 			t.Errorf("panel %s: series %v, want %v", p, points[p], series)
@@ -105,6 +108,9 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		for _, s := range series {
 			want := len(made)
 			if older[s] {
+				want--
+			}
+			if finishedOnly[s] {
 				want--
 			}
 			if points[p][s] != want {
@@ -135,16 +141,22 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 			t.Errorf("panel %s: goal lines %q, want %q", p, got, want)
 		}
 	}
-	// The 5000-node result did not finish: one hollow point per series,
-	// its makespan labelled as the lower bound it is, and the line under
-	// the panels says how far it got.
+	// The 5000-node result is drawn hollow where drawn, its makespan
+	// labelled as the lower bound it is, and the line under the panels
+	// says how far it got.
 	for p, series := range wantSeries {
-		if hollow[p] != len(series) {
-			t.Errorf("panel %s: %d hollow points, want one per series (%d) for the unfinished result", p, hollow[p], len(series))
+		want := 0
+		for _, s := range series {
+			if !finishedOnly[s] {
+				want++
+			}
+		}
+		if hollow[p] != want {
+			t.Errorf("panel %s: %d hollow points, want %d for the unfinished result", p, hollow[p], want)
 		}
 	}
 	all := strings.Join(texts, "\n")
-	for _, want := range []string{"≥ 1.400", "unfinished: 3100 of 5000 nodes rebooted within the limit"} {
+	for _, want := range []string{"≥ 1.400", "unfinished: 3100 of 5000 rebooted"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the picture does not say %q", want)
 		}

@@ -14,6 +14,11 @@ type series struct {
 	// atLeast: the figure of an unfinished result is only a lower bound
 	// (makespan), labelled "≥".
 	atLeast bool
+	// finishedOnly: an unfinished result's figure says nothing and is not
+	// drawn. Requests per reboot count the work for every node, rebooted
+	// or not, over the nodes that rebooted; the ideal with drains takes
+	// the drains of the nodes that got that far.
+	finishedOnly bool
 }
 
 // measured returns the results that have the series' figure: every figure
@@ -23,7 +28,7 @@ type series struct {
 func (s series) measured(results []result) []result {
 	var out []result
 	for _, r := range results {
-		if s.value(r) > 0 {
+		if s.value(r) > 0 && !(s.finishedOnly && r.Unfinished) {
 			out = append(out, r)
 		}
 	}
@@ -55,30 +60,30 @@ func panels() []panel {
 		{
 			id: "makespan", title: "Makespan / ideal", unit: "ratio", floor: 1, digits: 3,
 			series: []series{
-				{"makespan / ideal", "#1f77b4", func(r result) float64 { return r.MakespanOverIdeal }, true},
-				{"ideal with drains", "#ff7f0e", func(r result) float64 { return r.MakespanOverIdealWithDrains }, true},
+				{name: "makespan / ideal", color: "#1f77b4", value: func(r result) float64 { return r.MakespanOverIdeal }, atLeast: true},
+				{name: "ideal with drains", color: "#ff7f0e", value: func(r result) float64 { return r.MakespanOverIdealWithDrains }, finishedOnly: true},
 			},
 			goals: []goal{{500, 1.03, "≤ 1.03 at 500"}, {2000, 1.10, "≤ 1.10 at 2000"}},
 		},
 		{
 			id: "slot", title: "Slot freed → next node, p99", unit: "s", digits: 2,
 			series: []series{
-				{"approval (drain in)", "#1f77b4", func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }, false},
-				{"admission", "#ff7f0e", func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }, false},
+				{name: "approval (drain in)", color: "#1f77b4", value: func(r result) float64 { return r.SlotToApprovalP99Ms / 1000 }},
+				{name: "admission", color: "#ff7f0e", value: func(r result) float64 { return r.SlotToAdmissionP99Ms / 1000 }},
 			},
 			goals: []goal{{0, 1, "< 1 s at every size"}},
 		},
 		{
 			id: "rss", title: "Operator peak RSS", unit: "MiB", digits: 0,
-			series: []series{{"peak RSS", "#1f77b4", func(r result) float64 { return r.OperatorPeakRSSMiB }, false}},
+			series: []series{{name: "peak RSS", color: "#1f77b4", value: func(r result) float64 { return r.OperatorPeakRSSMiB }}},
 			goals:  []goal{{2000, 150, "< 150 MiB at 2000"}, {5000, 250, "< 250 MiB at 5000"}},
 		},
 		{
 			id: "requests", title: "API requests", unit: "per reboot", digits: 1,
 			series: []series{
-				{"operator", "#1f77b4", func(r result) float64 { return r.OperatorRequests }, false},
-				{"daemon", "#2ca02c", func(r result) float64 { return r.DaemonRequests }, false},
-				{"sum", "#000000", func(r result) float64 { return r.OperatorRequests + r.DaemonRequests }, false},
+				{name: "operator", color: "#1f77b4", value: func(r result) float64 { return r.OperatorRequests }, finishedOnly: true},
+				{name: "daemon", color: "#2ca02c", value: func(r result) float64 { return r.DaemonRequests }, finishedOnly: true},
+				{name: "sum", color: "#000000", value: func(r result) float64 { return r.OperatorRequests + r.DaemonRequests }, finishedOnly: true},
 			},
 			goals: []goal{{0, 15, "sum ≤ 15"}},
 		},
@@ -122,14 +127,30 @@ func draw(results []result) string {
 	y := marginTop + rows*panelH + 20
 	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r; hollow: unfinished. Results:")
 	for i, r := range results {
-		line := fmt.Sprintf("%d nodes, k=%d, r=%gs: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, orUnknown(r.Commit), orUnknown(r.Date), orUnknown(r.Command))
+		unfinished := ""
 		if r.Unfinished {
-			line += fmt.Sprintf(" (unfinished: %d of %d nodes rebooted within the limit)", r.Rebooted, r.Nodes)
+			unfinished = fmt.Sprintf(" (unfinished: %d of %d rebooted)", r.Rebooted, r.Nodes)
 		}
+		// The picture names a commit by the first 12 digits, as git log
+		// --abbrev=12 would; the JSON keeps the whole hash.
+		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, unfinished,
+			abbrev(orUnknown(r.Commit)), orUnknown(r.Date), orUnknown(r.Command))
 		text(&b, 16, float64(y+footerLine*(i+1)), "start", 11, "normal", line)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// abbrev shortens a commit hash to 12 digits, keeping a "-dirty" suffix.
+func abbrev(commit string) string {
+	hash, dirty, _ := strings.Cut(commit, "-")
+	if len(hash) > 12 {
+		hash = hash[:12]
+	}
+	if dirty != "" {
+		return hash + "-" + dirty
+	}
+	return hash
 }
 
 func orUnknown(s string) string {
