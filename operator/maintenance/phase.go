@@ -29,6 +29,8 @@ type verdict struct {
 	// forced, when set, is the message of a DrainForced condition: the
 	// request's drain was forced.
 	forced string
+	// retrying says the drain is a retry of one that did not finish.
+	retrying bool
 	// health is the Healthy condition, in a pool with health checks.
 	health health
 	// times are when the node's records say phases began (the gate's
@@ -148,6 +150,7 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	}
 	if r := f.DrainRetry; v.phase == v1alpha1.PhaseDraining && r != nil && r.BootID == boot {
 		v.message = fmt.Sprintf("%s (attempt %d of %d)", v.message, r.Attempts+1, r.MaxAttempts)
+		v.retrying = true
 	}
 	// A node not back from its approved reboot keeps the request where it
 	// is, Approved or Rebooting, and says so: it may still come back.
@@ -173,9 +176,11 @@ const passingPhaseHold = 5 * time.Second
 // request entered Draining or Approved is held back, while that phase may
 // still pass within passingPhaseHold of when the node's records say it
 // began; zero when the verdict is written now. A first write, a forced
-// drain, a degraded reboot and any other phase are written at once, and so
-// is a phase whose recorded start lies ahead of this controller's clock
-// (another machine's), which no wait would make pass.
+// drain, a drain's retry (a drain that already failed once may fail again
+// within seconds, and which attempt runs is news), a degraded reboot and
+// any other phase are written at once, and so is a phase whose recorded
+// start lies ahead of this controller's clock (another machine's), which
+// no wait would make pass.
 func holdUntil(s v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) time.Time {
 	if v.phase != v1alpha1.PhaseDraining && v.phase != v1alpha1.PhaseApproved {
 		return time.Time{}
@@ -183,7 +188,7 @@ func holdUntil(s v1alpha1.NodeMaintenanceStatus, v verdict, now time.Time) time.
 	if s.Phase != v1alpha1.PhaseRequested && s.Phase != v1alpha1.PhaseDraining || s.Phase == v.phase {
 		return time.Time{}
 	}
-	if v.forced != "" || v.degraded != "" {
+	if v.forced != "" || v.degraded != "" || v.retrying {
 		return time.Time{}
 	}
 	began, ok := v.times[v.phase]

@@ -677,6 +677,9 @@ func TestHoldUntil(t *testing.T) {
 		"a forced drain is written at once": {
 			status: status(v1alpha1.PhaseRequested), v: func() verdict { v := entering(v1alpha1.PhaseDraining, began); v.forced = "forced"; return v }(), now: began,
 		},
+		"a drain's retry is written at once": {
+			status: status(v1alpha1.PhaseRequested), v: func() verdict { v := entering(v1alpha1.PhaseDraining, began); v.retrying = true; return v }(), now: began,
+		},
 		"a degraded approval is written at once": {
 			status: status(v1alpha1.PhaseDraining), v: func() verdict { v := entering(v1alpha1.PhaseApproved, began); v.degraded = "not back"; return v }(), now: began,
 		},
