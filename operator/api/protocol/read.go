@@ -285,8 +285,14 @@ func (s NodeState) Position(pending bool) Position {
 			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}
 		}
 		return Position{Stage: v1alpha1.PhaseApproved}
-	case s.UnconfirmedFor() != nil && s.AwaitingDaemon():
-		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: s.Unconfirmed.Since}
+	case s.AwaitingDaemon():
+		// The gate writes when it first saw the node back only once the
+		// wait has lasted a minute; before that the node is just as back.
+		var since time.Time
+		if u := s.UnconfirmedFor(); u != nil {
+			since = u.Since
+		}
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: since}
 	case s.Approved != "":
 		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
 	case s.Admission != nil:
