@@ -305,10 +305,11 @@ func (c *Cluster) start() error {
 		c.byName[n.Name()] = n
 	}
 	// The disruption controller starts once the nodes' pods exist: it
-	// recounts every budget of the namespace on each pod change, and
-	// running it while thousands of pods are created one by one took a
-	// core and a stream of budget writes for nothing, since nothing is
-	// evicted before the cluster has started.
+	// recounts every budget of the namespace on each pod change and
+	// writes those whose status changed, which while thousands of pods
+	// are created one by one is a growing count and a stream of budget
+	// writes for nothing: nothing is evicted before the cluster has
+	// started.
 	if err := runDisruptionController(c.ctx, cs); err != nil {
 		return fmt.Errorf("simulated disruption controller: %w", err)
 	}

@@ -65,14 +65,16 @@ func (r *reaper) disarm() error {
 	return errors.Join(werr, r.stdin.Close(), r.cmd.Wait())
 }
 
-// ChildNamed returns the pid of this process's child whose command is name
-// (kube-apiserver, etcd).
+// ChildNamed returns the pid of this process's newest child whose command
+// is name (kube-apiserver, etcd): a test binary may run a second control
+// plane beside its package's, and the one Start just started is the newest.
 func ChildNamed(name string) (int, error) {
 	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		return 0, err
 	}
 	self := strconv.Itoa(os.Getpid())
+	pid, newest := 0, uint64(0)
 	for _, dir := range dirs {
 		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
@@ -83,10 +85,22 @@ func ChildNamed(name string) (int, error) {
 		if open < 0 || closing < open || s[open+1:closing] != name {
 			continue
 		}
-		// After the name: state, then the parent's pid.
-		if rest := strings.Fields(s[closing+2:]); len(rest) > 1 && rest[1] == self {
-			return strconv.Atoi(filepath.Base(dir))
+		// After the name: the state, the parent's pid, and at the 20th
+		// place (the 22nd field of stat) when the process started.
+		rest := strings.Fields(s[closing+2:])
+		if len(rest) < 20 || rest[1] != self {
+			continue
+		}
+		started, err := strconv.ParseUint(rest[19], 10, 64)
+		if err != nil {
+			continue
+		}
+		if p, err := strconv.Atoi(filepath.Base(dir)); err == nil && (pid == 0 || started >= newest) {
+			pid, newest = p, started
 		}
 	}
-	return 0, fmt.Errorf("no child process %s of process %s", name, self)
+	if pid == 0 {
+		return 0, fmt.Errorf("no child process %s of process %s", name, self)
+	}
+	return pid, nil
 }

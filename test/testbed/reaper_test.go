@@ -16,15 +16,18 @@ import (
 const crashEnv = "KMAINT_TESTBED_CRASH"
 
 // TestATestThatPanicsLeavesNoControlPlane runs itself again as a test
-// binary that starts a control plane and panics, as a broken test does:
-// no deferred Stop runs, yet its kube-apiserver and etcd do not outlive it.
+// binary that starts two control planes (a package's and a test's own, as
+// some packages have) and panics, as a broken test does: no deferred Stop
+// runs, yet no kube-apiserver or etcd outlives it.
 func TestATestThatPanicsLeavesNoControlPlane(t *testing.T) {
 	if os.Getenv(crashEnv) == "1" {
-		b, err := Start()
-		if err != nil {
-			t.Fatal(err)
+		for range 2 {
+			b, err := Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("control plane %v\n", b.reaper.pids)
 		}
-		fmt.Printf("control plane %v\n", b.reaper.pids)
 		panic("a test panics with its control plane running")
 	}
 	g := NewWithT(t)
@@ -43,7 +46,13 @@ func TestATestThatPanicsLeavesNoControlPlane(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(pids).To(HaveLen(2), "the crashing binary names its kube-apiserver and etcd:\n%s", out)
+	g.Expect(pids).To(HaveLen(4), "the crashing binary names the kube-apiserver and etcd of each control plane:\n%s", out)
+	g.Expect(pids).To(HaveEach(BeNumerically(">", 0)))
+	seen := map[int]bool{}
+	for _, pid := range pids {
+		g.Expect(seen).NotTo(HaveKey(pid), "each reaper watches its own control plane: %v", pids)
+		seen[pid] = true
+	}
 	for _, pid := range pids {
 		g.Eventually(func() bool { return running(pid) }, time.Minute).Should(BeFalse(), "process %d outlived its test binary", pid)
 	}
