@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -89,6 +90,11 @@ func Start(opts ...Option) (*Bed, error) {
 	// stall of seconds shows up as a controller that seems stuck).
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
+	// etcd refuses every write once its database reaches the quota (2 GiB
+	// by default). The 5000-node benchmark holds 100,000 pods, 60,000
+	// NodeMaintenances and their old revisions until the API server's
+	// compaction; a full database would read as kmaint failing.
+	env.ControlPlane.Etcd.Configure().Append("quota-backend-bytes", strconv.FormatInt(8<<30, 10))
 	for _, opt := range opts {
 		if err := opt(env); err != nil {
 			return nil, err
