@@ -2,9 +2,11 @@ package gate
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -25,8 +27,11 @@ const defaultDaemonConfirmTimeout = 10 * time.Minute
 // of the kubelet reporting Ready: writing the wait at first sight cost a
 // node patch in nearly every reboot, and often a conflict with the daemon's
 // own write. A wait written after the grace names the time the gate first
-// saw the node back, so the bound still counts from then; an operator
-// restarted within the grace only starts the grace again.
+// saw the node back, so the bound still counts from then. A node already
+// back when the gate first looks at its pool may have been seen back by an
+// operator before this one, whose sighting died with it: its wait is
+// written at once, so that restarts lengthen the bound by one grace at
+// most, however many there are.
 const daemonWaitGrace = time.Minute
 
 // backSighting is when the gate first saw a node back from the reboot
@@ -34,20 +39,44 @@ const daemonWaitGrace = time.Minute
 type backSighting struct {
 	approvedBoot string
 	at           time.Time
+	// atFirstLook: the node was already back at the gate's first look at
+	// its pool, so an earlier operator may have seen it back before.
+	atFirstLook bool
 }
 
 func (b backSighting) madeAt() time.Time { return b.at }
 
 // firstSeenBack returns when the gate first saw the node back from the
 // reboot approved for its approved boot, remembering now if it never did.
-func (r *Reconciler) firstSeenBack(v nodeView, now time.Time) time.Time {
+func (r *Reconciler) firstSeenBack(st *poolState, v nodeView) backSighting {
 	if b, ok := r.backSightings.get(v.Node.Name); ok && b.approvedBoot == v.Approved {
-		return b.at
+		return b
 	}
+	b := backSighting{approvedBoot: v.Approved, at: st.now, atFirstLook: st.firstLook}
 	// A sighting older than the bound is written on its node by then, or
 	// its node is long done: forget it.
-	r.backSightings.put(v.Node.Name, backSighting{approvedBoot: v.Approved, at: now}, r.DaemonConfirmTimeout)
-	return now
+	r.backSightings.put(v.Node.Name, b, r.DaemonConfirmTimeout)
+	return b
+}
+
+// lookedPools are the pools, by UID, this gate has observed.
+type lookedPools struct {
+	mu   sync.Mutex
+	uids map[types.UID]struct{}
+}
+
+func newLookedPools() *lookedPools { return &lookedPools{uids: map[types.UID]struct{}{}} }
+
+// first reports whether the gate looks at the pool for the first time, and
+// remembers that it did. Pools are few: a deleted pool's UID is kept.
+func (l *lookedPools) first(uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.uids[uid]; ok {
+		return false
+	}
+	l.uids[uid] = struct{}{}
+	return true
 }
 
 // daemonStep is what the gate does about a node that is back from its
@@ -66,14 +95,18 @@ const (
 )
 
 // decideDaemonWait decides about a node for which AwaitingDaemon holds,
-// first seen back at seen, and when to look again while it waits.
-func decideDaemonWait(s protocol.NodeState, seen, now time.Time, bound time.Duration) (daemonStep, time.Time) {
+// seen back as seen says, and when to look again while it waits.
+func decideDaemonWait(s protocol.NodeState, seen backSighting, now time.Time, bound time.Duration) (daemonStep, time.Time) {
 	m := s.UnconfirmedFor()
 	if m == nil {
-		if graceEnd := seen.Add(min(daemonWaitGrace, bound/2)); now.Before(graceEnd) {
+		grace := min(daemonWaitGrace, bound/2)
+		if seen.atFirstLook {
+			grace = 0
+		}
+		if graceEnd := seen.at.Add(grace); now.Before(graceEnd) {
 			return keepWaitingForDaemon, graceEnd
 		}
-		return startDaemonWait, seen.Add(bound)
+		return startDaemonWait, seen.at.Add(bound)
 	}
 	if deadline := m.Since.Add(bound); now.Before(deadline) {
 		return keepWaitingForDaemon, deadline
@@ -88,15 +121,15 @@ func decideDaemonWait(s protocol.NodeState, seen, now time.Time, bound time.Dura
 // node's, so it is never admitted again for it, and a daemon that comes back
 // later finds no request in its new boot and clears it.
 func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView) error {
-	seen := st.now
+	seen := backSighting{at: st.now}
 	if v.UnconfirmedFor() == nil {
-		seen = r.firstSeenBack(v, st.now)
+		seen = r.firstSeenBack(st, v)
 	}
 	step, wakeAt := decideDaemonWait(v.NodeState, seen, st.now, r.DaemonConfirmTimeout)
 	st.wakeAt(wakeAt)
 	switch step {
 	case startDaemonWait:
-		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen}
+		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen.at}
 		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.RebootUnconfirmed] = protocol.Encode(back)
 		})

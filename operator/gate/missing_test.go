@@ -30,6 +30,9 @@ func TestDecideDaemonWait(t *testing.T) {
 		node protocol.NodeState
 		// seen is when the gate first saw the node back.
 		seen, now time.Time
+		// atFirstLook: the node was back at the gate's first look at its
+		// pool (an operator started or restarted).
+		atFirstLook bool
 
 		// wantStep is what the gate does; wantWake when it looks again
 		// (zero: no need to).
@@ -44,6 +47,13 @@ func TestDecideDaemonWait(t *testing.T) {
 		},
 		"past the grace: the wait is written, counting from the first sight": {
 			node: back(), seen: t0, now: t0.Add(grace), wantStep: startDaemonWait, wantWake: t0.Add(bound),
+		},
+		"back at the gate's first look: written at once, from now": {
+			node: back(), seen: t0, now: t0, atFirstLook: true, wantStep: startDaemonWait, wantWake: t0.Add(bound),
+		},
+		"back at the gate's first look, the wait written: keep waiting until the bound": {
+			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), seen: t0.Add(time.Second), now: t0.Add(time.Second), atFirstLook: true,
+			wantStep: keepWaitingForDaemon, wantWake: t0.Add(bound),
 		},
 		"a wait recorded for another approval starts anew": {
 			node: back(gen.RebootUnconfirmed("boot-old", "boot-0", t0.Add(-time.Hour))), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
@@ -65,7 +75,7 @@ func TestDecideDaemonWait(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(tc.node.AwaitingDaemon()).To(BeTrue(), "the cases are of nodes awaiting their daemon")
-			step, wake := decideDaemonWait(tc.node, tc.seen, tc.now, bound)
+			step, wake := decideDaemonWait(tc.node, backSighting{approvedBoot: "boot-0", at: tc.seen, atFirstLook: tc.atFirstLook}, tc.now, bound)
 			g.Expect(step).To(Equal(tc.wantStep))
 			g.Expect(wake).To(Equal(tc.wantWake))
 		})

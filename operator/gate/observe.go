@@ -26,6 +26,8 @@ type poolState struct {
 	pool  *v1alpha1.MaintenancePool
 	views []nodeView
 	now   time.Time
+	// firstLook: this gate never observed the pool before.
+	firstLook bool
 
 	// unreadablePools say which MaintenancePools cannot be read (this one
 	// among them, maybe), and why; while there is one, the gate only

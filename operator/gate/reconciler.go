@@ -91,6 +91,8 @@ type Reconciler struct {
 	// backSightings keeps, per node, when it was first seen back from its
 	// approved reboot without its daemon, until the wait is written.
 	backSightings *recent[string, backSighting]
+	// looked are the pools this gate has observed (see daemonWaitGrace).
+	looked *lookedPools
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
 	// pace spaces out writes of pool status that change only counts.
@@ -121,6 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	st.firstLook = r.looked.first(pool.UID)
 	defer func() {
 		// The built-in default pool has no object to report on, and a pool
 		// that cannot be read is never written back (package unreadable
@@ -250,6 +253,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.podChecks = newRecent[string, podCheck]()
 	r.backSightings = newRecent[string, backSighting]()
+	r.looked = newLookedPools()
 	r.blocks = newRecent[types.UID, blockResult]()
 	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()

@@ -31,7 +31,7 @@ func TestRebootCompletesWithoutAMissingDaemon(t *testing.T) {
 	ctx := context.Background()
 	const pool, bound = "amber", 10 * time.Minute
 	lost, next := pool+"-000", pool+"-001"
-	c, clk, t0 := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: bound})
+	c, clk, t0, _ := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: bound})
 
 	c.Node(lost).SetNoDaemonOnBoot(true)
 	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
@@ -130,6 +130,71 @@ func TestRebootCompletesWithoutAMissingDaemon(t *testing.T) {
 	}, 3*time.Second).Should(Succeed())
 }
 
+// TestAnOperatorRestartedWhileADaemonIsAwaited: the operator keeps its wait
+// for a node's daemon in memory for a minute, and a restart loses it. The
+// operator that starts next, finding the node already back, cannot know
+// since when, and writes the wait at once; so restarts lengthen the wait by
+// at most the time before the first of them, however many follow.
+func TestAnOperatorRestartedWhileADaemonIsAwaited(t *testing.T) {
+	harness.RequireRoot(t)
+	g := NewWithT(t)
+	const pool, bound = "umber", 10 * time.Minute
+	lost := pool + "-000"
+	opts := operator.Options{DaemonConfirmTimeout: bound}
+	c, clk, t0, op := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, opts)
+
+	c.Node(lost).SetNoDaemonOnBoot(true)
+	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
+	first := c.Node(lost).BootID()
+	awaiting := func(g Gomega) protocol.NodeState {
+		st, err := protocol.Read(getNode(g, lost))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.AwaitingDaemon()).To(BeTrue(), "back from the reboot, its daemon silent")
+		return st
+	}
+	g.Eventually(func(g Gomega) { awaiting(g) }, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(awaiting(g).Unconfirmed).To(BeNil(), "within the grace the wait is kept in memory")
+	}, 2*time.Second).Should(Succeed())
+
+	// The operator dies half a minute into the grace; the next one
+	// writes the wait as soon as it looks, its clock still inside the
+	// grace of its own sighting.
+	g.Expect(op.Stop()).To(Succeed())
+	restart := t0.Add(30 * time.Second)
+	clk.SetTime(restart)
+	opts.Clock = clk
+	next, err := sim.StartOperator(context.Background(), bed.Config, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = next.Stop() })
+	g.Eventually(func(g Gomega) {
+		st := awaiting(g)
+		g.Expect(st.Unconfirmed).To(Equal(&protocol.UnconfirmedReboot{ApprovedBoot: first, BootID: st.BootID, Since: restart}))
+	}, timeout).Should(Succeed())
+
+	// A later restart finds the wait written and keeps its deadline: a
+	// second short of it the node is held, at it the reboot completes.
+	g.Expect(next.Stop()).To(Succeed())
+	clk.SetTime(restart.Add(bound - time.Second))
+	last, err := sim.StartOperator(context.Background(), bed.Config, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = last.Stop() })
+	g.Consistently(func(g Gomega) {
+		n := getNode(g, lost)
+		g.Expect(n.Spec.Unschedulable).To(BeTrue())
+		g.Expect(n.Annotations).To(HaveKeyWithValue(protocol.RebootApproved, first))
+	}, 3*time.Second).Should(Succeed())
+	clk.SetTime(restart.Add(bound))
+	poke(g, lost, "0")
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, lost)
+		g.Expect(n.Spec.Unschedulable).To(BeFalse())
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.RebootApproved))
+		g.Expect(harness.MaintenancesOf(g, bed, lost)).To(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseSucceeded)))
+	}, timeout).Should(Succeed())
+	g.Expect(c.Node(lost).Reboots()).To(Equal(1))
+}
+
 // poke changes a label of the node, which wakes every controller that
 // watches its pool's nodes.
 func poke(g Gomega, name, value string) {
@@ -141,9 +206,10 @@ func poke(g Gomega, name, value string) {
 
 // twoNodesOnAFakeClock starts a pool of two simulated nodes with real
 // daemons and journals, maxUnavailable 1 under an independent watcher, and
-// the operator with opts on a fake clock set to now, to the second. The
-// operator's bounds are then crossed by setting the clock, not by waiting.
-func twoNodesOnAFakeClock(t *testing.T, pool string, timing sim.Timing, opts operator.Options) (*sim.Cluster, *clocktesting.FakePassiveClock, time.Time) {
+// the operator with opts on a fake clock set to now, to the second, and
+// returns the operator too. The operator's bounds are then crossed by
+// setting the clock, not by waiting.
+func twoNodesOnAFakeClock(t *testing.T, pool string, timing sim.Timing, opts operator.Options) (*sim.Cluster, *clocktesting.FakePassiveClock, time.Time, *sim.Operator) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -161,5 +227,5 @@ func twoNodesOnAFakeClock(t *testing.T, pool string, timing sim.Timing, opts ope
 	op, err := sim.StartOperator(ctx, bed.Config, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })
-	return c, clk, t0
+	return c, clk, t0, op
 }

@@ -31,7 +31,7 @@ func TestNodeNotBackIsReportedAndHoldsItsSlot(t *testing.T) {
 	gone, next := pool+"-000", pool+"-001"
 	// The daemon's own bound (real time) stays out of the way: the
 	// operator's (fake time) is the one under test.
-	c, clk, t0 := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 10 * time.Minute},
+	c, clk, t0, _ := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 10 * time.Minute},
 		operator.Options{NodeReturnTimeout: bound})
 
 	// The machine's reboot hangs: its daemon asks, and the boot goes on.

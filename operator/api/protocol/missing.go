@@ -11,11 +11,11 @@ import (
 // running in the new boot clears. An UnconfirmedReboot. The gate writes it
 // when the node has been so for a minute (the daemon's usual start comes
 // well within it), naming when the gate first saw it so, so that its wait
-// for the daemon is bounded whatever restarts in between. Past the bound it
-// completes the reboot
-// without the daemon and keeps the annotation, so that the node, its pool
-// and its NodeMaintenance say the daemon is missing, until the daemon comes
-// back.
+// for the daemon is bounded whatever restarts in between; a gate that finds
+// the node so when it starts writes it at once. Past the bound it completes
+// the reboot without the daemon and keeps the annotation, so that the node,
+// its pool and its NodeMaintenance say the daemon is missing, until the
+// daemon comes back.
 const RebootUnconfirmed = Prefix + "reboot-unconfirmed"
 
 // UnconfirmedReboot is the value of RebootUnconfirmed.
