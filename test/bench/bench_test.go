@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,6 +211,9 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		Log:            ctrl.Log.WithName("sim"),
 		DaemonRequests: &daemonRequests,
 		DaemonConfig:   daemonConfig,
+		// A year of history, written in minutes, would go to every
+		// daemon's watch of NodeMaintenances (see sim.Config).
+		DeferDaemons: true,
 	}
 	shape(&cfg)
 	setupStart := time.Now()
@@ -230,8 +234,11 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		cleanupObjects(b, c)
 		cleanup(b, pool)
 	}()
-	waitForDaemons(b, pool, sc.N)
 	seedHistory(b, c, setupStart)
+	if err := c.StartDaemons(); err != nil {
+		b.Fatal(err)
+	}
+	waitForDaemons(b, pool, sc.N)
 
 	op, metricsURL := startOperator(b, operatorBin, retentionFlags()...)
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -336,7 +343,7 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 
 // waitForDaemons waits until every daemon has read its journal and said so.
 func waitForDaemons(b *testing.B, pool string, n int) {
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
 		if err := bed.Client.List(ctx, &nodes, client.MatchingLabels{"pool": pool}); err != nil {
 			return false, err
@@ -375,11 +382,24 @@ func startOperator(b *testing.B, bin string, flags ...string) (*operatorProcess,
 	args := []string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probes, "--pprof-bind-address=" + pprof, "--drain-poll-interval=200ms"}
 	cmd := exec.Command(bin, append(args, flags...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// The operator must not outlive a benchmark that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logPath := filepath.Join(b.TempDir(), "operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + probes + "/readyz")
+	// readyz answers once the operator's caches are synced, and not
+	// before: without a timeout, one that never syncs would hold the
+	// benchmark for ever.
+	probe := &http.Client{Timeout: 5 * time.Second}
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := probe.Get("http://" + probes + "/readyz")
 		if err != nil {
 			return false, nil
 		}
@@ -387,10 +407,22 @@ func startOperator(b *testing.B, bin string, flags ...string) (*operatorProcess,
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		b.Fatalf("operator not ready: %v", err)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.Fatalf("operator not ready (its caches did not sync) within a minute: %v; the end of its log:\n%s", err, lastLines(logPath, 20))
 	}
 	b.Logf("operator profiles: http://%s/debug/pprof/", pprof)
 	return &operatorProcess{cmd: cmd, pprof: pprof}, "http://" + metrics + "/metrics"
+}
+
+// lastLines returns the last n lines of the file at path, or why not.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // cleanup deletes the rollout's nodes, so the next scenario starts alone.

@@ -90,6 +90,13 @@ type Config struct {
 	// least every nodeStatusReportFrequency (5 minutes by default): the
 	// background churn of Node updates a real cluster has. Off when zero.
 	StatusRefresh time.Duration
+	// DeferDaemons starts the cluster with no daemon running; StartDaemons
+	// starts them. A benchmark writes a year of history in between: in a
+	// real cluster those writes come over a year, and each
+	// NodeMaintenance write goes to every daemon's watch, so written in
+	// minutes with thousands of daemons up they would load the API server
+	// as no real cluster's history does.
+	DeferDaemons bool
 	// Dir holds journald nodes' disks; a temporary directory by default.
 	Dir string
 	// Log receives the cluster's and the daemons' logs.
@@ -395,7 +402,22 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	default:
 		return nil, fmt.Errorf("unknown journal mode %q (want %s or %s)", c.Config.Journal, Memory, Journald)
 	}
+	if c.Config.DeferDaemons {
+		return n, nil
+	}
 	return n, n.StartDaemon(c.ctx)
+}
+
+// StartDaemons starts every node's daemon, for a cluster started with
+// DeferDaemons.
+func (c *Cluster) StartDaemons() error {
+	var errs []error
+	for _, n := range c.nodes {
+		if err := n.StartDaemon(c.ctx); err != nil {
+			errs = append(errs, fmt.Errorf("start daemon of %s: %w", n.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // daemonConfig is the rest config of in-process daemons: Config's
