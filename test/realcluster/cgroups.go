@@ -173,6 +173,15 @@ func (s *cgroupSet) wrap(argv ...string) []string {
 // killAndRemove kills every process in the cgroups rooted at dirs (and
 // below), waits for them to be gone, and removes the cgroups.
 func killAndRemove(ctx context.Context, dirs []string) error {
+	// runc freezes a container's cgroup v1 freezer while it signals or
+	// updates it; a node's runtime killed in that moment leaves the
+	// container frozen, and a frozen process does not die of SIGKILL (it
+	// sleeps in the freezer) until thawed.
+	for _, d := range dirs {
+		if err := thawTree(d); err != nil {
+			return err
+		}
+	}
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "cgroup.kill")); err == nil {
 			if err := os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -204,6 +213,24 @@ func killAndRemove(ctx context.Context, dirs []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// thawTree thaws every cgroup v1 freezer cgroup at or below dir; it does
+// nothing in other hierarchies.
+func thawTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		state := filepath.Join(p, "freezer.state")
+		if b, err := os.ReadFile(state); err != nil || strings.TrimSpace(string(b)) == "THAWED" {
+			return nil
+		}
+		if err := os.WriteFile(state, []byte("THAWED"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("thaw cgroup %s: %w", p, err)
+		}
+		return nil
+	})
 }
 
 // cgroupPids lists the processes in dir and every cgroup below it.
