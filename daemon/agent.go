@@ -25,10 +25,14 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
-// agent is the daemon's one controller. Every trigger (its Node, its
-// NodeMaintenances, a journal entry) reconciles the same key, the node.
+// agent is the daemon's one controller. Every trigger (its Node, a journal
+// entry) reconciles the same key, the node.
 type agent struct {
-	client   client.Client
+	// client reads the node from the daemon's cache, which holds only it.
+	client client.Client
+	// reader reads NodeMaintenances from the API server, one by name: the
+	// daemon watches none (protocol.APIRequests).
+	reader   client.Reader
 	journal  journal.Journal
 	rebooter rebooter.Rebooter
 	recorder events.EventRecorder
@@ -58,6 +62,13 @@ type agent struct {
 	// volatile is whether the journal holds nothing of the node's earlier
 	// boots; nil until the first sync has looked.
 	volatile *bool
+	// settled are the NodeMaintenances named on the node that were read
+	// once and will never be journaled (see settled), by UID, so that they
+	// are not read again at every sync.
+	settled map[types.UID]bool
+	// badAPIRequests is the last unreadable protocol.APIRequests that was
+	// logged, so that it is logged once.
+	badAPIRequests string
 
 	// sentinel looks at the host's reboot sentinel every sentinelInterval;
 	// nil when the daemon watches none. observed is its last look.
@@ -134,44 +145,46 @@ func sameEntry(written, read journal.Entry) bool {
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
 
-// Reconcile syncs the node: observe the journal, the Node and its
-// NodeMaintenances, decide (a pure function of what was observed), and act:
-// journal what is missing, raise or clear the request, report, and reboot
-// when the current boot is approved.
+// Reconcile syncs the node: observe the journal, the Node and the
+// NodeMaintenances it names, decide (a pure function of what was
+// observed), and act: journal what is missing, raise or clear the request,
+// report, and reboot when the current boot is approved.
 func (a *agent) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	f, ok, err := a.observe(ctx)
+	f, ok, unread, err := a.observe(ctx)
 	if err != nil || !ok {
 		return ctrl.Result{}, err
 	}
-	return a.act(ctx, f.node, decide(f))
+	res, err := a.act(ctx, f.node, decide(f))
+	return res, errors.Join(err, unread)
 }
 
 // observe gathers the facts of one sync. Until the journal has been read
 // back there are none: the daemon cannot know which requests it already
-// wrote.
-func (a *agent) observe(ctx context.Context) (facts, bool, error) {
+// wrote. A NodeMaintenance that cannot be read is left out of them, and
+// said (unread), without holding up the rest of the sync: the request waits,
+// the node's approval does not.
+func (a *agent) observe(ctx context.Context) (f facts, ok bool, unread, err error) {
 	entries, caughtUp := a.snapshot()
 	if !caughtUp {
-		return facts{}, false, nil
+		return facts{}, false, nil, nil
 	}
 	node := &corev1.Node{}
 	if err := a.client.Get(ctx, types.NamespacedName{Name: a.nodeName}, node); err != nil {
-		return facts{}, false, fmt.Errorf("get own node %s: %w", a.nodeName, err)
+		return facts{}, false, nil, fmt.Errorf("get own node %s: %w", a.nodeName, err)
 	}
-	var nms v1alpha1.NodeMaintenanceList
-	if err := a.client.List(ctx, &nms); err != nil {
-		return facts{}, false, fmt.Errorf("list own maintenances: %w", err)
-	}
+	reqs, known := a.apiRequests(ctx, node)
+	nms, unread := a.readMaintenances(ctx, reqs, entries)
 	return facts{
 		now: a.clock.Now(), bootID: a.bootID, entries: entries, node: node,
-		maintenances: nms.Items, rebootTimeout: a.rebootTimeout,
+		apiRequests: reqs, apiRequestsKnown: known, maintenances: nms,
+		rebootTimeout:   a.rebootTimeout,
 		volatileJournal: a.checkJournal(ctx, node),
 		sentinelEnabled: a.sentinel != nil, sentinel: a.lastObservation(),
-	}, true, nil
+	}, true, unread, nil
 }
 
 // checkJournal finds out, once, whether the journal kept the node's earlier
@@ -254,11 +267,6 @@ func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
 	}
 	a.tellCancellations(ctx, node, p.cancellations)
-	for _, r := range p.reports {
-		if err := a.report(ctx, r); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
 	if p.ignoredApproval != "" && p.ignoredApproval != a.ignored {
 		a.ignored = p.ignoredApproval
 		log.Info("Ignoring an approval for another boot", "approvedBoot", p.ignoredApproval, "bootID", a.bootID)

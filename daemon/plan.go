@@ -22,7 +22,14 @@ type facts struct {
 	// journal order.
 	entries []journal.Entry
 	node    *corev1.Node
-	// maintenances are the NodeMaintenances of this node.
+	// apiRequests are the NodeMaintenances the operator names on the node
+	// (protocol.APIRequests); apiRequestsKnown is false when it names
+	// none, or they cannot be read, and then no request that starts in the
+	// API is journaled or cancelled.
+	apiRequests      []protocol.APIRequest
+	apiRequestsKnown bool
+	// maintenances are those of apiRequests that the journal does not hold,
+	// as read from the API server, less those found settled before.
 	maintenances []v1alpha1.NodeMaintenance
 	// rebootTimeout is how long after asking for a reboot the boot ID must
 	// have changed before the daemon calls the reboot failed.
@@ -65,7 +72,7 @@ type cancellation struct {
 }
 
 // plan is what one sync does, in this order: report and journal, patch the
-// node's annotations, report to NodeMaintenances, and reboot.
+// node's annotations, and reboot.
 type plan struct {
 	// write are entries to journal.
 	write []write
@@ -76,8 +83,6 @@ type plan struct {
 	// read: set when it withdraws a cancelled request, so that an approval
 	// written meanwhile (which covered the request) is never lost under it.
 	lock bool
-	// reports are journal records for NodeMaintenances.
-	reports []report
 	// cancellations are this boot's cancellations and what became of them.
 	cancellations []cancellation
 	// reboot, when set, is the rebooting entry to journal right before the
@@ -208,20 +213,23 @@ func decide(f facts) plan {
 }
 
 // journalMaintenances plans the journaling of accepted NodeMaintenances
-// that start in the API, and the reports of those journaled. It returns the
-// ids of those that exist and are not being deleted.
+// that start in the API. It returns the ids of those the operator names on
+// the node, which exist and are not being deleted; nil when it is not known
+// which do.
 func journalMaintenances(p *plan, f facts, j journalIndex) map[string]bool {
+	if !f.apiRequestsKnown {
+		return nil
+	}
 	live := map[string]bool{}
+	for _, r := range f.apiRequests {
+		live[string(r.UID)] = true
+	}
 	for _, nm := range f.maintenances {
-		if nm.Spec.Source.RaisedOnNode() || nm.DeletionTimestamp != nil {
+		id := string(nm.UID)
+		if !live[id] || nm.Spec.Source.RaisedOnNode() || nm.DeletionTimestamp != nil {
 			continue
 		}
-		id := string(nm.UID)
-		live[id] = true
-		if e, ok := j.first[id]; ok {
-			if nm.Status.JournaledBootID == "" {
-				p.reports = append(p.reports, report{name: nm.Name, bootID: e.BootID, time: e.Time})
-			}
+		if _, ok := j.first[id]; ok {
 			continue
 		}
 		e := journal.Entry{Kind: journal.KindRequest, ID: id, Source: nm.Spec.Source, Reason: nm.Spec.Reason, Time: f.now}
@@ -242,10 +250,15 @@ func journalMaintenances(p *plan, f facts, j journalIndex) map[string]bool {
 }
 
 // cancelDeleted plans a cancellation for each of this boot's requests that
-// started in the API and whose NodeMaintenance is gone or being deleted,
-// unless one is journaled already or the reboot for it was asked for. The
-// planned cancellations count in this sync, as journaled ones do.
+// started in the API and whose NodeMaintenance the operator no longer names
+// (live): deleted, or being deleted. It plans none when live is nil (not
+// known), when a cancellation is journaled already, or when the reboot for
+// the request was asked for. The planned cancellations count in this sync,
+// as journaled ones do.
 func cancelDeleted(p *plan, f facts, j journalIndex, live map[string]bool) {
+	if live == nil {
+		return
+	}
 	for _, e := range j.thisBoot {
 		if e.Source.RaisedOnNode() || live[e.ID] || j.rebootingFor(e.ID) {
 			continue

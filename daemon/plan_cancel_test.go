@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -23,16 +22,17 @@ func TestDecideCancellations(t *testing.T) {
 	h1 := planRequest("h1", v1alpha1.SourceHost, planBoot, planAgo(time.Hour))
 	h2 := planRequest("h2", v1alpha1.SourceHost, planBoot, planAgo(50*time.Minute))
 	api := planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(40*time.Minute))
-	apiNM := planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)
+	named := []protocol.APIRequest{{Name: "nm-uid-1", UID: "uid-1"}}
 	cancelH1 := planCancel("h1", planBoot, planAgo(time.Minute))
 	shown := gen.RequestedIDs(planBoot, v1alpha1.SourceHost, planAgo(time.Hour), "h1", "h2")
-	deleting := planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)
-	deleting.DeletionTimestamp = &metav1.Time{Time: planAgo(time.Second)}
 
 	tests := map[string]struct {
-		entries      []journal.Entry
-		maintenances []v1alpha1.NodeMaintenance
-		node         []gen.NodeOption
+		entries []journal.Entry
+		// named are the NodeMaintenances the operator names on the node;
+		// unknown says it names none, or they cannot be read.
+		named   []protocol.APIRequest
+		unknown bool
+		node    []gen.NodeOption
 		// wantOutstanding are the ids still raised.
 		wantOutstanding []string
 		// wantCancelled are the ids the node shows cancelled.
@@ -99,21 +99,20 @@ func TestDecideCancellations(t *testing.T) {
 			entries:       []journal.Entry{h1, cancelH1, planCancel("h1", planBoot, planAgo(time.Second))},
 			wantCancelled: []string{"h1"},
 		},
-		"an api request whose NodeMaintenance exists stays": {
+		"an api request whose NodeMaintenance the operator names stays": {
 			entries:         []journal.Entry{api},
-			maintenances:    []v1alpha1.NodeMaintenance{apiNM},
+			named:           named,
 			wantOutstanding: []string{"uid-1"},
 		},
-		"an api request whose NodeMaintenance was deleted: a cancellation is journaled and counts at once": {
+		"an api request the operator no longer names (deleted, or being deleted): a cancellation is journaled and counts at once": {
 			entries:       []journal.Entry{api},
 			wantWrite:     []journal.Entry{{Kind: journal.KindCancel, ID: "uid-1", Reason: "its NodeMaintenance was deleted", Time: planNow, BootID: planBoot}},
 			wantCancelled: []string{"uid-1"},
 		},
-		"an api request whose NodeMaintenance is being deleted: cancelled too": {
-			entries:       []journal.Entry{api},
-			maintenances:  []v1alpha1.NodeMaintenance{deleting},
-			wantWrite:     []journal.Entry{{Kind: journal.KindCancel, ID: "uid-1", Reason: "its NodeMaintenance was deleted", Time: planNow, BootID: planBoot}},
-			wantCancelled: []string{"uid-1"},
+		"an api request on a node that names no NodeMaintenances, or names them unreadably: not cancelled": {
+			entries:         []journal.Entry{api},
+			unknown:         true,
+			wantOutstanding: []string{"uid-1"},
 		},
 		"an api request deleted and cancelled already: not journaled again": {
 			entries:       []journal.Entry{api, planCancel("uid-1", planBoot, planAgo(time.Minute))},
@@ -138,7 +137,9 @@ func TestDecideCancellations(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}, tt.node...))
+			f := planFacts(facts{entries: tt.entries, apiRequests: tt.named}, tt.node...)
+			f.apiRequestsKnown = !tt.unknown
+			p := decide(f)
 			var outstanding []string
 			for _, r := range p.outstanding {
 				outstanding = append(outstanding, r.ID)

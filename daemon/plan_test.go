@@ -33,11 +33,20 @@ var planNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 func planAgo(d time.Duration) time.Time { return planNow.Add(-d) }
 
 // planFacts fills what a test leaves out: now, this boot, the node in it
-// with these options (its annotations), and the reboot timeout.
+// with these options (its annotations), the reboot timeout, and the
+// operator's naming of the node's NodeMaintenances: those of maintenances,
+// unless the test names its own.
 func planFacts(f facts, node ...gen.NodeOption) facts {
 	if f.now.IsZero() {
 		f.now = planNow
 	}
+	if f.apiRequests == nil {
+		f.apiRequests = []protocol.APIRequest{}
+		for _, nm := range f.maintenances {
+			f.apiRequests = append(f.apiRequests, protocol.APIRequest{Name: nm.Name, UID: nm.UID})
+		}
+	}
+	f.apiRequestsKnown = true
 	f.bootID = planBoot
 	f.node = gen.Node("n1", append([]gen.NodeOption{gen.BootID(planBoot)}, node...)...)
 	f.rebootTimeout = planTimeout
@@ -76,11 +85,12 @@ func planNM(uid string, source v1alpha1.Source, phase v1alpha1.Phase, journaledB
 func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 	tests := map[string]struct {
 		maintenances []v1alpha1.NodeMaintenance
-		entries      []journal.Entry
+		// named are the NodeMaintenances the operator names on the node;
+		// nil for those of maintenances.
+		named   []protocol.APIRequest
+		entries []journal.Entry
 		// wantWrite are the request entries journaled.
 		wantWrite []journal.Entry
-		// wantReports are the journal records told to NodeMaintenances.
-		wantReports []report
 		// wantReportFirst are the records told before journaling, one per
 		// entry of wantWrite (nil for none).
 		wantReportFirst []*report
@@ -106,12 +116,7 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 		"reported in an earlier boot and still Requested, journal lost: not journaled again": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planPrevBoot)},
 		},
-		"journaled in this boot: not again, and reported with its boot and time": {
-			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
-			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute))},
-			wantReports:  []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
-		},
-		"journaled in this boot and already reported: nothing": {
+		"journaled in this boot: nothing": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhaseRequested, planBoot)},
 			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute))},
 		},
@@ -119,18 +124,16 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, planOldBoot)},
 			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour))},
 		},
-		"journaled in an earlier boot, never reported: reported with that boot": {
+		"journaled in an earlier boot, never reported: not journaled again": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
 			entries:      []journal.Entry{planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour))},
-			wantReports:  []report{{name: "nm-uid-1", bootID: planOldBoot, time: planAgo(time.Hour)}},
 		},
-		"journaled twice, in two boots: the first boot is the request's": {
+		"not named by the operator (deleted since it was read): not journaled": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, v1alpha1.PhasePending, "")},
-			entries: []journal.Entry{
-				planRequest("uid-1", v1alpha1.SourceAPI, planOldBoot, planAgo(time.Hour)),
-				planRequest("uid-1", v1alpha1.SourceAPI, planBoot, planAgo(time.Minute)),
-			},
-			wantReports: []report{{name: "nm-uid-1", bootID: planOldBoot, time: planAgo(time.Hour)}},
+			named:        []protocol.APIRequest{},
+		},
+		"named, and not known (its read failed): nothing": {
+			named: []protocol.APIRequest{{Name: "nm-uid-1", UID: "uid-1"}},
 		},
 		"not yet accepted (no phase): not journaled": {
 			maintenances: []v1alpha1.NodeMaintenance{planNM("uid-1", v1alpha1.SourceAPI, "", "")},
@@ -157,20 +160,18 @@ func TestDecideJournalsAcceptedMaintenancesOnce(t *testing.T) {
 			},
 			wantWrite:       []journal.Entry{{Kind: journal.KindRequest, ID: "uid-2", Source: v1alpha1.SourceSchedule, Reason: "why uid-2", Time: planNow}},
 			wantReportFirst: []*report{{name: "nm-uid-2", bootID: planBoot, time: planNow}},
-			wantReports:     []report{{name: "nm-uid-1", bootID: planBoot, time: planAgo(time.Minute)}},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances}))
+			p := decide(planFacts(facts{entries: tt.entries, maintenances: tt.maintenances, apiRequests: tt.named}))
 			g.Expect(planEntries(p)).To(Equal(tt.wantWrite))
 			var first []*report
 			for _, w := range p.write {
 				first = append(first, w.reportFirst)
 			}
 			g.Expect(first).To(Equal(tt.wantReportFirst))
-			g.Expect(p.reports).To(Equal(tt.wantReports))
 			g.Expect(p.reboot).To(BeNil())
 		})
 	}

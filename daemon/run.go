@@ -35,7 +35,6 @@ import (
 	"github.com/kmaint/kmaint/daemon/rebooter"
 	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/scheme"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // DefaultBootIDPath is where the kernel publishes the current boot ID.
@@ -227,8 +226,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 	if err != nil {
 		return err
 	}
-	// Only this node and its NodeMaintenances are watched, so a thousand
-	// daemons cost the API server a thousand small watches.
+	// Only this node is watched, by name, which the API server indexes: a
+	// thousand daemons cost it a thousand small watches, and a write of one
+	// Node goes to one of them. NodeMaintenances are read one by name when
+	// the node names them (protocol.APIRequests); a watch of them, by any
+	// field, would get every write of every NodeMaintenance to every daemon.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 s,
 		Logger:                 log,
@@ -236,8 +238,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 		HealthProbeBindAddress: opts.ProbeAddr,
 		MapperProvider:         mapperProvider(in.restMapper),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:              {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-			&v1alpha1.NodeMaintenance{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 		}},
 	})
 	if err != nil {
@@ -245,6 +246,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 	}
 	a := &agent{
 		client:         mgr.GetClient(),
+		reader:         mgr.GetAPIReader(),
 		journal:        opts.Journal,
 		rebooter:       opts.Rebooter,
 		recorder:       mgr.GetEventRecorder("kmaint-daemon"),
@@ -318,7 +320,6 @@ func (a *agent) setup(mgr manager.Manager, duplicateNames bool) error {
 		Named("daemon").
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(duplicateNames)}).
 		Watches(&corev1.Node{}, toNode).
-		Watches(&v1alpha1.NodeMaintenance{}, toNode).
 		WatchesRawSource(source.Channel(a.journalChanged, toNode)).
 		Complete(a)
 }

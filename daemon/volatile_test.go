@@ -2,13 +2,16 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -113,6 +116,10 @@ func TestMaintenanceJournaledBeforeAVolatileRebootIsNotJournaledAgain(t *testing
 	nm.Status.Phase = v1alpha1.PhasePending
 	g.Expect(bed.Client.Status().Update(ctx, nm)).To(Succeed())
 	id := string(nm.UID)
+	// ... and named on its Node, as the operator names it for the daemon.
+	named := protocol.Encode([]protocol.APIRequest{{Name: nm.Name, UID: nm.UID}})
+	g.Expect(bed.Client.Patch(ctx, getNode(g, "volatile-nm"), client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, protocol.APIRequests, named)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := harness.GetMaintenance(g, bed, nm.Name)
 		g.Expect(got.Status.JournaledBootID).To(Equal(first))

@@ -1,7 +1,9 @@
 // Package maintenance keeps NodeMaintenance objects in step with the node
 // protocol: it accepts or refuses new requests, records requests that start
 // on the node (host, config) as NodeMaintenances, and moves each through its
-// phases as its node is admitted, drained, rebooted and back.
+// phases as its node is admitted, drained, rebooted and back. It also names
+// on each Node the requests that start in the API for the node's daemon,
+// which watches no NodeMaintenance (apirequests.go, protocol.APIRequests).
 //
 // Reconcile reads observe → decide → act: it reads the node through
 // protocol.Read and why its requests wait through policies.Wait (observe),

@@ -52,7 +52,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancegates,verbs=get;list;watch
@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		errs = append(errs, err)
 		lookAgain = earliest(lookAgain, held)
 	}
+	errs = append(errs, r.offerAPIRequests(ctx, node, state, items))
 	// Windows open with time, not with events: look again when they do.
 	if (w.reason == v1alpha1.OutsideWindowReason || w.reason == v1alpha1.FrozenReason || w.reason == v1alpha1.DrainRetryBackoffReason) && !w.next.IsZero() {
 		lookAgain = earliest(lookAgain, w.next)

@@ -211,8 +211,8 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		Log:            ctrl.Log.WithName("sim"),
 		DaemonRequests: &daemonRequests,
 		DaemonConfig:   daemonConfig,
-		// A year of history, written in minutes, would go to every
-		// daemon's watch of NodeMaintenances (see sim.Config).
+		// A year of history is written before the daemons start (see
+		// sim.Config).
 		DeferDaemons: true,
 	}
 	shape(&cfg)

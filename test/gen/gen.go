@@ -93,24 +93,28 @@ func CreateNode(ctx context.Context, c client.Client, n *corev1.Node) error {
 // Request writes the daemon's reboot-requested annotation for the node's
 // current boot, adding a request with this id to those already there.
 func Request(ctx context.Context, c client.Client, node, id string, source v1alpha1.Source, at time.Time) error {
-	n := &corev1.Node{}
-	if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
-		return err
-	}
-	base := n.DeepCopy()
-	var r protocol.Requested
-	if _, err := protocol.Decode(n, protocol.RebootRequested, &r); err != nil {
-		return err
-	}
-	if r.BootID != protocol.BootID(n) {
-		r = protocol.Requested{BootID: protocol.BootID(n)}
-	}
-	r.Requests = append(r.Requests, Req(id, source, at))
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
-	}
-	n.Annotations[protocol.RebootRequested] = protocol.Encode(r)
-	return c.Patch(ctx, n, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	// The operator writes the node meanwhile (it names its requests, it
+	// admits): read it again on a conflict, as the daemon's next sync does.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+			return err
+		}
+		base := n.DeepCopy()
+		var r protocol.Requested
+		if _, err := protocol.Decode(n, protocol.RebootRequested, &r); err != nil {
+			return err
+		}
+		if r.BootID != protocol.BootID(n) {
+			r = protocol.Requested{BootID: protocol.BootID(n)}
+		}
+		r.Requests = append(r.Requests, Req(id, source, at))
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[protocol.RebootRequested] = protocol.Encode(r)
+		return c.Patch(ctx, n, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
 }
 
 // Reboot does to the node what a reboot does, seen from the API: the node

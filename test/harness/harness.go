@@ -288,15 +288,17 @@ func (d *Daemons) Order() []string {
 }
 
 // ExpectSettled asserts the node carries nothing of a reboot in progress or
-// failed: no kmaint annotation but the config ones, the daemon's state and
-// the record of the last forced drain (kept as history), Ready, and
-// schedulable unless a person cordoned it. Call it in Eventually
+// failed: no kmaint annotation but the config ones, the daemon's state, the
+// record of the last forced drain (kept as history) and the operator's
+// naming of the node's API requests (a finished one is dropped with the
+// next write), Ready, and schedulable unless a person cordoned it. Call it in Eventually
 // to wait for a node to settle after its reboot.
 func ExpectSettled(g Gomega, bed *testbed.Bed, name string, cordonedByPerson bool) {
 	n := GetNode(g, bed, name)
 	for key := range n.Annotations {
 		if strings.HasPrefix(key, protocol.Prefix) {
-			g.Expect(key).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State, protocol.DrainForced), "%s left on node %s", key, name)
+			g.Expect(key).To(BeElementOf(protocol.DesiredConfig, protocol.CurrentConfig, protocol.State, protocol.DrainForced, protocol.APIRequests),
+				"%s left on node %s", key, name)
 		}
 	}
 	g.Expect(n.Spec.Unschedulable).To(Equal(cordonedByPerson), "node %s unschedulable", name)

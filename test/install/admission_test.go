@@ -85,6 +85,11 @@ func TestDaemonConfinedToItsNode(t *testing.T) {
 		if err := daemon.Status().Patch(ctx, nmA.DeepCopy(), status); err != nil {
 			t.Errorf("status of own node's NodeMaintenance: %v", err)
 		}
+		// The daemon reads the NodeMaintenances its Node names, one by
+		// name (protocol.APIRequests).
+		if err := daemon.Get(ctx, client.ObjectKeyFromObject(nmA), &v1alpha1.NodeMaintenance{}); err != nil {
+			t.Errorf("get own node's NodeMaintenance: %v", err)
+		}
 	})
 
 	t.Run("refused by the policy", func(t *testing.T) {
@@ -98,12 +103,16 @@ func TestDaemonConfinedToItsNode(t *testing.T) {
 			"other node's daemon annotations": {nodeB, ownAnnotations, ownNode},
 			"operator's approval":             {nodeA, `{"metadata":{"annotations":{"` + protocol.RebootApproved + `":"boot-0"}}}`, annotations},
 			"operator's cordon marker":        {nodeA, `{"metadata":{"annotations":{"` + protocol.Cordoned + `":"true"}}}`, annotations},
-			"another annotation":              {nodeA, `{"metadata":{"annotations":{"example.com/x":"y"}}}`, annotations},
-			"another annotation removed":      {nodeA, `{"metadata":{"annotations":{"example.com/owner":null}}}`, annotations},
-			"a label":                         {nodeA, `{"metadata":{"labels":{"example.com/x":"y"}}}`, fields},
-			"a taint":                         {nodeA, `{"spec":{"taints":[{"key":"example.com/x","effect":"NoSchedule"}]}}`, fields},
-			"unschedulable":                   {nodeA, `{"spec":{"unschedulable":true}}`, fields},
-			"a finalizer":                     {nodeA, `{"metadata":{"finalizers":["example.com/x"]}}`, fields},
+			// Naming another node's request on its own node would have the
+			// daemon read it, and ignore it; naming none would have it
+			// cancel its node's requests. Only the operator names them.
+			"operator's naming of requests": {nodeA, `{"metadata":{"annotations":{"` + protocol.APIRequests + `":"[]"}}}`, annotations},
+			"another annotation":            {nodeA, `{"metadata":{"annotations":{"example.com/x":"y"}}}`, annotations},
+			"another annotation removed":    {nodeA, `{"metadata":{"annotations":{"example.com/owner":null}}}`, annotations},
+			"a label":                       {nodeA, `{"metadata":{"labels":{"example.com/x":"y"}}}`, fields},
+			"a taint":                       {nodeA, `{"spec":{"taints":[{"key":"example.com/x","effect":"NoSchedule"}]}}`, fields},
+			"unschedulable":                 {nodeA, `{"spec":{"unschedulable":true}}`, fields},
+			"a finalizer":                   {nodeA, `{"metadata":{"finalizers":["example.com/x"]}}`, fields},
 		} {
 			expectRefusedByPolicy(t, name, mergeNode(daemon, tc.node, tc.patch), tc.why)
 		}
@@ -131,6 +140,11 @@ func TestDaemonConfinedToItsNode(t *testing.T) {
 		}))
 		spec := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"reason":"changed"}}`))
 		expectRefusedByRBAC(t, "change a NodeMaintenance's spec", daemon.Patch(ctx, nmA.DeepCopy(), spec))
+		// A daemon needs no list or watch of NodeMaintenances, and a stolen
+		// token does not show every node's requests.
+		expectRefusedByRBAC(t, "list NodeMaintenances", daemon.List(ctx, &v1alpha1.NodeMaintenanceList{}))
+		nms := cs.RESTClient().Get().AbsPath("/apis/kmaint.io/v1alpha1/nodemaintenances").Param("watch", "true").Do(ctx)
+		expectRefusedByRBAC(t, "watch NodeMaintenances", nms.Error())
 	})
 
 	t.Run("token without a node", func(t *testing.T) {

@@ -91,11 +91,10 @@ type Config struct {
 	// background churn of Node updates a real cluster has. Off when zero.
 	StatusRefresh time.Duration
 	// DeferDaemons starts the cluster with no daemon running; StartDaemons
-	// starts them. A benchmark writes a year of history in between: in a
-	// real cluster those writes come over a year, and each
-	// NodeMaintenance write goes to every daemon's watch, so written in
-	// minutes with thousands of daemons up they would load the API server
-	// as no real cluster's history does.
+	// starts them. A benchmark writes a year of history in between, as a
+	// real cluster's history is there before its daemons' last start,
+	// and thousands of daemons starting do not compete with it for the API
+	// server.
 	DeferDaemons bool
 	// Dir holds journald nodes' disks; a temporary directory by default.
 	Dir string
