@@ -222,9 +222,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 		return fmt.Errorf("register metrics: %w", err)
 	}
 
-	s, err := scheme.New()
-	if err != nil {
-		return err
+	s := in.scheme
+	if s == nil {
+		if s, err = scheme.New(); err != nil {
+			return err
+		}
 	}
 	// Only this node is watched, by name, which the API server indexes: a
 	// thousand daemons cost it a thousand small watches, and a write of one

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	_ "net/http/pprof" // served with KMAINT_BENCH_PPROF
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,11 @@ const (
 var auditLog string
 
 func TestMain(m *testing.M) {
+	// KMAINT_BENCH_PPROF=host:port serves this process's profiles: its
+	// simulated kubelets and daemons, beside the operator's own.
+	if addr := os.Getenv("KMAINT_BENCH_PPROF"); addr != "" {
+		go func() { fmt.Fprintln(os.Stderr, http.ListenAndServe(addr, nil)) }()
+	}
 	var opts []testbed.Option
 	if os.Getenv("KMAINT_BENCH_AUDIT") != "off" {
 		dir, err := os.MkdirTemp("", "kmaint-bench-audit-")

@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/test/gen"
@@ -163,6 +165,8 @@ type Cluster struct {
 	fast     map[string]bool
 	// mapper is the in-process daemons' REST mapper: one discovery for all.
 	mapper meta.RESTMapper
+	// scheme is the in-process daemons' scheme: one for all.
+	scheme *runtime.Scheme
 	// addresses are the nodes' InternalIPs, by name.
 	addresses map[string]string
 	// subnet is the second octet of the cluster's 10.x.0.0/16: one no
@@ -241,6 +245,9 @@ func (c *Cluster) start() error {
 		return err
 	}
 	if c.mapper, err = apiutil.NewDynamicRESTMapper(dcfg, httpClient); err != nil {
+		return err
+	}
+	if c.scheme, err = scheme.New(); err != nil {
 		return err
 	}
 	if c.dir == "" && c.Config.Journal == Journald {
@@ -389,7 +396,7 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	switch c.Config.Journal {
 	case Memory:
 		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.beforeReboot, c.afterReboot)
-		mn.mapper = c.mapper
+		mn.mapper, mn.scheme = c.mapper, c.scheme
 		mn.sentinelFile = c.Config.SentinelFiles[name]
 		n = mn
 	case Journald:

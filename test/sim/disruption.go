@@ -22,7 +22,7 @@ import (
 // PodDisruptionBudget's status in step with its pods, so that evictions are
 // allowed and refused as in a real cluster.
 func runDisruptionController(ctx context.Context, cs kubernetes.Interface) error {
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(slimPod))
 	pods := factory.Core().V1().Pods()
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	// Failures back off to a second at most: a sync that failed once too
@@ -62,6 +62,22 @@ func runDisruptionController(ctx context.Context, cs kubernetes.Interface) error
 		}
 	}()
 	return nil
+}
+
+// slimPod keeps of a pod what a budget's status counts: its name,
+// namespace, labels, deletion and phase. At 5000 nodes the simulated
+// cluster has 100,000 pods shaped like real ones, each some 40 KB when
+// decoded (managed fields, spec, status), which this cache held whole.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}, nil
 }
 
 func accessor(obj any) (metav1.Object, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,8 +44,9 @@ type memNode struct {
 	done chan struct{}
 	// onDown and onReboot observe reboots as they start and complete.
 	onDown, onReboot func(name string)
-	// mapper is shared by all in-process daemons.
+	// mapper and scheme are shared by all in-process daemons.
 	mapper meta.RESTMapper
+	scheme *runtime.Scheme
 	// sentinelFile is the reboot sentinel file its daemon watches; empty
 	// watches none.
 	sentinelFile string
@@ -121,6 +123,7 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 		daemon.WithRegisterer(n.registry),
 		daemon.WithLogger(quietAfterStop(n.log, dctx)),
 		daemon.WithRESTMapper(n.mapper),
+		daemon.WithScheme(n.scheme),
 		daemon.WithDuplicateControllerNames(),
 	}
 	go func() {
