@@ -123,6 +123,11 @@ func TestPoolFreezeEndsAndWaitingNodesGo(t *testing.T) {
 	stop := harness.StartOperatorWith(t, bed, operator.Options{MetricsAddr: addr})
 	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "thaw", "Normal") }, timeout).
 		Should(ContainElement(v1alpha1.FreezeStartedReason))
+	// The event goes out in the reconcile that writes status.freeze, just
+	// before the write: an operator stopped in between tells the freeze
+	// again, once, after its restart (at least once, never lost). The
+	// restart here comes after the write.
+	g.Eventually(func(g Gomega) *v1alpha1.ActiveFreeze { return getPool(g, "thaw").Status.Freeze }, timeout).ShouldNot(BeNil())
 	stop()
 	harness.StartOperatorWith(t, bed, operator.Options{MetricsAddr: addr})
 	for i, n := range nodes {
