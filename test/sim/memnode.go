@@ -105,7 +105,6 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	n.stop, n.done = cancel, done
-	n.registry = prometheus.NewRegistry()
 	opts := daemon.Options{
 		NodeName:      n.name,
 		Journal:       n.journal,
@@ -117,19 +116,45 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 	if n.sentinelFile != "" {
 		opts.SentinelFile, opts.SentinelInterval = n.sentinelFile, time.Second
 	}
+	n.registry = prometheus.NewRegistry()
 	// Thousands of daemons share this process and none has a kernel.
+	cfg, log, name := n.cfg, n.log, n.name
 	hooks := []daemon.Hook{
 		daemon.WithBoot(n.bootID, n.bootTime),
-		daemon.WithRegisterer(n.registry),
 		daemon.WithLogger(quietAfterStop(n.log, dctx)),
 		daemon.WithRESTMapper(n.mapper),
 		daemon.WithScheme(n.scheme),
 		daemon.WithDuplicateControllerNames(),
 	}
+	run := func(reg *prometheus.Registry) error {
+		return daemon.Run(dctx, cfg, opts, append(hooks, daemon.WithRegisterer(reg))...)
+	}
 	go func() {
 		defer close(done)
-		if err := daemon.Run(dctx, n.cfg, opts, hooks...); err != nil && dctx.Err() == nil {
-			n.log.Error(err, "Daemon stopped", "node", n.name)
+		// A daemon that stops on an error starts again after a pause that
+		// doubles up to a minute, as the kubelet restarts a crashed
+		// container: 5000 daemons started at once find the API server so
+		// busy that some caches do not sync in controller-runtime's two
+		// minutes, and those daemons exit.
+		pause := time.Second
+		for reg := n.registry; ; {
+			err := run(reg)
+			if err == nil || dctx.Err() != nil {
+				return
+			}
+			log.Error(err, "Daemon stopped; starting it again", "node", name, "after", pause)
+			select {
+			case <-dctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Minute)
+			// A new process has a new registry: the old one holds the
+			// stopped daemon's metrics, which would refuse the new ones.
+			reg = prometheus.NewRegistry()
+			n.mu.Lock()
+			n.registry = reg
+			n.mu.Unlock()
 		}
 	}()
 }
