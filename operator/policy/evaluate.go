@@ -169,7 +169,7 @@ func evaluateSchedule(p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatu
 	for _, c := range prev {
 		// A node whose request for the fire exists is done with: a
 		// person who deletes that request cancels it for this fire.
-		if !f.names[requestName(p.Name, c.Node, f.boot[c.Node], c.Since)] {
+		if !f.requested(c.Node, requestName(p.Name, c.Node, f.boot[c.Node], c.Since)) {
 			byNode[c.Node] = c
 		}
 	}

@@ -17,9 +17,12 @@ import (
 
 // facts is what one reconcile reads off the cluster for a policy. It reads
 // the NodeMaintenances it needs through the cache's indexes: the open ones,
-// the policy's own, and the history of the nodes that meet the trigger, so
-// that a reconcile costs what the policy touches, not the cluster's whole
-// reboot history.
+// and the history of the nodes the policy asks about (the nodes that meet
+// the trigger), so that a reconcile costs what the policy touches, not the
+// cluster's whole reboot history. A monthly schedule over 5000 nodes owns
+// 60,000 records after a year; only a Prometheus policy, whose outcomes
+// report its last reboot of every node, reads all of its own. None of
+// them is copied out of the cache: a reconcile only reads them.
 type facts struct {
 	// nodes are all nodes; selected the names the policy's selector picks.
 	nodes    []corev1.Node
@@ -28,20 +31,21 @@ type facts struct {
 	open map[string]bool
 	// ownOpen counts this policy's open requests.
 	ownOpen int
-	// ownDone is this policy's latest succeeded request per node.
+	// ownDone is this policy's latest succeeded request per node; read
+	// only for a Prometheus policy (see outcomes).
 	ownDone map[string]*v1alpha1.NodeMaintenance
 	// boot is each node's current boot ID.
 	boot map[string]string
-	// names holds the names of this policy's NodeMaintenances.
-	names map[string]bool
 	// unreadable says which NodeMaintenances cannot be read; while there
 	// are some, the policy raises nothing.
 	unreadable []string
 
-	// history lists a node's NodeMaintenances; lastReboot calls it the
-	// first time it is asked about a node.
-	history func(node string) ([]v1alpha1.NodeMaintenance, error)
-	reboots map[string]time.Time
+	// history lists a node's NodeMaintenances, shared with the cache: it
+	// is read, never changed. nodeHistory calls it the first time it is
+	// asked about a node.
+	history   func(node string) ([]v1alpha1.NodeMaintenance, error)
+	histories map[string][]v1alpha1.NodeMaintenance
+	reboots   map[string]time.Time
 	// futureTime reports a completion time that lies past the operator's
 	// clock, which lastReboot does not believe.
 	futureTime func(nm *v1alpha1.NodeMaintenance)
@@ -57,35 +61,37 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 			return nil, &specError{field: "spec.nodeSelector", err: err}
 		}
 	}
+	// Every list below is read, never changed, so none is copied out of
+	// the cache: the policy reconciles on every request's phase change, and
+	// copies of thousands of Nodes each time would cost more than the
+	// evaluation.
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var open, own, unreadable v1alpha1.NodeMaintenanceList
+	var open, unreadable v1alpha1.NodeMaintenanceList
 	for _, l := range []struct {
 		list  *v1alpha1.NodeMaintenanceList
-		field string
 		value string
 	}{
-		{&open, index.State, index.Open},
-		{&unreadable, index.State, index.Unreadable},
-		{&own, index.Policy, p.Name},
+		{&open, index.Open},
+		{&unreadable, index.Unreadable},
 	} {
-		if err := r.List(ctx, l.list, client.MatchingFields{l.field: l.value}); err != nil {
-			return nil, fmt.Errorf("list node maintenances by %s %s: %w", l.field, l.value, err)
+		if err := r.List(ctx, l.list, client.MatchingFields{index.State: l.value}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list node maintenances by %s %s: %w", index.State, l.value, err)
 		}
 	}
 	f := &facts{
-		nodes:    nodes.Items,
-		selected: map[string]bool{},
-		open:     map[string]bool{},
-		ownDone:  map[string]*v1alpha1.NodeMaintenance{},
-		names:    make(map[string]bool, len(own.Items)),
-		boot:     make(map[string]string, len(nodes.Items)),
-		reboots:  map[string]time.Time{},
+		nodes:     nodes.Items,
+		selected:  map[string]bool{},
+		open:      map[string]bool{},
+		ownDone:   map[string]*v1alpha1.NodeMaintenance{},
+		boot:      make(map[string]string, len(nodes.Items)),
+		histories: map[string][]v1alpha1.NodeMaintenance{},
+		reboots:   map[string]time.Time{},
 		history: func(node string) ([]v1alpha1.NodeMaintenance, error) {
 			var list v1alpha1.NodeMaintenanceList
-			err := r.List(ctx, &list, client.MatchingFields{index.NodeName: node})
+			err := r.List(ctx, &list, client.MatchingFields{index.NodeName: node}, client.UnsafeDisableDeepCopy)
 			return list.Items, err
 		},
 		futureTime: func(nm *v1alpha1.NodeMaintenance) {
@@ -111,9 +117,15 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 		nm := &unreadable.Items[i]
 		f.unreadable = append(f.unreadable, fmt.Sprintf("NodeMaintenance %s (%v)", nm.Name, nm.Unreadable()))
 	}
+	if p.Spec.Prometheus == nil {
+		return f, nil
+	}
+	var own v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &own, client.MatchingFields{index.Policy: p.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list node maintenances by %s %s: %w", index.Policy, p.Name, err)
+	}
 	for i := range own.Items {
 		nm := &own.Items[i]
-		f.names[nm.Name] = true
 		done := nm.Status.PhaseTimes.Succeeded
 		if nm.Status.Phase != v1alpha1.PhaseSucceeded || done == nil {
 			continue
@@ -151,11 +163,8 @@ func (f *facts) lastReboot(node string, now time.Time) time.Time {
 	if t, ok := f.reboots[node]; ok {
 		return t
 	}
-	items, err := f.history(node)
-	if err != nil {
-		if f.err == nil {
-			f.err = fmt.Errorf("read the reboot history of node %s: %w", node, err)
-		}
+	items, ok := f.nodeHistory(node)
+	if !ok {
 		f.reboots[node] = now
 		return now
 	}
@@ -176,6 +185,43 @@ func (f *facts) lastReboot(node string, now time.Time) time.Time {
 	}
 	f.reboots[node] = last
 	return last
+}
+
+// nodeHistory is the node's NodeMaintenances, read once per reconcile.
+// ok is false when they cannot be read; the error stops the reconcile from
+// raising anything (see facts.err).
+func (f *facts) nodeHistory(node string) (_ []v1alpha1.NodeMaintenance, ok bool) {
+	if items, seen := f.histories[node]; seen {
+		return items, items != nil
+	}
+	items, err := f.history(node)
+	if err != nil {
+		if f.err == nil {
+			f.err = fmt.Errorf("read the reboot history of node %s: %w", node, err)
+		}
+		f.histories[node] = nil
+		return nil, false
+	}
+	if items == nil {
+		items = []v1alpha1.NodeMaintenance{}
+	}
+	f.histories[node] = items
+	return items, true
+}
+
+// requested says whether the node has a NodeMaintenance of the given name:
+// the request a policy raised for an episode is named after it, so one
+// that exists, even finished or failed, is not asked for again. A history
+// that cannot be read counts as not having it, so the candidate is kept;
+// the error (facts.err) stops the reconcile from raising anything.
+func (f *facts) requested(node, name string) bool {
+	items, _ := f.nodeHistory(node)
+	for i := range items {
+		if items[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // lastReboots is lastReboot for each of nodes, by node, leaving out those

@@ -160,7 +160,7 @@ func (r *Reconciler) decide(p *v1alpha1.RebootPolicy, s spec, f *facts, out *out
 		open[node] = true
 	}
 	for _, c := range out.eval.candidates {
-		if f.names[requestName(p.Name, c.Node, f.boot[c.Node], c.Since)] {
+		if f.requested(c.Node, requestName(p.Name, c.Node, f.boot[c.Node], c.Since)) {
 			open[c.Node] = true
 		}
 	}
