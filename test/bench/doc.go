@@ -5,7 +5,7 @@
 // nodes, then test/bench/plot draws every result into
 // results/scaling.svg. The simulated cluster is shaped like a real one:
 // realistic nodes, DaemonSet and workload pods, and a year of reboot
-// history (objects.go).
+// history with the monthly schedule that raised it (objects.go).
 //
 // A rollout has 3 × its ideal + 2 min to finish. One that does not (the
 // machine cannot serve the rate of reboots asked of it) is still saved,

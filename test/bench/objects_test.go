@@ -27,7 +27,10 @@ import (
 //   - a year of monthly reboots per node, 12 finished NodeMaintenances,
 //     as a cluster that reboots every node monthly keeps when its
 //     operator runs with retentionFlags. Every reboot of the rollout then
-//     pushes its node's oldest record out, as it would in that cluster.
+//     pushes its node's oldest record out, as it would in that cluster;
+//   - the monthly schedule that raised that history (sim.HistoryPolicy),
+//     which the operator evaluates whenever a request changes phase, and
+//     which does not fire during the bench.
 const (
 	agentPodsPerNode    = 6
 	workloadPodsPerNode = 14
@@ -61,7 +64,8 @@ func seedHistory(b *testing.B, c *sim.Cluster, clusterStart time.Time) {
 		len(c.Nodes()), agentPodsPerNode+workloadPodsPerNode, built.Sub(clusterStart).Round(time.Millisecond), n, time.Since(built).Round(time.Millisecond))
 }
 
-// cleanupObjects deletes the rollout's pods and reboot history, so the next
+// cleanupObjects deletes the rollout's pods, reboot history and the policy
+// that raised it, so the next
 // scenario starts with its own objects only. Pods bound to nodes finish
 // deleting by the simulated kubelets (harness.Main).
 func cleanupObjects(b *testing.B, c *sim.Cluster) {
@@ -75,5 +79,8 @@ func cleanupObjects(b *testing.B, c *sim.Cluster) {
 	}
 	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}); err != nil {
 		b.Logf("delete node maintenances: %v", err)
+	}
+	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.RebootPolicy{}); err != nil {
+		b.Logf("delete reboot policies: %v", err)
 	}
 }

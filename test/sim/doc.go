@@ -17,8 +17,9 @@
 // shaped like a Deployment's (about 4.5 KB), DaemonSet pods that drains
 // leave (AgentPodsPerNode), and a kubelet-like status refresh
 // (StatusRefresh). SeedHistory gives every node a year of finished
-// monthly reboots, which the operator keeps when it runs with
-// HistoryRetention's flags.
+// monthly reboots, and the cluster the monthly schedule (a RebootPolicy)
+// that raised them, which the operator evaluates as it would in such a
+// cluster; it keeps the history when it runs with HistoryRetention's flags.
 //
 // With metrics on, a real Prometheus scrapes one exporter that stands for
 // every node's node_exporter: its memory fragmentation, and its health

@@ -36,8 +36,21 @@ func HistoryRetention(months int) retention.Retention {
 	return retention.Retention{PerNode: months, MaxAge: 8784 * time.Hour}
 }
 
+// HistorySchedule is HistoryPolicy's cron expression: monthly, on the day
+// of the month two weeks from now (the 1st instead of a day some months
+// lack), so that a bench or test that seeds history never sees it fire.
+func HistorySchedule(now time.Time) string {
+	day := now.UTC().AddDate(0, 0, 14).Day()
+	if day > 28 {
+		day = 1
+	}
+	return fmt.Sprintf("0 0 %d * *", day)
+}
+
 // SeedHistory gives every node of the cluster the finished reboots a
-// monthly schedule would have left over the past months: one Succeeded
+// monthly schedule would have left over the past months, and the
+// RebootPolicy that raised them (HistoryPolicy, over every node, as the
+// operator of such a cluster carries it): one Succeeded
 // NodeMaintenance per node and month, the latest ending in the node's
 // current boot, shaped as the operator writes them (the policy
 // controller's name, labels and spec, then the maintenance controller's
@@ -47,6 +60,15 @@ func HistoryRetention(months int) retention.Retention {
 // first, so that creation order agrees with age. It returns how many it
 // created.
 func (c *Cluster) SeedHistory(ctx context.Context, months int, now time.Time) (int, error) {
+	policy := &v1alpha1.RebootPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: HistoryPolicy},
+		Spec: v1alpha1.RebootPolicySpec{
+			Schedule: &v1alpha1.ScheduleTrigger{Cron: HistorySchedule(now)},
+		},
+	}
+	if err := c.Bed.Client.Create(ctx, policy); err != nil {
+		return 0, fmt.Errorf("seed history: policy %s: %w", HistoryPolicy, err)
+	}
 	next := make(chan Node)
 	var created sync.Map
 	var mu sync.Mutex
