@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,12 +19,13 @@ import (
 // goal has its line, and every
 // result's commit is written under the panels.
 func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
+	const longCommand = "make bench BENCH=500:25:10s,2000:100:10s,5000:250:10s"
 	dir := t.TempDir()
 	made := []result{
 		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 1.25, SlotToApprovalP99Ms: 2050, SlotToAdmissionP99Ms: 800, MakespanOverIdealWithDrains: 1.08, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
 		{Nodes: 500, MaxUnavailable: 25, RebootSeconds: 10, MakespanOverIdeal: 1.06, SlotToApprovalP99Ms: 300, SlotToAdmissionP99Ms: 200, MakespanOverIdealWithDrains: 1.02, OperatorPeakRSSMiB: 98, OperatorRequests: 22.7, DaemonRequests: 6.8, Commit: "aaaa-dirty", Date: "2026-12-01T09:00:00Z", Command: "make bench"},
 		{Nodes: 100, MaxUnavailable: 10, RebootSeconds: 2, MakespanOverIdeal: 1.5, SlotToApprovalP99Ms: 700, OperatorPeakRSSMiB: 85, OperatorRequests: 25.6, DaemonRequests: 6.6, Commit: "dddd", Date: "2026-12-01T12:00:00Z", Command: "make bench BENCH=100:10:2s"},
-		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: "make bench"},
+		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: longCommand},
 	}
 	for _, r := range made {
 		data, err := json.Marshal(r)
@@ -160,6 +162,16 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("the picture does not say %q", want)
 		}
+	}
+	// Every line fits the picture's width (880 px; 11 px sans-serif runs
+	// about 6 px a character), the longest command on a line of its own.
+	for _, line := range texts {
+		if n := len([]rune(line)); n > 130 {
+			t.Errorf("a line of %d characters runs past the picture's edge: %q", n, line)
+		}
+	}
+	if !slices.Contains(texts, longCommand) {
+		t.Errorf("the command %q is not on a line of its own", longCommand)
 	}
 	for _, commit := range []string{"aaaa-dirty", "bbbb", "cccc", "dddd"} {
 		if !strings.Contains(all, "commit "+commit) {

@@ -106,7 +106,10 @@ func draw(results []result) string {
 	ps := panels()
 	rows := (len(ps) + 1) / 2
 	width := 2 * panelW
-	height := marginTop + rows*panelH + 20 + footerLine*(len(results)+1)
+	// Under the panels: a heading, then two lines per result, what it is
+	// and the command that made it (a run of several sizes names them all,
+	// too long to share a line).
+	height := marginTop + rows*panelH + 20 + footerLine*(2*len(results)+1)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
@@ -133,9 +136,10 @@ func draw(results []result) string {
 		}
 		// The picture names a commit by the first 12 digits, as git log
 		// --abbrev=12 would; the JSON keeps the whole hash.
-		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, unfinished,
-			abbrev(orUnknown(r.Commit)), orUnknown(r.Date), orUnknown(r.Command))
-		text(&b, 16, float64(y+footerLine*(i+1)), "start", 11, "normal", line)
+		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, unfinished,
+			abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
+		text(&b, 16, float64(y+footerLine*(2*i+1)), "start", 11, "normal", line)
+		text(&b, 32, float64(y+footerLine*(2*i+2)), "start", 11, "normal", orUnknown(r.Command))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
