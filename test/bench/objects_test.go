@@ -65,9 +65,9 @@ func seedHistory(b *testing.B, c *sim.Cluster, clusterStart time.Time) {
 }
 
 // cleanupObjects deletes the rollout's pods, reboot history and the policy
-// that raised it, so the next
-// scenario starts with its own objects only. Pods bound to nodes finish
-// deleting by the simulated kubelets (harness.Main).
+// that raised it, so the next scenario starts with its own objects only.
+// Pods bound to nodes finish deleting by the simulated kubelets
+// (harness.Main).
 func cleanupObjects(b *testing.B, c *sim.Cluster) {
 	ctx := context.Background()
 	for _, ns := range c.PodNamespaces() {
