@@ -22,7 +22,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	const longCommand = "make bench BENCH=500:25:10s,2000:100:10s,5000:250:10s"
 	dir := t.TempDir()
 	made := []result{
-		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 1.25, SlotToApprovalP99Ms: 2050, SlotToAdmissionP99Ms: 800, MakespanOverIdealWithDrains: 1.08, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
+		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 3.6, SlotToApprovalP99Ms: 2050, SlotToAdmissionP99Ms: 800, MakespanOverIdealWithDrains: 1.08, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
 		{Nodes: 500, MaxUnavailable: 25, RebootSeconds: 10, MakespanOverIdeal: 1.06, SlotToApprovalP99Ms: 300, SlotToAdmissionP99Ms: 200, MakespanOverIdealWithDrains: 1.02, OperatorPeakRSSMiB: 98, OperatorRequests: 22.7, DaemonRequests: 6.8, Commit: "aaaa-dirty", Date: "2026-12-01T09:00:00Z", Command: "make bench"},
 		{Nodes: 100, MaxUnavailable: 10, RebootSeconds: 2, MakespanOverIdeal: 1.5, SlotToApprovalP99Ms: 700, OperatorPeakRSSMiB: 85, OperatorRequests: 25.6, DaemonRequests: 6.6, Commit: "dddd", Date: "2026-12-01T12:00:00Z", Command: "make bench BENCH=100:10:2s"},
 		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: longCommand},
@@ -50,6 +50,12 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	goals := map[string][]string{}        // panel → nodes@y
 	lines := map[string]int{}             // panel → polylines
 	var texts []string
+	type placed struct {
+		panel, content string
+		attrs          map[string]string
+	}
+	var goalLabels []placed
+	var label *placed
 	panel := ""
 	dec := xml.NewDecoder(f)
 	for {
@@ -84,9 +90,16 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 				lines[panel]++
 			case attrs["class"] == "goal":
 				goals[panel] = append(goals[panel], attrs["data-nodes"]+"@"+attrs["data-y"])
+			case attrs["class"] == "goal-label":
+				label = &placed{panel: panel, attrs: attrs}
 			}
 		case xml.CharData:
 			texts = append(texts, string(el))
+			if label != nil {
+				label.content = string(el)
+				goalLabels = append(goalLabels, *label)
+				label = nil
+			}
 		}
 	}
 
@@ -161,6 +174,24 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	for _, want := range []string{"≥ 1.400", "unfinished: 3100 of 5000 rebooted"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the picture does not say %q", want)
+		}
+	}
+	// Goal labels do not write over each other (the makespan panel's two
+	// goals are close in both axes).
+	boxOf := func(l placed) box {
+		x, _ := strconv.ParseFloat(l.attrs["x"], 64)
+		y, _ := strconv.ParseFloat(l.attrs["y"], 64)
+		size, _ := strconv.Atoi(l.attrs["font-size"])
+		return labelBox(x, y, l.attrs["text-anchor"], size, l.content)
+	}
+	if len(goalLabels) != 6 {
+		t.Errorf("%d goal labels, want one per goal (6)", len(goalLabels))
+	}
+	for i, a := range goalLabels {
+		for _, b := range goalLabels[i+1:] {
+			if a.panel == b.panel && boxOf(a).overlaps(boxOf(b)) {
+				t.Errorf("panel %s: goal labels %q and %q overlap", a.panel, a.content, b.content)
+			}
 		}
 	}
 	// Every line fits the picture's width (880 px; 11 px sans-serif runs

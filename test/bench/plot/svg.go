@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -198,6 +199,7 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 	text(b, right, bottom+34, "end", 11, "normal", "nodes")
 	text(b, x0+14, (top+bottom)/2, "middle", 11, "normal", p.unit, fmt.Sprintf(`transform="rotate(-90 %.1f %.1f)"`, x0+14, (top+bottom)/2))
 
+	var labels []box
 	for _, g := range p.goals {
 		gx1, gx2 := left, right
 		if g.nodes > 0 {
@@ -210,7 +212,16 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 		if g.nodes > 0 {
 			anchor, lx = "middle", (gx1+gx2)/2
 		}
-		text(b, lx, py(g.y)-5, anchor, 10, "normal", "goal "+g.label, `fill="`+goalColor+`"`)
+		// Goals close in both axes (1.03 at 500 nodes, 1.10 at 2000) would
+		// write their labels over each other: a label goes up a line until
+		// it clears the ones before it.
+		label := "goal " + g.label
+		at := labelBox(lx, py(g.y)-5, anchor, goalLabelSize, label)
+		for slices.ContainsFunc(labels, at.overlaps) {
+			at.y -= goalLabelSize + 2
+		}
+		labels = append(labels, at)
+		text(b, lx, at.y, anchor, goalLabelSize, "normal", label, `fill="`+goalColor+`"`, `class="goal-label"`)
 	}
 	for si, s := range p.series {
 		// A line joins only results of one reboot time r: a smaller r
@@ -259,6 +270,34 @@ func text(b *strings.Builder, x, y float64, anchor string, size int, weight, con
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="%s" font-size="%d" font-weight="%s" %s>`, x, y, anchor, size, weight, strings.Join(extra, " "))
 	_ = xml.EscapeText(b, []byte(content))
 	b.WriteString("</text>\n")
+}
+
+// goalLabelSize is the font size of a goal's label.
+const goalLabelSize = 10
+
+// box is the room a line of text takes: x from x1 to x2, its baseline at
+// y, size high.
+type box struct {
+	x1, x2, y, size float64
+}
+
+// labelBox is where text of the given size, anchored at x ("start",
+// "middle" or "end") on the baseline y, lies. A sans-serif character is
+// taken as 0.6 of the font size wide, a little more than most are.
+func labelBox(x, y float64, anchor string, size int, content string) box {
+	w := 0.6 * float64(size) * float64(len([]rune(content)))
+	x1 := x
+	switch anchor {
+	case "middle":
+		x1 = x - w/2
+	case "end":
+		x1 = x - w
+	}
+	return box{x1: x1, x2: x1 + w, y: y, size: float64(size)}
+}
+
+func (a box) overlaps(b box) bool {
+	return a.x1 < b.x2 && b.x1 < a.x2 && a.y-a.size < b.y && b.y-b.size < a.y
 }
 
 // ticks are about n round values from lo or below to hi or above.
