@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,14 +17,11 @@ import (
 // raising requests either way: the gate holds them, and their Waiting
 // condition says so, until the freeze ends (or, for one that cannot be
 // read, is fixed), so that nothing due is forgotten. The condition is told
-// at each evaluation; the requests' wait is told by the gate on time.
+// at each evaluation, and the reconcile comes back when a freeze starts or
+// ends to tell it again; the requests' wait is told by the gate on time.
 func (r *Reconciler) setFrozen(p *v1alpha1.RebootPolicy, st *v1alpha1.RebootPolicyStatus, out *outcome) {
 	c := metav1.Condition{Type: v1alpha1.FrozenCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.NotFrozenReason, ObservedGeneration: p.Generation}
-	if len(p.Spec.Freezes) == 0 {
-		meta.SetStatusCondition(&st.Conditions, c)
-		return
-	}
-	f := policies.EvaluateFreezes("RebootPolicy "+p.Name, p.Spec.Freezes, out.now)
+	f := out.freeze
 	switch {
 	case f.Err != nil:
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.InvalidFreezeReason
@@ -33,4 +32,13 @@ func (r *Reconciler) setFrozen(p *v1alpha1.RebootPolicy, st *v1alpha1.RebootPoli
 		c.Message = v1alpha1.FitMessage("The policy's requests are raised and wait, unless they have ignoreFreezes: " + f.Describe())
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// freezeOf evaluates the policy's own freezes at now; without any, it is
+// not frozen and never will be.
+func freezeOf(p *v1alpha1.RebootPolicy, now time.Time) policies.FreezeState {
+	if len(p.Spec.Freezes) == 0 {
+		return policies.FreezeState{}
+	}
+	return policies.EvaluateFreezes("RebootPolicy "+p.Name, p.Spec.Freezes, now)
 }

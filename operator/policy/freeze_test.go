@@ -61,3 +61,33 @@ func TestPolicyFreezeIsToldAndRequestsAreStillRaised(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(condition(g, "pfz", v1alpha1.FrozenCondition).Status).To(Equal(metav1.ConditionTrue))
 }
+
+// The Frozen condition follows the clock: it turns True when a freeze
+// starts and False when it ends, though nothing else happens to the policy
+// (its monthly schedule evaluates it once a month).
+func TestPolicyFrozenConditionFollowsTheClock(t *testing.T) {
+	g := NewWithT(t)
+	harness.CreateNodes(t, bed, "pfc", "pfc", 1)
+	now := time.Now().UTC().Truncate(time.Second)
+	clk := clocktesting.NewFakeClock(now)
+	startOperator(t, "", clk)
+	start, end := now.Add(2*time.Second), now.Add(4*time.Second)
+	harness.CreateTemporary(t, bed, newPolicy("pfc", "pfc", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 1 * *"}
+		s.Freezes = []v1alpha1.FreezePeriod{{Name: "change-freeze", Start: &metav1.Time{Time: start}, End: &metav1.Time{Time: end}}}
+	}))
+	frozen := func(reason string) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			g.Expect(condition(g, "pfc", v1alpha1.FrozenCondition).Reason).To(Equal(reason))
+		}, timeout).Should(Succeed())
+	}
+	frozen(v1alpha1.NotFrozenReason)
+
+	clk.SetTime(start.Add(time.Second))
+	frozen(v1alpha1.FrozenReason)
+	g.Expect(condition(g, "pfc", v1alpha1.FrozenCondition).Message).To(ContainSubstring("change-freeze"))
+
+	clk.SetTime(end.Add(time.Second))
+	frozen(v1alpha1.NotFrozenReason)
+}

@@ -7,16 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/metrics"
@@ -46,6 +40,9 @@ type Reconciler struct {
 	// cache may not show it yet, and a reconcile reading an older
 	// evaluation time would query Prometheus again before the interval.
 	written *statuspatch.Written[*v1alpha1.RebootPolicyStatus]
+	// quiet are the policies that another source's NodeMaintenance
+	// cannot move (see policiesOf).
+	quiet *quietPolicies
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
@@ -55,11 +52,15 @@ type Reconciler struct {
 
 // Reconcile evaluates the policy's trigger, applies its guards, raises
 // requests, and patches its status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
+	// Until this evaluation is written, any NodeMaintenance's change may
+	// be one it did not see: it wakes the policy again.
+	r.quiet.set(req.Name, false)
 	var p v1alpha1.RebootPolicy
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.Name)
+			r.quiet.forget(req.Name)
 			r.Metrics.ForgetPolicy(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -69,24 +70,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// back; package unreadable reports it.
 	if !p.DeletionTimestamp.IsZero() || p.Unreadable() != nil {
 		r.written.Forget(p.Name)
+		r.quiet.forget(p.Name)
 		return ctrl.Result{}, nil
 	}
 	last := p.Status
 	if mem, ok := r.written.Last(p.Name, p.UID); ok {
 		last = *mem
 	}
-	out := &outcome{now: r.Clock.Now(), last: &last}
+	now := r.Clock.Now()
+	out := &outcome{now: now, last: &last, freeze: freezeOf(&p, now)}
 	defer func() {
 		status := r.status(&p, out)
-		if equalStatus(last, status) {
-			return
+		if !equalStatus(last, status) {
+			p.Status = status
+			if err := r.Status().Patch(ctx, &p, statuspatch.Whole{Clear: clearableFields()}); err != nil {
+				reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
+				return
+			}
+			r.written.Remember(p.Name, p.UID, &status)
 		}
-		p.Status = status
-		if err := r.Status().Patch(ctx, &p, statuspatch.Whole{Clear: clearableFields()}); err != nil {
-			reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
-			return
-		}
-		r.written.Remember(p.Name, p.UID, &status)
+		r.quiet.set(p.Name, reterr == nil && len(status.Candidates) == 0)
+		// The Frozen condition changes with time alone.
+		res = wakeAt(res, now, out.freeze.Until, out.freeze.Next)
 	}()
 
 	if p.Spec.Suspend {
@@ -191,57 +196,24 @@ func (r *Reconciler) requeue(out *outcome) ctrl.Result {
 	return ctrl.Result{RequeueAfter: max(next.Sub(out.now), time.Second)}
 }
 
+// wakeAt returns res coming back by the earliest of times after now, if
+// that is sooner than it already does.
+func wakeAt(res ctrl.Result, now time.Time, times ...time.Time) ctrl.Result {
+	for _, t := range times {
+		if !t.After(now) {
+			continue
+		}
+		if after := max(t.Sub(now), time.Second); res.RequeueAfter == 0 || after < res.RequeueAfter {
+			res.RequeueAfter = after
+		}
+	}
+	return res
+}
+
 func byNode(cs []policies.Candidate) map[string]policies.Candidate {
 	m := make(map[string]policies.Candidate, len(cs))
 	for _, c := range cs {
 		m[c.Node] = c
 	}
 	return m
-}
-
-// SetupWithManager registers the controller. Policies reconcile on spec and
-// annotation changes (the alert webhook writes an annotation), and when a
-// NodeMaintenance of theirs changes; time-driven evaluations requeue.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	r.written = &statuspatch.Written[*v1alpha1.RebootPolicyStatus]{}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("policy").
-		WithOptions(opts).
-		For(&v1alpha1.RebootPolicy{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.policiesOf),
-			builder.WithPredicates(phaseChanged())).
-		Complete(r)
-}
-
-// phaseChanged passes the NodeMaintenance changes a policy reads: one
-// appearing or going, and a phase change (open to done is what frees a slot
-// under the cap and starts a cooldown); not every status write of a rollout.
-func phaseChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, okOld := e.ObjectOld.(*v1alpha1.NodeMaintenance)
-			n, okNew := e.ObjectNew.(*v1alpha1.NodeMaintenance)
-			return !okOld || !okNew || o.Status.Phase != n.Status.Phase
-		},
-	}
-}
-
-// policiesOf maps a NodeMaintenance to the policies it matters to: its own
-// (its cap and outcome), and every other, whose cooldowns and open-request
-// checks it changes when it completes or opens.
-func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.Request {
-	var list v1alpha1.RebootPolicyList
-	if err := r.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list policies for a node maintenance change")
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-	}
-	return reqs
 }

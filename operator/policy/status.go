@@ -31,6 +31,8 @@ type outcome struct {
 	interval  time.Duration
 	selection policies.Selection
 	raised    int
+	// freeze is what the policy's own freezes say at now.
+	freeze policies.FreezeState
 }
 
 // status builds the policy's whole status from the reconcile's outcome.
