@@ -39,14 +39,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 // phaseChanged passes the NodeMaintenance changes a policy reads: one
-// appearing or going, and a phase change (open to done is what frees a slot
-// under the cap and starts a cooldown); not every status write of a rollout.
+// appearing or going, a phase change (open to done is what frees a slot
+// under the cap and starts a cooldown), and one that becomes readable or
+// unreadable (which lets every policy raise again, or stops them); not
+// every status write of a rollout.
 func phaseChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okOld := e.ObjectOld.(*v1alpha1.NodeMaintenance)
 			n, okNew := e.ObjectNew.(*v1alpha1.NodeMaintenance)
-			return !okOld || !okNew || o.Status.Phase != n.Status.Phase
+			return !okOld || !okNew || o.Status.Phase != n.Status.Phase || (o.Unreadable() == nil) != (n.Unreadable() == nil)
 		},
 	}
 }

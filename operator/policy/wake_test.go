@@ -6,6 +6,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
@@ -37,6 +38,23 @@ func TestWakes(t *testing.T) {
 		if got := wakes(tc.nm, "p", tc.quiet); got != tc.want {
 			t.Errorf("%s: wakes = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A record fixed so that it reads again wakes the policies (every one, as
+// its unreadable old self maps to all), though its phase is the same.
+func TestPhaseChangedPassesReadability(t *testing.T) {
+	readable := &v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n"}}
+	unreadable := &v1alpha1.NodeMaintenance{}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"x"},"spec":{"ignoreWindows":"yes"}}`), unreadable); err != nil || unreadable.Unreadable() == nil {
+		t.Fatalf("want a record that cannot be read, got err %v, unreadable %v", err, unreadable.Unreadable())
+	}
+	p := phaseChanged()
+	if !p.Update(event.UpdateEvent{ObjectOld: unreadable, ObjectNew: readable}) || !p.Update(event.UpdateEvent{ObjectOld: readable, ObjectNew: unreadable}) {
+		t.Error("a record that becomes readable or unreadable does not pass")
+	}
+	if p.Update(event.UpdateEvent{ObjectOld: readable, ObjectNew: readable.DeepCopy()}) {
+		t.Error("a status write that changes no phase passes")
 	}
 }
 
