@@ -129,6 +129,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, err
 	}
+	slim := newSlimmer()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		// Nodes carry managedFields from every writer (kubelet, daemon, gate);
@@ -137,8 +138,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Node{}:              {Transform: slimNode},
-				&v1alpha1.NodeMaintenance{}: {Transform: slimFinishedMaintenance},
+				&corev1.Node{}:              {Transform: slim.node},
+				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance},
 			},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},

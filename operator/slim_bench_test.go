@@ -41,7 +41,7 @@ func BenchmarkCachedFinishedMaintenance(b *testing.B) {
 		transform toolscache.TransformFunc
 	}{
 		{"stripped", cache.TransformStripManagedFields()},
-		{"slim", slimFinishedMaintenance},
+		{"slim", newSlimmer().maintenance},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var held float64
@@ -76,15 +76,14 @@ func BenchmarkCachedFinishedMaintenance(b *testing.B) {
 // cacheIndexers are the indexes index.Setup asks for, keyed and valued as
 // controller-runtime's cache stores those of a cluster-scoped kind.
 func cacheIndexers() toolscache.Indexers {
-	fields := map[string]func(*v1alpha1.NodeMaintenance) string{
-		index.NodeName: func(nm *v1alpha1.NodeMaintenance) string { return nm.Spec.NodeName },
-		index.Policy:   func(nm *v1alpha1.NodeMaintenance) string { return nm.Spec.Policy },
-		index.State:    index.StateOf,
-	}
 	indexers := toolscache.Indexers{}
-	for field, value := range fields {
+	for field, values := range index.Fields() {
 		indexers["field:"+field] = func(obj any) ([]string, error) {
-			return []string{"__all_namespaces/" + value(obj.(*v1alpha1.NodeMaintenance))}, nil
+			var keys []string
+			for _, v := range values(obj.(*v1alpha1.NodeMaintenance)) {
+				keys = append(keys, "__all_namespaces/"+v)
+			}
+			return keys, nil
 		}
 	}
 	return indexers

@@ -3,40 +3,79 @@ package operator
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // The cached Node keeps what the gate and the policies read: labels,
-// annotations, spec, addresses, conditions and the boot ID.
+// kmaint's annotations and the node's opt-out, spec, addresses, the Ready
+// condition and the boot ID.
 func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"pool": "a"}, Annotations: map[string]string{"kmaint.io/state": "{}"},
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"pool": "a"},
+			Annotations: map[string]string{"kmaint.io/state": "{}", protocol.KarpenterDoNotDisrupt: "true",
+				"node.alpha.kubernetes.io/ttl": "0", "csi.volume.kubernetes.io/nodeid": `{"ebs.csi.aws.com":"i-1"}`},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
 		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
-			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			NodeInfo:   corev1.NodeSystemInfo{BootID: "b1", KernelVersion: "6.1", MachineID: "m"},
-			Images:     []corev1.ContainerImage{{Names: []string{"img"}, SizeBytes: 1}},
-			Capacity:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Message: "kubelet has sufficient memory available"},
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+			},
+			NodeInfo: corev1.NodeSystemInfo{BootID: "b1", KernelVersion: "6.1", MachineID: "m"},
+			Images:   []corev1.ContainerImage{{Names: []string{"img"}, SizeBytes: 1}},
+			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 		},
 	}
-	out, err := slimNode(n)
+	out, err := newSlimmer().node(n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.Node)
-	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" {
+	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" ||
+		len(got.Annotations) != 2 || len(got.Status.Conditions) != 1 {
 		t.Errorf("kept what the operator never reads: %+v", got)
 	}
-	if got.Labels["pool"] != "a" || got.Annotations["kmaint.io/state"] != "{}" || !got.Spec.Unschedulable || len(got.Spec.Taints) != 1 ||
-		len(got.Status.Addresses) != 1 || len(got.Status.Conditions) != 1 || got.Status.NodeInfo.BootID != "b1" {
+	if got.Labels["pool"] != "a" || got.Annotations["kmaint.io/state"] != "{}" || got.Annotations[protocol.KarpenterDoNotDisrupt] != "true" ||
+		!got.Spec.Unschedulable || len(got.Spec.Taints) != 1 || len(got.Status.Addresses) != 1 ||
+		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.NodeReady || got.Status.NodeInfo.BootID != "b1" {
 		t.Errorf("dropped what the operator reads: %+v", got)
+	}
+	if opt := protocol.NodeOptOut(got); opt == nil {
+		t.Error("the cached node lost its do-not-disrupt opt-out")
+	}
+}
+
+// Two Nodes decoded apart share their label keys and values, and a record
+// its node's name, once cached.
+func TestSlimmerSharesRepeatedStrings(t *testing.T) {
+	s := newSlimmer()
+	node := func() *corev1.Node {
+		// Built from bytes, as a decoder gives each object its own copy.
+		name := string([]byte("ip-10-0-0-1.ec2.internal"))
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{string([]byte("topology.kubernetes.io/zone")): string([]byte("us-east-1a"))}}}
+	}
+	a, _ := s.node(node())
+	b, _ := s.node(node())
+	nm, _ := s.maintenance(&v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: string([]byte("ip-10-0-0-1.ec2.internal"))}})
+	na, nb := a.(*corev1.Node), b.(*corev1.Node)
+	if unsafe.StringData(na.Name) != unsafe.StringData(nb.Name) || unsafe.StringData(na.Name) != unsafe.StringData(nm.(*v1alpha1.NodeMaintenance).Spec.NodeName) {
+		t.Error("the node's name is not shared")
+	}
+	for k, v := range na.Labels {
+		for k2, v2 := range nb.Labels {
+			if unsafe.StringData(k) != unsafe.StringData(k2) || unsafe.StringData(v) != unsafe.StringData(v2) {
+				t.Errorf("label %s=%s is not shared", k, v)
+			}
+		}
 	}
 }
 
@@ -60,7 +99,7 @@ func TestSlimFinishedMaintenance(t *testing.T) {
 			},
 		}
 	}
-	out, _ := slimFinishedMaintenance(record(v1alpha1.PhaseSucceeded))
+	out, _ := newSlimmer().maintenance(record(v1alpha1.PhaseSucceeded))
 	got := out.(*v1alpha1.NodeMaintenance)
 	if got.ManagedFields != nil || got.Spec.Reason != "" || got.Status.Message != "" ||
 		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != v1alpha1.UnreadableCondition ||
@@ -76,25 +115,9 @@ func TestSlimFinishedMaintenance(t *testing.T) {
 		t.Errorf("a finished record lost what retention, policies and recording read: %+v", got)
 	}
 
-	out, _ = slimFinishedMaintenance(record(v1alpha1.PhaseRebooting))
+	out, _ = newSlimmer().maintenance(record(v1alpha1.PhaseRebooting))
 	if open := out.(*v1alpha1.NodeMaintenance); open.Status.Message == "" || len(open.Status.Conditions) != 2 || open.ManagedFields != nil ||
 		open.Spec.Reason == "" || len(open.Labels) != 3 || open.Status.BootIDBefore == "" || open.Status.PhaseTimes.Approved == nil {
 		t.Errorf("an open record must be kept whole but for its managed fields: %+v", open)
-	}
-}
-
-func TestOnly(t *testing.T) {
-	m := map[string]string{"a": "1", "b": "2"}
-	if got := only(m, "a", "b", "c"); len(got) != 2 {
-		t.Errorf("only(m, a, b, c) = %v, want m", got)
-	}
-	if got := only(m, "b"); len(got) != 1 || got["b"] != "2" || len(m) != 2 {
-		t.Errorf("only(m, b) = %v (m %v), want b alone and m unchanged", got, m)
-	}
-	if got := only(m, "c"); got != nil {
-		t.Errorf("only(m, c) = %v, want nil", got)
-	}
-	if got := only(nil, "a"); got != nil {
-		t.Errorf("only(nil, a) = %v, want nil", got)
 	}
 }

@@ -15,7 +15,9 @@ const (
 	NodeName = "spec.nodeName"
 	// Policy is spec.policy; requests no policy raised are not indexed.
 	Policy = "spec.policy"
-	// State is one of Open, Finished and Unreadable.
+	// State is Open or Unreadable. Finished records are not indexed by it:
+	// nothing asks for them by state, and a year's history is most of the
+	// cache (an index entry is about 50 bytes a record).
 	State = "kmaint.io/state"
 )
 
@@ -34,23 +36,10 @@ const (
 // Setup registers the indexes with the manager's cache. It is called once
 // per manager, before the controllers that use them start.
 func Setup(ctx context.Context, indexer client.FieldIndexer) error {
-	fields := map[string]func(*v1alpha1.NodeMaintenance) []string{
-		NodeName: func(nm *v1alpha1.NodeMaintenance) []string { return []string{nm.Spec.NodeName} },
-		Policy: func(nm *v1alpha1.NodeMaintenance) []string {
-			if nm.Spec.Policy == "" {
-				return nil
-			}
-			return []string{nm.Spec.Policy}
-		},
-		State: func(nm *v1alpha1.NodeMaintenance) []string { return []string{StateOf(nm)} },
-	}
-	for field, values := range fields {
+	for field, values := range Fields() {
 		err := indexer.IndexField(ctx, &v1alpha1.NodeMaintenance{}, field, func(o client.Object) []string {
 			nm, ok := o.(*v1alpha1.NodeMaintenance)
 			if !ok {
-				return nil
-			}
-			if field != State && nm.Unreadable() != nil {
 				return nil
 			}
 			return values(nm)
@@ -62,7 +51,38 @@ func Setup(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// StateOf is a NodeMaintenance's value of State.
+// Fields are the indexed fields, each with the values a NodeMaintenance is
+// indexed under. A record that cannot be read is indexed only by State.
+func Fields() map[string]func(*v1alpha1.NodeMaintenance) []string {
+	readable := func(values func(*v1alpha1.NodeMaintenance) []string) func(*v1alpha1.NodeMaintenance) []string {
+		return func(nm *v1alpha1.NodeMaintenance) []string {
+			if nm.Unreadable() != nil {
+				return nil
+			}
+			return values(nm)
+		}
+	}
+	return map[string]func(*v1alpha1.NodeMaintenance) []string{
+		NodeName: readable(func(nm *v1alpha1.NodeMaintenance) []string { return []string{nm.Spec.NodeName} }),
+		Policy: readable(func(nm *v1alpha1.NodeMaintenance) []string {
+			if nm.Spec.Policy == "" {
+				return nil
+			}
+			return []string{nm.Spec.Policy}
+		}),
+		State: stateValues,
+	}
+}
+
+// stateValues are the values of State a NodeMaintenance is indexed under.
+func stateValues(nm *v1alpha1.NodeMaintenance) []string {
+	if s := StateOf(nm); s != Finished {
+		return []string{s}
+	}
+	return nil
+}
+
+// StateOf is what state a NodeMaintenance is in.
 func StateOf(nm *v1alpha1.NodeMaintenance) string {
 	switch {
 	case nm.Unreadable() != nil:

@@ -381,7 +381,7 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	kn := gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))
 	kn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
 	if c.Config.Realistic {
-		shapeNode(kn, i, addr)
+		kn = RealisticNode(name, pool, i, addr, boot)
 	}
 	if err := gen.CreateNode(c.ctx, c.Bed.Client, kn); err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kmaint/kmaint/test/gen"
 )
 
 // A realistic Node is modelled on an EKS managed node group's m5.2xlarge
@@ -66,6 +68,16 @@ func hexOf(s string, n int) string {
 		out += hex.EncodeToString(sum[:])
 	}
 	return out[:n]
+}
+
+// RealisticNode is the i-th Node of a pool as the simulated cluster
+// registers it with Config.Realistic set, before its daemon writes its
+// annotations: for benchmarks of what such a node costs.
+func RealisticNode(name, pool string, i int, addr, bootID string) *corev1.Node {
+	n := gen.Node(name, gen.Labels("pool", pool), gen.BootID(bootID))
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
+	shapeNode(n, i, addr)
+	return n
 }
 
 // shapeNode dresses a Node the way a cloud node's kubelet, cloud provider

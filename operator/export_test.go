@@ -1,0 +1,7 @@
+package operator
+
+import toolscache "k8s.io/client-go/tools/cache"
+
+// NodeTransform is the transform the operator's cache runs on Nodes, for
+// the benchmarks of package operator_test.
+func NodeTransform() toolscache.TransformFunc { return newSlimmer().node }

@@ -1,0 +1,86 @@
+package operator_test
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/scheme"
+	"github.com/kmaint/kmaint/test/sim"
+)
+
+// BenchmarkCachedNode reports what one Node costs the operator's cache, in
+// heap bytes held: a cloud node as the simulated cluster's realistic mode
+// shapes it (sim.RealisticNode) with the annotations kmaint's daemon writes,
+// served as protobuf and decoded as the informer does, transformed and
+// stored. "stripped" drops only managed fields (the cache's default
+// transform), "slim" is what the operator runs on Nodes.
+func BenchmarkCachedNode(b *testing.B) {
+	const nodes = 5000
+	s, err := scheme.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(s)
+	encoder := codecs.EncoderForVersion(protobuf.NewSerializer(s, s), corev1.SchemeGroupVersion)
+	decoder := codecs.UniversalDeserializer()
+	raws := make([][]byte, 0, nodes)
+	since := time.Now().UTC().Truncate(time.Second)
+	for i := range nodes {
+		name := fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", i/62500, i/250%250, i%250)
+		boot := uuid.NewString()
+		n := sim.RealisticNode(name, fmt.Sprint("pool-", i%20), i, fmt.Sprintf("10.%d.%d.%d", i/62500, i/250%250, i%250), boot)
+		n.Annotations[protocol.State] = protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: boot, Since: since})
+		var buf bytes.Buffer
+		if err := encoder.Encode(n, &buf); err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, buf.Bytes())
+	}
+	for _, tc := range []struct {
+		name      string
+		transform toolscache.TransformFunc
+	}{
+		{"stripped", cache.TransformStripManagedFields()},
+		{"slim", operator.NodeTransform()},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var held float64
+			for b.Loop() {
+				store := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				for _, raw := range raws {
+					decoded, _, err := decoder.Decode(raw, nil, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					obj, err := tc.transform(decoded)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := store.Add(obj); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				held = float64(after.HeapAlloc-before.HeapAlloc) / nodes
+				runtime.KeepAlive(store)
+			}
+			b.ReportMetric(held, "heap-B/node")
+		})
+	}
+}
