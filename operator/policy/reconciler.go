@@ -18,6 +18,12 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
+// missedChangeDelay is how soon a policy with candidates evaluates again
+// when another source's request changed while it evaluated: soon, and at
+// most about once per this while a rollout changes requests many times a
+// second.
+const missedChangeDelay = time.Second
+
 // clearableFields are the status fields that may become empty between two
 // evaluations.
 func clearableFields() []string {
@@ -40,9 +46,9 @@ type Reconciler struct {
 	// cache may not show it yet, and a reconcile reading an older
 	// evaluation time would query Prometheus again before the interval.
 	written *statuspatch.Written[*v1alpha1.RebootPolicyStatus]
-	// quiet are the policies that another source's NodeMaintenance
-	// cannot move (see policiesOf).
-	quiet *quietPolicies
+	// wakes says which policies another source's NodeMaintenance can
+	// move (see policiesOf).
+	wakes *policyWakes
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
@@ -53,24 +59,26 @@ type Reconciler struct {
 // Reconcile evaluates the policy's trigger, applies its guards, raises
 // requests, and patches its status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	// Until this evaluation is written, any NodeMaintenance's change may
-	// be one it did not see: it wakes the policy again.
-	r.quiet.set(req.Name, false)
+	// A NodeMaintenance's change from now on may be one this evaluation
+	// does not see: it is noted, and brings the policy back if it ends
+	// with candidates.
+	r.wakes.start(req.Name)
 	var p v1alpha1.RebootPolicy
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.Name)
-			r.quiet.forget(req.Name)
+			r.wakes.forget(req.Name)
 			r.Metrics.ForgetPolicy(req.Name)
 			return ctrl.Result{}, nil
 		}
+		r.wakes.forget(req.Name)
 		return ctrl.Result{}, fmt.Errorf("get policy %s: %w", req.Name, err)
 	}
 	// A policy that cannot be read raises nothing and is never written
 	// back; package unreadable reports it.
 	if !p.DeletionTimestamp.IsZero() || p.Unreadable() != nil {
 		r.written.Forget(p.Name)
-		r.quiet.forget(p.Name)
+		r.wakes.forget(p.Name)
 		return ctrl.Result{}, nil
 	}
 	last := p.Status
@@ -85,11 +93,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			p.Status = status
 			if err := r.Status().Patch(ctx, &p, statuspatch.Whole{Clear: clearableFields()}); err != nil {
 				reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
+				r.wakes.finish(p.Name, false)
 				return
 			}
 			r.written.Remember(p.Name, p.UID, &status)
 		}
-		r.quiet.set(p.Name, reterr == nil && len(status.Candidates) == 0)
+		quiet := reterr == nil && len(status.Candidates) == 0
+		if missed := r.wakes.finish(p.Name, quiet); missed && !quiet && reterr == nil {
+			res = wakeAt(res, now, now.Add(missedChangeDelay))
+		}
 		// The Frozen condition changes with time alone.
 		res = wakeAt(res, now, out.freeze.Until, out.freeze.Next)
 	}()

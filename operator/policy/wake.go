@@ -27,7 +27,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Clock = clock.RealClock{}
 	}
 	r.written = &statuspatch.Written[*v1alpha1.RebootPolicyStatus]{}
-	r.quiet = &quietPolicies{}
+	r.wakes = &policyWakes{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy").
 		WithOptions(opts).
@@ -55,14 +55,15 @@ func phaseChanged() predicate.Predicate {
 
 // policiesOf maps a NodeMaintenance to the policies whose decision it can
 // change: its own (its cap, open requests and outcomes); every policy that
-// had candidates at its last evaluation, or has not finished one since it
-// last started (an open request of another source holds a candidate back,
-// and its end starts the candidate's cooldown); and every policy when the
-// record cannot be read (such a record stops every policy's requests, and
-// its going lets them go on). A policy with no candidates decides nothing
-// from another source's request: during a rollout of thousands of nodes,
-// waking every policy on every phase change of every request would
-// evaluate each of them back to back, reading the whole cluster each time.
+// had candidates at its last evaluation, or has none written yet (an open
+// request of another source holds a candidate back, and its end starts the
+// candidate's cooldown); and every policy when the record cannot be read
+// (such a record stops every policy's requests, and its going lets them go
+// on). A policy with no candidates decides nothing from another source's
+// request: during a rollout of thousands of nodes, waking every policy on
+// every phase change of every request would evaluate each of them back to
+// back, reading the whole cluster each time. A change that comes while the
+// policy evaluates is noted instead (policyWakes.notify).
 func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.Request {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
@@ -75,45 +76,96 @@ func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.R
 	}
 	var reqs []ctrl.Request
 	for i := range list.Items {
-		if name := list.Items[i].Name; wakes(nm, name, r.quiet.has(name)) {
+		name := list.Items[i].Name
+		if alwaysWakes(nm, name) || r.wakes.notify(name) {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
 	return reqs
 }
 
-// wakes tells whether a change of nm can change what the policy named
-// policy decides, quiet when its last evaluation found no candidates.
-func wakes(nm *v1alpha1.NodeMaintenance, policy string, quiet bool) bool {
-	return !quiet || nm.Unreadable() != nil || nm.Spec.Policy == policy
+// alwaysWakes tells whether a change of nm wakes the policy named policy
+// whatever its candidates: nm is its own, or cannot be read.
+func alwaysWakes(nm *v1alpha1.NodeMaintenance, policy string) bool {
+	return nm.Unreadable() != nil || nm.Spec.Policy == policy
 }
 
-// quietPolicies are the policies whose last evaluation, written, found no
-// candidates. A policy not in it is woken by any NodeMaintenance's change:
-// one never evaluated (as after a restart), one being evaluated, one whose
-// evaluation failed.
-type quietPolicies struct {
+// wakeState is what another source's NodeMaintenance change does to a
+// policy.
+type wakeState int
+
+const (
+	// wakeAlways: the policy has candidates, or none is known (never
+	// evaluated since the operator started, or its last evaluation
+	// failed): a change wakes it. The zero value.
+	wakeAlways wakeState = iota
+	// wakeNever: the policy's last evaluation, written, found no
+	// candidates. Another source's request cannot give it one: candidates
+	// come from its trigger, and a request only holds one back or, ending
+	// in a reboot, takes it away.
+	wakeNever
+	// evaluating: a change is noted, and the policy comes back at once if
+	// the evaluation ends with candidates; one that ends with none has
+	// nothing the change could move. Waking it instead would, during a
+	// rollout whose requests change many times a second, start a new
+	// evaluation at the end of each one, all through the rollout.
+	evaluating
+	// evaluatingMissed: evaluating, and a change came in.
+	evaluatingMissed
+)
+
+// policyWakes holds each policy's wakeState.
+type policyWakes struct {
 	mu    sync.Mutex
-	names map[string]bool
+	state map[string]wakeState
 }
 
-func (q *quietPolicies) set(name string, quiet bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !quiet {
-		delete(q.names, name)
+// notify is told of another source's change and says whether it wakes the
+// policy.
+func (w *policyWakes) notify(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch w.state[name] {
+	case wakeNever:
+		return false
+	case evaluating, evaluatingMissed:
+		w.state[name] = evaluatingMissed
+		return false
+	}
+	return true
+}
+
+// start marks the policy evaluating.
+func (w *policyWakes) start(name string) {
+	w.set(name, evaluating)
+}
+
+// finish ends an evaluation, quiet when it was written and found no
+// candidates, and says whether a change came in while it ran.
+func (w *policyWakes) finish(name string, quiet bool) (missed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	missed = w.state[name] == evaluatingMissed
+	if quiet {
+		w.state[name] = wakeNever
+	} else {
+		delete(w.state, name)
+	}
+	return missed
+}
+
+// forget drops a policy that is gone or cannot be read.
+func (w *policyWakes) forget(name string) { w.set(name, wakeAlways) }
+
+func (w *policyWakes) set(name string, s wakeState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s == wakeAlways {
+		delete(w.state, name)
 		return
 	}
-	if q.names == nil {
-		q.names = map[string]bool{}
+	if w.state == nil {
+		w.state = map[string]wakeState{}
 	}
-	q.names[name] = true
-}
-
-func (q *quietPolicies) forget(name string) { q.set(name, false) }
-
-func (q *quietPolicies) has(name string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.names[name]
+	w.state[name] = s
 }

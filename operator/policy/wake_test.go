@@ -11,10 +11,9 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
-// A policy with no candidates is woken by its own requests and by records
-// that cannot be read, not by other sources' requests; one with
-// candidates, or not known to have none, is woken by any.
-func TestWakes(t *testing.T) {
+// A policy's own requests and records that cannot be read wake it
+// whatever its candidates.
+func TestAlwaysWakes(t *testing.T) {
 	own := &v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Policy: "p"}}
 	other := &v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Policy: "q"}}
 	api := &v1alpha1.NodeMaintenance{Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Source: v1alpha1.SourceAPI}}
@@ -23,20 +22,17 @@ func TestWakes(t *testing.T) {
 		t.Fatalf("want a record that cannot be read, got err %v, unreadable %v", err, unreadable.Unreadable())
 	}
 	for _, tc := range []struct {
-		name  string
-		nm    *v1alpha1.NodeMaintenance
-		quiet bool
-		want  bool
+		name string
+		nm   *v1alpha1.NodeMaintenance
+		want bool
 	}{
-		{"own request of a quiet policy", own, true, true},
-		{"another policy's request, quiet", other, true, false},
-		{"an API request, quiet", api, true, false},
-		{"a record that cannot be read, quiet", unreadable, true, true},
-		{"another policy's request, with candidates", other, false, true},
-		{"an API request, with candidates", api, false, true},
+		{"own request", own, true},
+		{"another policy's request", other, false},
+		{"an API request", api, false},
+		{"a record that cannot be read", unreadable, true},
 	} {
-		if got := wakes(tc.nm, "p", tc.quiet); got != tc.want {
-			t.Errorf("%s: wakes = %v, want %v", tc.name, got, tc.want)
+		if got := alwaysWakes(tc.nm, "p"); got != tc.want {
+			t.Errorf("%s: alwaysWakes = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -58,18 +54,45 @@ func TestPhaseChangedPassesReadability(t *testing.T) {
 	}
 }
 
-func TestQuietPolicies(t *testing.T) {
-	q := &quietPolicies{}
-	if q.has("p") {
-		t.Error("a policy never evaluated is quiet")
+// Another source's change wakes a policy never evaluated, and one with
+// candidates; not one whose evaluation found none. While the policy
+// evaluates, the change is noted and reported when the evaluation ends.
+func TestPolicyWakes(t *testing.T) {
+	w := &policyWakes{}
+	if !w.notify("p") {
+		t.Error("a policy never evaluated is not woken")
 	}
-	q.set("p", true)
-	if !q.has("p") || q.has("q") {
-		t.Error("set(p, true) did not make p alone quiet")
+	w.start("p")
+	if w.notify("q") != true {
+		t.Error("the evaluation of p changed q")
 	}
-	q.forget("p")
-	if q.has("p") {
-		t.Error("a forgotten policy is still quiet")
+	if w.finish("p", true) {
+		t.Error("an evaluation no change came in during reports one")
+	}
+	if w.notify("p") {
+		t.Error("a policy whose evaluation found no candidates is woken")
+	}
+
+	w.start("p")
+	if w.notify("p") || w.notify("p") {
+		t.Error("a policy being evaluated is woken; the change should be noted")
+	}
+	if !w.finish("p", false) {
+		t.Error("the change that came in during the evaluation is lost")
+	}
+	if !w.notify("p") {
+		t.Error("a policy with candidates is not woken")
+	}
+	w.start("p")
+	if w.finish("p", false) {
+		t.Error("a change noted by an earlier evaluation is reported again")
+	}
+
+	w.start("p")
+	w.notify("p")
+	w.forget("p")
+	if !w.notify("p") {
+		t.Error("a forgotten policy is not woken")
 	}
 }
 
