@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -97,6 +98,8 @@ type Reconciler struct {
 	rollouts rollouts
 	// pace spaces out writes of pool status that change only counts.
 	pace *statusPace
+	// cache is the manager's cache, whose Nodes observe reads in place.
+	cache cache.Informers
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -248,6 +251,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.StatusInterval = defaultStatusInterval
 	}
 	r.pace = newStatusPace()
+	r.cache = mgr.GetCache()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
