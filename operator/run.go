@@ -173,7 +173,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	if err := mgr.Add(metrics.NewState(mgr.GetClient(), ctrlmetrics.Registry, clk)); err != nil {
+	if err := mgr.Add(metrics.NewState(mgr.GetClient(), mgr.GetCache(), ctrlmetrics.Registry, clk)); err != nil {
 		return nil, fmt.Errorf("add state metrics: %w", err)
 	}
 	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {

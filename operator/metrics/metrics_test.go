@@ -78,6 +78,11 @@ func TestOperatorMetrics(t *testing.T) {
 			`kmaint_policy_requests_raised_total{policy="metrics-monthly"} 0`,
 			`kmaint_policy_condition{condition="Ready",policy="metrics-monthly"} 1`,
 			`kmaint_policy_candidates{policy="metrics-monthly",state="Pending"} 0`,
+			// Counted without listing the history: the finished are what
+			// the cache holds but the open and the unreadable.
+			`kmaint_maintenances{state="finished"} 1`,
+			`kmaint_maintenances{state="open"} 0`,
+			`kmaint_maintenances{state="unreadable"} 0`,
 		} {
 			g.Expect(body).To(ContainSubstring(want))
 		}
@@ -95,6 +100,8 @@ func TestOperatorMetrics(t *testing.T) {
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_blocked{pool="metrics",reason="Paused"} 1`))
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_paused{pool="metrics"} 1`))
 		g.Expect(body).To(ContainSubstring(`kmaint_pool_pending_requests{pool="metrics"} 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_maintenances{state="open"} 1`))
+		g.Expect(body).To(ContainSubstring(`kmaint_maintenances{state="finished"} 1`))
 	}, timeout).Should(Succeed())
 	t.Cleanup(func() {
 		_ = bed.Client.Delete(ctx, rp)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -24,16 +25,20 @@ import (
 // unregisters when the manager stops, so that an operator restarted in the
 // same process (as the simulated cluster does) does not report twice.
 type State struct {
-	Reader   client.Reader
-	Registry prometheus.Registerer
-	Clock    clock.PassiveClock
+	// Reader reads the cache; Informers is the same cache, for counting
+	// what it holds without a list.
+	Reader    client.Reader
+	Informers cache.Informers
+	Registry  prometheus.Registerer
+	Clock     clock.PassiveClock
 
 	descs map[string]*prometheus.Desc
 }
 
-// NewState returns a collector reading from reader.
-func NewState(reader client.Reader, reg prometheus.Registerer, clk clock.PassiveClock) *State {
-	s := &State{Reader: reader, Registry: reg, Clock: clk, descs: map[string]*prometheus.Desc{}}
+// NewState returns a collector reading from reader and informers, the
+// client and the informers of the same cache.
+func NewState(reader client.Reader, informers cache.Informers, reg prometheus.Registerer, clk clock.PassiveClock) *State {
+	s := &State{Reader: reader, Informers: informers, Registry: reg, Clock: clk, descs: map[string]*prometheus.Desc{}}
 	pool := []string{"pool"}
 	s.desc(PoolNodes, "Nodes in the pool.", pool)
 	s.desc(PoolReadyNodes, "Ready nodes in the pool.", pool)
@@ -119,38 +124,20 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	if err := s.Reader.List(ctx, &list); err != nil {
 		log.Error(err, "list policies for metrics")
 	}
-	// Counted, not kept or changed: a copy of a year's history (tens of
-	// thousands of objects) on every scrape would double the operator's
-	// memory for nothing.
-	var nms v1alpha1.NodeMaintenanceList
-	if err := s.Reader.List(ctx, &nms, client.UnsafeDisableDeepCopy); err != nil {
-		log.Error(err, "list node maintenances for metrics")
-	}
-	open := map[string]int{}
-	states := map[string]int{"open": 0, "finished": 0, "unreadable": 0}
-	for i := range nms.Items {
-		nm := &nms.Items[i]
-		switch {
-		case nm.Unreadable() != nil:
-			states["unreadable"]++
-		case nm.Status.Phase.Done():
-			states["finished"]++
-		default:
-			states["open"]++
-			if nm.Spec.Policy != "" {
-				open[nm.Spec.Policy]++
-			}
-		}
-	}
-	for state, n := range states {
-		s.gauge(ch, Maintenances, float64(n), state)
+	counts, err := s.countMaintenances(ctx)
+	if err != nil {
+		log.Error(err, "count node maintenances for metrics")
+	} else {
+		s.gauge(ch, Maintenances, float64(counts.open), "open")
+		s.gauge(ch, Maintenances, float64(counts.finished), "finished")
+		s.gauge(ch, Maintenances, float64(counts.unreadable), "unreadable")
 	}
 	for i := range list.Items {
 		if list.Items[i].Unreadable() == nil {
-			s.collectPolicy(ch, &list.Items[i], open[list.Items[i].Name])
+			s.collectPolicy(ch, &list.Items[i], counts.openByPolicy[list.Items[i].Name])
 		}
 	}
-	unreadable := map[string]int{"MaintenancePool": 0, "RebootPolicy": 0, "NodeMaintenance": states["unreadable"], "MaintenanceGate": 0}
+	unreadable := map[string]int{"MaintenancePool": 0, "RebootPolicy": 0, "NodeMaintenance": counts.unreadable, "MaintenanceGate": 0}
 	gate := &v1alpha1.MaintenanceGate{}
 	stopped := false
 	switch err := s.Reader.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterGateName}, gate); {
