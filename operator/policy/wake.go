@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/statuspatch"
@@ -33,8 +35,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		For(&v1alpha1.RebootPolicy{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.policiesOf),
-			builder.WithPredicates(phaseChanged())).
+		Watches(&v1alpha1.NodeMaintenance{}, r.maintenanceHandler(), builder.WithPredicates(phaseChanged())).
 		Complete(r)
 }
 
@@ -53,18 +54,45 @@ func phaseChanged() predicate.Predicate {
 	}
 }
 
-// policiesOf maps a NodeMaintenance to the policies whose decision it can
-// change: its own (its cap, open requests and outcomes); every policy that
-// had candidates at its last evaluation, or has none written yet (an open
-// request of another source holds a candidate back, and its end starts the
-// candidate's cooldown); and every policy when the record cannot be read
-// (such a record stops every policy's requests, and its going lets them go
-// on). A policy with no candidates decides nothing from another source's
-// request: during a rollout of thousands of nodes, waking every policy on
-// every phase change of every request would evaluate each of them back to
-// back, reading the whole cluster each time. A change that comes while the
-// policy evaluates is noted instead (policyWakes.notify).
-func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.Request {
+// maintenanceHandler enqueues the policies a NodeMaintenance's change can
+// move (policiesOf); an update maps both the old object and the new, as a
+// record that becomes readable maps to every policy by its old self.
+func (r *Reconciler) maintenanceHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, obj client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.policiesOf(ctx, obj, deleted) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectOld, false, q)
+			enqueue(ctx, e.ObjectNew, false, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, true, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+	}
+}
+
+// policiesOf maps a NodeMaintenance's change (deleted: its going) to the
+// policies whose decision it can change: its own (its cap, open requests
+// and outcomes); every policy that had candidates at its last evaluation,
+// or has none written yet (an open request of another source holds a
+// candidate back, and its end starts the candidate's cooldown); and every
+// policy when the record cannot be read (such a record stops every
+// policy's requests, and its going lets them go on). A policy with no
+// candidates decides nothing from another source's request: during a
+// rollout of thousands of nodes, waking every policy on every phase change
+// of every request would evaluate each of them back to back, reading the
+// whole cluster each time. A change that comes while the policy evaluates
+// is noted instead (policyWakes.notify).
+func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object, deleted bool) []ctrl.Request {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
 		return nil
@@ -77,17 +105,26 @@ func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.R
 	var reqs []ctrl.Request
 	for i := range list.Items {
 		name := list.Items[i].Name
-		if alwaysWakes(nm, name) || r.wakes.notify(name) {
+		if alwaysWakes(nm, name, deleted) || r.wakes.notify(name) {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
 	return reqs
 }
 
-// alwaysWakes tells whether a change of nm wakes the policy named policy
-// whatever its candidates: nm is its own, or cannot be read.
-func alwaysWakes(nm *v1alpha1.NodeMaintenance, policy string) bool {
-	return nm.Unreadable() != nil || nm.Spec.Policy == policy
+// alwaysWakes tells whether a change of nm (deleted: its going) wakes the
+// policy named policy whatever its candidates: nm cannot be read, or is the
+// policy's own, but for a finished one's going. That is retention's
+// pruning of the history (each reboot of a node with a year of a monthly
+// schedule's history deletes its oldest record), and moves nothing the
+// policy decides: retention keeps each policy's last request and last
+// reboot of every node, and a policy with no candidates gets none from a
+// record's going.
+func alwaysWakes(nm *v1alpha1.NodeMaintenance, policy string, deleted bool) bool {
+	if nm.Unreadable() != nil {
+		return true
+	}
+	return nm.Spec.Policy == policy && !(deleted && nm.Status.Phase.Done())
 }
 
 // wakeState is what another source's NodeMaintenance change does to a
