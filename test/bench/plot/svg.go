@@ -199,7 +199,14 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 	text(b, right, bottom+34, "end", 11, "normal", "nodes")
 	text(b, x0+14, (top+bottom)/2, "middle", 11, "normal", p.unit, fmt.Sprintf(`transform="rotate(-90 %.1f %.1f)"`, x0+14, (top+bottom)/2))
 
+	// Labels keep off the points and off each other.
 	var labels []box
+	for _, s := range p.series {
+		for _, r := range s.measured(results) {
+			x, y := px(float64(r.Nodes)), py(s.value(r))
+			labels = append(labels, box{x1: x - 4, x2: x + 4, y: y + 4, size: 8})
+		}
+	}
 	for _, g := range p.goals {
 		gx1, gx2 := left, right
 		if g.nodes > 0 {
@@ -213,8 +220,8 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 			anchor, lx = "middle", (gx1+gx2)/2
 		}
 		// Goals close in both axes (1.03 at 500 nodes, 1.10 at 2000) would
-		// write their labels over each other: a label goes up a line until
-		// it clears the ones before it.
+		// write their labels over each other, and a point may sit on one: a
+		// label goes up a line until it clears them.
 		label := "goal " + g.label
 		at := labelBox(lx, py(g.y)-5, anchor, goalLabelSize, label)
 		for slices.ContainsFunc(labels, at.overlaps) {
@@ -248,7 +255,9 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 			}
 			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" data-unfinished="%t" cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
 				s.name, r.Nodes, r.Unfinished, px(float64(r.Nodes)), py(v), fill, s.color)
-			text(b, px(float64(r.Nodes))+6, py(v)-6, "start", 10, "normal", label, `fill="`+s.color+`"`)
+			at := pointLabel(labels, px(float64(r.Nodes)), py(v), label)
+			labels = append(labels, at)
+			text(b, at.x1, at.y, "start", pointLabelSize, "normal", label, `fill="`+s.color+`"`, `class="point-label"`)
 		}
 		if len(p.series) > 1 {
 			// The legend goes under the axis, beside its label, where
@@ -272,8 +281,32 @@ func text(b *strings.Builder, x, y float64, anchor string, size int, weight, con
 	b.WriteString("</text>\n")
 }
 
-// goalLabelSize is the font size of a goal's label.
-const goalLabelSize = 10
+// goalLabelSize and pointLabelSize are the font sizes of a goal's label
+// and a point's value.
+const (
+	goalLabelSize  = 10
+	pointLabelSize = 10
+)
+
+// pointLabel places the value of the point at x, y: above and to its
+// right, else below and to its right, else up from there a line at a time,
+// until it clears the labels placed. Points close together (the two series
+// of a panel at 500 nodes) and goals near a point would otherwise write
+// over each other.
+func pointLabel(placed []box, x, y float64, label string) box {
+	above := labelBox(x+6, y-6, "start", pointLabelSize, label)
+	if !slices.ContainsFunc(placed, above.overlaps) {
+		return above
+	}
+	below := labelBox(x+6, y+6+pointLabelSize, "start", pointLabelSize, label)
+	if !slices.ContainsFunc(placed, below.overlaps) {
+		return below
+	}
+	for slices.ContainsFunc(placed, above.overlaps) {
+		above.y -= pointLabelSize + 2
+	}
+	return above
+}
 
 // box is the room a line of text takes: x from x1 to x2, its baseline at
 // y, size high.
