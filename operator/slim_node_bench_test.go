@@ -3,7 +3,6 @@ package operator_test
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/api/protocol"
@@ -48,39 +46,6 @@ func BenchmarkCachedNode(b *testing.B) {
 		}
 		raws = append(raws, buf.Bytes())
 	}
-	for _, tc := range []struct {
-		name      string
-		transform toolscache.TransformFunc
-	}{
-		{"stripped", cache.TransformStripManagedFields()},
-		{"slim", operator.NodeTransform()},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			var held float64
-			for b.Loop() {
-				store := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc)
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				for _, raw := range raws {
-					decoded, _, err := decoder.Decode(raw, nil, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					obj, err := tc.transform(decoded)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := store.Add(obj); err != nil {
-						b.Fatal(err)
-					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				held = float64(after.HeapAlloc-before.HeapAlloc) / nodes
-				runtime.KeepAlive(store)
-			}
-			b.ReportMetric(held, "heap-B/node")
-		})
-	}
+	newStore := func() toolscache.Store { return toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc) }
+	reportHeld(b, raws, decoder, newStore, operator.NodeTransform(), "heap-B/node")
 }
