@@ -141,9 +141,9 @@ const (
 	// come from its trigger, and a request only holds one back or, ending
 	// in a reboot, takes it away.
 	wakeNever
-	// evaluating: a change is noted, and the policy comes back at once if
-	// the evaluation ends with candidates; one that ends with none has
-	// nothing the change could move. Waking it instead would, during a
+	// evaluating: a change is noted, and the policy comes back soon
+	// (missedChangeDelay) if the evaluation ends with candidates; one that
+	// ends with none has nothing the change could move. Waking it instead would, during a
 	// rollout whose requests change many times a second, start a new
 	// evaluation at the end of each one, all through the rollout.
 	evaluating
