@@ -12,9 +12,9 @@ const maxInterned = 1 << 16
 // every cached object its own copy of each string: 5000 Nodes carry the same
 // 25 label keys and mostly the same values, and twelve finished
 // NodeMaintenances per node repeat the node's name, their source and their
-// phase. Sharing one copy takes 2-3 KB off each cached Node and a tenth off
-// each finished record (BenchmarkCachedNode,
-// BenchmarkCachedFinishedMaintenance).
+// phase. Measured together with the fields the transforms drop, a cached
+// Node went from about 6.3 KB to 4.4 KB and a finished record from 1.1 KB
+// to 0.95 KB (BenchmarkCachedNode, BenchmarkCachedFinishedMaintenance).
 //
 // Sharing is safe because Go strings cannot change. The table is dropped
 // when full rather than pruned: the strings already shared stay shared, and
