@@ -246,6 +246,14 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	}
 	waitForDaemons(b, pool, sc.N)
 
+	// KMAINT_BENCH_KUBECONFIG=path writes an admin's kubeconfig of the
+	// bench's API server there, to profile the server while the rollout
+	// runs: kubectl --kubeconfig path get --raw '/debug/pprof/profile?seconds=30'.
+	if path := os.Getenv("KMAINT_BENCH_KUBECONFIG"); path != "" {
+		if err := bed.WriteKubeconfig(path, "bench-admin", "system:masters"); err != nil {
+			b.Fatal(err)
+		}
+	}
 	op, metricsURL := startOperator(b, operatorBin, retentionFlags()...)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

@@ -16,7 +16,10 @@
 // The API server's audit log (testbed.WithAuditLog) counts the requests of
 // the operator and of the daemons, each a user of its own, by verb and
 // resource; KMAINT_BENCH_AUDIT=off turns it off, to measure what it costs
-// the API server (apiServerCPUSeconds in the results).
+// the API server (apiServerCPUSeconds in the results). KMAINT_BENCH_PPROF
+// serves the bench process's profiles, the operator logs where it serves
+// its own, and KMAINT_BENCH_KUBECONFIG writes a kubeconfig with which to
+// take the API server's.
 //
 // Teardown stops whatever watches the nodes, the operator and then the
 // daemons, before it deletes them, so that the log holds only what went
