@@ -112,10 +112,18 @@ type result struct {
 	// the gate's own latency. SlotToApproval adds that node's drain, which
 	// takes as long as its pods take to leave (Drain, admission to
 	// approval). IdealWithDrains counts each wave as a drain (p50) plus r.
-	SlotToAdmissionP50Ms        float64 `json:"slotToAdmissionP50Ms"`
-	SlotToAdmissionP99Ms        float64 `json:"slotToAdmissionP99Ms"`
-	DrainP50Ms                  float64 `json:"drainP50Ms"`
-	DrainP99Ms                  float64 `json:"drainP99Ms"`
+	SlotToAdmissionP50Ms float64 `json:"slotToAdmissionP50Ms"`
+	SlotToAdmissionP99Ms float64 `json:"slotToAdmissionP99Ms"`
+	DrainP50Ms           float64 `json:"drainP50Ms"`
+	DrainP99Ms           float64 `json:"drainP99Ms"`
+	// Reboot is from a node's approval to its completion: r, then the
+	// daemon's start on the new boot and the gate's closing of the reboot.
+	// Closing is the part of it from the node's return, Ready in a new
+	// boot, to the completion.
+	RebootP50Ms                 float64 `json:"rebootP50Ms"`
+	RebootP99Ms                 float64 `json:"rebootP99Ms"`
+	ClosingP50Ms                float64 `json:"closingP50Ms"`
+	ClosingP99Ms                float64 `json:"closingP99Ms"`
 	IdealWithDrainsSeconds      float64 `json:"idealWithDrainsSeconds"`
 	MakespanOverIdealWithDrains float64 `json:"makespanOverIdealWithDrains"`
 	RequestToAnnotP50Ms         float64 `json:"requestToAnnotationP50Ms"`
@@ -328,6 +336,8 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 	slot := tl.slotToApproval(sc.K)
 	admission := tl.slotToAdmission(sc.K)
 	drains := tl.drainTimes()
+	reboots := tl.rebootTimes()
+	closings := tl.closingTimes()
 	waves := math.Ceil(float64(sc.N) / float64(sc.K))
 	idealWithDrains := time.Duration(waves) * (sc.R + percentile(drains, 0.50))
 	annot := tl.requestToAnnotation(requested)
@@ -338,6 +348,8 @@ func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.C
 		SlotToApprovalP50Ms: ms(percentile(slot, 0.50)), SlotToApprovalP99Ms: ms(percentile(slot, 0.99)),
 		SlotToAdmissionP50Ms: ms(percentile(admission, 0.50)), SlotToAdmissionP99Ms: ms(percentile(admission, 0.99)),
 		DrainP50Ms: ms(percentile(drains, 0.50)), DrainP99Ms: ms(percentile(drains, 0.99)),
+		RebootP50Ms: ms(percentile(reboots, 0.50)), RebootP99Ms: ms(percentile(reboots, 0.99)),
+		ClosingP50Ms: ms(percentile(closings, 0.50)), ClosingP99Ms: ms(percentile(closings, 0.99)),
 		IdealWithDrainsSeconds: idealWithDrains.Seconds(), MakespanOverIdealWithDrains: makespan.Seconds() / idealWithDrains.Seconds(),
 		RequestToAnnotP50Ms: ms(percentile(annot, 0.50)), RequestToAnnotP99Ms: ms(percentile(annot, 0.99)),
 		GateReconciles: gateAfter - gateBefore, GateReconcileMeanMs: 1000 * (gateSecondsAfter - gateSecondsBefore) / max(1, gateAfter-gateBefore),

@@ -30,9 +30,21 @@ type timeline struct {
 	// order seen; admittedAt is the last per node, and drains the time from
 	// each admission to its node's approval: the drain, the evictions of
 	// the node's pods.
-	admissions      []time.Time
-	admittedAt      map[string]time.Time
-	drains          []time.Duration
+	admissions []time.Time
+	admittedAt map[string]time.Time
+	drains     []time.Duration
+	// approvedAt is when each node's approval was seen, and reboots the
+	// time from an approval to its completion: the reboot itself (r), the
+	// daemon's start on the new boot and the gate's closing of it.
+	approvedAt map[string]time.Time
+	reboots    []time.Duration
+	// approvedBoot is the boot each node was approved in, backAt when it
+	// was first seen Ready in another, and closings the time from there
+	// to the completion: the daemon's start on the new boot and the
+	// gate's closing of the reboot, what is not the simulated reboot.
+	approvedBoot    map[string]string
+	backAt          map[string]time.Time
+	closings        []time.Duration
 	unavailable     map[string]bool
 	unavailableNow  int
 	mostUnavailable int
@@ -46,7 +58,7 @@ type timeline struct {
 // under the load of a large rollout.
 func watchTimeline(ctx context.Context, cs kubernetes.Interface, pool string, want int) (*timeline, error) {
 	tl := &timeline{raised: map[string]time.Time{}, approved: map[string]bool{}, unavailable: map[string]bool{}, admittedAt: map[string]time.Time{},
-		doneCh: make(chan struct{}), want: want}
+		approvedAt: map[string]time.Time{}, approvedBoot: map[string]string{}, backAt: map[string]time.Time{}, doneCh: make(chan struct{}), want: want}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = "pool=" + pool
 	}))
@@ -93,17 +105,29 @@ func (tl *timeline) observe(n *corev1.Node, now time.Time) {
 	switch {
 	case approved && !tl.approved[n.Name]:
 		tl.approvals = append(tl.approvals, now)
+		tl.approvedAt[n.Name] = now
+		tl.approvedBoot[n.Name] = n.Status.NodeInfo.BootID
+		delete(tl.backAt, n.Name)
 		if at, ok := tl.admittedAt[n.Name]; ok {
 			tl.drains = append(tl.drains, now.Sub(at))
 		}
 	case !approved && tl.approved[n.Name]:
 		tl.completions = append(tl.completions, now)
+		if at, ok := tl.approvedAt[n.Name]; ok {
+			tl.reboots = append(tl.reboots, now.Sub(at))
+		}
+		if at, ok := tl.backAt[n.Name]; ok {
+			tl.closings = append(tl.closings, now.Sub(at))
+		}
 		tl.done++
 		if tl.done == tl.want {
 			close(tl.doneCh)
 		}
 	}
 	tl.approved[n.Name] = approved
+	if _, seen := tl.backAt[n.Name]; approved && !seen && n.Status.NodeInfo.BootID != tl.approvedBoot[n.Name] && protocol.Ready(n) {
+		tl.backAt[n.Name] = now
+	}
 	was := tl.unavailable[n.Name]
 	is := harness.Unavailable(n)
 	tl.unavailable[n.Name] = is
@@ -139,6 +163,21 @@ func (tl *timeline) drainTimes() []time.Duration {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	return slices.Clone(tl.drains)
+}
+
+// rebootTimes are the times from approval to completion.
+func (tl *timeline) rebootTimes() []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.reboots)
+}
+
+// closingTimes are the times from a node's return, Ready in a new boot,
+// to its completion.
+func (tl *timeline) closingTimes() []time.Duration {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.closings)
 }
 
 // pairAfter pairs each of events after the first k with the earliest of
