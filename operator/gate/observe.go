@@ -146,13 +146,17 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	for _, node := range nodes {
 		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
-			if v, ok := admittedHere(node, pool.Name); ok {
+			// A node of another pool that this one admitted, still in
+			// flight. Only its admission is looked at first: this runs
+			// for every node the pool does not select.
+			if admittedBy(node) == pool.Name {
+				v := viewOf(r.decoded.read(node))
 				v.otherPools = in
 				st.elsewhere = append(st.elsewhere, v)
 			}
 			continue
 		}
-		v := newNodeView(node)
+		v := viewOf(r.decoded.read(node))
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
@@ -164,6 +168,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		st.views = append(st.views, v)
 	}
+	r.decoded.forgetGone(nodes)
 	byName := func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) }
 	slices.SortFunc(st.views, byName)
 	slices.SortFunc(st.elsewhere, byName)
@@ -171,16 +176,6 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		return nil, err
 	}
 	return st, nil
-}
-
-// admittedHere returns the view of a node the named pool admitted, still in
-// flight; false for any other node. Only the admission is decoded first:
-// this runs for every node the pool does not select.
-func admittedHere(node *corev1.Node, pool string) (nodeView, bool) {
-	if admittedBy(node) != pool {
-		return nodeView{}, false
-	}
-	return newNodeView(node), true
 }
 
 // unreadableRequests returns, by request id, the NodeMaintenances that

@@ -78,6 +78,8 @@ type Reconciler struct {
 	StatusInterval time.Duration
 
 	inflight *inflight
+	// decoded keeps the nodes' decoded protocol states between reconciles.
+	decoded *decodedStates
 	// steps steps drains outside the reconcile.
 	steps *drainSteps
 	// written is the status last written per pool, so that an unchanged
@@ -261,6 +263,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.blocks = newRecent[types.UID, blockResult]()
 	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()
+	r.decoded = newDecodedStates()
 	r.steps = newDrainSteps(r.Drainer, r.DrainPollInterval)
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -51,6 +51,11 @@ func newNodeView(node *corev1.Node) nodeView {
 	// An unreadable node is kept, with its error: protocol.NodeState's
 	// predicates keep it from being admitted, approved or completed.
 	st, _ := protocol.Read(node)
+	return viewOf(st)
+}
+
+// viewOf is the view of a node read already.
+func viewOf(st protocol.NodeState) nodeView {
 	// No windows unless observe finds some.
 	return nodeView{NodeState: st, windowOpen: true}
 }
