@@ -143,6 +143,10 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	// Sorted by name as pointers, the views come out in the order the
+	// gate plans in; sorting the views themselves moved every view's
+	// whole struct, a tenth of a reconcile at 500 nodes.
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	for _, node := range nodes {
 		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
@@ -169,9 +173,6 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		st.views = append(st.views, v)
 	}
 	r.decoded.forgetGone(nodes)
-	byName := func(a, b nodeView) int { return cmp.Compare(a.Node.Name, b.Node.Name) }
-	slices.SortFunc(st.views, byName)
-	slices.SortFunc(st.elsewhere, byName)
 	if err := r.observeOptOuts(ctx, st); err != nil {
 		return nil, err
 	}
