@@ -130,7 +130,11 @@ realcluster-clean: ## Kill and remove what a killed real-cluster test run left (
 # Each result records the command that made it (KMAINT_BENCH_COMMAND); then
 # test/bench/plot draws every result into test/bench/results/scaling.svg.
 # The API server's audit log breaks requests down by verb and resource;
-# KMAINT_BENCH_AUDIT=off runs without it.
+# KMAINT_BENCH_AUDIT=off runs without it. To profile a rollout: the operator
+# serves pprof on a free port of its own (--pprof-bind-address),
+# KMAINT_BENCH_PPROF=host:port serves the bench process's, and
+# KMAINT_BENCH_KUBECONFIG=path writes a kubeconfig for the API server's
+# (kubectl --kubeconfig path get --raw '/debug/pprof/profile?seconds=30').
 BENCH ?=
 
 bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot benchmarks; results and their picture in test/bench/results/
