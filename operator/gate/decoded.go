@@ -17,9 +17,10 @@ import (
 // only the nodes that changed have new annotations.
 //
 // A state is shared by the reconciles that read the same version of a
-// node: the gate reads the decoded annotations and never changes them (an
-// approval or a settle record is written from a copy), as it never changes
-// the cached Node they came from.
+// node: the gate reads the decoded annotations and never changes them, as
+// it never changes the cached Node they came from. Code that changed a
+// decoded state would change it for every reconcile that reads that version
+// of the node; it copies first, as approvals and settle records do.
 type decodedStates struct {
 	mu     sync.Mutex
 	byNode map[string]decodedState
