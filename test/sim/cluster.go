@@ -146,6 +146,8 @@ type Node interface {
 	// comes back would, or lets it start again (false). StartDaemon starts
 	// it by hand either way.
 	SetNoDaemonOnBoot(absent bool)
+	// Stop stops the node's daemon for good, at the end of a run: a reboot
+	// under way ends with the node still down and no daemon started.
 	Stop()
 }
 

@@ -39,6 +39,10 @@ type memNode struct {
 	noDaemonOnBoot bool
 	// down is true while the node reboots: nothing starts on it then.
 	down bool
+	// stopped is true once Stop was called: a reboot under way then ends
+	// with the node down, no kubelet report and no daemon, so that a
+	// teardown that stopped every daemon finds none started again after it.
+	stopped bool
 	// stop ends the running daemon; done is closed when it has ended.
 	stop func()
 	done chan struct{}
@@ -176,7 +180,12 @@ func (n *memNode) RequestReboot(reason string) error {
 	return err
 }
 
-func (n *memNode) Stop() { n.KillDaemon() }
+func (n *memNode) Stop() {
+	n.mu.Lock()
+	n.stopped = true
+	n.mu.Unlock()
+	n.KillDaemon()
+}
 
 // ForceReboot reboots the node now and returns once it is back.
 func (n *memNode) ForceReboot(ctx context.Context) error {
@@ -248,12 +257,18 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 	}
 	// The reboot's duration is the simulation's, not a test's wait.
 	<-back
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return
+	}
 	if err := gen.SetBoot(ctx, n.kube, n.name, boot, true); err != nil {
 		n.log.Error(err, "Simulated kubelet could not report Ready", "node", n.name)
 	}
 	n.mu.Lock()
 	n.down = false
-	if !n.noDaemonOnBoot {
+	if !n.noDaemonOnBoot && !n.stopped {
 		n.startDaemonLocked(ctx)
 	}
 	n.mu.Unlock()

@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kmaint/kmaint/test/gen"
+)
+
+// TestStoppedNodeStaysDownAfterItsReboot: a teardown stops every daemon and
+// then deletes the nodes. A node that was rebooting when it was stopped must
+// not come back after that: a kubelet report and a daemon started then
+// would act on a cluster being torn down, and fill the log with errors
+// about nodes that are gone.
+func TestStoppedNodeStaysDownAfterItsReboot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	const name = "stopped-mid-reboot"
+	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(name, gen.BootID("boot-1")))).To(Succeed())
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), gen.Node(name)) })
+
+	n := newMemNode(name, "boot-1", bed.Config, bed.Client, Timing{Reboot: 2 * time.Second},
+		func(string) bool { return false }, logr.Discard(), nil, nil)
+	rebooted := make(chan struct{})
+	go func() {
+		defer close(rebooted)
+		n.reboot(ctx, "")
+	}()
+
+	// The node is down in its new boot: stop it then, as a teardown would.
+	ready := func() (bool, string) {
+		node := &corev1.Node{}
+		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: name}, node)).To(Succeed())
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, node.Status.NodeInfo.BootID
+			}
+		}
+		return false, node.Status.NodeInfo.BootID
+	}
+	g.Eventually(func() string {
+		isReady, boot := ready()
+		if isReady {
+			return ""
+		}
+		return boot
+	}).WithTimeout(30*time.Second).ShouldNot(Or(BeEmpty(), Equal("boot-1")), "the node goes down in a new boot")
+	n.Stop()
+
+	g.Eventually(rebooted).WithTimeout(30 * time.Second).Should(BeClosed())
+	isReady, _ := ready()
+	g.Expect(isReady).To(BeFalse(), "a node stopped while down is not reported Ready")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	g.Expect(n.stop).To(BeNil(), "no daemon starts on a node stopped while down")
+}
