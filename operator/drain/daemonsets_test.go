@@ -49,8 +49,10 @@ func TestStepAsksOnceWhetherADaemonSetExists(t *testing.T) {
 	orphan.OwnerReferences[0].Kind, orphan.OwnerReferences[0].Name = "DaemonSet", "deleted-agent"
 	g.Expect(gen.CreatePod(ctx, bed.Client, orphan)).To(Succeed())
 
+	since := ""
 	for range 5 {
-		p, err := d.Step(ctx, node, v1alpha1.DrainOptions{})
+		p, err := d.Step(ctx, node, v1alpha1.DrainOptions{}, since)
+		since = p.PodsVersion
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p.Done).To(BeFalse())
 		g.Expect(p.Blockers).To(ContainElement(ContainSubstring("deleted-agent")), "the orphan blocks the drain (no force) at every step")

@@ -28,6 +28,11 @@ type Progress struct {
 	// Blockers say what keeps the drain from finishing: evictions a
 	// PodDisruptionBudget refused, or pods the options do not allow to evict.
 	Blockers []string
+	// PodsVersion is the resource version of pods the step listed the
+	// node's pods at least as new as: the next step of the same drain is
+	// given it. It is set whenever the step read it, even if the step
+	// failed later.
+	PodsVersion string
 }
 
 // Drainer drains nodes through the eviction API, so PodDisruptionBudgets hold.
@@ -41,26 +46,34 @@ type Drainer struct {
 }
 
 // Step evicts every pod on the node that must leave and is not already
-// terminating, once, and reports what is left. It never waits.
-func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (Progress, error) {
-	helper := d.helper(ctx, opts)
+// terminating, once, and reports what is left. It never waits. since is
+// the PodsVersion of the drain's last step, "" at its first: the node's
+// pods are listed at least as new as it (podsince.go).
+func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (Progress, error) {
+	if since == "" {
+		var err error
+		if since, err = PodsVersion(ctx, d.Client); err != nil {
+			return Progress{}, err
+		}
+	}
+	helper := d.helper(ctx, opts, since)
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {
-		return Progress{}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
+		return Progress{PodsVersion: since}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
 	}
 	pods := list.Pods()
 	if len(errs) > 0 {
 		// Pods the options do not let us evict (unmanaged pods, emptyDir data)
 		// block the whole drain, as they do for kubectl: evicting the others
 		// would disturb workloads for a drain that cannot finish.
-		p := Progress{Remaining: len(pods)}
+		p := Progress{Remaining: len(pods), PodsVersion: since}
 		for _, err := range errs {
 			p.Blockers = append(p.Blockers, err.Error())
 		}
 		return p, nil
 	}
 
-	p := Progress{Remaining: len(pods), Done: len(pods) == 0}
+	p := Progress{Remaining: len(pods), Done: len(pods) == 0, PodsVersion: since}
 	outcomes := d.evict(helper, pods)
 	var failed []error
 	for i, err := range outcomes {
@@ -110,11 +123,12 @@ func (d *Drainer) evict(helper *kubedrain.Helper, pods []corev1.Pod) []error {
 	return outcomes
 }
 
-// helper is kubectl's drain helper with the pool's drain options.
-func (d *Drainer) helper(ctx context.Context, opts v1alpha1.DrainOptions) *kubedrain.Helper {
+// helper is kubectl's drain helper with the pool's drain options, listing
+// pods not older than podsVersion.
+func (d *Drainer) helper(ctx context.Context, opts v1alpha1.DrainOptions, podsVersion string) *kubedrain.Helper {
 	helper := &kubedrain.Helper{
 		Ctx:    ctx,
-		Client: d.daemonSets.client(d.Client),
+		Client: podsSince(d.daemonSets.client(d.Client), podsVersion),
 		Force:  opts.Force,
 		// -1 keeps each pod's own termination grace period.
 		GracePeriodSeconds:  -1,
@@ -145,7 +159,11 @@ func blockerMessage(pod corev1.Pod, err error) string {
 // first: a crash between the two then loses no name. It returns the pods
 // deleted.
 func (d *Drainer) Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error) {
-	helper := d.helper(ctx, opts)
+	since, err := PodsVersion(ctx, d.Client)
+	if err != nil {
+		return nil, err
+	}
+	helper := d.helper(ctx, opts, since)
 	helper.DisableEviction = true
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {

@@ -299,7 +299,7 @@ type hangingDrainer struct {
 	release chan struct{}
 }
 
-func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (drain.Progress, error) {
+func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (drain.Progress, error) {
 	if node == h.node {
 		select {
 		case <-h.release:
@@ -307,7 +307,7 @@ func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.Dr
 			return drain.Progress{}, ctx.Err()
 		}
 	}
-	return h.Drainer.Step(ctx, node, opts)
+	return h.Drainer.Step(ctx, node, opts, since)
 }
 
 func TestADrainThatHangsHoldsUpNoOtherNode(t *testing.T) {

@@ -67,6 +67,9 @@ type followedDrain struct {
 	asked, idle bool
 	// last is the last step's result, nil before the first step ends.
 	last *stepResult
+	// podsVersion is what the drain's first step read of the pods'
+	// resource version: every later step lists at least as new.
+	podsVersion string
 }
 
 // drainSteps steps drains outside the pool's reconcile. A step waits on the
@@ -189,11 +192,11 @@ func (s *drainSteps) next(ctx context.Context) bool {
 		return true
 	}
 	d.asked = false
-	key, opts := d.key, d.opts
+	key, opts, since := d.key, d.opts, d.podsVersion
 	s.mu.Unlock()
 
 	stepCtx, cancel := context.WithTimeout(ctx, drainStepTimeout)
-	progress, err := s.drainer.Step(stepCtx, node, opts)
+	progress, err := s.drainer.Step(stepCtx, node, opts, since)
 	cancel()
 
 	s.mu.Lock()
@@ -202,6 +205,9 @@ func (s *drainSteps) next(ctx context.Context) bool {
 		return true // stopped while it stepped
 	}
 	d.last = &stepResult{progress: progress, err: err, at: s.now()}
+	if d.podsVersion == "" {
+		d.podsVersion = progress.PodsVersion
+	}
 	pool, wake := d.pool, s.wake
 	s.mu.Unlock()
 	if err != nil {

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,17 +18,19 @@ import (
 type gatedDrainer struct {
 	mu      sync.Mutex
 	steps   map[string]int
+	since   map[string][]string
 	answer  map[string]drain.Progress
 	blocked map[string]chan struct{}
 }
 
 func newGatedDrainer() *gatedDrainer {
-	return &gatedDrainer{steps: map[string]int{}, answer: map[string]drain.Progress{}, blocked: map[string]chan struct{}{}}
+	return &gatedDrainer{steps: map[string]int{}, since: map[string][]string{}, answer: map[string]drain.Progress{}, blocked: map[string]chan struct{}{}}
 }
 
-func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions) (drain.Progress, error) {
+func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions, since string) (drain.Progress, error) {
 	f.mu.Lock()
 	f.steps[node]++
+	f.since[node] = append(f.since[node], since)
 	gate := f.blocked[node]
 	f.mu.Unlock()
 	if gate != nil {
@@ -65,6 +68,13 @@ func (f *gatedDrainer) count(node string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.steps[node]
+}
+
+// sinces returns the pods' versions the node's steps were given, in order.
+func (f *gatedDrainer) sinces(node string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.since[node])
 }
 
 // wakes records the pools woken, in order.
@@ -171,6 +181,27 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	last, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue())
 	g.Expect(last.progress.Done).To(BeTrue())
+}
+
+// A drain's first step reads the pods' version (after the cordon), and
+// every later step lists the node's pods no older than it; a retried drain
+// (a new admission, a new cordon) reads it again.
+func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
+	g := NewWithT(t)
+	d := newGatedDrainer()
+	d.set("n", drain.Progress{Remaining: 1, PodsVersion: "41"})
+	s, _ := startSteps(t, d, 10*time.Millisecond)
+	first := keyOf("n", "b", time.Now())
+	g.Eventually(func() int { s.follow(first, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", 3))
+	g.Expect(d.sinces("n")[:3]).To(Equal([]string{"", "41", "41"}))
+
+	s.stop("n")
+	d.set("n", drain.Progress{Remaining: 1, PodsVersion: "97"})
+	retried := first
+	retried.admitted = first.admitted + int64(time.Minute)
+	steps := d.count("n")
+	g.Eventually(func() int { s.follow(retried, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", steps+2))
+	g.Expect(d.sinces("n")[steps : steps+2]).To(Equal([]string{"", "97"}))
 }
 
 func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {

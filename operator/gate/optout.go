@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,9 +28,9 @@ import (
 // Pods are not cached: at thousands of nodes a cluster-wide pod informer
 // would cost the operator more memory than everything else it holds. The
 // gate lists the pods of a node (one List with a spec.nodeName field
-// selector, served from the API server's watch cache) only when the node's
-// turn comes, that is when planAdmissions would admit it, and at most once
-// per BlockingPodInterval per node. A node its pods hold gives its turn to
+// selector, served from the API server's watch cache: checkPodsOf) only
+// when the node's turn comes, that is when planAdmissions would admit it,
+// and at most once per BlockingPodInterval per node. A node its pods hold gives its turn to
 // the next waiting node; while one is held the pool looks again every
 // interval, since nothing else tells it that a pod went away.
 
@@ -146,8 +147,21 @@ func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavail
 // podListParallelism bounds the Lists of nodes' pods in flight at once.
 const podListParallelism = 16
 
-// checkPodsOf checks the pods of the nodes, podListParallelism at a time.
+// checkPodsOf checks the pods of the nodes, podListParallelism at a time,
+// each listed no older than one read of the pods' resource version: from
+// the API server's watch cache, never from etcd (operator/drain/podsince.go
+// says why).
 func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []string) map[string]podCheck {
+	if len(nodes) == 0 {
+		return nil
+	}
+	var one corev1.PodList
+	since, err := "", r.Pods.List(ctx, &one, client.Limit(1))
+	if err != nil {
+		err = fmt.Errorf("read the resource version of pods: %w", err)
+	} else {
+		since = one.ResourceVersion
+	}
 	checks := make([]podCheck, len(nodes))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, podListParallelism)
@@ -157,7 +171,7 @@ func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []str
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			checks[i] = r.checkPods(ctx, st, node)
+			checks[i] = r.checkPods(ctx, st, node, since, err)
 		}()
 	}
 	wg.Wait()
@@ -178,17 +192,24 @@ func (r *Reconciler) freshPodCheck(st *poolState, node string) (podCheck, bool) 
 	return p, p.optOut != nil
 }
 
-// checkPods lists the node's pods that have not finished and says whether
-// any holds it. A List that fails holds the node, as kured does: what
+// checkPods lists the node's pods that have not finished, no older than
+// since, and says whether any holds it. A List that fails (or a version
+// that could not be read, versionErr) holds the node, as kured does: what
 // cannot be seen might be what must not be disrupted.
-func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string) podCheck {
+func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node, since string, versionErr error) podCheck {
 	p := podCheck{at: st.now, pool: st.pool.Name, generation: st.pool.Generation}
 	var pods corev1.PodList
-	err := r.Pods.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
-		fields.OneTermEqualSelector("spec.nodeName", node),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-	)})
+	err := versionErr
+	if err == nil {
+		err = r.Pods.List(ctx, &pods, &client.ListOptions{
+			FieldSelector: fields.AndSelectors(
+				fields.OneTermEqualSelector("spec.nodeName", node),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+			),
+			Raw: &metav1.ListOptions{ResourceVersion: since, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		})
+	}
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("Pods of a node cannot be listed; it is not admitted", "node", node, "error", err.Error())
 		p.optOut = &protocol.OptOut{Reason: v1alpha1.BlockingPodReason,

@@ -250,21 +250,28 @@ func TestDoNotDisruptWhileDrainingReleasesTheNode(t *testing.T) {
 	g.Expect(daemons.Count(node)).To(Equal(1))
 }
 
-// countingReader counts the pod Lists the gate makes, by node.
+// countingReader counts the pod Lists the gate makes, by node, and the
+// Lists that would read every pod from etcd if the API server's watch cache
+// lagged: consistent reads (no resourceVersion) of more than one pod.
 type countingReader struct {
 	client.Reader
-	mu    sync.Mutex
-	lists map[string]int
+	mu           sync.Mutex
+	lists        map[string]int
+	etcdFallible []string
 }
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := &client.ListOptions{}
 	o.ApplyOptions(opts)
+	raw := o.AsListOptions()
 	c.mu.Lock()
 	if o.FieldSelector != nil {
 		if node, ok := o.FieldSelector.RequiresExactMatch("spec.nodeName"); ok {
 			c.lists[node]++
 		}
+	}
+	if raw.ResourceVersion == "" && raw.Limit != 1 {
+		c.etcdFallible = append(c.etcdFallible, raw.String())
 	}
 	c.mu.Unlock()
 	return c.Reader.List(ctx, list, opts...)
@@ -317,11 +324,14 @@ func TestPodsAreListedOnlyWhenANodesTurnComes(t *testing.T) {
 	g.Expect(pods.count(nodes[1])).To(Equal(1), "one List when its turn came")
 	g.Expect(pods.count(nodes[2])).To(BeZero(), "no List while the budget is full")
 	g.Expect(pods.count(paused)).To(BeZero(), "no List in a paused pool")
+	pods.mu.Lock()
+	defer pods.mu.Unlock()
+	g.Expect(pods.etcdFallible).To(BeEmpty(), "a node's pods are listed from the watch cache")
 }
 
-// barrierReader lets no pod List through until want of them are under way
-// at once, or a while went by (then it fails the List, which holds the
-// node).
+// barrierReader lets no List of a node's pods through until want of them
+// are under way at once, or a while went by (then it fails the List, which
+// holds the node).
 type barrierReader struct {
 	client.Reader
 	want    int
@@ -331,6 +341,11 @@ type barrierReader struct {
 }
 
 func (b *barrierReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.FieldSelector == nil {
+		return b.Reader.List(ctx, list, opts...) // not of a node
+	}
 	b.mu.Lock()
 	b.waiting++
 	if b.waiting == b.want {

@@ -32,7 +32,7 @@ import (
 // Drainer evicts a node's pods one step at a time; drain.Drainer is the real
 // one.
 type Drainer interface {
-	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions) (drain.Progress, error)
+	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (drain.Progress, error)
 	// Force deletes what eviction could not move, bypassing
 	// PodDisruptionBudgets, calling before with the pods first.
 	Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error)

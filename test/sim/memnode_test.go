@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -37,12 +38,7 @@ func TestStoppedNodeStaysDownAfterItsReboot(t *testing.T) {
 	ready := func() (bool, string) {
 		node := &corev1.Node{}
 		g.Expect(bed.Client.Get(ctx, types.NamespacedName{Name: name}, node)).To(Succeed())
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, node.Status.NodeInfo.BootID
-			}
-		}
-		return false, node.Status.NodeInfo.BootID
+		return protocol.Ready(node), protocol.BootID(node)
 	}
 	g.Eventually(func() string {
 		isReady, boot := ready()
