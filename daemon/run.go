@@ -35,6 +35,7 @@ import (
 	"github.com/kmaint/kmaint/daemon/rebooter"
 	"github.com/kmaint/kmaint/daemon/sentinel"
 	"github.com/kmaint/kmaint/operator/api/scheme"
+	"github.com/kmaint/kmaint/operator/watcherr"
 )
 
 // DefaultBootIDPath is where the kernel publishes the current boot ID.
@@ -239,9 +240,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
 		MapperProvider:         mapperProvider(in.restMapper),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			},
+			DefaultWatchErrorHandler: watcherr.Handler,
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)

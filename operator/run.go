@@ -34,6 +34,7 @@ import (
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/operator/retention"
 	"github.com/kmaint/kmaint/operator/unreadable"
+	"github.com/kmaint/kmaint/operator/watcherr"
 	"github.com/kmaint/kmaint/policies/promapi"
 )
 
@@ -141,6 +142,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 				&corev1.Node{}:              {Transform: slim.node},
 				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance},
 			},
+			DefaultWatchErrorHandler: watcherr.Handler,
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,

@@ -30,9 +30,10 @@ import (
 // gate lists the pods of a node (one List with a spec.nodeName field
 // selector, served from the API server's watch cache: checkPodsOf) only
 // when the node's turn comes, that is when planAdmissions would admit it,
-// and at most once per BlockingPodInterval per node. A node its pods hold gives its turn to
-// the next waiting node; while one is held the pool looks again every
-// interval, since nothing else tells it that a pod went away.
+// and at most once per BlockingPodInterval per node. A node its pods hold
+// gives its turn to the next waiting node; while one is held the pool
+// looks again every interval, since nothing else tells it that a pod went
+// away.
 
 // maxPodListsPerReconcile bounds the pod Lists one reconcile makes: nodes
 // beyond it wait for the next pass, a second later.
