@@ -377,3 +377,40 @@ func TestAWaveOfAdmissionsListsItsNodesPodsTogether(t *testing.T) {
 		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.AdmissionHeld))
 	}
 }
+
+// brokenPods fails the Lists of pods the gate makes: the read of the pods'
+// version (one pod, no selector) when version is set, else the Lists of a
+// node's pods.
+type brokenPods struct {
+	client.Reader
+	version bool
+}
+
+func (b brokenPods) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if (o.FieldSelector == nil) == b.version {
+		return errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	}
+	return b.Reader.List(ctx, list, opts...)
+}
+
+// Fail closed: a node whose pods cannot be seen, because the pods' version
+// or the node's pods cannot be read, is not admitted, and says why.
+func TestANodeWhosePodsCannotBeListedIsNotAdmitted(t *testing.T) {
+	for name, version := range map[string]bool{"version": true, "pods": false} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			pool := "unlisted-" + name
+			createPool(t, gen.Pool(pool, intstr.FromInt32(1)))
+			node := createNodes(t, pool, pool, 1)[0]
+			startGate(t, gateOptions{pods: brokenPods{Reader: bed.Client, version: version}, podInterval: time.Hour})
+
+			request(t, node, pool+"-r", time.Now())
+			g.Eventually(func(g Gomega) string { return getNode(g, node).Annotations[protocol.AdmissionHeld] }, timeout).Should(And(
+				ContainSubstring(v1alpha1.BlockingPodReason), ContainSubstring("cannot be listed"), ContainSubstring("connection refused")))
+			g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
+			g.Expect(getNode(g, node).Spec.Unschedulable).To(BeFalse(), "not cordoned")
+		})
+	}
+}
