@@ -98,6 +98,7 @@ func (st *poolState) holdsAdmissions() bool {
 // turn to the next, until the plan holds only nodes nothing holds.
 func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavailable int) {
 	lists := 0
+	var since *podsVersion
 	for {
 		st.plan = planAdmissions(st.views, len(st.elsewhere), maxUnavailable, st.holdsAdmissions(), false)
 		// The planned nodes not looked at lately have their pods listed
@@ -111,7 +112,12 @@ func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavail
 			}
 		}
 		lists += len(stale)
-		checked := r.checkPodsOf(ctx, st, stale)
+		if len(stale) > 0 && since == nil {
+			// One read serves every pass: a pass that follows a held
+			// node comes within moments of the first.
+			since = r.readPodsVersion(ctx)
+		}
+		checked := r.checkPodsOf(ctx, st, stale, since)
 		again := false
 		var admit []string
 		for _, name := range st.plan.admit {
@@ -148,20 +154,29 @@ func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavail
 // podListParallelism bounds the Lists of nodes' pods in flight at once.
 const podListParallelism = 16
 
+// podsVersion is a read of the pods' resource version, or why it failed.
+type podsVersion struct {
+	version string
+	err     error
+}
+
+// readPodsVersion reads the pods' current resource version with a
+// consistent List of one pod, as drain.PodsVersion does for a drain: the
+// nodes' pods are then listed no older than it, from the API server's
+// watch cache, never from etcd (operator/drain/podsince.go says why).
+func (r *Reconciler) readPodsVersion(ctx context.Context) *podsVersion {
+	var one corev1.PodList
+	if err := r.Pods.List(ctx, &one, client.Limit(1)); err != nil {
+		return &podsVersion{err: fmt.Errorf("read the resource version of pods: %w", err)}
+	}
+	return &podsVersion{version: one.ResourceVersion}
+}
+
 // checkPodsOf checks the pods of the nodes, podListParallelism at a time,
-// each listed no older than one read of the pods' resource version: from
-// the API server's watch cache, never from etcd (operator/drain/podsince.go
-// says why).
-func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []string) map[string]podCheck {
+// each listed no older than since.
+func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []string, since *podsVersion) map[string]podCheck {
 	if len(nodes) == 0 {
 		return nil
-	}
-	var one corev1.PodList
-	since, err := "", r.Pods.List(ctx, &one, client.Limit(1))
-	if err != nil {
-		err = fmt.Errorf("read the resource version of pods: %w", err)
-	} else {
-		since = one.ResourceVersion
 	}
 	checks := make([]podCheck, len(nodes))
 	var wg sync.WaitGroup
@@ -172,7 +187,7 @@ func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []str
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			checks[i] = r.checkPods(ctx, st, node, since, err)
+			checks[i] = r.checkPods(ctx, st, node, since)
 		}()
 	}
 	wg.Wait()
@@ -195,12 +210,12 @@ func (r *Reconciler) freshPodCheck(st *poolState, node string) (podCheck, bool) 
 
 // checkPods lists the node's pods that have not finished, no older than
 // since, and says whether any holds it. A List that fails (or a version
-// that could not be read, versionErr) holds the node, as kured does: what
-// cannot be seen might be what must not be disrupted.
-func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node, since string, versionErr error) podCheck {
+// that could not be read) holds the node, as kured does: what cannot be
+// seen might be what must not be disrupted.
+func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string, since *podsVersion) podCheck {
 	p := podCheck{at: st.now, pool: st.pool.Name, generation: st.pool.Generation}
 	var pods corev1.PodList
-	err := versionErr
+	err := since.err
 	if err == nil {
 		err = r.Pods.List(ctx, &pods, &client.ListOptions{
 			FieldSelector: fields.AndSelectors(
@@ -208,7 +223,7 @@ func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node, since s
 				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 			),
-			Raw: &metav1.ListOptions{ResourceVersion: since, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+			Raw: &metav1.ListOptions{ResourceVersion: since.version, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
 		})
 	}
 	if err != nil {

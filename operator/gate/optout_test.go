@@ -258,6 +258,7 @@ type countingReader struct {
 	mu           sync.Mutex
 	lists        map[string]int
 	etcdFallible []string
+	versionReads int
 }
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -272,6 +273,9 @@ func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 	}
 	if raw.ResourceVersion == "" && raw.Limit != 1 {
 		c.etcdFallible = append(c.etcdFallible, raw.String())
+	}
+	if raw.Limit == 1 && o.FieldSelector == nil {
+		c.versionReads++
 	}
 	c.mu.Unlock()
 	return c.Reader.List(ctx, list, opts...)
@@ -327,6 +331,34 @@ func TestPodsAreListedOnlyWhenANodesTurnComes(t *testing.T) {
 	pods.mu.Lock()
 	defer pods.mu.Unlock()
 	g.Expect(pods.etcdFallible).To(BeEmpty(), "a node's pods are listed from the watch cache")
+}
+
+// A reconcile that passes over a node its pods hold, and checks the next
+// node's pods, reads the pods' version once for both: each read is a
+// consistent read the API server serves only once its watch cache caught up.
+func TestAReconcileReadsThePodsVersionOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	harness.CreateNamespace(t, bed, "once")
+	createPool(t, gen.Pool("once", intstr.FromInt32(1)))
+	nodes := createNodes(t, "once", "once", 2)
+	keep := gen.Pod("once", "keep", nodes[0], nil)
+	keep.Annotations = map[string]string{protocol.DoNotDisrupt: "pinned"}
+	g.Expect(gen.CreatePod(ctx, bed.Client, keep)).To(Succeed())
+	// Both wait before the gate starts, nodes[0] first in line: the gate's
+	// first reconcile finds nodes[0] held and admits nodes[1].
+	request(t, nodes[0], "once-0", time.Now().Add(-time.Minute))
+	request(t, nodes[1], "once-1", time.Now())
+	pods := &countingReader{Reader: bed.Client, lists: map[string]int{}}
+	startGate(t, gateOptions{pods: pods, podInterval: time.Hour})
+
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, nodes[1]).Annotations }, timeout).Should(HaveKey(protocol.Admitted))
+	g.Expect(getNode(g, nodes[0]).Annotations).To(HaveKey(protocol.AdmissionHeld))
+	g.Expect(pods.count(nodes[0])).To(Equal(1))
+	g.Expect(pods.count(nodes[1])).To(Equal(1))
+	pods.mu.Lock()
+	defer pods.mu.Unlock()
+	g.Expect(pods.versionReads).To(Equal(1), "one read of the pods' version for both checks")
 }
 
 // barrierReader lets no List of a node's pods through until want of them
