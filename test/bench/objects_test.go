@@ -73,14 +73,32 @@ func cleanupObjects(b *testing.B, c *sim.Cluster) {
 	for _, ns := range c.PodNamespaces() {
 		// At once: their nodes are gone with the rollout, and the next
 		// scenario should not wait for thousands of graceful deletions.
-		if err := bed.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
-			b.Logf("delete pods in %s: %v", ns, err)
+		deleteAll(b, ctx, "pods in "+ns, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+	}
+	deleteAll(b, ctx, "node maintenances", &v1alpha1.NodeMaintenance{})
+	deleteAll(b, ctx, "reboot policies", &v1alpha1.RebootPolicy{})
+}
+
+// deleteAllAttempts bounds how often a collection's deletion is asked again.
+const deleteAllAttempts = 5
+
+// deleteAll deletes every object of obj's kind that opts select. The API
+// server deletes a collection one object after another and answers with an
+// error after its request timeout (a minute), which the 28,000 workload
+// pods of 2000 nodes outlast: what it had not deleted by then would stay
+// for the next scenario. Each attempt carries on with what is left.
+func deleteAll(b *testing.B, ctx context.Context, what string, obj client.Object, opts ...client.DeleteAllOfOption) {
+	b.Helper()
+	for attempt := 1; ; attempt++ {
+		err := bed.Client.DeleteAllOf(ctx, obj, opts...)
+		if err == nil {
+			return
 		}
-	}
-	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.NodeMaintenance{}); err != nil {
-		b.Logf("delete node maintenances: %v", err)
-	}
-	if err := bed.Client.DeleteAllOf(ctx, &v1alpha1.RebootPolicy{}); err != nil {
-		b.Logf("delete reboot policies: %v", err)
+		if attempt == deleteAllAttempts {
+			// The next scenario would run beside what is left.
+			b.Errorf("delete %s: %v; still failing after %d attempts", what, err, attempt)
+			return
+		}
+		b.Logf("delete %s: %v; asking again", what, err)
 	}
 }
