@@ -147,6 +147,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	// gate plans in; sorting the views themselves moved every view's
 	// whole struct, a tenth of a reconcile at 500 nodes.
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	st.views = make([]nodeView, 0, viewsCapacity(pool, len(nodes)))
 	for _, node := range nodes {
 		in := pools.Of(node, st.selection)
 		if !slices.Contains(in, pool.Name) {
@@ -177,6 +178,16 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		return nil, err
 	}
 	return st, nil
+}
+
+// viewsCapacity is how many views to make room for at once: as many as the
+// pool last counted nodes, when that is no more than the nodes there are.
+// Grown one append at a time, the views of 2000 nodes cost 2.4 MB of
+// allocations per reconcile, a fifth of the operator's at that size; the
+// status is only a hint, which anyone who may write it could set to -1 or
+// two billion.
+func viewsCapacity(pool *v1alpha1.MaintenancePool, nodes int) int {
+	return min(max(int(pool.Status.Nodes), 0), nodes)
 }
 
 // unreadableRequests returns, by request id, the NodeMaintenances that
