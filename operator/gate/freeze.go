@@ -31,10 +31,24 @@ func (st *poolState) observeFreeze(freeze policies.FreezeState) {
 }
 
 // addFreezes tells the pool's wait what freezes hold its waiting nodes, so
-// that Blocked says Frozen when they are what holds them all.
+// that Blocked says Frozen when they are what holds them all. Most nodes
+// have no freeze, and are passed over before anything else: asking each
+// whether it waits, in the list of waiting nodes, was 2000 by 1900 string
+// compares per reconcile in a rollout of 2000 nodes, a fifth of the gate's
+// CPU.
 func (st *poolState) addFreezes(in *policies.WaitInput) {
+	var waiting map[string]bool
 	for _, v := range st.views {
-		if !slices.Contains(st.plan.waiting, v.Node.Name) {
+		if len(v.frozen) == 0 && len(v.freezeProblems) == 0 {
+			continue
+		}
+		if waiting == nil {
+			waiting = make(map[string]bool, len(st.plan.waiting))
+			for _, name := range st.plan.waiting {
+				waiting[name] = true
+			}
+		}
+		if !waiting[v.Node.Name] {
 			continue
 		}
 		for _, f := range v.frozen {

@@ -176,13 +176,18 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, 
 // failure first.
 func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	var out []v1alpha1.HaltedNode
-	for _, v := range append(slices.Clone(st.views), st.elsewhere...) {
-		if !v.HealthCheckFailed() {
-			continue
+	// Each of the two read in place: a joined copy of them was a copy of
+	// every view of the pool at every reconcile (670 KB at 2000 nodes).
+	for _, views := range [][]nodeView{st.views, st.elsewhere} {
+		for i := range views {
+			v := &views[i]
+			if !v.HealthCheckFailed() {
+				continue
+			}
+			f := v.Settle.Failure
+			out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
+				Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
 		}
-		f := v.Settle.Failure
-		out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
-			Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.HaltedNode) int {
 		if c := a.Time.Compare(b.Time.Time); c != 0 {

@@ -1,0 +1,97 @@
+package gate
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// What each reconcile does with every view of a pool, at the scale of
+// thousands of nodes.
+
+func frozenView(name string, frozen, problems []string) nodeView {
+	v := nodeView{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
+	v.frozen, v.freezeProblems = frozen, problems
+	return v
+}
+
+// The pool's Blocked condition names the freezes of its waiting nodes, each
+// once, and not those of a node that does not wait (one admitted under
+// ignoreFreezes, say).
+func TestAddFreezesNamesTheFreezesOfWaitingNodesOnce(t *testing.T) {
+	st := &poolState{
+		views: []nodeView{
+			frozenView("a", []string{"pool p: freeze release"}, nil),
+			frozenView("b", []string{"pool p: freeze release"}, []string{"RebootPolicy q: freeze x cannot be read"}),
+			frozenView("c", []string{"pool p: freeze audit"}, nil),
+			frozenView("d", nil, nil),
+		},
+		plan: plan{waiting: []string{"a", "b", "d"}},
+	}
+	var in policies.WaitInput
+	st.addFreezes(&in)
+	if got, want := fmt.Sprint(in.Windows.Frozen), "[pool p: freeze release]"; got != want {
+		t.Errorf("Frozen = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(in.Windows.FreezeProblems), "[RebootPolicy q: freeze x cannot be read]"; got != want {
+		t.Errorf("FreezeProblems = %s, want %s", got, want)
+	}
+}
+
+// A pool of 2000 nodes, 1900 of them waiting: with no freeze (a rollout),
+// and with every waiting node under the same freeze.
+func BenchmarkAddFreezes(b *testing.B) {
+	for _, frozen := range []bool{false, true} {
+		b.Run(fmt.Sprintf("frozen=%t", frozen), func(b *testing.B) {
+			st := &poolState{}
+			for i := range 2000 {
+				name := fmt.Sprintf("node-%04d", i)
+				var f []string
+				if frozen && i >= 100 {
+					f = []string{"pool p: freeze release"}
+				}
+				st.views = append(st.views, frozenView(name, f, nil))
+				if i >= 100 {
+					st.plan.waiting = append(st.plan.waiting, name)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				var in policies.WaitInput
+				st.addFreezes(&in)
+			}
+		})
+	}
+}
+
+func failedView(name string, failedAt time.Time) nodeView {
+	v := frozenView(name, nil, nil)
+	v.Settle = &protocol.Settle{Failure: &protocol.HealthCheckFailure{Check: "errors", Value: "7", Time: failedAt}}
+	return v
+}
+
+// The halt lists the failed nodes of the pool and those it admitted that
+// another pool selects now, oldest failure first, and no healthy node.
+func TestHaltedNodesListsThePoolsAndThoseElsewhereOldestFirst(t *testing.T) {
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	st := &poolState{
+		views:     []nodeView{failedView("here", at.Add(time.Minute)), frozenView("healthy", nil, nil)},
+		elsewhere: []nodeView{failedView("moved", at)},
+	}
+	var got []string
+	for _, n := range haltedNodes(st) {
+		got = append(got, n.Node+"@"+n.Time.UTC().Format("15:04"))
+	}
+	if want := "[moved@12:00 here@12:01]"; fmt.Sprint(got) != want {
+		t.Errorf("haltedNodes = %v, want %s", got, want)
+	}
+	if len(st.views) != 2 || len(st.elsewhere) != 1 {
+		t.Errorf("haltedNodes changed the views: %d and %d", len(st.views), len(st.elsewhere))
+	}
+}
