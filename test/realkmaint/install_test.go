@@ -93,6 +93,7 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	}
 
 	kc := kmaintClient(g, c)
+	diagnoseOnFailure(t, cs, kc)
 	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
 	t.Run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
 	t.Run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })

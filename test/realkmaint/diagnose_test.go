@@ -1,0 +1,106 @@
+package realkmaint
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/realcluster"
+)
+
+// logLinesOnFailure is how much of each kmaint container's log a failed
+// run shows.
+const logLinesOnFailure = 200
+
+// diagnoseOnFailure, when t fails, logs what a person would look at first:
+// each node's kmaint annotations, cordon, readiness and boot, the pools'
+// conditions, the open NodeMaintenances, and the end of every kmaint
+// container's log. The cluster is gone once the test ends, and CI keeps
+// only the test's output.
+func diagnoseOnFailure(t *testing.T, cs kubernetes.Interface, kc client.Client) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		var b strings.Builder
+		if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+			fmt.Fprintf(&b, "nodes: %v\n", err)
+		} else {
+			for i := range nodes.Items {
+				n := &nodes.Items[i]
+				fmt.Fprintf(&b, "node %s: unschedulable=%t ready=%t boot=%s\n", n.Name, n.Spec.Unschedulable, realcluster.NodeReady(n), n.Status.NodeInfo.BootID)
+				var keys []string
+				for k := range n.Annotations {
+					if strings.HasPrefix(k, protocol.Prefix) {
+						keys = append(keys, k)
+					}
+				}
+				sort.Strings(keys)
+				for _, k := range keys {
+					fmt.Fprintf(&b, "  %s=%s\n", k, n.Annotations[k])
+				}
+			}
+		}
+		var pools v1alpha1.MaintenancePoolList
+		if err := kc.List(ctx, &pools); err != nil {
+			fmt.Fprintf(&b, "pools: %v\n", err)
+		}
+		for _, p := range pools.Items {
+			fmt.Fprintf(&b, "pool %s: unavailable %d of %d\n", p.Name, p.Status.Unavailable, p.Status.MaxUnavailable)
+			for _, c := range p.Status.Conditions {
+				fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		var nms v1alpha1.NodeMaintenanceList
+		if err := kc.List(ctx, &nms); err != nil {
+			fmt.Fprintf(&b, "node maintenances: %v\n", err)
+		}
+		for _, nm := range nms.Items {
+			if !nm.Status.Phase.Done() {
+				fmt.Fprintf(&b, "open NodeMaintenance %s (node %s): %s: %s\n", nm.Name, nm.Spec.NodeName, nm.Status.Phase, nm.Status.Message)
+			}
+		}
+		t.Logf("state of the cluster at the failure:\n%s", b.String())
+		logKmaintContainers(t, ctx, cs)
+	})
+}
+
+// logKmaintContainers logs the end of every container's log in kmaint's
+// namespace: both operator replicas and every daemon.
+func logKmaintContainers(t *testing.T, ctx context.Context, cs kubernetes.Interface) {
+	pods, err := cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("pods of %s: %v", Namespace, err)
+		return
+	}
+	tail := int64(logLinesOnFailure)
+	for _, pod := range pods.Items {
+		for _, c := range pod.Spec.Containers {
+			r, err := cs.CoreV1().Pods(Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).Stream(ctx)
+			if err != nil {
+				t.Logf("log of %s/%s (node %s): %v", pod.Name, c.Name, pod.Spec.NodeName, err)
+				continue
+			}
+			var b strings.Builder
+			s := bufio.NewScanner(r)
+			s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+			for s.Scan() {
+				b.WriteString(s.Text())
+				b.WriteByte('\n')
+			}
+			r.Close()
+			t.Logf("log of %s/%s (node %s), last %d lines:\n%s", pod.Name, c.Name, pod.Spec.NodeName, logLinesOnFailure, b.String())
+		}
+	}
+}
