@@ -2,12 +2,18 @@ package gate
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -130,10 +136,12 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 	switch step {
 	case startDaemonWait:
 		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen.at}
-		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
+		if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
 			n.Annotations[protocol.RebootUnconfirmed] = protocol.Encode(back)
-		})
-		return err
+		}); err != nil {
+			return err
+		}
+		return r.deleteFailedDaemonPods(ctx, v.Node.Name)
 	case keepWaitingForDaemon:
 		return nil
 	}
@@ -159,6 +167,47 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 			"reboot completed without it, slot freed, uncordoned if kmaint cordoned it. Is kmaint-daemon running on the node?",
 		v.Node.Name, v.BootID, unconfirmed.ApprovedBoot, r.DaemonConfirmTimeout)
 	return nil
+}
+
+// daemonPodSelector selects the daemon's pods, as the chart and the
+// manifests label them.
+const daemonPodSelector = "app.kubernetes.io/name=kmaint-daemon"
+
+// deleteFailedDaemonPods deletes the node's daemon pods that failed, once
+// the gate starts to wait for the node's daemon. The kubelet's graceful
+// shutdown marks the daemon's pod Failed; the DaemonSet controller replaces
+// it at once, on the node still shutting down, where the new pod fails too;
+// and it deletes a failed pod only after a back-off per node that doubles
+// with every failure, up to 15 minutes (kubernetes/kubernetes#122912). A
+// node rebooted six times in eleven minutes came back Ready and waited
+// minutes, cordoned, for a daemon the back-off kept away. Deleted here, the
+// pod is replaced at once. Only Failed pods are deleted: they run nothing.
+func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) error {
+	sel, err := labels.Parse(daemonPodSelector)
+	if err != nil {
+		return fmt.Errorf("parse the daemon's pod selector: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.Pods.List(ctx, &pods, &client.ListOptions{
+		LabelSelector: sel,
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("spec.nodeName", node),
+			fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)),
+		),
+	}); err != nil {
+		return fmt.Errorf("list the failed daemon pods of node %s: %w", node, err)
+	}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("Deleted the failed daemon pod of a node back from its reboot", "node", node, "pod", client.ObjectKeyFromObject(pod))
+		} else if !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete failed daemon pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // forgetUnconfirmed removes RebootUnconfirmed once the daemon is back.
