@@ -258,7 +258,9 @@ type countingReader struct {
 	mu           sync.Mutex
 	lists        map[string]int
 	etcdFallible []string
-	versionReads int
+	// reads lists, in order, each read of the pods' version ("version")
+	// and the node of each List of a node's pods.
+	reads []string
 }
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -269,13 +271,14 @@ func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 	if o.FieldSelector != nil {
 		if node, ok := o.FieldSelector.RequiresExactMatch("spec.nodeName"); ok {
 			c.lists[node]++
+			c.reads = append(c.reads, node)
 		}
 	}
 	if raw.ResourceVersion == "" && raw.Limit != 1 {
 		c.etcdFallible = append(c.etcdFallible, raw.String())
 	}
 	if raw.Limit == 1 && o.FieldSelector == nil {
-		c.versionReads++
+		c.reads = append(c.reads, "version")
 	}
 	c.mu.Unlock()
 	return c.Reader.List(ctx, list, opts...)
@@ -354,11 +357,14 @@ func TestAReconcileReadsThePodsVersionOnce(t *testing.T) {
 
 	g.Eventually(func(g Gomega) map[string]string { return getNode(g, nodes[1]).Annotations }, timeout).Should(HaveKey(protocol.Admitted))
 	g.Expect(getNode(g, nodes[0]).Annotations).To(HaveKey(protocol.AdmissionHeld))
-	g.Expect(pods.count(nodes[0])).To(Equal(1))
-	g.Expect(pods.count(nodes[1])).To(Equal(1))
 	pods.mu.Lock()
 	defer pods.mu.Unlock()
-	g.Expect(pods.versionReads).To(Equal(1), "one read of the pods' version for both checks")
+	// A reconcile that failed for another reason (a conflict on a loaded
+	// API server) is taken again, and checks a node not admitted yet
+	// anew, with a version of its own: only the reconcile that checked
+	// both is asserted on, whichever it was.
+	g.Expect(strings.Join(pods.reads, " ")).To(ContainSubstring("version "+nodes[0]+" "+nodes[1]),
+		"one read of the pods' version for both checks of one reconcile")
 }
 
 // barrierReader lets no List of a node's pods through until want of them

@@ -27,7 +27,7 @@ import (
 func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 	harness.RequireRoot(t)
 	g := NewWithT(t)
-	const pool = "slate"
+	const pool = "shale"
 	lost, other := pool+"-000", pool+"-001"
 	c, clk, t0, _ := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: 10 * time.Minute})
 
@@ -40,7 +40,7 @@ func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 	}, timeout).Should(Succeed())
 	// What the shutdown left, made after the drain (which would have
 	// evicted pods the simulation does not own by a DaemonSet).
-	const ns = "slate-system"
+	const ns = "shale-system"
 	harness.CreateNamespace(t, bed, ns)
 	daemon := map[string]string{"app.kubernetes.io/name": "kmaint-daemon"}
 	failedDaemon := createPodIn(g, ns, "kmaint-daemon-failed", lost, daemon, corev1.PodFailed)
