@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -187,6 +188,9 @@ func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) er
 	if err != nil {
 		return fmt.Errorf("parse the daemon's pod selector: %w", err)
 	}
+	// From the API server's watch cache, whatever its age (the pod failed
+	// a minute ago at least), so that the List never reads every pod of
+	// the cluster from etcd (operator/drain/podsince.go says why).
 	var pods corev1.PodList
 	if err := r.Pods.List(ctx, &pods, &client.ListOptions{
 		LabelSelector: sel,
@@ -194,6 +198,7 @@ func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) er
 			fields.OneTermEqualSelector("spec.nodeName", node),
 			fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)),
 		),
+		Raw: &metav1.ListOptions{ResourceVersion: "0"},
 	}); err != nil {
 		return fmt.Errorf("list the failed daemon pods of node %s: %w", node, err)
 	}
