@@ -142,8 +142,13 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		}); err != nil {
 			return err
 		}
-		return r.deleteFailedDaemonPods(ctx, v.Node.Name)
+		return r.clearFailedDaemonPods(ctx, v, seen.at)
 	case keepWaitingForDaemon:
+		if v.UnconfirmedFor() != nil {
+			// The wait is written: its pods were cleared when it was,
+			// unless that failed or the operator died in between.
+			return r.clearFailedDaemonPods(ctx, v, st.now)
+		}
 		return nil
 	}
 	unconfirmed := *v.Unconfirmed
@@ -170,9 +175,36 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 	return nil
 }
 
-// daemonPodSelector selects the daemon's pods, as the chart and the
+// The label, and its value, of the daemon's pods, as the chart and the
 // manifests label them.
-const daemonPodSelector = "app.kubernetes.io/name=kmaint-daemon"
+const daemonPodLabel, daemonPodLabelValue = "app.kubernetes.io/name", "kmaint-daemon"
+
+// clearedDaemonPods is when the gate deleted the failed daemon pods of a
+// node back with bootID.
+type clearedDaemonPods struct {
+	bootID string
+	at     time.Time
+}
+
+func (c clearedDaemonPods) madeAt() time.Time { return c.at }
+
+// clearFailedDaemonPods deletes the node's failed daemon pods once per boot
+// of the node, from when its wait for the daemon is written: at that step,
+// and at any later reconcile of the wait until a deletion succeeded, so that
+// a failed List or an operator restarted between the two writes does not
+// leave the pod to the DaemonSet's back-off.
+func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v nodeView, now time.Time) error {
+	if c, ok := r.clearedDaemonPods.get(v.Node.Name); ok && c.bootID == v.BootID {
+		return nil
+	}
+	if err := r.deleteFailedDaemonPods(ctx, v.Node.Name); err != nil {
+		return err
+	}
+	// Kept as long as the wait can last: a node whose wait ended does not
+	// ask again.
+	r.clearedDaemonPods.put(v.Node.Name, clearedDaemonPods{bootID: v.BootID, at: now}, r.DaemonConfirmTimeout)
+	return nil
+}
 
 // deleteFailedDaemonPods deletes the node's daemon pods that failed, once
 // the gate starts to wait for the node's daemon. The kubelet's graceful
@@ -184,16 +216,12 @@ const daemonPodSelector = "app.kubernetes.io/name=kmaint-daemon"
 // minutes, cordoned, for a daemon the back-off kept away. Deleted here, the
 // pod is replaced at once. Only Failed pods are deleted: they run nothing.
 func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) error {
-	sel, err := labels.Parse(daemonPodSelector)
-	if err != nil {
-		return fmt.Errorf("parse the daemon's pod selector: %w", err)
-	}
 	// From the API server's watch cache, whatever its age (the pod failed
 	// a minute ago at least), so that the List never reads every pod of
 	// the cluster from etcd (operator/drain/podsince.go says why).
 	var pods corev1.PodList
 	if err := r.Pods.List(ctx, &pods, &client.ListOptions{
-		LabelSelector: sel,
+		LabelSelector: labels.SelectorFromSet(labels.Set{daemonPodLabel: daemonPodLabelValue}),
 		FieldSelector: fields.AndSelectors(
 			fields.OneTermEqualSelector("spec.nodeName", node),
 			fields.OneTermEqualSelector("status.phase", string(corev1.PodFailed)),

@@ -94,6 +94,9 @@ type Reconciler struct {
 	// backSightings keeps, per node, when it was first seen back from its
 	// approved reboot without its daemon, until the wait is written.
 	backSightings *recent[string, backSighting]
+	// clearedDaemonPods keeps, per node, the boot whose failed daemon pods
+	// were deleted.
+	clearedDaemonPods *recent[string, clearedDaemonPods]
 	// looked are the pools this gate has observed (see daemonWaitGrace).
 	looked *lookedPools
 	// rollouts are the configs whose rollout was announced, per pool.
@@ -259,6 +262,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.podChecks = newRecent[string, podCheck]()
 	r.backSightings = newRecent[string, backSighting]()
+	r.clearedDaemonPods = newRecent[string, clearedDaemonPods]()
 	r.looked = newLookedPools()
 	r.blocks = newRecent[types.UID, blockResult]()
 	r.healthChecks = newRecent[types.UID, healthResult]()

@@ -23,13 +23,15 @@ import (
 // doubles with each failure on the node (up to 15 minutes). When the gate
 // starts to wait for the node's daemon, it deletes the node's failed daemon
 // pods, so that the DaemonSet starts the daemon at once; it leaves a running
-// daemon pod and any other pod alone.
+// daemon pod and any other pod alone. An operator that dies after it wrote
+// the wait and before it deleted the pods leaves the deletion to the next.
 func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 	harness.RequireRoot(t)
 	g := NewWithT(t)
 	const pool = "shale"
 	lost, other := pool+"-000", pool+"-001"
-	c, clk, t0, _ := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: 10 * time.Minute})
+	opts := operator.Options{DaemonConfirmTimeout: 10 * time.Minute}
+	c, clk, t0, op := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, opts)
 
 	c.Node(lost).SetNoDaemonOnBoot(true)
 	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
@@ -61,6 +63,22 @@ func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 		expectPodExists(g, runningDaemon, true)
 		expectPodExists(g, failedOther, true)
 	}, 2*time.Second).Should(Succeed())
+
+	// The operator dies between its two writes: the wait is on the node,
+	// a failed daemon pod is still there. The next operator, still
+	// waiting for the daemon, deletes it.
+	g.Expect(op.Stop()).To(Succeed())
+	failedAgain := createPodIn(g, ns, "kmaint-daemon-failed-again", lost, daemon, corev1.PodFailed)
+	clk.SetTime(t0.Add(2 * time.Minute))
+	opts.Clock = clk
+	next, err := sim.StartOperator(context.Background(), bed.Config, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = next.Stop() })
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, lost).Annotations).To(HaveKey(protocol.RebootUnconfirmed), "still waiting for the daemon")
+		expectPodExists(g, failedAgain, false)
+	}, timeout).Should(Succeed())
+	g.Expect(c.Node(lost).Reboots()).To(Equal(1))
 }
 
 // createPodIn creates a pod bound to node with the labels, in phase.
