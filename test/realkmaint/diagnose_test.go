@@ -1,7 +1,6 @@
 package realkmaint
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"sort"
@@ -87,20 +86,12 @@ func logKmaintContainers(t *testing.T, ctx context.Context, cs kubernetes.Interf
 	tail := int64(logLinesOnFailure)
 	for _, pod := range pods.Items {
 		for _, c := range pod.Spec.Containers {
-			r, err := cs.CoreV1().Pods(Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).Stream(ctx)
+			log, err := cs.CoreV1().Pods(Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
 			if err != nil {
 				t.Logf("log of %s/%s (node %s): %v", pod.Name, c.Name, pod.Spec.NodeName, err)
 				continue
 			}
-			var b strings.Builder
-			s := bufio.NewScanner(r)
-			s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-			for s.Scan() {
-				b.WriteString(s.Text())
-				b.WriteByte('\n')
-			}
-			r.Close()
-			t.Logf("log of %s/%s (node %s), last %d lines:\n%s", pod.Name, c.Name, pod.Spec.NodeName, logLinesOnFailure, b.String())
+			t.Logf("log of %s/%s (node %s), last %d lines:\n%s", pod.Name, c.Name, pod.Spec.NodeName, logLinesOnFailure, log)
 		}
 	}
 }
