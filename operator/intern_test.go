@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -38,4 +39,9 @@ func TestMapOf(t *testing.T) {
 	if _, ok := ids.strings["3f1c"]; ok || len(ids.strings) != 1 {
 		t.Errorf("the table holds %v; a value not shared must not fill it", ids.strings)
 	}
+}
+
+// only keeps the keys named, for interner.mapOf.
+func only(keys ...string) func(string) bool {
+	return func(k string) bool { return slices.Contains(keys, k) }
 }

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +29,7 @@ import (
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
+	"github.com/kmaint/kmaint/operator/history"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
@@ -131,6 +134,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, err
 	}
 	slim := newSlimmer()
+	// The history watches through a connection of its own: the manager
+	// makes its HTTP client only with the manager, which needs the
+	// history's transform first.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("http client: %w", err)
+	}
+	finished, err := history.New(cfg, httpClient, s, slim.shared.str)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: s,
 		// Nodes carry managedFields from every writer (kubelet, daemon, gate);
@@ -139,10 +153,19 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Node{}:              {Transform: slim.node},
-				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance},
+				&corev1.Node{}: {Transform: slim.node},
+				// The finished records, a year of history, are kept apart
+				// in a smaller form (package history).
+				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance, Field: history.Open()},
 			},
 			DefaultWatchErrorHandler: watcherr.Handler,
+			// The history hears of each record that leaves the open cache.
+			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+				if _, ok := obj.(*v1alpha1.NodeMaintenance); ok {
+					lw = finished.Watching(lw)
+				}
+				return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+			},
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -157,6 +180,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("new manager: %w", err)
 	}
+	if err := mgr.Add(finished); err != nil {
+		return nil, fmt.Errorf("add history: %w", err)
+	}
+	// Every controller reads the open records and the finished ones as one.
+	c := &history.Client{Client: mgr.GetClient(), History: finished, APIReader: mgr.GetAPIReader()}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
@@ -175,7 +203,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	if err := mgr.Add(metrics.NewState(mgr.GetClient(), mgr.GetCache(), ctrlmetrics.Registry, clk)); err != nil {
+	if err := mgr.Add(metrics.NewState(c, finished.Count, ctrlmetrics.Registry, clk)); err != nil {
 		return nil, fmt.Errorf("add state metrics: %w", err)
 	}
 	if err := index.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -189,7 +217,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		ReconciliationTimeout: time.Minute,
 	}
 	g := &gate.Reconciler{
-		Client:            mgr.GetClient(),
+		Client:            c,
 		Drainer:           &drain.Drainer{Client: clientset},
 		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
 		Clock:             clk,
@@ -210,7 +238,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up gate: %w", err)
 	}
-	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
+	m := &maintenance.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
 	// The maintenance controller works one node per reconcile, and a
 	// rollout changes thousands of nodes at once: with one worker its
 	// records lagged minutes behind at 2000 nodes, each reconcile waiting
@@ -221,20 +249,20 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := m.SetupWithManager(ctx, mgr, mopts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
 	}
-	pc := &policy.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk, Metrics: rec}
+	pc := &policy.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk, Metrics: rec}
 	if prom != nil {
 		pc.Prometheus = prom
 	}
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
 	}
-	rt := &retention.Reconciler{Client: mgr.GetClient(), Clock: clk, Metrics: rec,
+	rt := &retention.Reconciler{Client: c, History: finished, Clock: clk, Metrics: rec,
 		Keep: retention.Retention{PerNode: opts.HistoryPerNode, MaxAge: opts.HistoryMaxAge}}
 	if err := rt.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up retention: %w", err)
 	}
 	for _, kind := range unreadable.Kinds() {
-		u := &unreadable.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-unreadable"), Clock: clk, Kind: kind}
+		u := &unreadable.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-unreadable"), Clock: clk, Kind: kind}
 		if err := u.SetupWithManager(mgr, copts); err != nil {
 			return nil, fmt.Errorf("set up the report of unreadable %ss: %w", kind.Name, err)
 		}
@@ -251,6 +279,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("cache not synced")
+		}
+		if !finished.Synced() {
+			return errors.New("finished NodeMaintenances not listed yet")
 		}
 		return nil
 	}); err != nil {

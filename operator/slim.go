@@ -5,15 +5,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
-// The operator's cache holds every Node and every NodeMaintenance of the
-// cluster: at 5000 nodes and a year of monthly reboots, 5000 objects of
-// 10-20 KB and 60,000 records. The transforms below keep only what the
+// The operator's cache holds every Node and every open NodeMaintenance of
+// the cluster (package history keeps the finished ones): at 5000 nodes,
+// 5000 objects of 10-20 KB. The transforms below keep only what the
 // operator reads, and share the strings that objects repeat. Nothing they
 // drop is ever written back: the operator never writes a Node's status, its
 // Node patches are computed against the cached copy (a merge patch names
@@ -68,21 +67,10 @@ func readNodeAnnotation(key string) bool {
 	return strings.HasPrefix(key, protocol.Prefix) || key == protocol.KarpenterDoNotDisrupt
 }
 
-// maintenance shares the strings every NodeMaintenance repeats, and keeps,
-// of a finished one, only what the operator reads of it; the rest says how
-// it went to a person, who reads it from the API server (kubectl and the
-// plugin do). A year of monthly reboots is twelve finished records per node,
-// and they are most of the cache: this takes what one holds from about
-// 1.9 KB to under 1 KB (BenchmarkCachedFinishedMaintenance).
-//
-// What stays of a finished record: the name, UID, resourceVersion and
-// creation time (retention deletes on them and orders by age), the node,
-// source and policy, the phase and the time it was reached (retention, the
-// policies' cooldowns and outcomes), the request id and the boot label (a
-// request the node raised is recorded once), the value a Prometheus policy
-// saw (its outcomes), and the condition that says the record cannot be read.
-// A record that cannot be read, or that is not finished, is kept whole but
-// for its managed fields.
+// maintenance shares the strings every NodeMaintenance repeats. The cache
+// holds open records only, whole but for their managed fields: the
+// controllers read and write them. Package history keeps the finished
+// ones, in the form a Record takes.
 func (s *slimmer) maintenance(obj any) (any, error) {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
@@ -94,26 +82,5 @@ func (s *slimmer) maintenance(obj any) (any, error) {
 	spec.NodeName, spec.Policy = s.shared.str(spec.NodeName), s.shared.str(spec.Policy)
 	spec.Source, spec.Type = v1alpha1.Source(s.shared.str(string(spec.Source))), v1alpha1.MaintenanceType(s.shared.str(string(spec.Type)))
 	nm.Status.Phase = v1alpha1.Phase(s.shared.str(string(nm.Status.Phase)))
-	if nm.Unreadable() != nil || !nm.Status.Phase.Done() {
-		return nm, nil
-	}
-	nm.Labels = s.shared.mapOf(nm.Labels, only(v1alpha1.RequestIDLabel, v1alpha1.BootIDLabel), false)
-	nm.Annotations = s.shared.mapOf(nm.Annotations, only(v1alpha1.ValueAnnotation), false)
-	spec.Reason = ""
-	st := &nm.Status
-	st.Message = ""
-	st.Conditions = slices.DeleteFunc(st.Conditions, func(c metav1.Condition) bool {
-		return c.Type != v1alpha1.UnreadableCondition
-	})
-	if len(st.Conditions) == 0 {
-		st.Conditions = nil
-	}
-	st.BootIDBefore, st.JournaledBootID, st.BootIDAfter, st.JournaledTime = "", "", "", nil
-	st.PhaseTimes = v1alpha1.PhaseTimes{Succeeded: st.PhaseTimes.Succeeded, Failed: st.PhaseTimes.Failed}
 	return nm, nil
-}
-
-// only keeps the keys named, for interner.mapOf.
-func only(keys ...string) func(string) bool {
-	return func(k string) bool { return slices.Contains(keys, k) }
 }

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"testing"
-	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,48 +75,5 @@ func TestSlimmerSharesRepeatedStrings(t *testing.T) {
 				t.Errorf("label %s=%s is not shared", k, v)
 			}
 		}
-	}
-}
-
-func TestSlimFinishedMaintenance(t *testing.T) {
-	now := metav1.NewTime(time.Now())
-	record := func(phase v1alpha1.Phase) *v1alpha1.NodeMaintenance {
-		return &v1alpha1.NodeMaintenance{
-			ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "u", ResourceVersion: "7", CreationTimestamp: now,
-				Labels:        map[string]string{v1alpha1.BootIDLabel: "b", v1alpha1.RequestIDLabel: "id", v1alpha1.PolicyLabel: "p"},
-				Annotations:   map[string]string{v1alpha1.ValueAnnotation: "0.93", "note": "from a person"},
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kmaint"}}},
-			Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Source: v1alpha1.SourceSchedule, Policy: "p", Reason: "kernel"},
-			Status: v1alpha1.NodeMaintenanceStatus{
-				Phase: phase, RequestID: "id", BootIDBefore: "b", JournaledBootID: "b", JournaledTime: &now, BootIDAfter: "c",
-				Message:    "rebooted after 3m",
-				PhaseTimes: v1alpha1.PhaseTimes{Pending: &now, Approved: &now, Rebooting: &now, Succeeded: &now},
-				Conditions: []metav1.Condition{
-					{Type: v1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: "Rebooted"},
-					{Type: v1alpha1.UnreadableCondition, Status: metav1.ConditionFalse, Reason: "Readable"},
-				},
-			},
-		}
-	}
-	out, _ := newSlimmer().maintenance(record(v1alpha1.PhaseSucceeded))
-	got := out.(*v1alpha1.NodeMaintenance)
-	if got.ManagedFields != nil || got.Spec.Reason != "" || got.Status.Message != "" ||
-		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != v1alpha1.UnreadableCondition ||
-		len(got.Labels) != 2 || len(got.Annotations) != 1 ||
-		got.Status.BootIDBefore != "" || got.Status.JournaledBootID != "" || got.Status.BootIDAfter != "" || got.Status.JournaledTime != nil ||
-		got.Status.PhaseTimes.Pending != nil || got.Status.PhaseTimes.Approved != nil || got.Status.PhaseTimes.Rebooting != nil {
-		t.Errorf("a finished record keeps what the operator never reads of it: %+v", got)
-	}
-	if got.UID != "u" || got.ResourceVersion != "7" || !got.CreationTimestamp.Equal(&now) ||
-		got.Spec.NodeName != "n" || got.Spec.Source != v1alpha1.SourceSchedule || got.Spec.Policy != "p" ||
-		got.Status.Phase != v1alpha1.PhaseSucceeded || got.Status.PhaseTimes.Succeeded == nil || got.RequestID() != "id" ||
-		got.Labels[v1alpha1.BootIDLabel] != "b" || got.Labels[v1alpha1.RequestIDLabel] != "id" || got.Annotations[v1alpha1.ValueAnnotation] != "0.93" {
-		t.Errorf("a finished record lost what retention, policies and recording read: %+v", got)
-	}
-
-	out, _ = newSlimmer().maintenance(record(v1alpha1.PhaseRebooting))
-	if open := out.(*v1alpha1.NodeMaintenance); open.Status.Message == "" || len(open.Status.Conditions) != 2 || open.ManagedFields != nil ||
-		open.Spec.Reason == "" || len(open.Labels) != 3 || open.Status.BootIDBefore == "" || open.Status.PhaseTimes.Approved == nil {
-		t.Errorf("an open record must be kept whole but for its managed fields: %+v", open)
 	}
 }

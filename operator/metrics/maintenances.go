@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/index"
 )
 
@@ -18,18 +17,13 @@ type maintenanceCounts struct {
 	openByPolicy               map[string]int
 }
 
-// countMaintenances counts the cached NodeMaintenances without copying
-// them. The open and unreadable ones are listed by the state index (they
-// are few); the finished ones, most of a year's history, are the rest of
-// what the informer holds. A list of every record would copy each into
-// the list (about 600 bytes a record, 37 MB per scrape at 5000 nodes and a
-// year of monthly reboots) only to count it.
+// countMaintenances counts the NodeMaintenances without copying the
+// finished ones. The open and unreadable ones are listed by the state index
+// (they are few); the finished ones, most of a year's history, are
+// counted where they are kept (history.History), since a list would copy
+// each into the list only to count it.
 func (s *State) countMaintenances(ctx context.Context) (maintenanceCounts, error) {
 	c := maintenanceCounts{openByPolicy: map[string]int{}}
-	total, err := cacheread.Count(ctx, s.Informers, &v1alpha1.NodeMaintenance{})
-	if err != nil {
-		return c, err
-	}
 	var open, unreadable v1alpha1.NodeMaintenanceList
 	for _, l := range []struct {
 		list  *v1alpha1.NodeMaintenanceList
@@ -45,8 +39,6 @@ func (s *State) countMaintenances(ctx context.Context) (maintenanceCounts, error
 		}
 	}
 	c.open, c.unreadable = len(open.Items), len(unreadable.Items)
-	// The store and the lists are read a moment apart; a record that
-	// finished between them is counted once, as open.
-	c.finished = max(total-c.open-c.unreadable, 0)
+	c.finished = s.Finished()
 	return c, nil
 }

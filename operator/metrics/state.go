@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
@@ -25,20 +24,20 @@ import (
 // unregisters when the manager stops, so that an operator restarted in the
 // same process (as the simulated cluster does) does not report twice.
 type State struct {
-	// Reader reads the cache; Informers is the same cache, for counting
-	// what it holds without a list.
-	Reader    client.Reader
-	Informers cache.Informers
-	Registry  prometheus.Registerer
-	Clock     clock.PassiveClock
+	// Reader reads the cache; Finished counts the finished
+	// NodeMaintenances, which Reader would have to copy to count.
+	Reader   client.Reader
+	Finished func() int
+	Registry prometheus.Registerer
+	Clock    clock.PassiveClock
 
 	descs map[string]*prometheus.Desc
 }
 
-// NewState returns a collector reading from reader and informers, the
-// client and the informers of the same cache.
-func NewState(reader client.Reader, informers cache.Informers, reg prometheus.Registerer, clk clock.PassiveClock) *State {
-	s := &State{Reader: reader, Informers: informers, Registry: reg, Clock: clk, descs: map[string]*prometheus.Desc{}}
+// NewState returns a collector reading from reader, which counts finished
+// NodeMaintenances with finished.
+func NewState(reader client.Reader, finished func() int, reg prometheus.Registerer, clk clock.PassiveClock) *State {
+	s := &State{Reader: reader, Finished: finished, Registry: reg, Clock: clk, descs: map[string]*prometheus.Desc{}}
 	pool := []string{"pool"}
 	s.desc(PoolNodes, "Nodes in the pool.", pool)
 	s.desc(PoolReadyNodes, "Ready nodes in the pool.", pool)

@@ -58,41 +58,41 @@ func phaseChanged() predicate.Predicate {
 // move (policiesOf); an update maps both the old object and the new, as a
 // record that becomes readable maps to every policy by its old self.
 func (r *Reconciler) maintenanceHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, obj client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.policiesOf(ctx, obj, deleted) {
+	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.policiesOf(ctx, obj) {
 			q.Add(req)
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, false, q)
+			enqueue(ctx, e.Object, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectOld, false, q)
-			enqueue(ctx, e.ObjectNew, false, q)
+			enqueue(ctx, e.ObjectOld, q)
+			enqueue(ctx, e.ObjectNew, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, true, q)
+			enqueue(ctx, e.Object, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, false, q)
+			enqueue(ctx, e.Object, q)
 		},
 	}
 }
 
-// policiesOf maps a NodeMaintenance's change (deleted: its going) to the
-// policies whose decision it can change: its own (its cap, open requests
-// and outcomes); every policy that had candidates at its last evaluation,
-// or has none written yet (an open request of another source holds a
-// candidate back, and its end starts the candidate's cooldown); and every
-// policy when the record cannot be read (such a record stops every
-// policy's requests, and its going lets them go on). A policy with no
-// candidates decides nothing from another source's request: during a
-// rollout of thousands of nodes, waking every policy on every phase change
-// of every request would evaluate each of them back to back, reading the
-// whole cluster each time. A change that comes while the policy evaluates
-// is noted instead (policyWakes.notify).
-func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object, deleted bool) []ctrl.Request {
+// policiesOf maps a NodeMaintenance's change to the policies whose
+// decision it can change: its own (its cap, open requests and outcomes);
+// every policy that had candidates at its last evaluation, or has none
+// written yet (an open request of another source holds a candidate back,
+// and its end starts the candidate's cooldown); and every policy when the
+// record cannot be read (such a record stops every policy's requests, and
+// its going lets them go on). A policy with no candidates decides nothing
+// from another source's request: during a rollout of thousands of nodes,
+// waking every policy on every phase change of every request would
+// evaluate each of them back to back, reading the whole cluster each time.
+// A change that comes while the policy evaluates is noted instead
+// (policyWakes.notify).
+func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object) []ctrl.Request {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
 		return nil
@@ -105,26 +105,21 @@ func (r *Reconciler) policiesOf(ctx context.Context, obj client.Object, deleted 
 	var reqs []ctrl.Request
 	for i := range list.Items {
 		name := list.Items[i].Name
-		if alwaysWakes(nm, name, deleted) || r.wakes.notify(name) {
+		if alwaysWakes(nm, name) || r.wakes.notify(name) {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
 	return reqs
 }
 
-// alwaysWakes tells whether a change of nm (deleted: its going) wakes the
-// policy named policy whatever its candidates: nm cannot be read, or is the
-// policy's own, but for a finished one's going. That is retention's
-// pruning of the history (each reboot of a node with a year of a monthly
-// schedule's history deletes its oldest record), and moves nothing the
-// policy decides: retention keeps each policy's last request and last
-// reboot of every node, and a policy with no candidates gets none from a
-// record's going.
-func alwaysWakes(nm *v1alpha1.NodeMaintenance, policy string, deleted bool) bool {
-	if nm.Unreadable() != nil {
-		return true
-	}
-	return nm.Spec.Policy == policy && !(deleted && nm.Status.Phase.Done())
+// alwaysWakes tells whether a change of nm wakes the policy named policy
+// whatever its candidates: nm cannot be read, or is the policy's own. The
+// operator's cache watches only records not finished, so the going of a
+// finished record (retention's pruning of the history, which moves nothing
+// a policy decides) is not seen at all, and a record's finish is seen as
+// its going.
+func alwaysWakes(nm *v1alpha1.NodeMaintenance, policy string) bool {
+	return nm.Unreadable() != nil || nm.Spec.Policy == policy
 }
 
 // wakeState is what another source's NodeMaintenance change does to a

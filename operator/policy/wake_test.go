@@ -24,21 +24,17 @@ func TestAlwaysWakes(t *testing.T) {
 	finished := own.DeepCopy()
 	finished.Status.Phase = v1alpha1.PhaseSucceeded
 	for _, tc := range []struct {
-		name    string
-		nm      *v1alpha1.NodeMaintenance
-		deleted bool
-		want    bool
+		name string
+		nm   *v1alpha1.NodeMaintenance
+		want bool
 	}{
-		{"own request", own, false, true},
-		{"own open request, deleted", own, true, true},
-		{"own request, finished", finished, false, true},
-		{"own finished request, deleted (retention's pruning)", finished, true, false},
-		{"another policy's request", other, false, false},
-		{"an API request", api, false, false},
-		{"a record that cannot be read", unreadable, false, true},
-		{"a record that cannot be read, deleted", unreadable, true, true},
+		{"own request", own, true},
+		{"own request, finished", finished, true},
+		{"another policy's request", other, false},
+		{"an API request", api, false},
+		{"a record that cannot be read", unreadable, true},
 	} {
-		if got := alwaysWakes(tc.nm, "p", tc.deleted); got != tc.want {
+		if got := alwaysWakes(tc.nm, "p"); got != tc.want {
 			t.Errorf("%s: alwaysWakes = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/history"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/metrics"
 )
@@ -34,6 +37,10 @@ type Reconciler struct {
 	Keep Retention
 	// Metrics counts what is pruned; nil counts nothing.
 	Metrics *metrics.Recorder
+	// History, when set, holds the finished NodeMaintenances apart from
+	// the cache the controller watches: each node with a history is looked
+	// at once it is listed. Nil when the cache holds every record.
+	History *history.History
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=nodemaintenances,verbs=get;list;watch;delete
@@ -86,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // SetupWithManager registers the controller when it has anything to prune.
 // It looks at a node's history when a NodeMaintenance of the node appears
-// (each, when the operator starts) or finishes; records age out by requeue.
+// (each, when the operator starts) or finishes, and at each node of the
+// History once it is listed; records age out by requeue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if !r.Keep.Enabled() {
 		return nil
@@ -94,9 +102,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("retention").
-		WithOptions(opts).
+		WithOptions(opts)
+	if r.History != nil {
+		b = b.WatchesRawSource(r.historyNodes())
+	}
+	return b.
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			nm, ok := o.(*v1alpha1.NodeMaintenance)
 			if !ok || nm.Unreadable() != nil {
@@ -107,9 +119,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
+// historyNodes enqueues each node that has finished records, once the
+// History has listed them: the cache the controller watches holds only open
+// records, so a node with none would not be looked at until it had one.
+func (r *Reconciler) historyNodes() source.Source {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go func() {
+			if err := r.History.WaitForSync(ctx); err != nil {
+				return // stopped before the history was listed
+			}
+			for _, node := range r.History.Nodes() {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
+			}
+		}()
+		return nil
+	})
+}
+
 // finishedOrNew passes a NodeMaintenance that appears, or whose phase
 // changes: a finish adds to the history, and can free an older record of
-// its protection.
+// its protection. A cache that watches only open records sees a finish as
+// the record's going, with its finished phase.
 func finishedOrNew() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -117,7 +147,10 @@ func finishedOrNew() predicate.Predicate {
 			n, okNew := e.ObjectNew.(*v1alpha1.NodeMaintenance)
 			return !okOld || !okNew || o.Status.Phase != n.Status.Phase
 		},
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			nm, ok := e.Object.(*v1alpha1.NodeMaintenance)
+			return ok && nm.Status.Phase.Done()
+		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }

@@ -1,0 +1,43 @@
+package history
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+)
+
+// A Record keeps what retention, the policies and the recording of requests
+// read of a finished NodeMaintenance, and nothing only a person reads.
+func TestARecordKeepsWhatTheOperatorReads(t *testing.T) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	nm := &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "r", UID: "u", ResourceVersion: "7", CreationTimestamp: now,
+			Labels:        map[string]string{v1alpha1.BootIDLabel: "b", v1alpha1.RequestIDLabel: "id", v1alpha1.PolicyLabel: "p"},
+			Annotations:   map[string]string{v1alpha1.ValueAnnotation: "0.93", "note": "from a person"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kmaint"}}},
+		Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n", Source: v1alpha1.SourceSchedule, Policy: "p", Reason: "kernel", Type: v1alpha1.RebootMaintenance},
+		Status: v1alpha1.NodeMaintenanceStatus{
+			Phase: v1alpha1.PhaseSucceeded, BootIDBefore: "b", JournaledBootID: "b", JournaledTime: &now, BootIDAfter: "c",
+			Message:    "rebooted after 3m",
+			PhaseTimes: v1alpha1.PhaseTimes{Pending: &now, Approved: &now, Rebooting: &now, Succeeded: &now},
+			Conditions: []metav1.Condition{{Type: v1alpha1.SucceededCondition, Status: metav1.ConditionTrue, Reason: "Rebooted"}},
+		},
+	}
+	var got v1alpha1.NodeMaintenance
+	newRecord(nm, same).Into(&got)
+	if got.UID != "u" || got.ResourceVersion != "7" || !got.CreationTimestamp.Equal(&now) ||
+		got.Spec.NodeName != "n" || got.Spec.Source != v1alpha1.SourceSchedule || got.Spec.Policy != "p" || got.Spec.Type != v1alpha1.RebootMaintenance ||
+		got.Status.Phase != v1alpha1.PhaseSucceeded || got.Status.PhaseTimes.Succeeded == nil || !got.Status.PhaseTimes.Succeeded.Equal(&now) ||
+		got.RequestID() != "id" || got.Labels[v1alpha1.BootIDLabel] != "b" || got.Annotations[v1alpha1.ValueAnnotation] != "0.93" ||
+		got.Unreadable() != nil || got.Kind != "NodeMaintenance" {
+		t.Errorf("a finished record lost what retention, policies and recording read: %+v", got)
+	}
+	if got.ManagedFields != nil || got.Spec.Reason != "" || got.Status.Message != "" || got.Status.Conditions != nil ||
+		got.Annotations["note"] != "" || got.Status.BootIDAfter != "" || got.Status.JournaledTime != nil ||
+		got.Status.PhaseTimes.Pending != nil || got.Status.PhaseTimes.Approved != nil || got.Status.PhaseTimes.Failed != nil {
+		t.Errorf("a finished record keeps what the operator never reads of it: %+v", got)
+	}
+}
