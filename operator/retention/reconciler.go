@@ -136,20 +136,18 @@ func (r *Reconciler) historyNodes() source.Source {
 	})
 }
 
-// finishedOrNew passes a NodeMaintenance that appears, or whose phase
-// changes: a finish adds to the history, and can free an older record of
-// its protection. A cache that watches only open records sees a finish as
-// the record's going, with its finished phase.
+// finishedOrNew passes a NodeMaintenance that appears, whose phase
+// changes, or that goes: a finish adds to the history, and can free an
+// older record of its protection. The operator's cache watches only open
+// records, so it sees a finish as the record's going (the API server sends
+// the record as it was before); a request deleted while open goes the same
+// way, and costs a look that prunes nothing.
 func finishedOrNew() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okOld := e.ObjectOld.(*v1alpha1.NodeMaintenance)
 			n, okNew := e.ObjectNew.(*v1alpha1.NodeMaintenance)
 			return !okOld || !okNew || o.Status.Phase != n.Status.Phase
-		},
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			nm, ok := e.Object.(*v1alpha1.NodeMaintenance)
-			return ok && nm.Status.Phase.Done()
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
