@@ -36,8 +36,9 @@ func (c *Client) get(ctx context.Context, name string) (*v1alpha1.NodeMaintenanc
 	return nm, nil
 }
 
-// Get reads a NodeMaintenance from the history when the open cache does not
-// hold it.
+// Get reads a NodeMaintenance from the open cache and the history. Where
+// both hold it, the history's is read: a record that finished is in the
+// history before the open cache lets it go.
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
 	if !ok {
@@ -46,6 +47,13 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	err := c.Client.Get(ctx, key, obj, opts...)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	if err == nil && !c.History.Synced() {
+		// Read before the history is listed, as the open cache has it: it
+		// is what the cache alone would say, and waiting for a year of
+		// history would hold every reconcile of the operator's first
+		// seconds.
+		return nil
 	}
 	if err := c.History.WaitForSync(ctx); err != nil {
 		return err

@@ -341,3 +341,26 @@ func TestAFinishedRecordThatCannotBeReadIsReadAsUnreadable(t *testing.T) {
 	g.Expect(phases(g, r, client.MatchingFields{index.NodeName: "hist-u"})).To(BeEmpty())
 	g.Expect(slices.Contains(names, "hist-done")).To(BeFalse())
 }
+
+// Before the history is listed, an open record is read as the open cache
+// has it, at once: the operator's first reconciles do not wait for a year
+// of history. A record the open cache does not hold waits for the history,
+// and a read that gives up says what it waited for.
+func TestAnOpenRecordIsReadBeforeTheHistoryIsListed(t *testing.T) {
+	g := NewWithT(t)
+	create(t, "early-open", "early-node", "")
+	never := history.NewWatching(map[v1alpha1.Phase]toolscache.ListerWatcher{}, func(s string) string { return s })
+	r := &history.Client{Client: bed.Client, History: never, APIReader: bed.Client}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	nm := &v1alpha1.NodeMaintenance{}
+	g.Expect(r.Get(ctx, types.NamespacedName{Name: "early-open"}, nm)).To(Succeed())
+	g.Expect(nm.Spec.NodeName).To(Equal("early-node"))
+
+	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+	defer cancelShort()
+	err := r.Get(short, types.NamespacedName{Name: "early-none"}, nm)
+	g.Expect(err).To(MatchError(ContainSubstring("NodeMaintenances to be listed")))
+	g.Expect(apierrors.IsNotFound(err)).To(BeFalse(), "not found is not known until the history is listed")
+}

@@ -13,7 +13,7 @@ import (
 // Record is what the operator reads of a finished NodeMaintenance: its name,
 // UID and resourceVersion (retention deletes on them), its creation and
 // finish times (retention orders and ages by them, cooldowns count from
-// them), its node, source, type and policy, its phase, its request id and
+// them), its node, source and policy, its phase, its request id and
 // the boot it was raised in (a request raised on the node is recorded once,
 // and so many per boot), and the value a Prometheus policy saw (the
 // policy's outcomes). The rest says how the reboot went to a person, who
@@ -29,7 +29,6 @@ type Record struct {
 	Node            string
 	Policy          string
 	Source          v1alpha1.Source
-	Type            v1alpha1.MaintenanceType
 	Phase           v1alpha1.Phase
 	RequestID       string
 	BootLabel       string
@@ -60,7 +59,6 @@ func newRecord(nm *v1alpha1.NodeMaintenance, intern func(string) string) *Record
 	r.Node = intern(nm.Spec.NodeName)
 	r.Policy = intern(nm.Spec.Policy)
 	r.Source = v1alpha1.Source(intern(string(nm.Spec.Source)))
-	r.Type = v1alpha1.MaintenanceType(intern(string(nm.Spec.Type)))
 	r.Phase = v1alpha1.Phase(intern(string(nm.Status.Phase)))
 	r.RequestID = nm.RequestID()
 	r.BootLabel = nm.Labels[v1alpha1.BootIDLabel]
@@ -92,7 +90,7 @@ func (r *Record) Into(nm *v1alpha1.NodeMaintenance) {
 	if r.Value != "" {
 		nm.Annotations = map[string]string{v1alpha1.ValueAnnotation: r.Value}
 	}
-	nm.Spec = v1alpha1.NodeMaintenanceSpec{NodeName: r.Node, Policy: r.Policy, Source: r.Source, Type: r.Type}
+	nm.Spec = v1alpha1.NodeMaintenanceSpec{NodeName: r.Node, Policy: r.Policy, Source: r.Source}
 	nm.Status.Phase = r.Phase
 	nm.Status.RequestID = r.RequestID
 	if r.Succeeded != noTime {
@@ -106,11 +104,6 @@ func (r *Record) Into(nm *v1alpha1.NodeMaintenance) {
 // Readable says whether the record's body could be decoded; when it could
 // not, only its name, UID, resourceVersion and creation time are known.
 func (r *Record) Readable() bool { return r.unreadable == nil }
-
-// GetObjectMeta names the record, so that client-go's stores can key it.
-func (r *Record) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: r.Name, ResourceVersion: r.ResourceVersion}
-}
 
 func unixOf(t *metav1.Time) int64 {
 	if t == nil || t.IsZero() {

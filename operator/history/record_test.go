@@ -29,13 +29,13 @@ func TestARecordKeepsWhatTheOperatorReads(t *testing.T) {
 	var got v1alpha1.NodeMaintenance
 	newRecord(nm, same).Into(&got)
 	if got.UID != "u" || got.ResourceVersion != "7" || !got.CreationTimestamp.Equal(&now) ||
-		got.Spec.NodeName != "n" || got.Spec.Source != v1alpha1.SourceSchedule || got.Spec.Policy != "p" || got.Spec.Type != v1alpha1.RebootMaintenance ||
+		got.Spec.NodeName != "n" || got.Spec.Source != v1alpha1.SourceSchedule || got.Spec.Policy != "p" ||
 		got.Status.Phase != v1alpha1.PhaseSucceeded || got.Status.PhaseTimes.Succeeded == nil || !got.Status.PhaseTimes.Succeeded.Equal(&now) ||
 		got.RequestID() != "id" || got.Labels[v1alpha1.BootIDLabel] != "b" || got.Annotations[v1alpha1.ValueAnnotation] != "0.93" ||
 		got.Unreadable() != nil || got.Kind != "NodeMaintenance" {
 		t.Errorf("a finished record lost what retention, policies and recording read: %+v", got)
 	}
-	if got.ManagedFields != nil || got.Spec.Reason != "" || got.Status.Message != "" || got.Status.Conditions != nil ||
+	if got.ManagedFields != nil || got.Spec.Reason != "" || got.Spec.Type != "" || got.Status.Message != "" || got.Status.Conditions != nil ||
 		got.Annotations["note"] != "" || got.Status.BootIDAfter != "" || got.Status.JournaledTime != nil ||
 		got.Status.PhaseTimes.Pending != nil || got.Status.PhaseTimes.Approved != nil || got.Status.PhaseTimes.Failed != nil {
 		t.Errorf("a finished record keeps what the operator never reads of it: %+v", got)
