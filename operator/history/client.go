@@ -37,7 +37,7 @@ func (c *Client) get(ctx context.Context, name string) (*v1alpha1.NodeMaintenanc
 }
 
 // Get reads a NodeMaintenance from the open cache and the history. Where
-// both hold it, the history's is read: a record that finished is in the
+// both hold it, the history's is read: a record that finished may reach the
 // history before the open cache lets it go.
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	nm, ok := obj.(*v1alpha1.NodeMaintenance)
