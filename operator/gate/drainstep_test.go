@@ -200,8 +200,18 @@ func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
 	retried := first
 	retried.admitted = first.admitted + int64(time.Minute)
 	steps := d.count("n")
-	g.Eventually(func() int { s.follow(retried, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", steps+2))
-	g.Expect(d.sinces("n")[steps : steps+2]).To(Equal([]string{"", "97"}))
+	// A step of the first drain already under way when it stopped may
+	// still reach the drainer, with the first drain's version; its result
+	// is dropped. The retried drain's steps are the ones after it.
+	retriedSinces := func() []string {
+		got := d.sinces("n")[steps:]
+		if len(got) > 0 && got[0] == "41" {
+			got = got[1:]
+		}
+		return got
+	}
+	g.Eventually(func() int { s.follow(retried, "p", v1alpha1.DrainOptions{}); return len(retriedSinces()) }, 10*time.Second).Should(BeNumerically(">=", 2))
+	g.Expect(retriedSinces()[:2]).To(Equal([]string{"", "97"}))
 }
 
 func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
