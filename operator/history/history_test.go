@@ -43,11 +43,20 @@ type reader struct {
 // the operator does, until the test ends.
 func start(t *testing.T, watchers map[v1alpha1.Phase]toolscache.ListerWatcher) reader {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	h := history.NewWatching(watchers, func(s string) string { return s })
-	wg.Go(func() { _ = h.Start(ctx) })
+	ctx := runUntilTheEnd(t, h.Start)
+	r := openCache(t, h)
+	if err := h.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openCache starts an open cache, selected by history.Open and watching
+// through h's Watching, until the test ends, and returns the client that
+// reads it and h together.
+func openCache(t *testing.T, h *history.History) reader {
+	t.Helper()
 	c, err := cache.New(bed.Config, cache.Options{
 		Scheme: bed.Scheme,
 		ByObject: map[client.Object]cache.ByObject{
@@ -60,21 +69,28 @@ func start(t *testing.T, watchers map[v1alpha1.Phase]toolscache.ListerWatcher) r
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := index.Setup(ctx, c); err != nil {
+	if err := index.Setup(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	wg.Go(func() { _ = c.Start(ctx) })
+	ctx := runUntilTheEnd(t, c.Start)
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("the open cache did not sync")
-	}
-	if err := h.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
 	}
 	cl, err := client.New(bed.Config, client.Options{Scheme: bed.Scheme, Cache: &client.CacheOptions{Reader: c}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return reader{Client: &history.Client{Client: cl, History: h, APIReader: bed.Client}, open: c}
+}
+
+// runUntilTheEnd runs start until the test ends, and returns the context
+// it runs in.
+func runUntilTheEnd(t *testing.T, start func(context.Context) error) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
 }
 
 // watchers are the History's watchers of the API server, as history.New
@@ -350,7 +366,7 @@ func TestAnOpenRecordIsReadBeforeTheHistoryIsListed(t *testing.T) {
 	g := NewWithT(t)
 	create(t, "early-open", "early-node", "")
 	never := history.NewWatching(map[v1alpha1.Phase]toolscache.ListerWatcher{}, func(s string) string { return s })
-	r := &history.Client{Client: bed.Client, History: never, APIReader: bed.Client}
+	r := openCache(t, never)
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -358,6 +374,8 @@ func TestAnOpenRecordIsReadBeforeTheHistoryIsListed(t *testing.T) {
 	g.Expect(r.Get(ctx, types.NamespacedName{Name: "early-open"}, nm)).To(Succeed())
 	g.Expect(nm.Spec.NodeName).To(Equal("early-node"))
 
+	// The open cache answers from memory: the short wait can only run out
+	// in the history's.
 	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
 	defer cancelShort()
 	err := r.Get(short, types.NamespacedName{Name: "early-none"}, nm)
