@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/sim"
@@ -79,26 +81,47 @@ func cleanupObjects(b *testing.B, c *sim.Cluster) {
 	deleteAll(b, ctx, "reboot policies", &v1alpha1.RebootPolicy{})
 }
 
-// deleteAllAttempts bounds how often a collection's deletion is asked again.
-const deleteAllAttempts = 5
-
 // deleteAll deletes every object of obj's kind that opts select. The API
 // server deletes a collection one object after another and answers with an
-// error after its request timeout (a minute), which the 28,000 workload
-// pods of 2000 nodes outlast: what it had not deleted by then would stay
-// for the next scenario. Each attempt carries on with what is left.
+// error after its request timeout (a minute), which the 70,000 workload
+// pods of 5000 nodes outlast several times over: what it had not deleted
+// by then would stay for the next scenario. So it asks again for as long
+// as each attempt leaves fewer objects than the one before.
 func deleteAll(b *testing.B, ctx context.Context, what string, obj client.Object, opts ...client.DeleteAllOfOption) {
 	b.Helper()
-	for attempt := 1; ; attempt++ {
+	before := -1
+	for {
 		err := bed.Client.DeleteAllOf(ctx, obj, opts...)
 		if err == nil {
 			return
 		}
-		if attempt == deleteAllAttempts {
-			// The next scenario would run beside what is left.
-			b.Errorf("delete %s: %v; still failing after %d attempts", what, err, attempt)
+		left, countErr := count(ctx, obj, opts...)
+		if countErr != nil {
+			b.Errorf("delete %s: %v; counting what is left: %v", what, err, countErr)
 			return
 		}
-		b.Logf("delete %s: %v; asking again", what, err)
+		if before >= 0 && left >= before {
+			// The next scenario would run beside what is left.
+			b.Errorf("delete %s: %v; %d left, as many as before the last attempt", what, err, left)
+			return
+		}
+		before = left
+		b.Logf("delete %s: %v; %d left, asking again", what, err, left)
 	}
+}
+
+// count counts the objects of obj's kind that opts select, reading only
+// their metadata.
+func count(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) (int, error) {
+	gvk, err := apiutil.GVKForObject(obj, bed.Scheme)
+	if err != nil {
+		return 0, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	del := (&client.DeleteAllOfOptions{}).ApplyOptions(opts)
+	if err := bed.Client.List(ctx, list, &del.ListOptions); err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
 }
