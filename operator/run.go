@@ -134,9 +134,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, err
 	}
 	slim := newSlimmer()
-	// The history watches through a connection of its own: the manager
-	// makes its HTTP client only with the manager, which needs the
-	// history's transform first.
+	// The history needs an HTTP client before the manager, which needs the
+	// history's ListerWatcher first. Its connections are the manager's all
+	// the same: client-go keeps one transport per TLS configuration.
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
