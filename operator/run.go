@@ -136,7 +136,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	slim := newSlimmer()
 	// The history needs an HTTP client before the manager, which needs the
 	// history's ListerWatcher first. Its connections are the manager's all
-	// the same: client-go keeps one transport per TLS configuration.
+	// the same: client-go keeps one transport per TLS configuration, which
+	// the manager's own clients (it makes several) share too.
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
