@@ -2,5 +2,8 @@
 // library, so that a controller can drain without blocking for the drain's
 // whole length: each Step evicts what can be evicted now and reports what is
 // left and what stands in the way. A step's evictions go out together, up
-// to 16 at a time, as kubectl's own drain sends them.
+// to 16 at a time, as kubectl's own drain sends them, except that the pods
+// of one workload are evicted one after another across all the drains of a
+// Drainer: evictions under one PodDisruptionBudget at once conflict in the
+// API server, which then sleeps (lanes.go).
 package drain

@@ -43,6 +43,9 @@ type Drainer struct {
 	// daemonSets are the DaemonSets found to exist, so that a drain step
 	// does not ask again for every agent pod of the node.
 	daemonSets knownDaemonSets
+	// workloads let one eviction at a time through per workload, across
+	// the drains of every node (lanes.go).
+	workloads workloadLanes
 }
 
 // Step evicts every pod on the node that must leave and is not already
@@ -102,7 +105,8 @@ const evictionParallelism = 16
 // evict asks for the eviction of every pod not already terminating, in
 // parallel as kubectl does, and returns each one's error by index. One
 // after another, a node with dozens of pods spent its step on as many round
-// trips to the API server.
+// trips to the API server. Pods of one workload go one after another, here
+// and across every other drain (workloadLanes).
 func (d *Drainer) evict(helper *kubedrain.Helper, pods []corev1.Pod) []error {
 	outcomes := make([]error, len(pods))
 	var wg sync.WaitGroup
@@ -116,6 +120,12 @@ func (d *Drainer) evict(helper *kubedrain.Helper, pods []corev1.Pod) []error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			leave, err := d.workloads.enter(helper.Ctx, &pods[i])
+			if err != nil {
+				outcomes[i] = err
+				return
+			}
+			defer leave()
 			outcomes[i] = helper.EvictPod(pods[i], policyv1.SchemeGroupVersion)
 		}()
 	}
