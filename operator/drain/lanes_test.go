@@ -28,13 +28,13 @@ type evictionsInFlight struct {
 	next    http.RoundTripper
 	holdFor time.Duration
 
-	mu          sync.Mutex
-	now         map[string]int
-	all         int
-	mostAll     int
-	mostOneLoad int
-	arrived     chan struct{}
-	crowd       sync.Once
+	mu              sync.Mutex
+	now             map[string]int
+	all             int
+	mostAll         int
+	mostOneWorkload int
+	arrived         chan struct{}
+	crowd           sync.Once
 }
 
 func (e *evictionsInFlight) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -47,7 +47,7 @@ func (e *evictionsInFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 	e.now[workload]++
 	e.all++
 	e.mostAll = max(e.mostAll, e.all)
-	e.mostOneLoad = max(e.mostOneLoad, e.now[workload])
+	e.mostOneWorkload = max(e.mostOneWorkload, e.now[workload])
 	crowded := e.all >= 3
 	e.mu.Unlock()
 	if crowded {
@@ -69,7 +69,7 @@ func (e *evictionsInFlight) RoundTrip(r *http.Request) (*http.Response, error) {
 func (e *evictionsInFlight) most() (all, oneWorkload int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.mostAll, e.mostOneLoad
+	return e.mostAll, e.mostOneWorkload
 }
 
 // Evicting two pods under one PodDisruptionBudget at once makes the API
@@ -80,7 +80,7 @@ func (e *evictionsInFlight) most() (all, oneWorkload int) {
 func TestEvictionsOfOneWorkloadGoOneAtATime(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	watch := &evictionsInFlight{holdFor: 300 * time.Millisecond, now: map[string]int{}, arrived: make(chan struct{})}
+	watch := &evictionsInFlight{holdFor: time.Second, now: map[string]int{}, arrived: make(chan struct{})}
 	cfg := rest.CopyConfig(bed.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { watch.next = rt; return watch })
 	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}
