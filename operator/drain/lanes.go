@@ -69,12 +69,21 @@ func (w *workloadLanes) enter(ctx context.Context, pod *corev1.Pod) (leave func(
 		}
 		w.mu.Unlock()
 	}
+	leave = func() {
+		l.free <- struct{}{}
+		done()
+	}
+	// A free lane is taken even by an eviction whose context ended (which
+	// then fails on its own): which of two ready cases a select takes is
+	// chance, and a wait should end only for want of the lane.
 	select {
 	case <-l.free:
-		return func() {
-			l.free <- struct{}{}
-			done()
-		}, nil
+		return leave, nil
+	default:
+	}
+	select {
+	case <-l.free:
+		return leave, nil
 	case <-ctx.Done():
 		done()
 		return nil, fmt.Errorf("wait for the eviction of another pod of %s: %w", key, context.Cause(ctx))
