@@ -29,6 +29,14 @@ IMG ?= ghcr.io/kmaint/kmaint:$(or $(VERSION),v0.1.0)
 TEST_PREREQS ?=
 TEST_PREREQS += helm bin-module image-tar-for-tests realcluster-assets
 
+# `make test` times its steps (hack/steps.sh): each step's recipe runs
+# through $(STEP) NAME, which appends NAME's time to $(STEPS_LOG) when make
+# test set KMAINT_STEPS_LOG, and the test prints where the time went at its
+# end, with the slowest packages of go test's output ($(TEST_LOG)).
+STEP := hack/steps.sh run
+STEPS_LOG := $(BIN)/test-steps.log
+TEST_LOG := $(BIN)/test.log
+
 .PHONY: help
 help: ## List the targets
 	@echo 'Usage: make <target>'
@@ -74,18 +82,18 @@ helm-files: ## Copy the CRDs, dashboards and PrometheusRule into the Helm chart 
 
 .PHONY: mod-download
 mod-download: ## Download the Go modules the build and tests need
-	go mod download
+	$(STEP) mod-download go mod download
 
 .PHONY: test-deps
 test-deps: ## Install the system packages the tests need (hack/install-test-deps.sh)
-	hack/install-test-deps.sh
+	$(STEP) test-deps hack/install-test-deps.sh
 
 .PHONY: helm
-helm: ## Print the dir of helm and the Prometheus Operator CRDs test/helm uses, building helm into bin/helm first if missing
-	hack/helm-assets.sh bin
+helm: ## Print the dir of helm and the Prometheus Operator CRDs test/helm uses, building helm first if the machine's cache has none
+	$(STEP) helm hack/helm-assets.sh bin
 
-# bin/ caches whole root file systems and builds (the node image, the
-# image's base layers), Go sources among them. A go.mod of its own makes bin/
+# bin/ links into the machine's cache (hack/cache.sh): whole root file
+# systems and builds, Go sources among them. A go.mod of its own makes bin/
 # a separate module, so that ./... (go test, go vet) never reaches into it.
 .PHONY: bin-module
 bin-module: ## Fence bin/ off from ./... with a go.mod of its own
@@ -93,18 +101,25 @@ bin-module: ## Fence bin/ off from ./... with a go.mod of its own
 	@[[ -f "$(BIN)/go.mod" ]] || printf '%s\n' '// Caches, not kmaint code: see the Makefile (bin-module).' 'module kmaint.invalid/bin-cache' >"$(BIN)/go.mod"
 
 .PHONY: envtest
-envtest: ## Print the kube-apiserver/etcd/kubectl dir, building them into bin/k8s first if missing (~11 min)
-	hack/envtest-assets.sh bin
+envtest: ## Print the kube-apiserver/etcd/kubectl dir, building them first if the machine's cache has none (~11 min)
+	$(STEP) envtest hack/envtest-assets.sh bin
 
 # verify runs first and a failure there does not stop the tests, so CI always
-# sees go test's own ok/FAIL lines; make test fails if either failed.
-.PHONY: test
-test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every test against a real API server
-	@verify=0; $(MAKE) --no-print-directory verify || verify=$$?; \
+# sees go test's own ok/FAIL lines; make test fails if either failed. The
+# prerequisites see KMAINT_STEPS_LOG (a target's variables reach its
+# prerequisites); verify's own make does not, so its steps count once.
+.PHONY: test test-steps-start
+test: export KMAINT_STEPS_LOG := $(STEPS_LOG)
+test: test-steps-start mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every test against a real API server; say where the time went
+	@verify=0; $(STEP) verify env -u KMAINT_STEPS_LOG $(MAKE) --no-print-directory verify || verify=$$?; \
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	tests=0; KUBEBUILDER_ASSETS="$$assets" go test -race=false -count=1 -timeout 30m ./... || tests=$$?; \
+	tests=0; KUBEBUILDER_ASSETS="$$assets" $(STEP) go-test go test -race=false -count=1 -timeout 30m ./... 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
+	hack/steps.sh summary "$(TEST_LOG)"; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))
+
+test-steps-start:
+	@mkdir -p "$(BIN)" && rm -f "$(STEPS_LOG)"
 
 # The real cluster's parts (test/realcluster): kubelet, kube-controller-manager,
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
@@ -113,7 +128,11 @@ test: mod-download test-deps envtest $(TEST_PREREQS) ## Run verify, then every t
 REALCLUSTER_NAMES := realcluster-test realcluster-killed kmaint kmaint-demo demo-test
 
 .PHONY: realcluster-assets realcluster-clean
-realcluster-assets: ## Build the real test cluster's binaries, images and node root file system into bin/ if missing
+realcluster-assets: ## Build the real test cluster's binaries, images and node root file system if the machine's cache has none
+	@$(STEP) realcluster-assets $(MAKE) --no-print-directory realcluster-assets-build
+
+.PHONY: realcluster-assets-build
+realcluster-assets-build:
 	@if (( EUID == 0 )); then hack/node-rootfs.sh bin & rootfs=$$!; else rootfs=; \
 		echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi; \
 	assets=0; hack/cluster-assets.sh bin || assets=$$?; \
@@ -175,11 +194,11 @@ docker-push: ## Push the image $(IMG)
 # image-tar builds what docker-build builds, from the same Dockerfile, where
 # no registry and no container engine are at hand (buildah, base images made
 # from Debian and the Go module proxy; hack/image-tar.sh says how). Cached in
-# bin/image until the code or the Dockerfile changes: cold up to 50 minutes
-# on a busy 2-core machine (mostly two cold Go builds), after a code change
-# about a minute.
+# the machine's cache until the code or the Dockerfile changes: cold up to 50
+# minutes on a busy 2-core machine (mostly two cold Go builds), after a code
+# change about a minute.
 .PHONY: image-tar image-tar-for-tests
-image-tar: ## Build the image from the Dockerfile without a registry (root, buildah) into a docker-archive under bin/image; print its path
+image-tar: ## Build the image from the Dockerfile without a registry (root, buildah) into a docker-archive; print its path
 	@VERSION='$(VERSION)' COMMIT='$(COMMIT)' hack/image-tar.sh bin
 
 # make test builds the image first unless it cannot (not root) and may skip
@@ -187,7 +206,7 @@ image-tar: ## Build the image from the Dockerfile without a registry (root, buil
 image-tar-for-tests:
 	@if (( EUID != 0 )) && [[ -z "$${CI:-}" ]]; then \
 		echo "image-tar: not root, so kmaint's image is not built and test/image skips" >&2; \
-	else VERSION='$(VERSION)' COMMIT='$(COMMIT)' hack/image-tar.sh bin >/dev/null; fi
+	else VERSION='$(VERSION)' COMMIT='$(COMMIT)' $(STEP) image hack/image-tar.sh bin >/dev/null; fi
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig
@@ -244,10 +263,21 @@ demo-cluster: test-deps envtest helm bin-module realcluster-assets ## Run kmaint
 
 ##@ Cleaning
 
+# The machine's cache (hack/cache.sh) holds what the build scripts make for
+# every checkout of this machine: $KMAINT_CACHE, else $XDG_CACHE_HOME/kmaint,
+# else ~/.cache/kmaint.
+CACHE_DIR = $(or $(KMAINT_CACHE),$(XDG_CACHE_HOME:%=%/kmaint),$(HOME)/.cache/kmaint)
+
 .PHONY: clean
-clean: ## Remove bin/ except bin/k8s, the cached kube-apiserver/etcd build
-	@if [[ -d bin ]]; then find bin -mindepth 1 -maxdepth 1 ! -name k8s -exec rm -rf {} +; fi
+clean: ## Remove bin/ (this checkout's builds and links into the machine's cache, which stays)
+	rm -rf bin
+
+.PHONY: cache-clean
+cache-clean: ## Remove the machine's build cache (kube binaries, node root, image; a cold make test rebuilds it, ~45 min)
+	@echo "removing $(CACHE_DIR)"
+	@if [[ -d "$(CACHE_DIR)" ]]; then \
+		findmnt --list --noheadings --output TARGET | grep -F "$$(realpath "$(CACHE_DIR)")/" | sort -r | xargs -r umount -l; \
+		rm -rf --one-file-system "$(CACHE_DIR)"; fi
 
 .PHONY: distclean
-distclean: ## Remove all of bin/, including bin/k8s (the next test run rebuilds it, ~11 min)
-	rm -rf bin
+distclean: clean cache-clean ## Remove bin/ and the machine's build cache

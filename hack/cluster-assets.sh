@@ -17,13 +17,18 @@
 # `kubernetes` Service's cluster IP is an address of the cluster's network
 # namespace, where the API server listens on 443 (test/realcluster).
 #
-# The output directory is named after the Kubernetes version and a hash of
-# the binaries' recipe (the functions that build them), so a change to it
-# builds anew next to the old; the images' recipe has its own hash, kept in
-# images/recipe, and a change rebuilds only them.
+# Cached in the machine's cache (hack/cache.sh) under a key of the
+# Kubernetes version, the pause tag, the Go and gcc versions and this
+# script; bin/cluster/VERSION links to it. A change to the recipe builds
+# anew: the Go build cache makes that a matter of linking, where the
+# machine built before.
 #
 # Usage: hack/cluster-assets.sh [BIN_DIR]   (default: ./bin)
 set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/cache.sh
+source "${here}/cache.sh"
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 # The pause image's tag is the one kubelet 1.37 and containerd ask for by
@@ -66,10 +71,8 @@ build_binaries() {
 	ldflags+=" -X ${v}.gitTreeState=clean -X ${v}.buildDate=1970-01-01T00:00:00Z"
 	local b
 	for b in "${BINARIES[@]}"; do
-		[[ -x "${ASSETS}/${b}" ]] && continue
 		log "building ${b} v${KUBE_VERSION}"
-		GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="${ldflags}" -o "${work}/${b}" "k8s.io/kubernetes/cmd/${b}"
-		mv "${work}/${b}" "${ASSETS}/${b}"
+		GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="${ldflags}" -o "${ASSETS}/${b}" "k8s.io/kubernetes/cmd/${b}"
 	done
 }
 
@@ -92,8 +95,7 @@ docker_archive() {
 	mv "${dir}/layer.tar" "${dir}/${layer_sha}/layer.tar"
 	printf '%s' "${config}" >"${dir}/${config_sha}.json"
 	printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "${config_sha}" "${ref}" "${layer_sha}" >"${dir}/manifest.json"
-	tar -C "${dir}" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "${out}.tmp" manifest.json "${config_sha}.json" "${layer_sha}"
-	mv "${out}.tmp" "${out}"
+	tar -C "${dir}" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "${out}" manifest.json "${config_sha}.json" "${layer_sha}"
 }
 
 build_pause() {
@@ -124,32 +126,20 @@ build_busybox() {
 	docker_archive "docker.io/library/busybox:kmaint" "${work}/busybox" "${ASSETS}/images/busybox.tar" /bin/sh
 }
 
-recipe_hash() { declare -f "$@" | sha256sum | cut -c1-12; }
-ASSETS="${BIN_DIR}/cluster/${KUBE_VERSION}-$(recipe_hash kube_module build_binaries)"
-images_recipe="${PAUSE_TAG} $(recipe_hash docker_archive build_pause build_busybox)"
-
-have_all() {
-	local b
-	for b in "${BINARIES[@]}"; do
-		[[ -x "${ASSETS}/${b}" ]] || return 1
-	done
-	[[ "$(cat "${ASSETS}/images/recipe" 2>/dev/null)" == "${images_recipe}" ]]
-}
-
-if have_all; then
-	echo "${ASSETS}"
-	exit 0
-fi
-mkdir -p "${ASSETS}"
-work="$(mktemp -d "${ASSETS}/build.XXXXXX")"
-trap 'rm -rf "${work}"' EXIT
-
-if [[ "$(cat "${ASSETS}/images/recipe" 2>/dev/null)" != "${images_recipe}" ]]; then
-	rm -rf "${ASSETS}/images"
+# build OUT builds everything into OUT, the images under OUT/images.
+build() {
+	ASSETS="$1"
+	work="$(mktemp -d)"
+	trap 'rm -rf "${work}"' EXIT
 	mkdir -p "${ASSETS}/images"
 	build_pause
 	build_busybox
-	echo "${images_recipe}" >"${ASSETS}/images/recipe"
-fi
-build_binaries
-echo "${ASSETS}"
+	build_binaries
+}
+
+cache_init
+key="$(cache_key cluster "kube ${KUBE_VERSION}" "pause ${PAUSE_TAG}" "$(go env GOVERSION)" "$(gcc -dumpfullversion 2>/dev/null)" \
+	"$(cache_recipe "${BASH_SOURCE[0]}")")"
+dir="$(cache_build cluster "${key}" 3 build)"
+cache_link "${BIN_DIR}/cluster/${KUBE_VERSION}" "${dir}"
+echo "${dir}"

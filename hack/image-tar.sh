@@ -22,19 +22,24 @@
 #     image's GOPATH=/go, PATH and GOTOOLCHAIN=local.
 # test/image opens the tarball and checks it against the Dockerfile.
 #
-# Cached, so that only a change to what the image is built from rebuilds it:
-#   bin/image/<BASE_NAME>/              buildah's store with the base images,
-#                                       debootstrap's root as a tarball, and
-#                                       the build's Go caches (cache mounts)
-#   bin/image/<BASE_NAME>/kmaint-<key>.tar   the image; key = hash of the
-#                                       files the build context lets in
-#                                       (.dockerignore), the Dockerfile and
-#                                       this script
+# Cached in the machine's cache (hack/cache.sh), so that only a change to
+# what the image is built from rebuilds it, in any checkout of the machine:
+#   image-base/<key>/   the two base images as docker-archives; key = the Go
+#                       version, the mirror and the functions that make them
+#   image/<key>/kmaint.tar   the image; key = the base's key and a hash of
+#                       the files the build context lets in (.dockerignore),
+#                       the Dockerfile and this script
+#   image-go/go<GO_VERSION>/ the build stage's Go module and build caches
+#                       (its cache mounts), which the go command itself
+#                       checks as it does the host's
+# Each image is built in a buildah store of its own, made from the base's
+# archives (checked against the cache's record) and removed afterwards.
 # VERSION and COMMIT are stamped as `make docker-build` stamps them; a cached
 # image keeps those of the build that made it (its code is the same).
+# bin/image/kmaint.tar links to the newest image.
 #
 # Nothing of the host changes: buildah's store, run root, temporary files and
-# cache mounts are under bin/image (vfs storage: no overlay mounts), it runs
+# cache mounts are in the cache (vfs storage: no overlay mounts), it runs
 # with chroot isolation in a private mount and PID namespace (whatever it or
 # debootstrap mounts, and every process, ends with it), and /var/lib is
 # read-only there so buildah cannot leave its blob-info cache in
@@ -48,20 +53,20 @@
 # Needs root, buildah and debootstrap (hack/install-test-deps.sh installs
 # them). Cold, on a 2-core machine busy with other builds: 13 minutes for
 # the base images (debootstrap 5), 35 for the image (two cold Go builds of
-# the binaries, modules downloaded); after a change to the code: under a
-# minute; unchanged: at once. About 3.7 GB under bin/image.
+# the binaries, modules downloaded); after a change to the code: about a
+# minute; unchanged: at once.
 #
 # Usage: hack/image-tar.sh [BIN_DIR]   (default: ./bin)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd -P)"
+# shellcheck source=hack/cache.sh
+source hack/cache.sh
+BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd)"
 # The name the tarball gives the image; test values install it with
 # imagePullPolicy Never.
 IMAGE_NAME="${IMAGE_NAME:-localhost/kmaint:local}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# Bump when the recipe of the base images changes: a new store is made.
-BASE_REVISION=1
 
 log() { echo "image-tar: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -74,89 +79,70 @@ want_from=("FROM golang:\${GO_VERSION}-bookworm AS build" "FROM debian:bookworm-
 mapfile -t have_from < <(grep '^FROM ' Dockerfile)
 [[ "${have_from[*]}" == "${want_from[*]}" ]] ||
 	die "the Dockerfile's FROM lines changed (${have_from[*]}); teach hack/image-tar.sh to make their images"
+BASES=(docker.io/library/debian:bookworm-slim "docker.io/library/golang:${GO_VERSION}-bookworm")
 
-BASE_NAME="bookworm-go${GO_VERSION}-r${BASE_REVISION}"
-DIR="${BIN_DIR}/image/${BASE_NAME}"
+cache_init
 
 # A snapshot of the build context as .dockerignore lets it in (go.mod,
-# go.sum, the Go packages' files but tests), the Dockerfile and this
-# script: the image is built from it and cached under its hash, so that an
-# edit made during a build cannot end up in an image cached as other code.
-mkdir -p "${DIR}"
-find "${DIR}" -maxdepth 1 -name 'context.*' -mmin +180 -exec rm -rf {} + # of killed runs
-SNAP="$(mktemp -d "${DIR}/context.XXXXXX")"
-TMP=""
-trap 'rm -rf "${SNAP}" ${TMP:+"${TMP}"}' EXIT
+# go.sum, the Go packages' files but tests and documents), the Dockerfile
+# and this script: the image is built from it and cached under its hash, so
+# that an edit made during a build cannot end up in an image cached as other
+# code.
+CONTEXTS="${CACHE_ROOT}/image-context"
+mkdir -p "${CONTEXTS}"
+find "${CONTEXTS}" -mindepth 1 -maxdepth 1 -name 'context.*' -mmin +180 -exec rm -rf {} + # of killed runs
+SNAP="$(mktemp -d "${CONTEXTS}/context.XXXXXX")"
+trap 'rm -rf "${SNAP}"' EXIT
 {
 	git ls-files --cached --others --exclude-standard -- go.mod go.sum cmd daemon operator policies |
-		grep -vE '(_test\.go$|(^|/)testdata/)'
+		grep -vE '(_test\.go$|\.md$|(^|/)testdata/)'
 	printf '%s\n' Dockerfile .dockerignore hack/image-tar.sh
 } | while read -r f; do if [[ -f "$f" ]]; then printf '%s\0' "$f"; fi; done | xargs -0 cp --parents -t "${SNAP}" --
-key="$(cd "${SNAP}" && find . -type f -print0 | sort -z | xargs -0 sha256sum -- | sha256sum | cut -c1-16)"
-OUT="${DIR}/kmaint-${key}.tar"
-if [[ -s "${OUT}" ]]; then
-	echo "${OUT}"
-	exit 0
-fi
+context_key="$(cd "${SNAP}" && find . -type f -print0 | sort -z | xargs -0 sha256sum -- | sha256sum | cut -c1-16)"
 
-(( EUID == 0 )) || die "building the image needs root (debootstrap, buildah with chroot isolation)"
-for tool in buildah debootstrap unshare setpriv flock; do
-	command -v "${tool}" >/dev/null 2>&1 || die "${tool} is missing: run hack/install-test-deps.sh"
-done
-
-# One build at a time per store: tests that need the image may start it
-# together.
-exec {lock}>"${DIR}/.lock"
-flock "${lock}"
-if [[ -s "${OUT}" ]]; then
-	echo "${OUT}"
-	exit 0
-fi
-
-VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
-COMMIT="${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
-
-# Scratch space of this run, also removed when an earlier run was killed,
-# with what buildah left of such a run (its cache mounts stay).
-TMP="${DIR}/tmp"
-rm -rf "${TMP}" "${DIR}"/buildah-tmp/buildah[0-9]*
-mkdir -p "${TMP}"
-
-echo '{"default":[{"type":"insecureAcceptAnything"}]}' >"${DIR}/policy.json"
+# A build's buildah store, run root and scratch files are under WORK, its
+# temporary files and cache mounts under BUILDAH_TMP; build_base and
+# build_image set both.
+WORK=""
+BUILDAH_TMP=""
 
 # in_namespace runs a command in a private mount and PID namespace with
 # /var/lib read-only, with buildah's temporary files and cache mounts under
-# bin/image. When this script dies, even by SIGKILL, the namespace and all
+# BUILDAH_TMP. When this script dies, even by SIGKILL, the namespace and all
 # in it die too: unshare gets SIGKILL when its parent dies, and kills the
 # namespace's first process, which takes every other with it.
 in_namespace() {
-	mkdir -p "${DIR}/buildah-tmp"
-	TMPDIR="${DIR}/buildah-tmp" setpriv --pdeathsig SIGKILL -- \
+	mkdir -p "${BUILDAH_TMP}"
+	TMPDIR="${BUILDAH_TMP}" setpriv --pdeathsig SIGKILL -- \
 		unshare --mount --propagation private --pid --fork --kill-child --mount-proc -- \
 		bash -euo pipefail -c 'mount --bind /var/lib /var/lib && mount -o remount,bind,ro /var/lib && exec "$@"' bash "$@"
 }
 
 bah() {
-	in_namespace buildah --root "${DIR}/storage" --runroot "${DIR}/run" --storage-driver vfs "$@"
+	in_namespace buildah --root "${WORK}/storage" --runroot "${WORK}/run" --storage-driver vfs "$@"
 }
 
 build() {
 	bah build --isolation chroot --pull=never --layers=false \
-		--signature-policy "${DIR}/policy.json" "$@" >&2
+		--signature-policy "${WORK}/policy.json" "$@" >&2
 }
 
-have_image() {
-	bah images --noheading --format '{{.Name}}:{{.Tag}}' 2>/dev/null | grep -qxF "$1"
+# new_store WORK makes the directory of a buildah store, and points WORK at
+# it.
+new_store() {
+	WORK="$1"
+	mkdir -p "${WORK}"
+	echo '{"default":[{"type":"insecureAcceptAnything"}]}' >"${WORK}/policy.json"
 }
 
 # debootstrap's root, made once: minbase is what Debian's official images are
 # made from. Its apt configuration is theirs (debuerreotype's): the three
 # suites, no recommends kept on autoremove, no package cache, no translations.
 make_rootfs() {
-	local root="${TMP}/rootfs"
+	local root="${WORK}/rootfs"
 	log "debootstrap bookworm (minbase) from ${DEBIAN_MIRROR}"
-	in_namespace debootstrap --variant=minbase --merged-usr bookworm "${root}" "${DEBIAN_MIRROR}" >"${TMP}/debootstrap.log" 2>&1 ||
-		{ tail -20 "${TMP}/debootstrap.log" >&2; die "debootstrap failed"; }
+	in_namespace debootstrap --variant=minbase --merged-usr bookworm "${root}" "${DEBIAN_MIRROR}" >"${WORK}/debootstrap.log" 2>&1 ||
+		{ tail -20 "${WORK}/debootstrap.log" >&2; die "debootstrap failed"; }
 	rm -f "${root}/etc/apt/sources.list"
 	cat >"${root}/etc/apt/sources.list.d/debian.sources" <<-EOF
 		Types: deb
@@ -189,8 +175,7 @@ make_rootfs() {
 	rm -rf "${root}"/dev/*
 	rm -rf "${root}"/var/lib/apt/lists/* "${root}"/var/cache/apt/*.bin "${root}"/var/cache/apt/archives/*.deb \
 		"${root}"/var/log/* "${root}"/tmp/* "${root}"/root/.bash_history
-	tar --numeric-owner --xattrs -C "${root}" -cf "${DIR}/bookworm-rootfs.tar.tmp" .
-	mv "${DIR}/bookworm-rootfs.tar.tmp" "${DIR}/bookworm-rootfs.tar"
+	tar --numeric-owner --xattrs -C "${root}" -cf "${WORK}/bookworm-rootfs.tar" .
 	rm -rf "${root}"
 }
 
@@ -198,9 +183,9 @@ make_rootfs() {
 # FROM scratch, the root in one layer, CMD bash. -slim drops what dpkg is
 # told to leave out from then on too.
 make_debian() {
-	local ctx="${TMP}/debian"
+	local ctx="${WORK}/debian"
 	mkdir -p "${ctx}"
-	ln "${DIR}/bookworm-rootfs.tar" "${ctx}/rootfs.tar"
+	ln "${WORK}/bookworm-rootfs.tar" "${ctx}/rootfs.tar"
 	printf 'FROM scratch\nADD rootfs.tar /\nCMD ["bash"]\n' >"${ctx}/Containerfile"
 	log "making docker.io/library/debian:bookworm"
 	build -t docker.io/library/debian:bookworm -f "${ctx}/Containerfile" "${ctx}"
@@ -227,11 +212,11 @@ make_debian() {
 
 # golang:<GO_VERSION>-bookworm as the official image's Dockerfile makes it.
 make_golang() {
-	local ctx="${TMP}/golang" mod
+	local ctx="${WORK}/golang" mod
 	mkdir -p "${ctx}"
 	log "fetching Go ${GO_VERSION} (golang.org/toolchain) from the module proxy"
 	# Outside any module, so that no go.sum is touched.
-	mod="$(cd "${TMP}" && GOFLAGS= go mod download -json "golang.org/toolchain@v0.0.1-go${GO_VERSION}.linux-amd64" |
+	mod="$(cd "${WORK}" && GOFLAGS= go mod download -json "golang.org/toolchain@v0.0.1-go${GO_VERSION}.linux-amd64" |
 		sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
 	[[ -x "${mod}/bin/go" || -f "${mod}/bin/go" ]] || die "no Go toolchain in ${mod}"
 	cp -r "${mod}" "${ctx}/go"
@@ -264,13 +249,20 @@ make_golang() {
 	build -t "docker.io/library/golang:${GO_VERSION}-bookworm" -f "${ctx}/Containerfile" "${ctx}"
 }
 
-start=${SECONDS}
-if ! have_image docker.io/library/debian:bookworm-slim || ! have_image "docker.io/library/golang:${GO_VERSION}-bookworm"; then
-	[[ -s "${DIR}/bookworm-rootfs.tar" ]] || make_rootfs
-	have_image docker.io/library/debian:bookworm-slim || make_debian
-	have_image "docker.io/library/golang:${GO_VERSION}-bookworm" || make_golang
-	log "base images ready after $((SECONDS - start))s"
-fi
+# build_base OUT makes the base images in a store of its own and saves them
+# in OUT as docker-archives, one per image.
+build_base() {
+	local out="$1" i
+	new_store "${out}.work"
+	BUILDAH_TMP="${WORK}/buildah-tmp"
+	make_rootfs
+	make_debian
+	make_golang
+	for i in "${!BASES[@]}"; do
+		bah push --signature-policy "${WORK}/policy.json" "${BASES[i]}" "docker-archive:${out}/base-${i}.tar:${BASES[i]}" >&2
+	done
+	cache_remove_tree "${WORK}"
+}
 
 # The build stage's `go mod download` fills its cache mount at /go/pkg/mod
 # (buildah keeps it at buildah-cache/go/pkg/mod). On a fresh machine it
@@ -281,7 +273,7 @@ fi
 seed_module_cache() {
 	local from to line path version esc f
 	from="$(GOFLAGS= go env GOMODCACHE 2>/dev/null)/cache/download"
-	to="${DIR}/buildah-tmp/buildah-cache/go/pkg/mod/cache/download"
+	to="${BUILDAH_TMP}/buildah-cache/go/pkg/mod/cache/download"
 	[[ -d "${from}" ]] || return 0
 	while read -r path version _; do
 		version="${version%/go.mod}"
@@ -294,17 +286,49 @@ seed_module_cache() {
 		done
 	done <"${SNAP}/go.sum"
 }
-seed_module_cache
 
-log "building ${IMAGE_NAME} from the Dockerfile (VERSION=${VERSION} COMMIT=${COMMIT})"
-build --build-arg "VERSION=${VERSION}" --build-arg "COMMIT=${COMMIT}" -t "${IMAGE_NAME}" -f "${SNAP}/Dockerfile" "${SNAP}"
-rm -f "${OUT}.tmp"
-bah push --signature-policy "${DIR}/policy.json" "${IMAGE_NAME}" "docker-archive:${OUT}.tmp:${IMAGE_NAME}" >&2
-# Only the base images stay in the store; the tarball is the result.
-bah rmi "${IMAGE_NAME}" >/dev/null
-bah rmi --prune >/dev/null 2>&1 || true
-mv "${OUT}.tmp" "${OUT}"
-# Keep the three newest images: other checkouts may share bin/.
-ls -1t "${DIR}"/kmaint-*.tar | tail -n +4 | xargs -r rm -f
-log "built ${OUT} ($(du -m "${OUT}" | cut -f1) MB) in $((SECONDS - start))s"
-echo "${OUT}"
+# build_image OUT BASE builds the Dockerfile into OUT/kmaint.tar, in a new
+# store that holds the base images of BASE (build_base's OUT), and with the
+# build stage's Go caches of this Go version.
+build_image() {
+	local out="$1" base="$2" i id
+	new_store "${out}.work"
+	local caches="${CACHE_ROOT}/image-go"
+	BUILDAH_TMP="${caches}/go${GO_VERSION}"
+	# Caches of other Go versions would never be used again; what buildah
+	# left of a killed build (cache_build holds the image lock) neither.
+	find "${caches}" -mindepth 1 -maxdepth 1 ! -name "go${GO_VERSION}" -exec rm -rf {} + 2>/dev/null || true
+	rm -rf "${BUILDAH_TMP}"/buildah[0-9]*
+	for i in "${!BASES[@]}"; do
+		id="$(bah pull --quiet --signature-policy "${WORK}/policy.json" "docker-archive:${base}/base-${i}.tar")"
+		bah tag "${id}" "${BASES[i]}" >/dev/null
+	done
+	seed_module_cache
+	log "building ${IMAGE_NAME} from the Dockerfile (VERSION=${VERSION} COMMIT=${COMMIT})"
+	build --build-arg "VERSION=${VERSION}" --build-arg "COMMIT=${COMMIT}" -t "${IMAGE_NAME}" -f "${SNAP}/Dockerfile" "${SNAP}"
+	bah push --signature-policy "${WORK}/policy.json" "${IMAGE_NAME}" "docker-archive:${out}/kmaint.tar:${IMAGE_NAME}" >&2
+	cache_remove_tree "${WORK}"
+}
+
+base_key="$(cache_key image-base "go ${GO_VERSION}" "mirror ${DEBIAN_MIRROR}" \
+	"$(declare -f in_namespace bah build new_store make_rootfs make_debian make_golang build_base | sha256sum)" \
+	"$(cat /usr/local/share/ca-certificates/*.crt /usr/local/share/ca-certificates/*/*.crt 2>/dev/null | sha256sum)")"
+key="$(cache_key image "${context_key}" "${base_key}" "image ${IMAGE_NAME}")"
+
+if (( EUID != 0 )); then
+	dir="$(cache_found image "${key}")" || die "building the image needs root (debootstrap, buildah with chroot isolation)"
+else
+	for tool in buildah debootstrap unshare setpriv flock; do
+		command -v "${tool}" >/dev/null 2>&1 || die "${tool} is missing: run hack/install-test-deps.sh"
+	done
+	VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+	COMMIT="${COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
+	start=${SECONDS}
+	if ! dir="$(cache_found image "${key}")"; then
+		base="$(cache_build image-base "${base_key}" 2 build_base)"
+		dir="$(cache_build image "${key}" 3 build_image "${base}")"
+		log "built ${dir}/kmaint.tar ($(du -m "${dir}/kmaint.tar" | cut -f1) MB) in $((SECONDS - start))s"
+	fi
+fi
+cache_link "${BIN_DIR}/image/kmaint.tar" "${dir}/kmaint.tar"
+echo "${dir}/kmaint.tar"

@@ -10,10 +10,11 @@
 # hack/cluster-assets.sh's directory, so they can change without a rebuild.
 #
 # The nodes share this tree read-only as the lower layer of an overlay, so it
-# is built once. Its directory name holds a hash of this script and of
-# hack/node-rootfs/, so a change to the recipe builds a new tree beside the
-# old one (delete old ones with `make clean`). Building takes a few minutes,
-# mostly downloads from the Debian mirror.
+# is built once, into the machine's cache (hack/cache.sh) under a key of the
+# suite, the mirror, this script and hack/node-rootfs/: a change to the
+# recipe builds a new tree beside the old one. bin/node-rootfs/SUITE links
+# to it. Building takes a few minutes, mostly downloads from the Debian
+# mirror.
 #
 # Usage: hack/node-rootfs.sh [BIN_DIR]   (default: ./bin)   (as root)
 set -euo pipefail
@@ -31,70 +32,59 @@ USER_NAME=kmaint-user
 USER_ID=1000
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd -P)" # physical: findmnt prints those
+# shellcheck source=hack/cache.sh
+source "${here}/cache.sh"
+BIN_DIR="$(mkdir -p "${1:-bin}" && cd "${1:-bin}" && pwd)"
 recipe="$({
 	cat "${BASH_SOURCE[0]}"
 	cd "${here}/node-rootfs" && find . -type f | LC_ALL=C sort | xargs sha256sum
-} | sha256sum | cut -c1-12)"
-ROOTFS="${BIN_DIR}/node-rootfs/${SUITE}-${recipe}"
+} | sha256sum | cut -c1-20)"
 
 log() { echo "node-rootfs: $*" >&2; }
 
-if [[ -x "${ROOTFS}/usr/lib/systemd/systemd" && -f "${ROOTFS}/.complete" ]]; then
-	echo "${ROOTFS}"
-	exit 0
-fi
-if (( EUID != 0 )); then
-	log "debootstrap needs root"
-	exit 1
-fi
-
-tmp="${ROOTFS}.tmp"
-# debootstrap mounts /proc and /sys inside the tree while it installs; a run
-# that died may have left them mounted, and rm must never descend into them.
-remove_tmp() {
-	local m
-	if [[ -d "${tmp}" ]]; then
-		while read -r m; do
-			umount -l "${m}" 2>/dev/null || true
-		done < <(findmnt --list --noheadings --output TARGET | grep -F "${tmp}/" | sort -r)
+# build ROOT debootstraps the node's root into ROOT, an empty directory.
+build() {
+	local root="$1" include unit
+	log "debootstrap ${SUITE} into ${root} (a few minutes)"
+	include="$(IFS=,; echo "${PACKAGES[*]}")"
+	if ! debootstrap --variant=minbase --include="${include}" "${SUITE}" "${root}" "${MIRROR}" >"${root}.log" 2>&1; then
+		tail -30 "${root}.log" >&2
+		log "debootstrap failed"
+		rm -f "${root}.log"
+		return 1
 	fi
-	rm -rf --one-file-system "${tmp}"
-}
-remove_tmp
-mkdir -p "$(dirname "${ROOTFS}")"
-trap remove_tmp EXIT
-log "debootstrap ${SUITE} into ${tmp} (a few minutes)"
-include="$(IFS=,; echo "${PACKAGES[*]}")"
-if ! debootstrap --variant=minbase --include="${include}" "${SUITE}" "${tmp}" "${MIRROR}" >"${tmp}.log" 2>&1; then
-	tail -30 "${tmp}.log" >&2
-	log "debootstrap failed (full log: ${tmp}.log)"
-	exit 1
-fi
-rm -f "${tmp}.log"
+	rm -f "${root}.log"
 
-cp -a "${here}/node-rootfs/." "${tmp}/"
-# Each node writes its own machine ID before its first boot; an empty file
-# would make systemd treat the first boot as a first boot and preset units.
-rm -f "${tmp}/etc/machine-id"
-# A /var/log/journal directory makes journald keep every boot (Storage=auto).
-mkdir -p "${tmp}/var/log/journal" "${tmp}/etc/kubernetes/manifests" "${tmp}/etc/kmaint-node" \
-	"${tmp}/opt/kmaint-node/images" "${tmp}/usr/local/bin"
-: >"${tmp}/usr/local/bin/kubelet" # the bind mount's target
-# debootstrap copies the host's; each node writes its own hostname.
-printf '# The test cluster has no DNS.\n' >"${tmp}/etc/resolv.conf"
-printf 'node\n' >"${tmp}/etc/hostname"
-printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"${tmp}/etc/hosts"
-chroot "${tmp}" passwd -qd root
-chroot "${tmp}" useradd --create-home --uid "${USER_ID}" --shell /bin/sh "${USER_NAME}"
-# Units a machine in a container has no use for, which would only fail.
-for unit in systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
-	chroot "${tmp}" systemctl mask "${unit}" >/dev/null 2>&1 || true
-done
-chroot "${tmp}" systemctl enable kmaint-node-prep.service kmaint-node-images.service kubelet.service containerd.service >/dev/null
-rm -rf "${tmp}"/var/cache/apt/archives/*.deb "${tmp}"/var/lib/apt/lists/*
-touch "${tmp}/.complete"
-rm -rf "${ROOTFS}"
-mv "${tmp}" "${ROOTFS}"
-log "built ${ROOTFS} ($(du -sh "${ROOTFS}" | cut -f1))"
+	cp -a "${here}/node-rootfs/." "${root}/"
+	# Each node writes its own machine ID before its first boot; an empty file
+	# would make systemd treat the first boot as a first boot and preset units.
+	rm -f "${root}/etc/machine-id"
+	# A /var/log/journal directory makes journald keep every boot (Storage=auto).
+	mkdir -p "${root}/var/log/journal" "${root}/etc/kubernetes/manifests" "${root}/etc/kmaint-node" \
+		"${root}/opt/kmaint-node/images" "${root}/usr/local/bin"
+	: >"${root}/usr/local/bin/kubelet" # the bind mount's target
+	# debootstrap copies the host's; each node writes its own hostname.
+	printf '# The test cluster has no DNS.\n' >"${root}/etc/resolv.conf"
+	printf 'node\n' >"${root}/etc/hostname"
+	printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"${root}/etc/hosts"
+	chroot "${root}" passwd -qd root
+	chroot "${root}" useradd --create-home --uid "${USER_ID}" --shell /bin/sh "${USER_NAME}"
+	# Units a machine in a container has no use for, which would only fail.
+	for unit in systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do
+		chroot "${root}" systemctl mask "${unit}" >/dev/null 2>&1 || true
+	done
+	chroot "${root}" systemctl enable kmaint-node-prep.service kmaint-node-images.service kubelet.service containerd.service >/dev/null
+	rm -rf "${root}"/var/cache/apt/archives/*.deb "${root}"/var/lib/apt/lists/*
+	touch "${root}/.complete"
+	log "built ${root} ($(du -sh "${root}" | cut -f1))"
+}
+
+cache_init
+key="$(cache_key node-rootfs "${SUITE}" "${MIRROR}" "${recipe}")"
+if (( EUID != 0 )); then
+	ROOTFS="$(cache_found node-rootfs "${key}")" || { log "debootstrap needs root"; exit 1; }
+else
+	ROOTFS="$(cache_build node-rootfs "${key}" 3 build)"
+fi
+cache_link "${BIN_DIR}/node-rootfs/${SUITE}" "${ROOTFS}"
 echo "${ROOTFS}"

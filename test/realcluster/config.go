@@ -131,7 +131,8 @@ func (c *Config) setDefaults() error {
 }
 
 // assetDir returns dir when set, else the environment variable env, else
-// the newest bin/SUB/* that holds file.
+// the newest bin/SUB/* that holds file (hack/*.sh link the cached builds
+// there).
 func assetDir(dir, env, sub, file, builder string) (string, error) {
 	if dir == "" {
 		dir = os.Getenv(env)
@@ -147,7 +148,9 @@ func assetDir(dir, env, sub, file, builder string) (string, error) {
 		return "", fmt.Errorf("no bin/%s/*/%s: run %s (make test does), or set %s", sub, file, builder, env)
 	}
 	sort.Slice(matches, func(i, j int) bool { return modTime(matches[i]).After(modTime(matches[j])) })
-	return filepath.Dir(matches[0]), nil
+	// bin/SUB/* links into the machine's build cache (hack/cache.sh); the
+	// nodes' mounts and a person reading the logs get the real place.
+	return filepath.EvalSymlinks(filepath.Dir(matches[0]))
 }
 
 // modTime is when p was written: the file a build writes last tells which

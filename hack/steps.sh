@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# steps.sh times the steps of `make test` and says at its end where the time
+# went, so that a slow addition is seen when it lands.
+#
+#   hack/steps.sh run NAME COMMAND...   runs COMMAND; when KMAINT_STEPS_LOG is
+#                                       set (make test sets it), appends
+#                                       "NAME SECONDS EXIT" to it
+#   hack/steps.sh summary GO_TEST_LOG   prints each step's time and the ten
+#                                       slowest packages of GO_TEST_LOG (go
+#                                       test's output)
+set -euo pipefail
+
+run() {
+	local name="$1" start rc=0
+	shift
+	start="$(date +%s.%N)"
+	"$@" || rc=$?
+	if [[ -n "${KMAINT_STEPS_LOG:-}" ]]; then
+		mkdir -p "$(dirname "${KMAINT_STEPS_LOG}")"
+		awk -v n="${name}" -v a="${start}" -v b="$(date +%s.%N)" -v rc="${rc}" 'BEGIN { printf "%s %.1f %d\n", n, b - a, rc }' >>"${KMAINT_STEPS_LOG}"
+	fi
+	return "${rc}"
+}
+
+# clock SECONDS prints 1h02m03s, 2m03s or 3.4s.
+clock() {
+	awk -v s="$1" 'BEGIN {
+		if (s < 60) { printf "%.1fs", s; exit }
+		h = int(s / 3600); m = int((s % 3600) / 60); r = int(s % 60)
+		if (h > 0) printf "%dh%02dm%02ds", h, m, r; else printf "%dm%02ds", m, r
+	}'
+}
+
+summary() {
+	local tests="$1" name secs rc total=0
+	echo
+	echo "make test: where the time went"
+	if [[ -s "${KMAINT_STEPS_LOG:-}" ]]; then
+		echo "  steps, in order:"
+		while read -r name secs rc; do
+			printf '    %-22s %10s%s\n' "${name}" "$(clock "${secs}")" "$( ((rc == 0)) || echo "  (failed: ${rc})")"
+			total="$(awk -v a="${total}" -v b="${secs}" 'BEGIN { print a + b }')"
+		done <"${KMAINT_STEPS_LOG}"
+		printf '    %-22s %10s\n' "all" "$(clock "${total}")"
+	fi
+	if [[ -s "${tests}" ]]; then
+		echo "  the ten slowest packages (go test runs two or more at once):"
+		# go test's result lines: "ok  <tab>PKG<tab>12.3s" and "FAIL<tab>PKG<tab>12.3s".
+		awk -F'\t' '($1 ~ /^(ok|FAIL) *$/) && $3 ~ /^[0-9.]+s/ { sub(/s.*/, "", $3); sub(/ *$/, "", $1); print $3, $2, $1 }' "${tests}" |
+			sort -rn | head -n 10 | while read -r secs name rc; do
+			printf '    %10s  %s%s\n' "$(clock "${secs}")" "${name#github.com/kmaint/kmaint/}" "$([[ "${rc}" == ok ]] || echo "  (FAIL)")"
+		done
+	fi
+}
+
+case "${1:-}" in
+run)
+	shift
+	run "$@"
+	;;
+summary)
+	shift
+	summary "$@"
+	;;
+*)
+	echo "usage: hack/steps.sh run NAME COMMAND... | summary GO_TEST_LOG" >&2
+	exit 2
+	;;
+esac
