@@ -34,7 +34,7 @@ build() {
 		log "setup-envtest could not download; building from the Go module proxy (about 11 minutes)"
 	fi
 
-	local work
+	# Not local: the EXIT trap runs after build returns.
 	work="$(mktemp -d)"
 	trap 'rm -rf "${work}"' EXIT
 	cd "${work}"
