@@ -45,7 +45,7 @@ type webhook struct {
 // "s3cret" in Secret default/alert-token. Unless opts ask for plain HTTP, the
 // client trusts only the CA of the certificate the operator generated into
 // Secret default/kmaint-alert-webhook-tls and checks the Service's name, as
-// Alertmanager is told to in the README.
+// Alertmanager is told to in operator/policy/README.md ("Alert trigger").
 func startWebhook(t *testing.T, opts operator.Options) webhook {
 	t.Helper()
 	g := NewWithT(t)

@@ -14,25 +14,29 @@ import (
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
-// kuredValuesMarker precedes, in the README's "Coming from kured", the
-// values a kured user's chart values translate into.
+// kuredGuide is "Coming from kured", the migration guide beside the chart,
+// relative to the repository's root.
+const kuredGuide = "config/helm/kmaint/kured.md"
+
+// kuredValuesMarker precedes, in the kured guide's "A kured values file,
+// translated", the values a kured user's chart values translate into.
 const kuredValuesMarker = "<!-- kured-values-translated -->"
 
-// readmeBlock returns the fenced block that follows marker in the README,
-// without its fences.
-func readmeBlock(t *testing.T, marker string) string {
+// guideBlock returns the fenced block that follows marker in the kured
+// guide, without its fences.
+func guideBlock(t *testing.T, marker string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(testbed.RepoRoot(), "README.md"))
+	guide, err := os.ReadFile(filepath.Join(testbed.RepoRoot(), kuredGuide))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), marker+"\n```yaml\n")
+	_, rest, ok := strings.Cut(string(guide), marker+"\n```yaml\n")
 	if !ok {
-		t.Fatalf("README.md has no yaml block after %s", marker)
+		t.Fatalf("%s has no yaml block after %s", kuredGuide, marker)
 	}
 	block, _, ok := strings.Cut(rest, "\n```")
 	if !ok {
-		t.Fatalf("the yaml block after %s in README.md does not end", marker)
+		t.Fatalf("the yaml block after %s in %s does not end", marker, kuredGuide)
 	}
 	return block
 }
@@ -53,7 +57,7 @@ func podArgs(spec corev1.PodSpec) string {
 // the guide never shows a field the API refuses or the chart ignores.
 func TestKuredValuesTranslationApplies(t *testing.T) {
 	ctx := context.Background()
-	values := readmeBlock(t, kuredValuesMarker)
+	values := guideBlock(t, kuredValuesMarker)
 	objs := template(t, namespace, "namespace: {create: true}\n"+values)
 
 	pools := 0

@@ -521,7 +521,7 @@ func TestCRDPrinting(t *testing.T) {
 		},
 		"nodemaintenances.kmaint.io": {
 			wantColumns: []string{"Node", "Type", "Source", "Phase", "Age"},
-			// Not nm: medik8s's NodeMaintenance has it (README, Short names).
+			// Not nm: medik8s's NodeMaintenance has it (README.md here).
 			wantShortNames: []string{"kmnm"},
 			wantCategories: []string{"kmaint"},
 		},
