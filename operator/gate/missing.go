@@ -41,6 +41,17 @@ const defaultDaemonConfirmTimeout = 10 * time.Minute
 // most, however many there are.
 const daemonWaitGrace = time.Minute
 
+// daemonPodGrace is how long, within daemonWaitGrace, a node may be back
+// from its reboot without its daemon before the gate deletes the node's
+// failed daemon pods (deleteFailedDaemonPods says why they hold the daemon
+// off). The DaemonSet controller's back-off behind them doubles with every
+// reboot of the node, so a node rebooted a few times within half an hour
+// waited out the whole daemonWaitGrace, cordoned and in its slot, for a
+// daemon that would start the moment they were gone (seen on the real
+// nodes: a minute more for each of ten reboots of test/realkmaint). A
+// daemon that confirms within this grace, nearly every one, costs no List.
+const daemonPodGrace = 10 * time.Second
+
 // backSighting is when the gate first saw a node back from the reboot
 // approved for approvedBoot, its daemon silent.
 type backSighting struct {
@@ -93,6 +104,10 @@ type daemonStep int
 const (
 	// keepWaitingForDaemon: the grace or the bound has not passed yet.
 	keepWaitingForDaemon daemonStep = iota
+	// clearDaemonPods: within the grace, the daemon is late enough
+	// (daemonPodGrace) that the node's failed daemon pods are deleted; the
+	// wait is still kept in memory.
+	clearDaemonPods
 	// startDaemonWait writes on the node when it was first seen back, so
 	// that the wait is bounded whatever restarts.
 	startDaemonWait
@@ -110,10 +125,14 @@ func decideDaemonWait(s protocol.NodeState, seen backSighting, now time.Time, bo
 		if seen.atFirstLook {
 			grace = 0
 		}
-		if graceEnd := seen.at.Add(grace); now.Before(graceEnd) {
-			return keepWaitingForDaemon, graceEnd
+		graceEnd := seen.at.Add(grace)
+		if !now.Before(graceEnd) {
+			return startDaemonWait, seen.at.Add(bound)
 		}
-		return startDaemonWait, seen.at.Add(bound)
+		if podsDue := seen.at.Add(min(daemonPodGrace, grace)); now.Before(podsDue) {
+			return keepWaitingForDaemon, podsDue
+		}
+		return clearDaemonPods, graceEnd
 	}
 	if deadline := m.Since.Add(bound); now.Before(deadline) {
 		return keepWaitingForDaemon, deadline
@@ -135,6 +154,8 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 	step, wakeAt := decideDaemonWait(v.NodeState, seen, st.now, r.DaemonConfirmTimeout)
 	st.wakeAt(wakeAt)
 	switch step {
+	case clearDaemonPods:
+		return r.clearFailedDaemonPods(ctx, v, st.now)
 	case startDaemonWait:
 		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen.at}
 		if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
@@ -189,10 +210,11 @@ type clearedDaemonPods struct {
 func (c clearedDaemonPods) madeAt() time.Time { return c.at }
 
 // clearFailedDaemonPods deletes the node's failed daemon pods once per boot
-// of the node, from when its wait for the daemon is written: at that step,
-// and at any later reconcile of the wait until a deletion succeeded, so that
-// a failed List or an operator restarted between the two writes does not
-// leave the pod to the DaemonSet's back-off.
+// of the node, from daemonPodGrace after it was seen back: at that step,
+// when the wait is written, and at any later reconcile of the wait until a
+// deletion succeeded, so that a failed List or an operator restarted
+// between the two writes does not leave the pod to the DaemonSet's
+// back-off.
 func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v nodeView, now time.Time) error {
 	if c, ok := r.clearedDaemonPods.get(v.Node.Name); ok && c.bootID == v.BootID {
 		return nil
@@ -207,7 +229,7 @@ func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v nodeView, now 
 }
 
 // deleteFailedDaemonPods deletes the node's daemon pods that failed, once
-// the gate starts to wait for the node's daemon. The kubelet's graceful
+// the node's daemon is late (daemonPodGrace). The kubelet's graceful
 // shutdown marks the daemon's pod Failed; the DaemonSet controller replaces
 // it at once, on the node still shutting down, where the new pod fails too;
 // and it deletes a failed pod only after a back-off per node that doubles

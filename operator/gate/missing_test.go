@@ -26,6 +26,7 @@ func TestDecideDaemonWait(t *testing.T) {
 		return st
 	}
 	grace := min(daemonWaitGrace, bound/2)
+	podGrace := min(daemonPodGrace, grace)
 	cases := map[string]struct {
 		node protocol.NodeState
 		// seen is when the gate first saw the node back.
@@ -39,11 +40,14 @@ func TestDecideDaemonWait(t *testing.T) {
 		wantStep daemonStep
 		wantWake time.Time
 	}{
-		"first seen back: the wait is kept in memory, not written": {
-			node: back(), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
+		"first seen back: the wait is kept in memory, not written, until the daemon is late": {
+			node: back(), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(podGrace),
+		},
+		"the daemon late: its failed pods are deleted, the wait still in memory": {
+			node: back(), seen: t0, now: t0.Add(podGrace), wantStep: clearDaemonPods, wantWake: t0.Add(grace),
 		},
 		"within the grace: still not written": {
-			node: back(), seen: t0, now: t0.Add(grace - time.Nanosecond), wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
+			node: back(), seen: t0, now: t0.Add(grace - time.Nanosecond), wantStep: clearDaemonPods, wantWake: t0.Add(grace),
 		},
 		"past the grace: the wait is written, counting from the first sight": {
 			node: back(), seen: t0, now: t0.Add(grace), wantStep: startDaemonWait, wantWake: t0.Add(bound),
@@ -56,7 +60,7 @@ func TestDecideDaemonWait(t *testing.T) {
 			wantStep: keepWaitingForDaemon, wantWake: t0.Add(bound),
 		},
 		"a wait recorded for another approval starts anew": {
-			node: back(gen.RebootUnconfirmed("boot-old", "boot-0", t0.Add(-time.Hour))), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(grace),
+			node: back(gen.RebootUnconfirmed("boot-old", "boot-0", t0.Add(-time.Hour))), seen: t0, now: t0, wantStep: keepWaitingForDaemon, wantWake: t0.Add(podGrace),
 		},
 		"within the bound: keep waiting until it passes": {
 			node: back(gen.RebootUnconfirmed("boot-0", "boot-1", t0)), seen: t0.Add(5 * time.Minute), now: t0.Add(bound - time.Second), wantStep: keepWaitingForDaemon, wantWake: t0.Add(bound),

@@ -20,11 +20,13 @@ import (
 // A node back from its reboot whose daemon pod failed in the shutdown: the
 // kubelet's graceful shutdown marks the daemon's pod Failed, and the
 // DaemonSet controller replaces a failed pod only after a back-off that
-// doubles with each failure on the node (up to 15 minutes). When the gate
-// starts to wait for the node's daemon, it deletes the node's failed daemon
-// pods, so that the DaemonSet starts the daemon at once; it leaves a running
-// daemon pod and any other pod alone. An operator that dies after it wrote
-// the wait and before it deleted the pods leaves the deletion to the next.
+// doubles with each failure on the node (up to 15 minutes). Once the daemon
+// is late (ten seconds after the node was seen back), the gate deletes the
+// node's failed daemon pods, so that the DaemonSet starts the daemon at
+// once, well before it writes its wait for the daemon on the node (a
+// minute); it leaves a running daemon pod and any other pod alone. An
+// operator that dies after it wrote the wait and before it deleted the pods
+// leaves the deletion to the next.
 func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 	harness.RequireRoot(t)
 	g := NewWithT(t)
@@ -48,21 +50,26 @@ func TestTheFailedDaemonPodOfANodeBackFromItsRebootIsDeleted(t *testing.T) {
 	failedDaemon := createPodIn(g, ns, "kmaint-daemon-failed", lost, daemon, corev1.PodFailed)
 	runningDaemon := createPodIn(g, ns, "kmaint-daemon-running", other, daemon, corev1.PodRunning)
 	failedOther := createPodIn(g, ns, "other-failed", lost, map[string]string{"app.kubernetes.io/name": "other"}, corev1.PodFailed)
-	// Within the grace most daemons confirm: nothing is deleted yet.
+	// Within seconds most daemons confirm: nothing is deleted yet.
 	g.Consistently(func(g Gomega) { expectPodExists(g, failedDaemon, true) }, 2*time.Second).Should(Succeed())
 
-	// A minute on the gate starts its wait, and deletes the failed daemon
-	// pod of that node only.
-	clk.SetTime(t0.Add(time.Minute))
+	// Ten seconds on, the daemon is late: the gate deletes the failed
+	// daemon pod of that node only, its wait still in memory.
+	clk.SetTime(t0.Add(10 * time.Second))
 	poke(g, lost, "0")
-	g.Eventually(func(g Gomega) {
-		g.Expect(getNode(g, lost).Annotations).To(HaveKey(protocol.RebootUnconfirmed))
-		expectPodExists(g, failedDaemon, false)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectPodExists(g, failedDaemon, false) }, timeout).Should(Succeed())
+	g.Expect(getNode(g, lost).Annotations).NotTo(HaveKey(protocol.RebootUnconfirmed), "the wait is not written yet")
 	g.Consistently(func(g Gomega) {
 		expectPodExists(g, runningDaemon, true)
 		expectPodExists(g, failedOther, true)
 	}, 2*time.Second).Should(Succeed())
+
+	// A minute on the gate writes its wait.
+	clk.SetTime(t0.Add(time.Minute))
+	poke(g, lost, "1")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, lost).Annotations).To(HaveKey(protocol.RebootUnconfirmed))
+	}, timeout).Should(Succeed())
 
 	// The operator dies between its two writes: the wait is on the node,
 	// a failed daemon pod is still there. The next operator, still
