@@ -3,9 +3,11 @@ package realkmaint
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,12 +25,14 @@ const logLinesOnFailure = 200
 
 // diagnoseOnFailure, when t fails, logs what a person would look at first:
 // each node's kmaint annotations, cordon, readiness and boot, the pools'
-// conditions, the open NodeMaintenances, and the end of every kmaint
-// container's log. The cluster is gone once the test ends, and CI keeps
-// only the test's output.
+// conditions, the open NodeMaintenances, the events of kmaint's namespace
+// and the end of every kmaint container's log. The cluster is gone once the
+// test ends, and CI keeps only the test's output. With
+// KMAINT_REALKMAINT_DIAGNOSE=always it logs them after a passing run too,
+// for whoever looks into a slow one.
 func diagnoseOnFailure(t *testing.T, cs kubernetes.Interface, kc client.Client) {
 	t.Cleanup(func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("KMAINT_REALKMAINT_DIAGNOSE") != "always" {
 			return
 		}
 		ctx := context.Background()
@@ -70,9 +74,29 @@ func diagnoseOnFailure(t *testing.T, cs kubernetes.Interface, kc client.Client) 
 				fmt.Fprintf(&b, "open NodeMaintenance %s (node %s): %s: %s\n", nm.Name, nm.Spec.NodeName, nm.Status.Phase, nm.Status.Message)
 			}
 		}
-		t.Logf("state of the cluster at the failure:\n%s", b.String())
+		if events, err := cs.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{}); err != nil {
+			fmt.Fprintf(&b, "events of %s: %v\n", Namespace, err)
+		} else {
+			sort.Slice(events.Items, func(i, j int) bool { return eventTime(&events.Items[i]).Before(eventTime(&events.Items[j])) })
+			for _, e := range events.Items {
+				fmt.Fprintf(&b, "event %s %s/%s %s x%d: %s\n", eventTime(&e).Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name,
+					e.Reason, max(e.Count, 1), e.Message)
+			}
+		}
+		t.Logf("state of the cluster at the end:\n%s", b.String())
 		logKmaintContainers(t, ctx, cs)
 	})
+}
+
+// eventTime is when an event last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // logKmaintContainers logs the end of every container's log in kmaint's
@@ -94,4 +118,36 @@ func logKmaintContainers(t *testing.T, ctx context.Context, cs kubernetes.Interf
 			t.Logf("log of %s/%s (node %s), last %d lines:\n%s", pod.Name, c.Name, pod.Spec.NodeName, logLinesOnFailure, log)
 		}
 	}
+}
+
+// logRequestTimes logs, when t ends, each NodeMaintenance created since
+// began with the time it entered each phase, counted from its creation:
+// where a reboot's time went (waiting, draining, down, back), for whoever
+// looks into a slow run.
+func logRequestTimes(t *testing.T, kc client.Client, began time.Time) {
+	t.Cleanup(func() {
+		var nms v1alpha1.NodeMaintenanceList
+		if err := kc.List(context.Background(), &nms); err != nil {
+			t.Logf("node maintenances: %v", err)
+			return
+		}
+		sort.Slice(nms.Items, func(i, j int) bool {
+			return nms.Items[i].CreationTimestamp.Before(&nms.Items[j].CreationTimestamp)
+		})
+		for _, nm := range nms.Items {
+			created := nm.CreationTimestamp.Time
+			if created.Before(began.Truncate(time.Second)) {
+				continue
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s (%s, %s) created %s:", nm.Spec.NodeName, nm.Spec.Source, nm.Name, created.Format(time.TimeOnly))
+			for _, p := range []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseRequested, v1alpha1.PhaseDraining,
+				v1alpha1.PhaseApproved, v1alpha1.PhaseRebooting, v1alpha1.PhaseSettling, v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed} {
+				if at := nm.Status.PhaseTimes.Get(p); at != nil {
+					fmt.Fprintf(&b, " %s +%s", p, at.Sub(created).Round(time.Second))
+				}
+			}
+			t.Log(b.String())
+		}
+	})
 }

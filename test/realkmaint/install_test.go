@@ -94,17 +94,24 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 
 	kc := kmaintClient(g, c)
 	diagnoseOnFailure(t, cs, kc)
-	t.Run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
-	t.Run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
-	t.Run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
-	t.Run("a rollout with a settle time and a health check halts at the node that comes back unhealthy, and completes once resumed", func(t *testing.T) {
+	// run runs a subtest and logs where its reboots' time went.
+	run := func(name string, f func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			logRequestTimes(t, kc, time.Now())
+			f(t)
+		})
+	}
+	run("a NodeMaintenance reboots its node", func(t *testing.T) { rebootThroughKmaint(t, c, kc) })
+	run("root on the host asks with kmaint-daemon request-reboot", func(t *testing.T) { requestFromTheHost(t, c, kc) })
+	run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
+	run("a rollout with a settle time and a health check halts at the node that comes back unhealthy, and completes once resumed", func(t *testing.T) {
 		rolloutHaltsAtAnUnhealthyNode(t, c, kc, prom)
 	})
-	t.Run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
-	t.Run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
-	t.Run("the leading operator deleted mid-drain: the other replica completes the reboot, once", func(t *testing.T) { operatorDeletedMidDrain(t, c, kc) })
-	t.Run("the daemon pod deleted right after approval: the node reboots once", func(t *testing.T) { daemonDeletedAfterApproval(t, c, kc) })
-	t.Run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
+	run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
+	run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
+	run("the leading operator deleted mid-drain: the other replica completes the reboot, once", func(t *testing.T) { operatorDeletedMidDrain(t, c, kc) })
+	run("the daemon pod deleted right after approval: the node reboots once", func(t *testing.T) { daemonDeletedAfterApproval(t, c, kc) })
+	run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
 }
 
 func leaseHolder(l coordinationv1.Lease) string {
