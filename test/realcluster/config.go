@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"time"
+
+	"github.com/kmaint/kmaint/test/repo"
 )
 
 // Config describes a cluster.
@@ -163,11 +164,8 @@ func modTime(p string) time.Time {
 	return st.ModTime()
 }
 
-// RepoRoot is the repository's root, found from this file's place.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// RepoRoot is the repository's root (repo.Root).
+func RepoRoot() string { return repo.Root() }
 
 // errMissing marks a missing prerequisite (not root, no systemd-nspawn):
 // tests may skip on it outside CI.

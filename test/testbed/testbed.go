@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/repo"
 )
 
 // Bed is a running API server with kmaint's CRDs.
@@ -32,12 +32,9 @@ type Bed struct {
 	reaper *reaper
 }
 
-// RepoRoot returns the repository's root directory, found from this file's
-// location so that tests in any package can find config/ and bin/.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// RepoRoot returns the repository's root directory, so that tests in any
+// package can find config/ and bin/ (repo.Root).
+func RepoRoot() string { return repo.Root() }
 
 // AssetsDir finds kube-apiserver, etcd and kubectl: KUBEBUILDER_ASSETS when
 // set, else the newest build that hack/envtest-assets.sh cached under bin/k8s.

@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+
+	"github.com/kmaint/kmaint/test/repo"
 )
 
 func main() {
-	_, file, _, _ := runtime.Caller(0)
-	dflt := filepath.Join(filepath.Dir(file), "..", "results")
+	dflt := filepath.Join(repo.Root(), "test", "bench", "results")
 	dir := flag.String("results", dflt, "Directory of the rolling-*.json results; the SVG goes there as scaling.svg.")
 	flag.Parse()
 	if err := run(*dir); err != nil {
