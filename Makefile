@@ -37,12 +37,13 @@ STEP := hack/steps.sh run
 STEPS_LOG := $(BIN)/test-steps.log
 TEST_LOG := $(BIN)/test.log
 
-# go test starts packages in the order it is given them, two at a time on
-# two cores (hack/test-packages.sh). The packages that start a real cluster
-# take turns on the machine, and one that waits for its turn holds a core:
-# the longest of them goes first, the others last. The slowest of the rest
+# go test starts packages in the order it is given them (hack/test-packages.sh),
+# one more at a time than the machine has cores: the packages that start a
+# real cluster spend most of their time waiting for nodes to reboot, and
+# take turns on the machine (one that waits for its turn holds its place).
+# The longest of them goes first, the others last; the slowest of the rest
 # (make test's summary names them) come next, so that none starts at the end
-# and leaves one core to run it alone.
+# and runs alone.
 TEST_FIRST := ./test/realkmaint ./test/e2e ./operator/gate ./operator/policy ./daemon
 TEST_LAST := ./test/demo ./test/realcluster
 
@@ -137,13 +138,13 @@ test: test-steps-start mod-download test-deps ## Run verify, then every test aga
 	@verify=0; $(STEP) verify env -u KMAINT_STEPS_LOG $(MAKE) --no-print-directory verify || verify=$$?; \
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	pkgs="$$(hack/test-packages.sh "$(TEST_FIRST)" "$(TEST_LAST)")"; \
-	tests=0; KUBEBUILDER_ASSETS="$$assets" $(STEP) go-test go test -race=false -count=1 -timeout 30m $$pkgs 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
+	tests=0; KUBEBUILDER_ASSETS="$$assets" $(STEP) go-test go test -p $$(( $$(nproc) + 1 )) -race=false -count=1 -timeout 30m $$pkgs 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
 	hack/steps.sh summary "$(TEST_LOG)"; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))
 
 test-steps-start:
-	@mkdir -p "$(BIN)" && rm -f "$(STEPS_LOG)"
+	@mkdir -p "$(BIN)" && hack/steps.sh start
 
 # The real cluster's parts (test/realcluster): kubelet, kube-controller-manager,
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root

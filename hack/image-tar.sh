@@ -30,8 +30,10 @@
 #                       the files the build context lets in (.dockerignore),
 #                       the Dockerfile and this script
 #   image-go/go<GO_VERSION>/ the build stage's Go module and build caches
-#                       (its cache mounts), which the go command itself
-#                       checks as it does the host's
+#                       (its cache mounts): the go command's own, trusted
+#                       as the host's GOMODCACHE and GOCACHE are (a module
+#                       is checked against go.sum when it is downloaded),
+#                       not checked by hack/cache.sh
 # Each image is built in a buildah store of its own, made from the base's
 # archives (checked against the cache's record) and removed afterwards.
 # VERSION and COMMIT are stamped as `make docker-build` stamps them; a cached

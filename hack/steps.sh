@@ -2,6 +2,8 @@
 # steps.sh times the steps of `make test` and says at its end where the time
 # went, so that a slow addition is seen when it lands.
 #
+#   hack/steps.sh start                 starts KMAINT_STEPS_LOG anew, with the
+#                                       time make test began
 #   hack/steps.sh run NAME COMMAND...   runs COMMAND; when KMAINT_STEPS_LOG is
 #                                       set (make test sets it), appends
 #                                       "NAME SECONDS EXIT" to it
@@ -9,6 +11,11 @@
 #                                       slowest packages of GO_TEST_LOG (go
 #                                       test's output)
 set -euo pipefail
+
+start() {
+	mkdir -p "$(dirname "${KMAINT_STEPS_LOG:?}")"
+	echo "start $(date +%s.%N)" >"${KMAINT_STEPS_LOG}"
+}
 
 run() {
 	local name="$1" start rc=0
@@ -32,19 +39,24 @@ clock() {
 }
 
 summary() {
-	local tests="$1" name secs rc total=0
+	local tests="$1" name secs rc began=""
 	echo
 	echo "make test: where the time went"
 	if [[ -s "${KMAINT_STEPS_LOG:-}" ]]; then
-		echo "  steps, in order:"
+		echo "  steps, as they ended (the builds run side by side):"
 		while read -r name secs rc; do
+			if [[ "${name}" == start ]]; then
+				began="${secs}"
+				continue
+			fi
 			printf '    %-22s %10s%s\n' "${name}" "$(clock "${secs}")" "$( ((rc == 0)) || echo "  (failed: ${rc})")"
-			total="$(awk -v a="${total}" -v b="${secs}" 'BEGIN { print a + b }')"
 		done <"${KMAINT_STEPS_LOG}"
-		printf '    %-22s %10s\n' "all" "$(clock "${total}")"
+		if [[ -n "${began}" ]]; then
+			printf '    %-22s %10s\n' "make test" "$(clock "$(awk -v a="${began}" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')")"
+		fi
 	fi
 	if [[ -s "${tests}" ]]; then
-		echo "  the ten slowest packages (go test runs two or more at once):"
+		echo "  the ten slowest packages (go test runs several at once):"
 		# go test's result lines: "ok  <tab>PKG<tab>12.3s" and "FAIL<tab>PKG<tab>12.3s".
 		awk -F'\t' '($1 ~ /^(ok|FAIL) *$/) && $3 ~ /^[0-9.]+s/ { sub(/s.*/, "", $3); sub(/ *$/, "", $1); print $3, $2, $1 }' "${tests}" |
 			sort -rn | head -n 10 | while read -r secs name rc; do
@@ -54,6 +66,9 @@ summary() {
 }
 
 case "${1:-}" in
+start)
+	start
+	;;
 run)
 	shift
 	run "$@"
@@ -63,7 +78,7 @@ summary)
 	summary "$@"
 	;;
 *)
-	echo "usage: hack/steps.sh run NAME COMMAND... | summary GO_TEST_LOG" >&2
+	echo "usage: hack/steps.sh start | run NAME COMMAND... | summary GO_TEST_LOG" >&2
 	exit 2
 	;;
 esac

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,10 +55,15 @@ func Install(ctx context.Context, c *realcluster.Cluster, opts InstallOptions) e
 		return fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w", err)
 	}
 	tarball := strings.TrimSpace(string(out))
-	for _, n := range c.Nodes() {
-		if err := importImage(ctx, n, tarball); err != nil {
-			return err
-		}
+	// Into every node at once: each node's containerd unpacks it alone.
+	errs := make([]error, len(c.Nodes()))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes() {
+		wg.Go(func() { errs[i] = importImage(ctx, n, tarball) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	helm, err := filepath.Glob(filepath.Join(root, "bin", "helm", "*", "helm"))
 	if err != nil || len(helm) == 0 {
