@@ -58,8 +58,10 @@ func runReal(ctx context.Context, opts options, out io.Writer) (err error) {
 		return ignoreEnded(ctx, fmt.Errorf("start the cluster: %w", err))
 	}
 	defer func() {
+		// Killed rather than powered off: nobody watches a demo's nodes
+		// shut down, and their kubelets' graceful shutdowns take 20 s.
 		fmt.Fprintln(out, "\nStopping the cluster ...")
-		if stopErr := c.Stop(context.WithoutCancel(ctx)); stopErr != nil {
+		if stopErr := c.Kill(context.WithoutCancel(ctx)); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("stop the cluster: %w", stopErr))
 		}
 	}()

@@ -271,6 +271,18 @@ func (n *Node) ImportImage(ctx context.Context, tarball io.Reader) error {
 	return nil
 }
 
+// markStopped tells the node's supervisor not to boot it again, and
+// returns the current boot's systemd-nspawn, if any.
+func (n *Node) markStopped() *exec.Cmd {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stop {
+		n.stop = true
+		close(n.stopping)
+	}
+	return n.nspawn
+}
+
 // shutdown powers the node off as a person would, through logind, so that
 // kubelet's graceful node shutdown stops the pods first (nspawn's own
 // SIGTERM handling powers off behind logind's back, and containers whose
@@ -278,13 +290,7 @@ func (n *Node) ImportImage(ctx context.Context, tarball io.Reader) error {
 // does not answer, SIGTERM to systemd-nspawn still powers off. It waits up
 // to timeout.
 func (n *Node) shutdown(timeout time.Duration) {
-	n.mu.Lock()
-	if !n.stop {
-		n.stop = true
-		close(n.stopping)
-	}
-	cmd := n.nspawn
-	n.mu.Unlock()
+	cmd := n.markStopped()
 	if cmd == nil || cmd.Process == nil {
 		return
 	}

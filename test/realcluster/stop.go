@@ -33,10 +33,28 @@ func (c *Cluster) StateDir() string { return c.cfg.StateDir }
 func (c *Cluster) Stop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); n.shutdown(nodeShutdownTimeout) }()
+		wg.Go(func() { n.shutdown(nodeShutdownTimeout) })
 	}
 	wg.Wait()
+	return c.tearDown(ctx)
+}
+
+// Kill ends the cluster as Stop does, but without the nodes' orderly
+// poweroff: what they run is killed with their cgroups, as a killed run's
+// is (TestKilledRunIsCleanedUp). It is for a cluster whose end nobody
+// watches, a test's cleanup: a node's orderly poweroff waits for its
+// kubelet's graceful shutdown, up to its shutdownGracePeriod (20 s) while
+// pods run. Like Stop, it fails if anything of the cluster is left.
+func (c *Cluster) Kill(ctx context.Context) error {
+	for _, n := range c.nodes {
+		n.markStopped()
+	}
+	return c.tearDown(ctx)
+}
+
+// tearDown stops the control plane and removes everything of the cluster
+// once its nodes are stopped or stopping.
+func (c *Cluster) tearDown(ctx context.Context) error {
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		c.processes[i].stop(15 * time.Second)
 	}
