@@ -21,15 +21,13 @@ import (
 // built-in default pool does.
 const defaultDrainTimeout = 10 * time.Minute
 
-// patchNode applies mutate to a copy of the node and patches the difference.
-// With lock, the patch fails with a conflict if the node changed since the
-// gate read it, so that a decision taken on an old copy is never applied.
-func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, mutate func(*corev1.Node)) (*corev1.Node, error) {
+// patchNode applies a protocol transition to a copy of the node and
+// patches the difference. With lock, the patch fails with a conflict if the
+// node changed since the gate read it, so that a decision taken on an old
+// copy is never applied.
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
 	node := v.Node.DeepCopy()
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	mutate(node)
+	t.Apply(node)
 	var patch client.Patch
 	if lock {
 		patch = client.MergeFromWithOptions(v.Node, client.MergeFromWithOptimisticLock{})
@@ -43,18 +41,6 @@ func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, l
 	return node, nil
 }
 
-// uncordonIfOurs lifts the cordon only when kmaint put it there, and
-// takes off the labels and taints kmaint put on the node for its reboot:
-// the node is back in service, whether it rebooted or its drain was given
-// up.
-func uncordonIfOurs(node *corev1.Node) {
-	if node.Annotations[protocol.Cordoned] == "true" {
-		node.Spec.Unschedulable = false
-		delete(node.Annotations, protocol.Cordoned)
-	}
-	removeMarks(node)
-}
-
 // syncDesiredConfig writes the pool's desiredConfig to its nodes. Nodes that
 // two pools select get none: no pool owns them.
 func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error {
@@ -66,13 +52,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 		if len(v.otherPools) > 0 || have == want && (ok || want == "") {
 			continue
 		}
-		_, err := r.patchNode(ctx, st, v, false, func(n *corev1.Node) {
-			if want == "" {
-				delete(n.Annotations, protocol.DesiredConfig)
-			} else {
-				n.Annotations[protocol.DesiredConfig] = want
-			}
-		})
+		_, err := r.patchNode(ctx, st, v, false, protocol.SetDesiredConfig(want))
 		errs = append(errs, err)
 		started = started || err == nil && want != "" && v.CurrentConfig != want
 	}
@@ -93,19 +73,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 		switch {
 		case v.RebootDone():
 			approved := v.Approved
-			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-				delete(n.Annotations, protocol.RebootApproved)
-				delete(n.Annotations, protocol.Admitted)
-				delete(n.Annotations, protocol.DrainFailed)
-				delete(n.Annotations, protocol.RebootUnconfirmed)
-				delete(n.Annotations, protocol.NodeNotBack)
-				delete(n.Annotations, protocol.DrainRetry)
-				uncordonIfOurs(n)
-				addAfterLabels(n, st.pool.Spec.NodeMarking)
-				if s, ok := settleOnCompletion(st, v); ok {
-					n.Annotations[protocol.Settling] = protocol.Encode(s)
-				}
-			})
+			_, err := r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, settleOnCompletion(st, v)))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -122,10 +90,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 		case v.NotBackStale():
 			errs = append(errs, r.forgetNotBack(ctx, st, v))
 		case v.AdmissionVoid():
-			_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-				delete(n.Annotations, protocol.Admitted)
-				uncordonIfOurs(n)
-			})
+			_, err := r.patchNode(ctx, st, v, true, protocol.Release())
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -165,7 +130,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			// Someone uncordoned a node kmaint is draining; pods would land
 			// on it again, so the cordon goes back on, and what the drain
 			// found before counts for nothing.
-			if _, err := r.patchNode(ctx, st, v, true, cordon); err != nil {
+			if _, err := r.patchNode(ctx, st, v, true, protocol.Recordon()); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -220,13 +185,6 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	return requeue, errors.Join(errs...)
 }
 
-func cordon(n *corev1.Node) {
-	if !n.Spec.Unschedulable {
-		n.Spec.Unschedulable = true
-		n.Annotations[protocol.Cordoned] = "true"
-	}
-}
-
 // drainReport is where a drain stands, for the pool's Draining condition.
 type drainReport struct {
 	message string
@@ -256,15 +214,7 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, for
 		return nil // finish releases it on the next pass
 	}
 	boot := v.Admission.BootID
-	admission := *v.Admission
-	admission.ApprovedAt = st.now
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		n.Annotations[protocol.RebootApproved] = boot
-		n.Annotations[protocol.Admitted] = protocol.Encode(admission)
-		if forced == nil {
-			delete(n.Annotations, protocol.DrainForced)
-		}
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Approve(*v.Admission, st.now, forced != nil)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot, "forced", forced != nil)
@@ -288,12 +238,7 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		failure.Requests = cur.IDs()
 	}
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.Admitted)
-		delete(n.Annotations, protocol.DrainRetry)
-		n.Annotations[protocol.DrainFailed] = protocol.Encode(failure)
-		uncordonIfOurs(n)
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Abandon(failure)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.Node.Name, "timeout", timeout, "message", msg)
@@ -331,11 +276,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		v := st.view(name)
 		cur := v.Current()
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
-		node, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
-			delete(n.Annotations, protocol.AdmissionHeld)
-			cordon(n)
-		})
+		node, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -106,11 +106,7 @@ func deadlineMessage(v nodeView, timeout time.Duration, blockers []string, stepE
 func (r *Reconciler) retry(ctx context.Context, st *poolState, v nodeView, d deadlineDecision, msg string) error {
 	retrying := protocol.DrainRetrying{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Attempts: d.attempts,
 		MaxAttempts: d.maxAttempts, NextAt: d.nextAt, Message: v1alpha1.FitReason(msg)}
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.Admitted)
-		n.Annotations[protocol.DrainRetry] = protocol.Encode(retrying)
-		uncordonIfOurs(n)
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Retry(retrying)); err != nil {
 		return err
 	}
 	st.wakeAt(d.nextAt)
@@ -135,9 +131,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 	}
 	record := func(pods []string) error {
 		forcing.AddPods(pods)
-		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			n.Annotations[protocol.DrainForced] = protocol.Encode(forcing)
-		})
+		_, err := r.patchNode(ctx, st, v, true, protocol.RecordForcing(forcing))
 		if err == nil {
 			v = st.view(v.Node.Name)
 		}

@@ -37,15 +37,15 @@ func (g guardState) halted() bool { return len(g.failed) > 0 || g.unavailable !=
 // settleOnCompletion is written in the patch that completes a node's
 // reboot in a guarded pool: the node is back in service and keeps its slot
 // while it settles.
-func settleOnCompletion(st *poolState, v nodeView) (protocol.Settle, bool) {
+func settleOnCompletion(st *poolState, v nodeView) *protocol.Settle {
 	if !st.pool.Spec.Guarded() {
-		return protocol.Settle{}, false
+		return nil
 	}
-	s := protocol.Settle{BootID: v.BootID, RebootedBoot: v.Approved, Pool: st.pool.Name, Since: st.now, Until: st.now.Add(st.pool.Spec.Settle())}
+	s := &protocol.Settle{BootID: v.BootID, RebootedBoot: v.Approved, Pool: st.pool.Name, Since: st.now, Until: st.now.Add(st.pool.Spec.Settle())}
 	if v.Admission != nil {
 		s.Requests = v.Admission.Requests
 	}
-	return s, true
+	return s
 }
 
 // settle decides, for every settling node of the pool, whether it passes,
@@ -128,9 +128,7 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, 
 		return nil
 	case settleUpdate, settleFail:
 		next := d.next
-		if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			n.Annotations[protocol.Settling] = protocol.Encode(next)
-		}); err != nil {
+		if _, err := r.patchNode(ctx, st, v, true, protocol.UpdateSettle(next)); err != nil {
 			return err
 		}
 		if d.step == settleFail {
@@ -143,9 +141,7 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, 
 		}
 		return nil
 	}
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.Settling)
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Settled()); err != nil {
 		return err
 	}
 	rec := v.Settle

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -14,41 +13,6 @@ import (
 	"github.com/kmaint/kmaint/operator/pools"
 	"github.com/kmaint/kmaint/test/gen"
 )
-
-// Marks on and off: what the node had stays, what kmaint changed comes
-// back, what someone changed meanwhile is theirs.
-func TestMarksOnAndOff(t *testing.T) {
-	g := NewWithT(t)
-	n := gen.Node("n", gen.Labels("same", "v", "changed", "old", "taken", "x"))
-	n.Annotations = map[string]string{}
-	n.Spec.Taints = []corev1.Taint{{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"}}
-	m := &v1alpha1.NodeMarking{DuringReboot: &v1alpha1.DuringRebootMarks{
-		Labels: map[string]v1alpha1.MarkValue{"same": "v", "changed": "new", "added": "a", "taken": "y"},
-		Taints: []v1alpha1.MarkTaint{{Key: "t-own", Effect: "NoSchedule"}, {Key: "t-new", Effect: "PreferNoSchedule", Value: "k"}},
-	}, AfterReboot: &v1alpha1.AfterRebootMarks{Labels: map[string]v1alpha1.MarkValue{"after": "done"}}}
-	addMarks(n, m)
-	g.Expect(n.Labels).To(Equal(map[string]string{"same": "v", "changed": "new", "added": "a", "taken": "y"}))
-	g.Expect(n.Spec.Taints).To(ConsistOf(
-		corev1.Taint{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"},
-		corev1.Taint{Key: "t-new", Effect: corev1.TaintEffectPreferNoSchedule, Value: "k"}))
-	var rec protocol.Marks
-	_, err := protocol.Decode(n, protocol.NodeMarks, &rec)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(rec.Labels).To(HaveLen(3), "the node's own same-valued label is not recorded")
-	g.Expect(rec.Taints).To(Equal([]protocol.MarkedTaint{{Key: "t-new", Value: "k", Effect: "PreferNoSchedule"}}))
-
-	n.Labels["taken"] = "someone-else" // changed by a person mid-reboot
-	removeMarks(n)
-	addAfterLabels(n, m)
-	g.Expect(n.Labels).To(Equal(map[string]string{"same": "v", "changed": "old", "taken": "someone-else", "after": "done"}))
-	g.Expect(n.Spec.Taints).To(Equal([]corev1.Taint{{Key: "t-own", Effect: corev1.TaintEffectNoSchedule, Value: "mine"}}))
-	g.Expect(n.Annotations).NotTo(HaveKey(protocol.NodeMarks))
-
-	// Removing again, or from a node never marked, does nothing.
-	before := n.DeepCopy()
-	removeMarks(n)
-	g.Expect(n).To(Equal(before))
-}
 
 // A duringReboot label that would take the node out of its pool, or into
 // another, is refused; so is a marking the schema would refuse.

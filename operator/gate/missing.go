@@ -158,9 +158,7 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		return r.clearFailedDaemonPods(ctx, v, st.now)
 	case startDaemonWait:
 		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen.at}
-		if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			n.Annotations[protocol.RebootUnconfirmed] = protocol.Encode(back)
-		}); err != nil {
+		if _, err := r.patchNode(ctx, st, v, true, protocol.AwaitDaemon(back)); err != nil {
 			return err
 		}
 		return r.clearFailedDaemonPods(ctx, v, seen.at)
@@ -173,18 +171,7 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		return nil
 	}
 	unconfirmed := *v.Unconfirmed
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.RebootApproved)
-		delete(n.Annotations, protocol.Admitted)
-		delete(n.Annotations, protocol.DrainFailed)
-		delete(n.Annotations, protocol.NodeNotBack)
-		delete(n.Annotations, protocol.DrainRetry)
-		uncordonIfOurs(n)
-		addAfterLabels(n, st.pool.Spec.NodeMarking)
-		if s, ok := settleOnCompletion(st, v); ok {
-			n.Annotations[protocol.Settling] = protocol.Encode(s)
-		}
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.CompleteWithoutDaemon(st.pool.Spec.NodeMarking, settleOnCompletion(st, v))); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot completed without the daemon", "node", v.Node.Name, "bootID", v.BootID,
@@ -267,9 +254,7 @@ func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) er
 
 // forgetUnconfirmed removes RebootUnconfirmed once the daemon is back.
 func (r *Reconciler) forgetUnconfirmed(ctx context.Context, st *poolState, v nodeView) error {
-	_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.RebootUnconfirmed)
-	})
+	_, err := r.patchNode(ctx, st, v, true, protocol.ForgetUnconfirmed())
 	if err != nil {
 		return err
 	}

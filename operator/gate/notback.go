@@ -67,19 +67,13 @@ func (r *Reconciler) awaitReturn(ctx context.Context, st *poolState, v nodeView)
 	st.wakeAt(wakeAt)
 	switch step {
 	case startReturnWait:
-		admission := *v.Admission
-		admission.ApprovedAt = st.now
-		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			n.Annotations[protocol.Admitted] = protocol.Encode(admission)
-		})
+		_, err := r.patchNode(ctx, st, v, true, protocol.TimeReturn(*v.Admission, st.now))
 		return err
 	case keepWaitingForReturn, stillNotBack:
 		return nil
 	}
 	notBack := protocol.NotBack{ApprovedBoot: v.Approved, ApprovedAt: v.Admission.ApprovedAt, Since: st.now}
-	if _, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		n.Annotations[protocol.NodeNotBack] = protocol.Encode(notBack)
-	}); err != nil {
+	if _, err := r.patchNode(ctx, st, v, true, protocol.MarkNotBack(notBack)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Node not back from its reboot", "node", v.Node.Name, "approvedBoot", v.Approved,
@@ -92,8 +86,6 @@ func (r *Reconciler) awaitReturn(ctx context.Context, st *poolState, v nodeView)
 
 // forgetNotBack removes NodeNotBack once it stands for nothing.
 func (r *Reconciler) forgetNotBack(ctx context.Context, st *poolState, v nodeView) error {
-	_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-		delete(n.Annotations, protocol.NodeNotBack)
-	})
+	_, err := r.patchNode(ctx, st, v, true, protocol.ForgetNotBack())
 	return err
 }

@@ -257,13 +257,7 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 		case want != nil && v.Held != nil && v.Held.Reason == want.Reason && v.Held.Message == want.Message:
 			continue
 		}
-		_, err := r.patchNode(ctx, st, v, false, func(n *corev1.Node) {
-			if want == nil {
-				delete(n.Annotations, protocol.AdmissionHeld)
-			} else {
-				n.Annotations[protocol.AdmissionHeld] = protocol.Encode(want)
-			}
-		})
+		_, err := r.patchNode(ctx, st, v, false, protocol.HoldAdmission(want))
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -298,10 +292,7 @@ func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
 		if o == nil || !v.Draining() || v.Unreadable != nil {
 			continue
 		}
-		_, err := r.patchNode(ctx, st, v, true, func(n *corev1.Node) {
-			delete(n.Annotations, protocol.Admitted)
-			uncordonIfOurs(n)
-		})
+		_, err := r.patchNode(ctx, st, v, true, protocol.Release())
 		if err != nil {
 			errs = append(errs, err)
 			continue

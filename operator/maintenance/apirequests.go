@@ -2,7 +2,6 @@ package maintenance
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -78,13 +77,9 @@ func (r *Reconciler) offerAPIRequests(ctx context.Context, node *corev1.Node, f 
 	if !needsAPIRequestsWrite(have, known, err != nil, want, live) {
 		return nil
 	}
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{protocol.APIRequests: protocol.Encode(want)},
-	}})
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", protocol.APIRequests, err)
-	}
-	if err := r.Patch(ctx, node, client.RawPatch(types.MergePatchType, data)); err != nil {
+	offered := node.DeepCopy()
+	protocol.OfferAPIRequests(want).Apply(offered)
+	if err := r.Patch(ctx, offered, client.MergeFrom(node)); err != nil {
 		return fmt.Errorf("name the requests of node %s for its daemon: %w", node.Name, err)
 	}
 	return nil

@@ -7,4 +7,35 @@
 // the node is admitted, draining, approved, back, degraded, and its Stage),
 // with one rule for an annotation that cannot be read: the node is never
 // admitted, approved or taken for rebooted, and says why.
+//
+// The Transitions are the one way the operator writes a Node. Each sets (+)
+// and removes (-) exactly these, and nothing else; "back in service" is -
+// cordoned (and the cordon, when kmaint put it there) and - marks (and the
+// labels and taints they record):
+//
+//	transition             writes
+//	SetDesiredConfig       ± desired-config
+//	OfferAPIRequests       + api-requests
+//	HoldAdmission          ± admission-held
+//	Admit                  + admitted, - admission-held, + cordoned (and the cordon) unless cordoned already
+//	Recordon               + cordoned (and the cordon) unless cordoned already
+//	Mark                   + marks (and the labels and taints they record)
+//	Approve                + reboot-approved, + admitted (approvedAt), - drain-forced unless forced
+//	RecordForcing          + drain-forced
+//	Release                - admitted, back in service
+//	Retry                  Release, + drain-retry
+//	Abandon                Release, - drain-retry, + drain-failed
+//	CompleteWithoutDaemon  - reboot-approved, - admitted, - drain-failed, - node-not-back, - drain-retry,
+//	                       back in service, the afterReboot labels, + settling when the pool settles
+//	Complete               CompleteWithoutDaemon, - reboot-unconfirmed
+//	AwaitDaemon            + reboot-unconfirmed
+//	ForgetUnconfirmed      - reboot-unconfirmed
+//	TimeReturn             + admitted (approvedAt)
+//	MarkNotBack            + node-not-back
+//	ForgetNotBack          - node-not-back
+//	UpdateSettle           + settling
+//	Settled                - settling
+//
+// A new annotation of the operator is added here: its constant, its value's
+// type, what Read makes of it, and the transitions that write it.
 package protocol
