@@ -149,7 +149,12 @@ test-steps-start:
 # The real cluster's parts (test/realcluster): kubelet, kube-controller-manager,
 # kube-scheduler and the images (hack/cluster-assets.sh), and the nodes' root
 # file system (hack/node-rootfs.sh), built side by side (one mostly compiles,
-# the other mostly downloads) and cached in bin/.
+# the other mostly downloads) and cached in bin/. The kube binaries are built
+# after kube-apiserver and kubectl (hack/envtest-assets.sh, which waits for a
+# build of them under way): the five share 1859 of their 2535 packages, same
+# module and flags, so built one after the other each of those compiles once
+# and comes from the Go build cache the second time; side by side on a new
+# machine both compiled them.
 REALCLUSTER_NAMES := realcluster-test realcluster-killed kmaint kmaint-demo demo-test
 
 .PHONY: realcluster-assets realcluster-clean
@@ -160,6 +165,7 @@ realcluster-assets: ## Build the real test cluster's binaries, images and node r
 realcluster-assets-build:
 	@if (( EUID == 0 )); then hack/node-rootfs.sh bin & rootfs=$$!; else rootfs=; \
 		echo "realcluster-assets: debootstrap needs root; test/realcluster will skip (and fail under CI)" >&2; fi; \
+	hack/envtest-assets.sh bin >/dev/null || true; \
 	assets=0; hack/cluster-assets.sh bin || assets=$$?; \
 	rootfsrc=0; if [[ -n "$$rootfs" ]]; then wait "$$rootfs" || rootfsrc=$$?; fi; \
 	if (( rootfsrc != 0 )); then echo "realcluster-assets: hack/node-rootfs.sh failed ($$rootfsrc)" >&2; fi; \
