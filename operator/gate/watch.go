@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/pools"
 )
 
@@ -35,7 +35,7 @@ func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 // pool's Blocked condition names the unreadable ones, and none admits
 // while there is one.
 func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+	add := func(ctx context.Context, q enqueue.Queue, objs ...client.Object) {
 		reqs := poolAndDefault(ctx, objs[len(objs)-1])
 		for _, obj := range objs {
 			if p, ok := obj.(*v1alpha1.MaintenancePool); ok && p.Unreadable() != nil {
@@ -47,17 +47,7 @@ func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reco
 			q.Add(req)
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-	}
+	return enqueue.Objects(add)
 }
 
 // readabilityChanged passes a pool update that makes it readable or
@@ -87,7 +77,7 @@ func resumeChanged() predicate.Predicate {
 // change, so a node that moves between pools is recounted by both, and the
 // pool that admitted it, which counts it until its reboot completes.
 func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...client.Object) {
+	add := func(ctx context.Context, q enqueue.Queue, nodes ...client.Object) {
 		var poolList v1alpha1.MaintenancePoolList
 		if err := r.List(ctx, &poolList); err != nil {
 			// The cache cannot fail a list of a synced informer; should it, a
@@ -113,17 +103,7 @@ func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reco
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-	}
+	return enqueue.Objects(add)
 }
 
 // maintenancePools maps a NodeMaintenance to its node's pools: a request

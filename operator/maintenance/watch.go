@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/pools"
 )
@@ -61,7 +61,7 @@ func poolChanged() predicate.Predicate {
 // poolHandler maps a pool change to the nodes whose waiting requests it
 // may concern (see poolNodes), before and after the change.
 func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+	add := func(ctx context.Context, q enqueue.Queue, objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
 		for _, obj := range objs {
 			for _, req := range r.poolNodes(ctx, obj) {
@@ -72,17 +72,7 @@ func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reco
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
-		},
-	}
+	return enqueue.Objects(add)
 }
 
 // poolNodes maps a pool to the nodes it selects that have a Requested

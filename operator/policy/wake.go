@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -14,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/statuspatch"
 )
 
@@ -58,26 +57,13 @@ func phaseChanged() predicate.Predicate {
 // move (policiesOf); an update maps both the old object and the new, as a
 // record that becomes readable maps to every policy by its old self.
 func (r *Reconciler) maintenanceHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.policiesOf(ctx, obj) {
-			q.Add(req)
+	return enqueue.Objects(func(ctx context.Context, q enqueue.Queue, objs ...client.Object) {
+		for _, obj := range objs {
+			for _, req := range r.policiesOf(ctx, obj) {
+				q.Add(req)
+			}
 		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.ObjectOld, q)
-			enqueue(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, e.Object, q)
-		},
-	}
+	})
 }
 
 // policiesOf maps a NodeMaintenance's change to the policies whose
