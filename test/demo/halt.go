@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,12 +49,8 @@ func planHalt(pools []sim.PoolSpec) *haltPlan {
 	if p.Nodes < 2 {
 		return nil
 	}
-	p.SettleTime = haltSettle
-	p.HealthChecks = &v1alpha1.HealthChecks{
-		Queries:  []v1alpha1.HealthCheck{{Name: haltCheck, Query: sim.UnhealthySeries + " == 1"}},
-		Interval: &metav1.Duration{Duration: haltInterval},
-		Resume:   v1alpha1.ResumeManual,
-	}
+	*p = p.Guarded(haltCheck, haltSettle)
+	p.HealthChecks.Resume = v1alpha1.ResumeManual
 	return &haltPlan{pool: p.Name, node: fmt.Sprintf("%s-%03d", p.Name, 0)}
 }
 

@@ -36,13 +36,7 @@ func TestRolloutHaltsAtTheFirstUnhealthyNode(t *testing.T) {
 	const nodes = 5
 	interval := v1alpha1.MinHealthCheckInterval
 	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools: []sim.PoolSpec{{
-			Name: pool, Nodes: nodes, MaxUnavailable: intstr.FromInt32(1), SettleTime: 3 * time.Second,
-			HealthChecks: &v1alpha1.HealthChecks{
-				Queries:  []v1alpha1.HealthCheck{{Name: check, Query: sim.UnhealthySeries + " == 1"}},
-				Interval: &metav1.Duration{Duration: interval},
-			},
-		}},
+		Pools:   []sim.PoolSpec{sim.PoolSpec{Name: pool, Nodes: nodes, MaxUnavailable: intstr.FromInt32(1)}.Guarded(check, 3*time.Second)},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 5 * time.Second},
 		Metrics: &sim.MetricsConfig{Interval: time.Second},

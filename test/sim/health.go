@@ -3,8 +3,12 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // UnhealthySeries is the series each simulated node's exporter reports
@@ -15,6 +19,21 @@ const UnhealthySeries = "sim_node_unhealthy"
 
 var unhealthyDesc = prometheus.NewDesc(UnhealthySeries,
 	"1 while the simulated node is unhealthy; absent while it is healthy.", []string{"instance", "node"}, nil)
+
+// Guarded makes the pool guard its reboots: each rebooted node keeps its
+// slot for settle while one health check, named check, looks for it in
+// UnhealthySeries == 1 every MinHealthCheckInterval, the shortest the API
+// allows. A node made unhealthy (SetUnhealthyOnReboot,
+// SetUnhealthyAfterReboot) halts the pool; a Config with Metrics serves
+// the series.
+func (p PoolSpec) Guarded(check string, settle time.Duration) PoolSpec {
+	p.SettleTime = settle
+	p.HealthChecks = &v1alpha1.HealthChecks{
+		Queries:  []v1alpha1.HealthCheck{{Name: check, Query: UnhealthySeries + " == 1"}},
+		Interval: &metav1.Duration{Duration: v1alpha1.MinHealthCheckInterval},
+	}
+	return p
+}
 
 // health is a node's simulated health.
 type health struct {

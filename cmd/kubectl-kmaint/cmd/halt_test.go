@@ -27,13 +27,7 @@ func TestStatusAndResumeOfARealHalt(t *testing.T) {
 	ctx := context.Background()
 	const pool, check = "rh", "node-healthy"
 	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools: []sim.PoolSpec{{
-			Name: pool, Nodes: 3, MaxUnavailable: intstr.FromInt32(1), SettleTime: time.Second,
-			HealthChecks: &v1alpha1.HealthChecks{
-				Queries:  []v1alpha1.HealthCheck{{Name: check, Query: sim.UnhealthySeries + " == 1"}},
-				Interval: &metav1.Duration{Duration: v1alpha1.MinHealthCheckInterval},
-			},
-		}},
+		Pools:   []sim.PoolSpec{sim.PoolSpec{Name: pool, Nodes: 3, MaxUnavailable: intstr.FromInt32(1)}.Guarded(check, time.Second)},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: 500 * time.Millisecond},
 		Metrics: &sim.MetricsConfig{Interval: time.Second},
