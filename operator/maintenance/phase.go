@@ -130,11 +130,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	case f.Approved == boot:
 		// Approved until the daemon says it asked for the reboot: a node
 		// that stays Approved has a daemon that does not act.
-		switch daemon := f.Daemon; {
-		case daemon != nil && daemon.BootID == boot && daemon.Phase == protocol.DaemonDegraded:
+		// The node runs boot (the case above), so the daemon's word is of it.
+		switch {
+		case f.DaemonDegraded():
 			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s was asked to reboot and has not", nm.Spec.NodeName)
-			v.degraded, v.degradedReason = daemon.Message, v1alpha1.RebootNotObservedReason
-		case daemon != nil && daemon.BootID == boot && daemon.Phase == protocol.DaemonRebooting, s.Phase == v1alpha1.PhaseRebooting:
+			v.degraded, v.degradedReason = f.Daemon.Message, v1alpha1.RebootNotObservedReason
+		case f.DaemonRebooting(), s.Phase == v1alpha1.PhaseRebooting:
 			v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(nm.Spec.NodeName)
 		default:
 			v.phase, v.message = v1alpha1.PhaseApproved, fmt.Sprintf("node %s is drained and approved to reboot; waiting for its daemon to reboot it", nm.Spec.NodeName)

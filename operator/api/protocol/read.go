@@ -199,6 +199,12 @@ func (s NodeState) DaemonDegraded() bool {
 	return s.Daemon != nil && s.Daemon.Phase == DaemonDegraded && s.Daemon.BootID == s.BootID
 }
 
+// DaemonRebooting reports whether the daemon says it asked for the
+// approved reboot, in the boot the node runs.
+func (s NodeState) DaemonRebooting() bool {
+	return s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID
+}
+
 // Degraded reports whether the node needs a person: its daemon says the
 // approved reboot did not happen, the drain for its current requests failed,
 // its daemon did not come back after the reboot, the node itself did not
@@ -281,7 +287,7 @@ func (s NodeState) Position(pending bool) Position {
 	case s.NodeNotBackReported():
 		return Position{Stage: StageDegraded, Message: s.NotBack.Message(), Since: s.NotBack.Since}
 	case s.Approved != "" && s.Approved == s.BootID:
-		if s.Daemon != nil && s.Daemon.Phase == DaemonRebooting && s.Daemon.BootID == s.BootID {
+		if s.DaemonRebooting() {
 			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}
 		}
 		return Position{Stage: v1alpha1.PhaseApproved}
