@@ -29,6 +29,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/cache.sh
 source "${here}/cache.sh"
+# shellcheck source=hack/kube-module.sh
+source "${here}/kube-module.sh"
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 # The pause image's tag is the one kubelet 1.37 and containerd ask for by
@@ -39,30 +41,14 @@ BINARIES=(kubelet kube-controller-manager kube-scheduler)
 
 log() { echo "cluster-assets: $*" >&2; }
 
-# Same throwaway module as hack/envtest-assets.sh: k8s.io/kubernetes refers to
-# its staging modules by relative path, so each is replaced by its release.
-kube_module() {
+# kube_module in a directory of its own, made once.
+kube_module_dir() {
 	mkdir -p "${work}/mod" && cd "${work}/mod"
-	[[ -f go.mod ]] && return 0
-	go mod init kmaint.local/cluster-build >/dev/null 2>&1
-	local gomod staging_version
-	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-	staging_version="v0.${KUBE_VERSION#1.}"
-	{
-		echo "require k8s.io/kubernetes v${KUBE_VERSION}"
-		grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/k8s\.io/[a-z0-9-]+' "${gomod}" |
-			awk -v v="${staging_version}" '{print "replace " $1 " => " $1 " " v}'
-	} >>go.mod
-	{
-		printf '//go:build tools\n\npackage tools\n\nimport (\n'
-		for b in "${BINARIES[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${b}"; done
-		printf ')\n'
-	} >tools.go
-	GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+	[[ -f go.mod ]] || kube_module kmaint.local/cluster-build "${KUBE_VERSION}" "${BINARIES[@]}"
 }
 
 build_binaries() {
-	kube_module
+	kube_module_dir
 	# Without these the components report v0.0.0-master, and kubelet's
 	# version is what `kubectl get nodes` and the API server's skew checks see.
 	local v="k8s.io/component-base/version" minor="${KUBE_VERSION#1.}"
@@ -139,7 +125,7 @@ build() {
 
 cache_init
 key="$(cache_key cluster "kube ${KUBE_VERSION}" "pause ${PAUSE_TAG}" "$(go env GOVERSION)" "$(gcc -dumpfullversion 2>/dev/null)" \
-	"$(cache_recipe "${BASH_SOURCE[0]}")")"
+	"$(cache_recipe "${BASH_SOURCE[0]}" "${here}/kube-module.sh")")"
 dir="$(cache_build cluster "${key}" 3 build)"
 cache_link "${BIN_DIR}/cluster/${KUBE_VERSION}" "${dir}"
 echo "${dir}"

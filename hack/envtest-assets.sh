@@ -12,6 +12,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/cache.sh
 source "${here}/cache.sh"
+# shellcheck source=hack/kube-module.sh
+source "${here}/kube-module.sh"
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
@@ -39,28 +41,7 @@ build() {
 	trap 'rm -rf "${work}"' EXIT
 	cd "${work}"
 
-	# A throwaway module: k8s.io/kubernetes refers to its staging modules by
-	# relative path, so each gets replaced by the release of the same number.
-	go mod init kmaint.local/envtest-build >/dev/null 2>&1
-	local gomod staging_version
-	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
-	staging_version="v0.${KUBE_VERSION#1.}"
-	{
-		echo "require k8s.io/kubernetes v${KUBE_VERSION}"
-		grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/k8s\.io/[a-z0-9-]+' "${gomod}" |
-			awk -v v="${staging_version}" '{print "replace " $1 " => " $1 " " v}'
-	} >>go.mod
-	cat >tools.go <<-'GO'
-		//go:build tools
-
-		package tools
-
-		import (
-			_ "k8s.io/kubernetes/cmd/kube-apiserver"
-			_ "k8s.io/kubernetes/cmd/kubectl"
-		)
-	GO
-	GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true
+	kube_module kmaint.local/envtest-build "${KUBE_VERSION}" kube-apiserver kubectl
 	log "building kube-apiserver v${KUBE_VERSION}"
 	GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "${out}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 	log "building kubectl v${KUBE_VERSION}"
@@ -75,7 +56,7 @@ build() {
 }
 
 cache_init
-key="$(cache_key envtest "kube ${KUBE_VERSION}" "etcd ${ETCD_VERSION}" "$(go env GOVERSION)" "$(cache_recipe "${BASH_SOURCE[0]}")")"
+key="$(cache_key envtest "kube ${KUBE_VERSION}" "etcd ${ETCD_VERSION}" "$(go env GOVERSION)" "$(cache_recipe "${BASH_SOURCE[0]}" "${here}/kube-module.sh")")"
 dir="$(cache_build envtest "${key}" 3 build)"
 cache_link "${BIN_DIR}/k8s/${KUBE_VERSION}-etcd${ETCD_VERSION}" "${dir}"
 echo "${dir}"
