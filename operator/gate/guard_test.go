@@ -307,6 +307,8 @@ func TestCanariesGoFirst(t *testing.T) {
 		g.Expect(b).NotTo(BeNil())
 		g.Expect(b.Reason).To(Equal(v1alpha1.CanariesReason))
 		g.Expect(b.Message).To(ContainSubstring("0 of 1"))
+		// The status says so too, for the waiting requests to quote.
+		g.Expect(getPool(g, pool).Status.Canaries).To(Equal(&v1alpha1.CanaryStatus{Passed: 0, Want: 1}))
 	}, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[1]) + daemons.Count(nodes[2]) + daemons.Count(nodes[3])).To(BeZero())
 
@@ -314,6 +316,7 @@ func TestCanariesGoFirst(t *testing.T) {
 	for _, n := range nodes[1:] {
 		g.Eventually(func(g Gomega) int { return daemons.Count(n) }, 2*timeout).Should(Equal(1), n)
 	}
+	g.Eventually(func(g Gomega) { g.Expect(getPool(g, pool).Status.Canaries).To(BeNil()) }, timeout).Should(Succeed())
 }
 
 // setCurrentConfig writes the config the node's daemon reports.

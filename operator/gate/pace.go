@@ -64,7 +64,8 @@ func stateChanged(before, after *v1alpha1.MaintenancePoolStatus) bool {
 	}
 	if before.ObservedGeneration != after.ObservedGeneration || before.MaxUnavailable != after.MaxUnavailable ||
 		(before.Halt == nil) != (after.Halt == nil) || (before.Freeze == nil) != (after.Freeze == nil) ||
-		(before.BlockingQuery == nil) != (after.BlockingQuery == nil) || len(before.Conditions) != len(after.Conditions) {
+		(before.BlockingQuery == nil) != (after.BlockingQuery == nil) || (before.Canaries == nil) != (after.Canaries == nil) ||
+		len(before.Conditions) != len(after.Conditions) {
 		return true
 	}
 	for i, c := range after.Conditions {

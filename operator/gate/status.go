@@ -23,7 +23,10 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	s.Draining, s.Rebooting, s.Degraded, s.Conflicting = 0, 0, 0, 0
 	s.MaxUnavailable = int32(st.plan.maxUnavailable)
 	s.PendingRequests = int32(len(st.plan.waiting))
-	s.BlockingQuery = nil
+	s.BlockingQuery, s.Canaries = nil, nil
+	if c := st.canaries; c != nil {
+		s.Canaries = &v1alpha1.CanaryStatus{Passed: int32(c.Passed), Want: int32(c.Want)}
+	}
 	if st.plan.held > 0 {
 		// Prometheus's own words are in the message: kept within the
 		// schema's bound, or the whole status write would be refused.

@@ -127,8 +127,8 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.HaltedCondition); c != nil && c.Status == metav1.ConditionTrue {
 			in.Halt = &policies.Halt{Reason: c.Reason, Message: c.Message}
 		}
-		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.BlockedCondition); c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.CanariesReason {
-			in.Canaries = canariesOf(p)
+		if c := p.Status.Canaries; c != nil {
+			in.Canaries = &policies.Canaries{Passed: int(c.Passed), Want: int(c.Want)}
 		}
 	}
 	return in
@@ -167,14 +167,4 @@ func waitOf(pf *poolFacts, node *protocol.NodeState, now time.Time) waiting {
 		w.next = node.Retrying().NextAt
 	}
 	return w
-}
-
-// canariesOf is how many of the pool's rollout canaries passed, as its
-// status tells: the nodes that run the new config and do not settle.
-func canariesOf(p *v1alpha1.MaintenancePool) *policies.Canaries {
-	want := 0
-	if hc := p.Spec.HealthChecks; hc != nil {
-		want = int(hc.Canaries)
-	}
-	return &policies.Canaries{Passed: max(int(p.Status.Updated-p.Status.Settling), 0), Want: want}
 }

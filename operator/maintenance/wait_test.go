@@ -70,6 +70,11 @@ func TestWaitOf(t *testing.T) {
 			poolWindows: window("0 4 * * *"), ids: []string{"h"}, status: blocked(v1alpha1.BlockingQueryFailedReason, "unreachable"),
 			wantReason: v1alpha1.OutsideWindowReason, wantNext: t0.Add(2 * time.Hour),
 		},
+		"canaries quoted from the pool's status": {
+			ids: []string{"h"}, status: v1alpha1.MaintenancePoolStatus{MaxUnavailable: 3, Unavailable: 1, Nodes: 4, Updated: 3, Settling: 0,
+				Canaries: &v1alpha1.CanaryStatus{Passed: 1, Want: 2}},
+			wantReason: v1alpha1.CanariesReason, wantMessage: "1 of 2 run the new config",
+		},
 		"an unreadable policy window": {
 			specs: map[string]v1alpha1.NodeMaintenanceSpec{"m": {Policy: "broken"}}, ids: []string{"m"},
 			wantReason: v1alpha1.InvalidWindowReason, wantMessage: "RebootPolicy broken spec.windows[0]",

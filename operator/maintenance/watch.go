@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,15 +34,15 @@ func poolChanged() predicate.Predicate {
 		}
 		return v1alpha1.BlockingQueryStatus{}
 	}
-	// A halt's or the canaries' reason and message are quoted by the
-	// requests that wait for them.
+	// A halt's reason and message, and the canaries' count, are quoted by
+	// the requests that wait for them.
 	halt := func(p *v1alpha1.MaintenancePool) string {
-		var out string
-		for _, t := range []string{v1alpha1.HaltedCondition, v1alpha1.BlockedCondition} {
-			if c := meta.FindStatusCondition(p.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue &&
-				(t == v1alpha1.HaltedCondition || c.Reason == v1alpha1.CanariesReason) {
-				out += c.Reason + "\x00" + c.Message + "\x00"
-			}
+		out := ""
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.HaltedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			out = c.Reason + "\x00" + c.Message
+		}
+		if c := p.Status.Canaries; c != nil {
+			out += fmt.Sprintf("\x00canaries %d/%d", c.Passed, c.Want)
 		}
 		return out
 	}

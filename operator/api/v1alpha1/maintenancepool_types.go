@@ -333,6 +333,13 @@ type MaintenancePoolStatus struct {
 	// +optional
 	Freeze *ActiveFreeze `json:"freeze,omitempty"`
 
+	// Canaries is, while a desiredConfig rollout's canaries
+	// (healthChecks.canaries) hold the pool's waiting nodes, how many have
+	// passed; absent otherwise. The gate decides it, and the waiting
+	// requests quote it.
+	// +optional
+	Canaries *CanaryStatus `json:"canaries,omitempty"`
+
 	// Conditions: Blocked, Draining, Degraded, Conflicting, OverBudget,
 	// OptedOut, Halted, Frozen.
 	// +kubebuilder:validation:MaxItems=16
@@ -345,6 +352,17 @@ type MaintenancePoolStatus struct {
 	// as the gate last evaluated it; absent while none does.
 	// +optional
 	BlockingQuery *BlockingQueryStatus `json:"blockingQuery,omitempty"`
+}
+
+// CanaryStatus is how far a rollout's canaries are.
+type CanaryStatus struct {
+	// Passed is how many nodes run the new config and settled.
+	// +kubebuilder:validation:Minimum=0
+	Passed int32 `json:"passed"`
+	// Want is how many must pass before the rest of the pool goes
+	// (healthChecks.canaries).
+	// +kubebuilder:validation:Minimum=0
+	Want int32 `json:"want"`
 }
 
 // BlockingQueryStatus is a blocking query that holds a pool's admissions.
