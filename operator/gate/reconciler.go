@@ -158,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// blockingQuery is omitted when no query blocks: named, it is
 		// removed, or waiting requests would go on quoting the last one;
 		// halt and freeze likewise once the halt is lifted, the freeze over.
-		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{Clear: []string{"blockingQuery", "halt", "freeze", "canaries"}}); err != nil {
+		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{}); err != nil {
 			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
 			return
 		}

@@ -24,12 +24,6 @@ import (
 // second.
 const missedChangeDelay = time.Second
 
-// clearableFields are the status fields that may become empty between two
-// evaluations.
-func clearableFields() []string {
-	return []string{"candidates", "wouldRequest", "outcomes", "lastEvaluationTime", "lastEvaluationDuration", "lastScheduleTime"}
-}
-
 // Reconciler evaluates one RebootPolicy per reconcile and raises its
 // NodeMaintenances.
 type Reconciler struct {
@@ -91,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		status := r.status(&p, out)
 		if !equalStatus(last, status) {
 			p.Status = status
-			if err := r.Status().Patch(ctx, &p, statuspatch.Whole{Clear: clearableFields()}); err != nil {
+			if err := r.Status().Patch(ctx, &p, statuspatch.Whole{}); err != nil {
 				reterr = errors.Join(reterr, fmt.Errorf("patch status of policy %s: %w", p.Name, err))
 				r.wakes.finish(p.Name, false)
 				return

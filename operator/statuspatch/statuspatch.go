@@ -3,6 +3,8 @@ package statuspatch
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,14 +13,11 @@ import (
 // Whole is a merge patch of the object's entire status. A patch computed as
 // a diff from the old status would leave out counts that are zero in both
 // (the API server then stores no value where a person expects a 0), and
-// omitempty drops fields that became empty, so Clear names the fields to
-// set to null when they are absent: otherwise the last candidate of a list
-// would never leave it.
-type Whole struct {
-	// Clear are the status fields, by their JSON names, that may become
-	// empty.
-	Clear []string
-}
+// omitempty drops fields that became empty: every field of the status type
+// that the object leaves out is set to null, so that the last candidate of
+// a list, or a cleared record, leaves it. The fields are read from the
+// type, so a field added to a status is cleared without a list to keep.
+type Whole struct{}
 
 var _ client.Patch = Whole{}
 
@@ -26,7 +25,7 @@ var _ client.Patch = Whole{}
 func (Whole) Type() types.PatchType { return types.MergePatchType }
 
 // Data implements client.Patch.
-func (w Whole) Data(obj client.Object) ([]byte, error) {
+func (Whole) Data(obj client.Object) ([]byte, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("status patch of %T: %w", obj, err)
@@ -40,10 +39,31 @@ func (w Whole) Data(obj client.Object) ([]byte, error) {
 	if whole.Status == nil {
 		whole.Status = map[string]any{}
 	}
-	for _, key := range w.Clear {
+	for _, key := range statusFields(obj) {
 		if _, ok := whole.Status[key]; !ok {
 			whole.Status[key] = nil
 		}
 	}
 	return json.Marshal(map[string]any{"status": whole.Status})
+}
+
+// statusFields are the JSON names of the fields of obj's Status struct;
+// none when it has none.
+func statusFields(obj client.Object) []string {
+	v := reflect.Indirect(reflect.ValueOf(obj))
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	f, ok := v.Type().FieldByName("Status")
+	if !ok || f.Type.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for field := range f.Type.Fields() {
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if field.IsExported() && name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }

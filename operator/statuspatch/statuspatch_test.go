@@ -19,13 +19,21 @@ func TestWholeWritesZerosAndClearsEmptied(t *testing.T) {
 	g.Expect(string(data)).To(ContainSubstring(`"unavailable":0`), "a zero count is written, not left out")
 
 	policy := &v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rp"}}
-	data, err = Whole{Clear: []string{"candidates", "wouldRequest"}}.Data(policy)
+	data, err = Whole{}.Data(policy)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(ContainSubstring(`"candidates":null`), "an emptied list is removed")
 	g.Expect(string(data)).NotTo(ContainSubstring("metadata"), "only the status")
 
 	policy.Status.WouldRequest = []string{"n1"}
-	data, err = Whole{Clear: []string{"wouldRequest"}}.Data(policy)
+	data, err = Whole{}.Data(policy)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(ContainSubstring(`"wouldRequest":["n1"]`))
+
+	// Every optional field of the type is cleared, with no list to keep:
+	// a pool's records that ended leave its status.
+	data, err = Whole{}.Data(pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, field := range []string{"blockingQuery", "halt", "freeze", "canaries", "conditions"} {
+		g.Expect(string(data)).To(ContainSubstring(`"`+field+`":null`), field)
+	}
 }
