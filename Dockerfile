@@ -37,7 +37,7 @@ ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod \
 	--mount=type=cache,target=/root/.cache/go-build \
 	set -eu; \
-	pkg=github.com/kmaint/kmaint/operator/version; \
+	pkg=github.com/kmaint/kmaint/internal/version; \
 	ldflags="-s -w -X ${pkg}.version=${VERSION} -X ${pkg}.commit=${COMMIT}"; \
 	CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o /out/kmaint-operator ./cmd/kmaint-operator; \
 	CGO_ENABLED=1 go build -trimpath -ldflags "${ldflags}" -o /out/kmaint-daemon ./cmd/kmaint-daemon; \

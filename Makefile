@@ -10,10 +10,10 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 KUBECTL ?= kubectl
 
 # What the binaries report (--version, and at start): stamped in by `make
-# build` and `make docker-build` through operator/version.
+# build` and `make docker-build` through internal/version.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-VERSION_PKG := github.com/kmaint/kmaint/operator/version
+VERSION_PKG := github.com/kmaint/kmaint/internal/version
 LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 CONTAINER_TOOL ?= docker
 
@@ -64,9 +64,9 @@ controller-gen: ## Install controller-gen at the pinned version into bin/ if mis
 
 .PHONY: manifests generate
 manifests: controller-gen ## Generate deepcopy code, CRDs (config/crd/bases), the operator's and the daemon's roles (config/rbac)
-	"$(CONTROLLER_GEN)" object paths=./operator/api/...
-	"$(CONTROLLER_GEN)" crd rbac:roleName=kmaint-operator paths=./operator/... \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	"$(CONTROLLER_GEN)" object paths=./api/...
+	"$(CONTROLLER_GEN)" crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	"$(CONTROLLER_GEN)" rbac:roleName=kmaint-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	"$(CONTROLLER_GEN)" rbac:roleName=kmaint-daemon paths=./daemon/... \
 		output:rbac:artifacts:config=config/rbac/daemon
 
@@ -195,13 +195,13 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 # The files controller-gen writes. An untracked one is a generated file
 # nobody committed; other untracked files (a test being written) are not
 # verify's business.
-GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|config/rbac/daemon/role\.yaml|operator/api/.*zz_generated\..*|dashboards/.*\.json)$$
+GENERATED_UNTRACKED := ^(config/crd/bases/.*|config/rbac/role\.yaml|config/rbac/daemon/role\.yaml|api/.*zz_generated\..*|dashboards/.*\.json)$$
 
 .PHONY: verify
 verify: test-deps bin-module manifests dashboards ## Fail if generated files drift, gofmt finds unformatted files, or go vet complains
 	@echo "verify: generated files are committed and up to date"
-	@git diff --exit-code -- config/ operator/api/ 'dashboards/*.json' || { echo "verify: generated files differ from the commit; run make generate and commit the result" >&2; exit 1; }
-	@untracked="$$(git ls-files --others --exclude-standard -- config operator/api dashboards | grep -E '$(GENERATED_UNTRACKED)' || true)"; \
+	@git diff --exit-code -- config/ api/ 'dashboards/*.json' || { echo "verify: generated files differ from the commit; run make generate and commit the result" >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- config api dashboards | grep -E '$(GENERATED_UNTRACKED)' || true)"; \
 	if [[ -n "$$untracked" ]]; then echo "$$untracked"; echo "verify: make manifests wrote these files and git does not track them; commit them" >&2; exit 1; fi
 	@echo "verify: gofmt"
 	@unformatted="$$(find . \( -path ./bin -o -path ./.git -o -path ./.cache \) -prune -o -name '*.go' -print0 | xargs -0 -r gofmt -l)"; \

@@ -7,8 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/daemon"
-	"github.com/kmaint/kmaint/operator/api/protocol"
 	"github.com/kmaint/kmaint/test/harness"
 )
 

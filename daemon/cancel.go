@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/daemon/journal"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // ErrCancelNotRoot is returned to a cancel-reboot run by a user other than

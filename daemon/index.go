@@ -3,9 +3,9 @@ package daemon
 import (
 	"slices"
 
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/sentinel"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // journalIndex is what a sync needs from the journal, read once in journal

@@ -31,11 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
 	"github.com/kmaint/kmaint/daemon/sentinel"
-	"github.com/kmaint/kmaint/operator/api/scheme"
-	"github.com/kmaint/kmaint/operator/watcherr"
+	"github.com/kmaint/kmaint/internal/watcherr"
 )
 
 // DefaultBootIDPath is where the kernel publishes the current boot ID.

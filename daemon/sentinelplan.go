@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/sentinel"
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 )
 
 // sentinelRequestID names the sentinel request of a boot for a fingerprint:

@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/daemon/sentinel"
-	"github.com/kmaint/kmaint/operator/api/protocol"
 )
 
 // watchSentinel looks at the sentinel now and then every sentinelInterval

@@ -96,7 +96,7 @@ find "${CONTEXTS}" -mindepth 1 -maxdepth 1 -name 'context.*' -mmin +180 -exec rm
 SNAP="$(mktemp -d "${CONTEXTS}/context.XXXXXX")"
 trap 'rm -rf "${SNAP}"' EXIT
 {
-	git ls-files --cached --others --exclude-standard -- go.mod go.sum cmd daemon operator policies |
+	git ls-files --cached --others --exclude-standard -- go.mod go.sum api cmd daemon internal operator policies |
 		grep -vE '(_test\.go$|\.md$|(^|/)testdata/)'
 	printf '%s\n' Dockerfile .dockerignore hack/image-tar.sh
 } | while read -r f; do if [[ -f "$f" ]]; then printf '%s\0' "$f"; fi; done | xargs -0 cp --parents -t "${SNAP}" --

@@ -24,9 +24,10 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kmaint/kmaint/api/scheme"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/watcherr"
 	"github.com/kmaint/kmaint/operator/alertwebhook"
-	"github.com/kmaint/kmaint/operator/api/scheme"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/history"
@@ -37,7 +38,6 @@ import (
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/operator/retention"
 	"github.com/kmaint/kmaint/operator/unreadable"
-	"github.com/kmaint/kmaint/operator/watcherr"
 	"github.com/kmaint/kmaint/policies/promapi"
 )
 

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/operator"
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/scheme"
 	"github.com/kmaint/kmaint/test/sim"
 )
 

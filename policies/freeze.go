@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // maxFreezeChain bounds how many freezes that follow on from one another

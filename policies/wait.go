@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // WaitInput is what tells why requests wait: those of one node (for its

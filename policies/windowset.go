@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // maxIntersect bounds the search for a moment when several sets of windows

@@ -21,9 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kmaint/kmaint/internal/version"
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/operator/notify"
-	"github.com/kmaint/kmaint/operator/version"
 )
 
 func main() {

@@ -15,7 +15,7 @@ func TestVersionFlag(t *testing.T) {
 		t.Skip("builds the operator")
 	}
 	bin := filepath.Join(t.TempDir(), "kmaint-operator")
-	const pkg = "github.com/kmaint/kmaint/operator/version"
+	const pkg = "github.com/kmaint/kmaint/internal/version"
 	build := exec.Command("go", "build", "-o", bin,
 		"-ldflags", "-X "+pkg+".version=v9.8.7-test -X "+pkg+".commit=0123456789ab", ".")
 	if out, err := build.CombinedOutput(); err != nil {

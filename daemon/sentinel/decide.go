@@ -3,7 +3,7 @@ package sentinel
 import (
 	"fmt"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/api/protocol"
 )
 
 // Request is a sentinel request as the journal (or, for an earlier boot of

@@ -5,7 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/api/protocol"
 )
 
 func TestDecide(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // A sentinel file lives in the host's /run, beside the sockets of the

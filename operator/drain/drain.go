@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubedrain "k8s.io/kubectl/pkg/drain"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // Progress is where a drain stands after a step.

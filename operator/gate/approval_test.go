@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/test/gen"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // The pool's status only hints at how many views to make room for: a

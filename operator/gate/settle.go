@@ -3,8 +3,8 @@ package gate
 import (
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // settleStep is what the gate does to a settling node.

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/api/protocol"
 )
 
 // nodeView is what the gate knows of one Node: the node protocol as

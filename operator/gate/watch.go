@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/enqueue"
-	"github.com/kmaint/kmaint/operator/pools"
 )
 
 // poolAndDefault enqueues a changed pool and the default pool, whose nodes

@@ -12,7 +12,7 @@ import (
 // Every node write of the gate is a protocol transition: the last argument
 // of each patchNode call is a call into package protocol, never an edit
 // written inline, so that what a step writes is said once, in
-// operator/api/protocol, beside what Read makes of it.
+// api/protocol, beside what Read makes of it.
 func TestEveryNodeWriteIsAProtocolTransition(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {

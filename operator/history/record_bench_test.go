@@ -14,8 +14,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/kmaint/kmaint/operator/api/scheme"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/scheme"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // BenchmarkHeldRecord reports the heap one finished NodeMaintenance of a

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // writtenTTL bounds how long a write is kept for a cache that never shows

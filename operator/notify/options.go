@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // DefaultReasons returns the Event reasons notified when none are given:

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/alertwebhook"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
 

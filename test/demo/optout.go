@@ -9,7 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/test/sim"
 )
 

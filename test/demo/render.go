@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
 

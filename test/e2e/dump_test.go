@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // logStateOnFailure logs, when the test fails, what a person would look at

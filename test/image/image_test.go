@@ -21,7 +21,7 @@ import (
 const imageName = "localhost/kmaint:local"
 
 // versionLine is what `kmaint-operator --version` and `kmaint-daemon
-// version` print (operator/version's Info.String).
+// version` print (internal/version's Info.String).
 var versionLine = regexp.MustCompile(`^kmaint (\S+) \((\S+), (go\S+)\)\n$`)
 
 // built is the image under test, unpacked, with what the Dockerfile says

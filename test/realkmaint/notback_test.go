@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/cmd"
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/realcluster"
 	"github.com/kmaint/kmaint/test/testbed"

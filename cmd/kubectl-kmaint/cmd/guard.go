@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kmaint/kmaint/operator/api/protocol"
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // What a pool that guards its rollouts shows a person: nodes settling after

@@ -11,8 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kmaint/kmaint/operator/api/scheme"
-	"github.com/kmaint/kmaint/operator/version"
+	"github.com/kmaint/kmaint/api/scheme"
+	"github.com/kmaint/kmaint/internal/version"
 )
 
 // ErrNotInstalled is returned when the cluster serves no kmaint.io API.

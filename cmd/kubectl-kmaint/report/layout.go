@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kmaint/kmaint/operator/api/v1alpha1"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // The page's geometry, in SVG user units (pixels at 100%).

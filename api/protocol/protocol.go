@@ -1,0 +1,229 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+// Prefix is the prefix of every kmaint annotation.
+const Prefix = "kmaint.io/"
+
+// The annotations of the node protocol, with their one writer.
+const (
+	// RebootRequested (daemon): this boot's outstanding requests, a Requested.
+	RebootRequested = Prefix + "reboot-requested"
+	// RebootApproved (operator): the boot ID whose reboot is approved; written
+	// only once the node is cordoned and drained.
+	RebootApproved = Prefix + "reboot-approved"
+	// DesiredConfig (operator): the config identity the node's pool wants.
+	DesiredConfig = Prefix + "desired-config"
+	// CurrentConfig (daemon): the config identity the node runs.
+	CurrentConfig = Prefix + "current-config"
+	// State (daemon): what the daemon is doing and why, a DaemonState.
+	State = Prefix + "state"
+	// Cordoned (operator): kmaint cordoned this node, so kmaint uncordons it.
+	// A node cordoned by anyone else carries no marker and stays cordoned.
+	Cordoned = Prefix + "cordoned"
+	// Admitted (operator): the gate admitted the node for a boot's requests
+	// and is draining it, an Admission. It holds the node's slot in the pool's
+	// budget until the reboot completes or the drain is abandoned.
+	Admitted = Prefix + "admitted"
+	// DrainFailed (operator): the drain for these requests was abandoned, a
+	// DrainFailure. Those requests are not admitted again; a new request is.
+	DrainFailed = Prefix + "drain-failed"
+)
+
+// Request is one outstanding reboot request, as the daemon read it back from
+// the node's journal.
+type Request struct {
+	// ID identifies the request: a NodeMaintenance's UID for requests that
+	// start in the API, a fresh id for host and config requests.
+	ID string `json:"id"`
+	// Source is where the request came from.
+	Source v1alpha1.Source `json:"source"`
+	// Reason is why, as given by whoever asked.
+	Reason string `json:"reason"`
+	// Time is when the request was journaled.
+	Time time.Time `json:"time"`
+	// Config is the config identity a config request asks for.
+	Config string `json:"config,omitempty"`
+}
+
+// Requested is the value of RebootRequested.
+type Requested struct {
+	// BootID is the boot the requests were made in.
+	BootID string `json:"bootID"`
+	// Requests are the boot's outstanding requests, oldest first.
+	Requests []Request `json:"requests"`
+	// Cancelled are the ids of this boot's requests withdrawn before their
+	// reboot was approved; their reboot will not happen.
+	Cancelled []string `json:"cancelled,omitempty"`
+}
+
+// Earliest returns when the oldest request was made.
+func (r Requested) Earliest() time.Time {
+	var t time.Time
+	for _, req := range r.Requests {
+		if t.IsZero() || req.Time.Before(t) {
+			t = req.Time
+		}
+	}
+	return t
+}
+
+// IDs returns the requests' ids, sorted.
+func (r Requested) IDs() []string {
+	ids := make([]string, 0, len(r.Requests))
+	for _, req := range r.Requests {
+		ids = append(ids, req.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Has reports whether the request with this id is outstanding.
+func (r Requested) Has(id string) bool {
+	return slices.ContainsFunc(r.Requests, func(req Request) bool { return req.ID == id })
+}
+
+// Admission is the value of Admitted.
+type Admission struct {
+	// BootID is the boot whose requests were admitted.
+	BootID string `json:"bootID"`
+	// Requests are the ids of the requests admitted.
+	Requests []string `json:"requests"`
+	// Time is when the node was admitted and its drain began.
+	Time time.Time `json:"time"`
+	// Pool names the pool that admitted the node. Until the reboot
+	// completes the node counts against that pool's budget, whichever pool
+	// its labels put it in meanwhile; empty in admissions written before
+	// the field existed, which count only where the node is.
+	Pool string `json:"pool,omitempty"`
+	// ApprovedAt is when the gate approved the reboot: the node's return
+	// (a new boot ID, Ready) is timed from it. Zero before the approval, and
+	// in approvals written before the field existed, whose wait the gate
+	// then times from when it first sees them.
+	ApprovedAt time.Time `json:"approvedAt,omitzero"`
+}
+
+// DrainFailure is the value of DrainFailed.
+type DrainFailure struct {
+	// BootID is the boot whose requests' drain failed.
+	BootID string `json:"bootID"`
+	// Requests are the ids of the requests whose drain failed.
+	Requests []string `json:"requests"`
+	// Time is when the drain was abandoned.
+	Time time.Time `json:"time"`
+	// Reason is a CamelCase reason, e.g. DrainTimeout.
+	Reason string `json:"reason"`
+	// Message says what blocked the drain.
+	Message string `json:"message"`
+}
+
+// Covers reports whether the failure covers every request of r, so that
+// admitting r again would repeat the failed drain.
+func (f DrainFailure) Covers(r Requested) bool {
+	if f.BootID != r.BootID {
+		return false
+	}
+	for _, req := range r.Requests {
+		if !slices.Contains(f.Requests, req.ID) {
+			return false
+		}
+	}
+	return true
+}
+
+// DaemonPhase is what the daemon is doing.
+type DaemonPhase string
+
+// The daemon's phases.
+const (
+	DaemonIdle      DaemonPhase = "idle"
+	DaemonRequested DaemonPhase = "requested"
+	DaemonRebooting DaemonPhase = "rebooting"
+	DaemonDegraded  DaemonPhase = "degraded"
+)
+
+// DaemonState is the value of State.
+type DaemonState struct {
+	// Phase is what the daemon is doing.
+	Phase DaemonPhase `json:"phase"`
+	// BootID is the boot the state was reported in.
+	BootID string `json:"bootID,omitempty"`
+	// Message says why.
+	Message string `json:"message,omitempty"`
+	// Since is when the daemon entered the phase.
+	Since time.Time `json:"since"`
+	// Config is the config identity the reboot that ends BootID applies:
+	// the last config requested in that boot and not cancelled. Written
+	// before the reboot, it tells the next boot's daemon which config the
+	// node runs without the journal of the boot before, which a node with a
+	// volatile journal does not keep.
+	Config string `json:"config,omitempty"`
+	// VolatileJournal is true when the node's journal holds no entry from
+	// before BootID although the node booted before (volatile storage, or
+	// vacuumed): the node keeps no record of its earlier requests, and
+	// kmaint relies on what it keeps on the Node and its NodeMaintenances.
+	VolatileJournal bool `json:"volatileJournal,omitempty"`
+	// Sentinel is what the host's reboot sentinel says, when the daemon
+	// watches one (--sentinel-file or --sentinel-command); nil otherwise,
+	// or before its first look.
+	Sentinel *SentinelStatus `json:"sentinel,omitempty"`
+}
+
+// MaxAnnotationLength is the longest kmaint annotation Decode reads, in
+// bytes. The daemon's reboot-requested holds a boot's requests, each at most
+// a few hundred bytes; a node that reports many times more is not believed
+// (a stolen daemon token could make every reader decode up to the API's
+// 256 KiB per node, on every write).
+const MaxAnnotationLength = 64 << 10
+
+// Decode reads the annotation key of node as JSON into v. It reports whether
+// the annotation is present; a present but malformed or oversized value is an
+// error that names the annotation and the node.
+func Decode(node *corev1.Node, key string, v any) (bool, error) {
+	raw, ok := node.Annotations[key]
+	if !ok {
+		return false, nil
+	}
+	if len(raw) > MaxAnnotationLength {
+		return true, fmt.Errorf("annotation %s on node %s is %d bytes long; kmaint reads at most %d", key, node.Name, len(raw), MaxAnnotationLength)
+	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return true, fmt.Errorf("annotation %s on node %s is malformed: %w", key, node.Name, err)
+	}
+	return true, nil
+}
+
+// Encode renders v as an annotation value.
+func Encode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only the protocol's own types reach here, and they always marshal.
+		panic(fmt.Sprintf("encode %T: %v", v, err))
+	}
+	return string(b)
+}
+
+// Ready reports whether the node's Ready condition is True.
+func Ready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// BootID returns the node's current boot ID as its kubelet reports it.
+func BootID(node *corev1.Node) string {
+	return strings.TrimSpace(node.Status.NodeInfo.BootID)
+}
