@@ -27,6 +27,7 @@ import (
 	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/watcherr"
+	"github.com/kmaint/kmaint/operator/aftercare"
 	"github.com/kmaint/kmaint/operator/alertwebhook"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
@@ -225,9 +226,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		DrainPollInterval: opts.DrainPollInterval,
 		Metrics:           rec,
 
-		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
-		NodeReturnTimeout:    opts.NodeReturnTimeout,
-
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 		BlockingPodInterval:   opts.BlockingPodInterval,
 		Pods:                  mgr.GetAPIReader(),
@@ -238,6 +236,21 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up gate: %w", err)
+	}
+	ac := &aftercare.Reconciler{
+		Client:               c,
+		Recorder:             mgr.GetEventRecorder("kmaint-aftercare"),
+		Clock:                clk,
+		Metrics:              rec,
+		Pods:                 mgr.GetAPIReader(),
+		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
+		NodeReturnTimeout:    opts.NodeReturnTimeout,
+	}
+	if prom != nil {
+		ac.Prometheus = prom
+	}
+	if err := ac.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("set up aftercare: %w", err)
 	}
 	m := &maintenance.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
 	// The maintenance controller works one node per reconcile, and a

@@ -37,3 +37,16 @@ func IsQueryError(err error) bool {
 	var qe *QueryError
 	return errors.As(err, &qe)
 }
+
+// maxSeriesText bounds how much of a series' labels a message quotes.
+const maxSeriesText = 256
+
+// SeriesText is a series' labels, cut to what a message (and the status
+// field that quotes it) can hold.
+func SeriesText(m model.Metric) string {
+	s := m.String()
+	if len(s) > maxSeriesText {
+		s = s[:maxSeriesText] + "…"
+	}
+	return s
+}

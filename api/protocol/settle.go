@@ -3,6 +3,8 @@ package protocol
 import (
 	"fmt"
 	"time"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // Settling (operator): the node is back from its approved reboot and keeps
@@ -66,3 +68,31 @@ func (s NodeState) SettlingNow() bool { return s.Settle != nil }
 // HealthCheckFailed reports whether the node failed a health check after its
 // reboot and waits for its pool to be resumed or the check to recover.
 func (s NodeState) HealthCheckFailed() bool { return s.Settle != nil && s.Settle.Failure != nil }
+
+// SettleUnreadable reports whether the node has a settle record that cannot
+// be read: it keeps its slot and never passes, until a person fixes or
+// removes the annotation.
+func (s NodeState) SettleUnreadable() bool {
+	if s.Node == nil {
+		return false
+	}
+	_, ok := s.Node.Annotations[Settling]
+	return ok && s.Settle == nil
+}
+
+// SettleOnCompletion is the record that the patch completing the node's
+// reboot writes in a guarded pool (one with a settle time or health
+// checks): the node is back in service and keeps its slot while it
+// settles. Nil for a pool without either. It is written with the completion,
+// never after it, so that no crash can free the slot of a node that has not
+// settled.
+func SettleOnCompletion(pool *v1alpha1.MaintenancePool, s NodeState, now time.Time) *Settle {
+	if !pool.Spec.Guarded() {
+		return nil
+	}
+	rec := &Settle{BootID: s.BootID, RebootedBoot: s.Approved, Pool: pool.Name, Since: now, Until: now.Add(pool.Spec.Settle())}
+	if s.Admission != nil {
+		rec.Requests = s.Admission.Requests
+	}
+	return rec
+}

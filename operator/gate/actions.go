@@ -62,18 +62,18 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	return errors.Join(errs...)
 }
 
-// finish completes reboots that are done, bounds the wait for a daemon
-// that does not confirm its node's reboot and for a node that does not come
-// back from it, and releases admissions that no longer stand for a request,
-// freeing their slots. Each is one patch, so no
+// finish completes reboots that are done and releases admissions that no
+// longer stand for a request, freeing their slots. Each is one patch, so no
 // crash can leave a node uncordoned with its approval, or the reverse.
+// Aftercare bounds the waits for a node that does not come back and for a
+// daemon that does not confirm its node's reboot.
 func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, v := range st.views {
 		switch {
 		case v.RebootDone():
 			approved := v.Approved
-			_, err := r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, settleOnCompletion(st, v)))
+			_, err := r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now)))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -81,14 +81,6 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID, "settle", st.pool.Spec.Guarded())
 			r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
-		case v.AwaitingDaemon():
-			errs = append(errs, r.awaitDaemon(ctx, st, v))
-		case v.UnconfirmedStale():
-			errs = append(errs, r.forgetUnconfirmed(ctx, st, v))
-		case v.AwaitingReturn():
-			errs = append(errs, r.awaitReturn(ctx, st, v))
-		case v.NotBackStale():
-			errs = append(errs, r.forgetNotBack(ctx, st, v))
 		case v.AdmissionVoid():
 			_, err := r.patchNode(ctx, st, v, true, protocol.Release())
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/aftercare"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/index"
@@ -84,6 +85,13 @@ func startStoppableGate(t *testing.T, opts gateOptions) (stop func()) {
 		t.Fatal(err)
 	}
 	if err := g.SetupWithManager(mgr, copts); err != nil {
+		t.Fatal(err)
+	}
+	// Aftercare settles the nodes the gate completes and halts the pool
+	// when a check fails, which the gate then honours.
+	ac := &aftercare.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-aftercare"), Clock: opts.clock,
+		Prometheus: opts.prometheus, Pods: opts.pods}
+	if err := ac.SetupWithManager(mgr, copts); err != nil {
 		t.Fatal(err)
 	}
 	m := &maintenance.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: opts.clock}

@@ -21,7 +21,7 @@ func canaryBudget(st *poolState, maxUnavailable int) (budget, passed, want int, 
 		switch {
 		case v.CurrentConfig != config:
 			outdated = true
-		case v.Settle == nil && !v.settleUnreadable() && v.Unreadable == nil:
+		case v.Settle == nil && !v.SettleUnreadable() && v.Unreadable == nil:
 			passed++
 		}
 	}

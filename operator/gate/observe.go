@@ -27,8 +27,6 @@ type poolState struct {
 	pool  *v1alpha1.MaintenancePool
 	views []nodeView
 	now   time.Time
-	// firstLook: this gate never observed the pool before.
-	firstLook bool
 
 	// unreadablePools say which MaintenancePools cannot be read (this one
 	// among them, maybe), and why; while there is one, the gate only
@@ -67,8 +65,6 @@ type poolState struct {
 	// markingRefused says, by node name, why the pool's nodeMarking cannot
 	// be put on an admitted node, whose drain then does not start.
 	markingRefused map[string]string
-	// guard is what the settle phase found that halts the pool.
-	guard guardState
 	// canaries is, while a rollout's canaries hold waiting nodes, how many
 	// passed of how many; nil when they hold none.
 	canaries *policies.Canaries

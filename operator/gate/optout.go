@@ -90,7 +90,7 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 // pool's windows or blockingPodSelector cannot be read.
 func (st *poolState) holdsAdmissions() bool {
 	return st.pool.Spec.Paused || st.stop != nil || st.windowErr != nil || st.podSelectorErr != nil ||
-		st.guard.halted()
+		st.haltWait() != nil
 }
 
 // planWithPods plans admissions, and passes over the nodes whose pods hold

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -57,15 +56,6 @@ type Reconciler struct {
 	// BlockingQueryInterval is how long a pool's blocking-query results
 	// stand before the queries run again (30s if zero).
 	BlockingQueryInterval time.Duration
-	// DaemonConfirmTimeout is how long a node may be back from its approved
-	// reboot (Ready, new boot ID) without its daemon confirming it, before
-	// the gate completes the reboot without the daemon and reports the
-	// daemon missing (10m if zero).
-	DaemonConfirmTimeout time.Duration
-	// NodeReturnTimeout is how long a node approved to reboot may take to
-	// come back (a new boot ID, Ready) before the gate reports it not back;
-	// it keeps its slot either way (15m if zero).
-	NodeReturnTimeout time.Duration
 	// Pods lists the pods of a node whose turn came, to see whether any
 	// holds its admission; it must not be a cached client (a cluster-wide
 	// pod cache is what it avoids). Nil uses the manager's API reader.
@@ -87,24 +77,16 @@ type Reconciler struct {
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
 	blocks *recent[types.UID, blockResult]
-	// healthChecks keeps each pool's last health-check evaluation, by UID.
-	healthChecks *recent[types.UID, healthResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent[string, podCheck]
-	// backSightings keeps, per node, when it was first seen back from its
-	// approved reboot without its daemon, until the wait is written.
-	backSightings *recent[string, backSighting]
-	// clearedDaemonPods keeps, per node, the boot whose failed daemon pods
-	// were deleted.
-	clearedDaemonPods *recent[string, clearedDaemonPods]
-	// looked are the pools this gate has observed (see daemonWaitGrace).
-	looked *lookedPools
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
 	// pace spaces out writes of pool status that change only counts.
 	pace *statusPace
 	// cache is the manager's cache, whose Nodes observe reads in place.
 	cache cache.Informers
+	// live reads from the API server, not the cache.
+	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -131,40 +113,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	st.firstLook = r.looked.first(pool.UID)
 	defer func() {
-		// The built-in default pool has no object to report on, and a pool
-		// that cannot be read is never written back (package unreadable
-		// reports it).
-		if pool.UID == "" || pool.Unreadable() != nil {
-			return
+		wait, err := r.writeStatus(ctx, st)
+		reterr = errors.Join(reterr, err)
+		if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+			result.RequeueAfter = wait
 		}
-		// The cached pool may predate the last status written, so the
-		// comparison is with what this operator last wrote.
-		before, ok := r.written.Last(pool.Name, pool.UID)
-		if !ok {
-			before = pool.Status.DeepCopy()
-		}
-		r.setStatus(ctx, st)
-		if r.written.Same(pool.Name, pool.UID, &pool.Status) {
-			return
-		}
-		if wait := r.pace.wait(pool.UID, before, &pool.Status, r.StatusInterval, time.Now()); wait > 0 {
-			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-				result.RequeueAfter = wait
-			}
-			return
-		}
-		// blockingQuery is omitted when no query blocks: named, it is
-		// removed, or waiting requests would go on quoting the last one;
-		// halt and freeze likewise once the halt is lifted, the freeze over.
-		if err := r.Status().Patch(ctx, pool, statuspatch.Whole{}); err != nil {
-			reterr = errors.Join(reterr, fmt.Errorf("patch status of pool %s: %w", pool.Name, err))
-			return
-		}
-		r.written.Remember(pool.Name, pool.UID, &pool.Status)
-		r.pace.wrote(pool.UID, time.Now())
-		r.rolloutFinished(ctx, pool, before)
 	}()
 	if st.selectorErr != nil {
 		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
@@ -178,7 +132,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	errs := []error{
 		r.syncDesiredConfig(ctx, st),
 		r.finish(ctx, st),
-		r.settle(ctx, st),
 		r.releaseOptedOut(ctx, st),
 		r.admit(ctx, st),
 		r.syncHeld(ctx, st),
@@ -243,12 +196,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.BlockingQueryInterval == 0 {
 		r.BlockingQueryInterval = 30 * time.Second
 	}
-	if r.DaemonConfirmTimeout == 0 {
-		r.DaemonConfirmTimeout = defaultDaemonConfirmTimeout
-	}
-	if r.NodeReturnTimeout == 0 {
-		r.NodeReturnTimeout = defaultNodeReturnTimeout
-	}
 	if r.BlockingPodInterval == 0 {
 		r.BlockingPodInterval = 30 * time.Second
 	}
@@ -257,15 +204,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.pace = newStatusPace()
 	r.cache = mgr.GetCache()
+	r.live = mgr.GetAPIReader()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
 	r.podChecks = newRecent[string, podCheck]()
-	r.backSightings = newRecent[string, backSighting]()
-	r.clearedDaemonPods = newRecent[string, clearedDaemonPods]()
-	r.looked = newLookedPools()
 	r.blocks = newRecent[types.UID, blockResult]()
-	r.healthChecks = newRecent[types.UID, healthResult]()
 	r.inflight = newInflight()
 	r.decoded = newDecodedStates()
 	r.steps = newDrainSteps(r.Drainer, r.DrainPollInterval)
@@ -274,7 +218,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Named("gate").
 		WithOptions(opts).
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), resumeChanged()))).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged()))).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),

@@ -56,7 +56,6 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	// Nodes this pool admitted that are in another pool now still count.
 	s.Unavailable += int32(len(st.elsewhere))
 
-	r.setHalted(ctx, st)
 	r.setBlocked(st)
 	setDraining(st)
 	r.setDegraded(st, degraded, malformed, notBack)

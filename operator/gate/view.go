@@ -61,7 +61,7 @@ func viewOf(st protocol.NodeState) nodeView {
 }
 
 // unavailable reports whether the node counts against its pool's budget.
-func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v.settleUnreadable() }
+func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v.SettleUnreadable() }
 
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.

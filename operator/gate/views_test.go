@@ -3,7 +3,6 @@ package gate
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,31 +66,5 @@ func BenchmarkAddFreezes(b *testing.B) {
 				st.addFreezes(&in)
 			}
 		})
-	}
-}
-
-func failedView(name string, failedAt time.Time) nodeView {
-	v := frozenView(name, nil, nil)
-	v.Settle = &protocol.Settle{Failure: &protocol.HealthCheckFailure{Check: "errors", Value: "7", Time: failedAt}}
-	return v
-}
-
-// The halt lists the failed nodes of the pool and those it admitted that
-// another pool selects now, oldest failure first, and no healthy node.
-func TestHaltedNodesListsThePoolsAndThoseElsewhereOldestFirst(t *testing.T) {
-	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	st := &poolState{
-		views:     []nodeView{failedView("here", at.Add(time.Minute)), frozenView("healthy", nil, nil)},
-		elsewhere: []nodeView{failedView("moved", at)},
-	}
-	var got []string
-	for _, n := range haltedNodes(st) {
-		got = append(got, n.Node+"@"+n.Time.UTC().Format("15:04"))
-	}
-	if want := "[moved@12:00 here@12:01]"; fmt.Sprint(got) != want {
-		t.Errorf("haltedNodes = %v, want %s", got, want)
-	}
-	if len(st.views) != 2 || len(st.elsewhere) != 1 {
-		t.Errorf("haltedNodes changed the views: %d and %d", len(st.views), len(st.elsewhere))
 	}
 }

@@ -62,17 +62,6 @@ func readabilityChanged() predicate.Predicate {
 	}
 }
 
-// resumeChanged passes a pool update that changes its
-// kmaint.io/resume-halt annotation: a person resuming a halt changes no
-// generation.
-func resumeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetAnnotations()[v1alpha1.ResumeHaltAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.ResumeHaltAnnotation]
-		},
-	}
-}
-
 // nodeHandler enqueues the pools a node belongs to, before and after a
 // change, so a node that moves between pools is recounted by both, and the
 // pool that admitted it, which counts it until its reboot completes.

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -124,9 +122,7 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 		if b := p.Status.BlockingQuery; b != nil {
 			in.Blocking = &policies.Blocking{Reason: b.Reason, Message: b.Message}
 		}
-		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.HaltedCondition); c != nil && c.Status == metav1.ConditionTrue {
-			in.Halt = &policies.Halt{Reason: c.Reason, Message: c.Message}
-		}
+		in.Halt = policies.PoolHalt(p)
 		if c := p.Status.Canaries; c != nil {
 			in.Canaries = &policies.Canaries{Passed: int(c.Passed), Want: int(c.Want)}
 		}

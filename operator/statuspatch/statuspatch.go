@@ -17,7 +17,17 @@ import (
 // that the object leaves out is set to null, so that the last candidate of
 // a list, or a cleared record, leaves it. The fields are read from the
 // type, so a field added to a status is cleared without a list to keep.
-type Whole struct{}
+//
+// Leave names the status fields (JSON names) that another controller writes:
+// they are left out of the patch, neither written nor cleared. Fields that
+// cannot be left out, a list of conditions two controllers write, are
+// written as the object shows them: with Lock, the patch then applies only
+// to the version of the object it was made from (a conflict otherwise), so
+// that an old copy never puts back what the other controller changed.
+type Whole struct {
+	Leave []string
+	Lock  bool
+}
 
 var _ client.Patch = Whole{}
 
@@ -25,7 +35,7 @@ var _ client.Patch = Whole{}
 func (Whole) Type() types.PatchType { return types.MergePatchType }
 
 // Data implements client.Patch.
-func (Whole) Data(obj client.Object) ([]byte, error) {
+func (p Whole) Data(obj client.Object) ([]byte, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("status patch of %T: %w", obj, err)
@@ -44,7 +54,14 @@ func (Whole) Data(obj client.Object) ([]byte, error) {
 			whole.Status[key] = nil
 		}
 	}
-	return json.Marshal(map[string]any{"status": whole.Status})
+	for _, key := range p.Leave {
+		delete(whole.Status, key)
+	}
+	patch := map[string]any{"status": whole.Status}
+	if p.Lock {
+		patch["metadata"] = map[string]any{"resourceVersion": obj.GetResourceVersion()}
+	}
+	return json.Marshal(patch)
 }
 
 // statusFields are the JSON names of the fields of obj's Status struct;

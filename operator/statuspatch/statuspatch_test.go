@@ -37,3 +37,19 @@ func TestWholeWritesZerosAndClearsEmptied(t *testing.T) {
 		g.Expect(string(data)).To(ContainSubstring(`"`+field+`":null`), field)
 	}
 }
+
+// A field another controller writes is neither written nor cleared, and a
+// locked patch names the version it was made from, so that the API server
+// refuses it on any other.
+func TestWholeLeavesAndLocks(t *testing.T) {
+	g := NewWithT(t)
+	pool := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "42"}}
+	data, err := Whole{Leave: []string{"settling", "halt"}}.Data(pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).NotTo(Or(ContainSubstring(`"settling"`), ContainSubstring(`"halt"`)))
+	g.Expect(string(data)).To(ContainSubstring(`"freeze":null`), "the fields it owns are still cleared")
+	g.Expect(string(data)).NotTo(ContainSubstring("resourceVersion"), "unlocked")
+	data, err = Whole{Lock: true}.Data(pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(ContainSubstring(`"metadata":{"resourceVersion":"42"}`))
+}

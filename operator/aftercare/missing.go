@@ -1,4 +1,4 @@
-package gate
+package aftercare
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // defaultDaemonConfirmTimeout is how long the gate waits, by default, for
@@ -62,18 +63,18 @@ type backSighting struct {
 	atFirstLook bool
 }
 
-func (b backSighting) madeAt() time.Time { return b.at }
+func (b backSighting) MadeAt() time.Time { return b.at }
 
 // firstSeenBack returns when the gate first saw the node back from the
 // reboot approved for its approved boot, remembering now if it never did.
-func (r *Reconciler) firstSeenBack(st *poolState, v nodeView) backSighting {
-	if b, ok := r.backSightings.get(v.Node.Name); ok && b.approvedBoot == v.Approved {
+func (r *Reconciler) firstSeenBack(st *poolState, v poolnodes.Member) backSighting {
+	if b, ok := r.backSightings.Get(v.Node.Name); ok && b.approvedBoot == v.Approved {
 		return b
 	}
 	b := backSighting{approvedBoot: v.Approved, at: st.now, atFirstLook: st.firstLook}
 	// A sighting older than the bound is written on its node by then, or
 	// its node is long done: forget it.
-	r.backSightings.put(v.Node.Name, b, r.DaemonConfirmTimeout)
+	r.backSightings.Put(v.Node.Name, b, r.DaemonConfirmTimeout)
 	return b
 }
 
@@ -146,7 +147,7 @@ func decideDaemonWait(s protocol.NodeState, seen backSighting, now time.Time, bo
 // reboot-requested still names the approved boot, which is no longer the
 // node's, so it is never admitted again for it, and a daemon that comes back
 // later finds no request in its new boot and clears it.
-func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView) error {
+func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v poolnodes.Member) error {
 	seen := backSighting{at: st.now}
 	if v.UnconfirmedFor() == nil {
 		seen = r.firstSeenBack(st, v)
@@ -158,7 +159,7 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		return r.clearFailedDaemonPods(ctx, v, st.now)
 	case startDaemonWait:
 		back := protocol.UnconfirmedReboot{ApprovedBoot: v.Approved, BootID: v.BootID, Since: seen.at}
-		if _, err := r.patchNode(ctx, st, v, true, protocol.AwaitDaemon(back)); err != nil {
+		if err := r.patchNode(ctx, st, v, protocol.AwaitDaemon(back)); err != nil {
 			return err
 		}
 		return r.clearFailedDaemonPods(ctx, v, seen.at)
@@ -171,12 +172,12 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v nodeView)
 		return nil
 	}
 	unconfirmed := *v.Unconfirmed
-	if _, err := r.patchNode(ctx, st, v, true, protocol.CompleteWithoutDaemon(st.pool.Spec.NodeMarking, settleOnCompletion(st, v))); err != nil {
+	if err := r.patchNode(ctx, st, v, protocol.CompleteWithoutDaemon(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now))); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot completed without the daemon", "node", v.Node.Name, "bootID", v.BootID,
 		"approvedBoot", unconfirmed.ApprovedBoot, "waited", r.DaemonConfirmTimeout)
-	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DaemonMissingReason, "Complete",
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DaemonMissingReason, "Complete",
 		"Node %s is back and Ready with boot %s (approved for boot %s), and its daemon has not confirmed the reboot within %s: "+
 			"reboot completed without it, slot freed, uncordoned if kmaint cordoned it. Is kmaint-daemon running on the node?",
 		v.Node.Name, v.BootID, unconfirmed.ApprovedBoot, r.DaemonConfirmTimeout)
@@ -194,7 +195,7 @@ type clearedDaemonPods struct {
 	at     time.Time
 }
 
-func (c clearedDaemonPods) madeAt() time.Time { return c.at }
+func (c clearedDaemonPods) MadeAt() time.Time { return c.at }
 
 // clearFailedDaemonPods deletes the node's failed daemon pods once per boot
 // of the node, from daemonPodGrace after it was seen back: at that step,
@@ -202,8 +203,8 @@ func (c clearedDaemonPods) madeAt() time.Time { return c.at }
 // deletion succeeded, so that a failed List or an operator restarted
 // between the two writes does not leave the pod to the DaemonSet's
 // back-off.
-func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v nodeView, now time.Time) error {
-	if c, ok := r.clearedDaemonPods.get(v.Node.Name); ok && c.bootID == v.BootID {
+func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v poolnodes.Member, now time.Time) error {
+	if c, ok := r.clearedDaemonPods.Get(v.Node.Name); ok && c.bootID == v.BootID {
 		return nil
 	}
 	if err := r.deleteFailedDaemonPods(ctx, v.Node.Name); err != nil {
@@ -211,7 +212,7 @@ func (r *Reconciler) clearFailedDaemonPods(ctx context.Context, v nodeView, now 
 	}
 	// Kept as long as the wait can last: a node whose wait ended does not
 	// ask again.
-	r.clearedDaemonPods.put(v.Node.Name, clearedDaemonPods{bootID: v.BootID, at: now}, r.DaemonConfirmTimeout)
+	r.clearedDaemonPods.Put(v.Node.Name, clearedDaemonPods{bootID: v.BootID, at: now}, r.DaemonConfirmTimeout)
 	return nil
 }
 
@@ -253,18 +254,11 @@ func (r *Reconciler) deleteFailedDaemonPods(ctx context.Context, node string) er
 }
 
 // forgetUnconfirmed removes RebootUnconfirmed once the daemon is back.
-func (r *Reconciler) forgetUnconfirmed(ctx context.Context, st *poolState, v nodeView) error {
-	_, err := r.patchNode(ctx, st, v, true, protocol.ForgetUnconfirmed())
+func (r *Reconciler) forgetUnconfirmed(ctx context.Context, st *poolState, v poolnodes.Member) error {
+	err := r.patchNode(ctx, st, v, protocol.ForgetUnconfirmed())
 	if err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Daemon is back", "node", v.Node.Name, "bootID", v.BootID)
 	return nil
-}
-
-// wakeAt asks for a reconcile at t at the latest; zero asks nothing.
-func (st *poolState) wakeAt(t time.Time) {
-	if !t.IsZero() && (st.wake.IsZero() || t.Before(st.wake)) {
-		st.wake = t
-	}
 }

@@ -1,4 +1,4 @@
-package gate
+package aftercare
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type healthResult struct {
 	bad map[string]badResult
 }
 
-func (h healthResult) madeAt() time.Time { return h.at }
+func (h healthResult) MadeAt() time.Time { return h.at }
 
 // badResult is a series a health check returned for a node.
 type badResult struct {
@@ -45,12 +45,12 @@ type badResult struct {
 func (r *Reconciler) health(ctx context.Context, st *poolState, settling []string, nodes []corev1.Node) (healthResult, time.Time) {
 	hc := st.pool.Spec.HealthChecks
 	interval := hc.CheckInterval()
-	last, ok := r.healthChecks.get(st.pool.UID)
+	last, ok := r.healthChecks.Get(st.pool.UID)
 	if ok && last.generation == st.pool.Generation && st.now.Sub(last.at) < interval {
 		return last, last.at.Add(interval)
 	}
 	h := r.evaluateHealth(ctx, hc, st.pool.Generation, settling, nodes, st.now)
-	r.healthChecks.put(st.pool.UID, h, 10*v1alpha1.MaxHealthCheckInterval)
+	r.healthChecks.Put(st.pool.UID, h, 10*v1alpha1.MaxHealthCheckInterval)
 	return h, h.at.Add(interval)
 }
 
@@ -88,7 +88,7 @@ func (r *Reconciler) evaluateHealth(ctx context.Context, hc *v1alpha1.HealthChec
 			if _, seen := h.bad[name]; !ok || !wanted[name] || seen {
 				continue
 			}
-			h.bad[name] = badResult{check: q.Name, value: sampleValue(s.Value), series: seriesText(s.Metric)}
+			h.bad[name] = badResult{check: q.Name, value: sampleValue(s.Value), series: policies.SeriesText(s.Metric)}
 		}
 	}
 	return h
@@ -100,13 +100,4 @@ func sampleValue(v model.SampleValue) string {
 		return "NaN"
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// seriesText is a series' labels, cut to what a message can quote.
-func seriesText(m model.Metric) string {
-	s := m.String()
-	if len(s) > maxSeriesText {
-		s = s[:maxSeriesText] + "…"
-	}
-	return s
 }

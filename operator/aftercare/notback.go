@@ -1,4 +1,4 @@
-package gate
+package aftercare
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // defaultNodeReturnTimeout is how long the gate waits, by default, for a
@@ -62,30 +63,30 @@ func decideReturnWait(s protocol.NodeState, now time.Time, bound time.Duration) 
 // and the gate says so once: NodeNotBack on the node, a Warning event on
 // the node and its pool, and from the annotation the pool's and the
 // NodeMaintenance's Degraded conditions.
-func (r *Reconciler) awaitReturn(ctx context.Context, st *poolState, v nodeView) error {
+func (r *Reconciler) awaitReturn(ctx context.Context, st *poolState, v poolnodes.Member) error {
 	step, wakeAt := decideReturnWait(v.NodeState, st.now, r.NodeReturnTimeout)
 	st.wakeAt(wakeAt)
 	switch step {
 	case startReturnWait:
-		_, err := r.patchNode(ctx, st, v, true, protocol.TimeReturn(*v.Admission, st.now))
+		err := r.patchNode(ctx, st, v, protocol.TimeReturn(*v.Admission, st.now))
 		return err
 	case keepWaitingForReturn, stillNotBack:
 		return nil
 	}
 	notBack := protocol.NotBack{ApprovedBoot: v.Approved, ApprovedAt: v.Admission.ApprovedAt, Since: st.now}
-	if _, err := r.patchNode(ctx, st, v, true, protocol.MarkNotBack(notBack)); err != nil {
+	if err := r.patchNode(ctx, st, v, protocol.MarkNotBack(notBack)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Node not back from its reboot", "node", v.Node.Name, "approvedBoot", v.Approved,
 		"bootID", v.BootID, "ready", v.Ready, "waited", r.NodeReturnTimeout)
-	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.NodeNotBackReason, "Reboot",
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeNotBackReason, "Reboot",
 		"Node %s was approved to reboot boot %s and is not back within %s (boot %s, Ready %t): its slot stays held and no other node is admitted in its place. Is the machine up?",
 		v.Node.Name, v.Approved, r.NodeReturnTimeout, v.BootID, v.Ready)
 	return nil
 }
 
 // forgetNotBack removes NodeNotBack once it stands for nothing.
-func (r *Reconciler) forgetNotBack(ctx context.Context, st *poolState, v nodeView) error {
-	_, err := r.patchNode(ctx, st, v, true, protocol.ForgetNotBack())
+func (r *Reconciler) forgetNotBack(ctx context.Context, st *poolState, v poolnodes.Member) error {
+	err := r.patchNode(ctx, st, v, protocol.ForgetNotBack())
 	return err
 }

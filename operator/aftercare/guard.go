@@ -1,4 +1,4 @@
-package gate
+package aftercare
 
 import (
 	"cmp"
@@ -10,12 +10,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/policies"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // guardState is what the settle phase found: what halts the pool.
@@ -34,20 +38,6 @@ type guardState struct {
 // health checks.
 func (g guardState) halted() bool { return len(g.failed) > 0 || g.unavailable != "" }
 
-// settleOnCompletion is written in the patch that completes a node's
-// reboot in a guarded pool: the node is back in service and keeps its slot
-// while it settles.
-func settleOnCompletion(st *poolState, v nodeView) *protocol.Settle {
-	if !st.pool.Spec.Guarded() {
-		return nil
-	}
-	s := &protocol.Settle{BootID: v.BootID, RebootedBoot: v.Approved, Pool: st.pool.Name, Since: st.now, Until: st.now.Add(st.pool.Spec.Settle())}
-	if v.Admission != nil {
-		s.Requests = v.Admission.Requests
-	}
-	return s
-}
-
 // settle decides, for every settling node of the pool, whether it passes,
 // fails its health checks, starts its settle time again or stays as it is
 // (decideSettle), and writes that on the node, one patch each; then finds
@@ -56,7 +46,7 @@ func settleOnCompletion(st *poolState, v nodeView) *protocol.Settle {
 func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 	pool := st.pool
 	var settling []string
-	for _, v := range st.views {
+	for _, v := range st.nodes.Members {
 		if v.Settle != nil && v.Unreadable == nil {
 			settling = append(settling, v.Node.Name)
 		}
@@ -71,8 +61,8 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 		// Only the checks read the pool's nodes as a list; copying them at
 		// every reconcile was about a seventh of the operator's allocations
 		// at 2000 nodes.
-		nodes := make([]corev1.Node, 0, len(st.views))
-		for _, v := range st.views {
+		nodes := make([]corev1.Node, 0, len(st.nodes.Members))
+		for _, v := range st.nodes.Members {
 			nodes = append(nodes, *v.Node)
 		}
 		h, next := r.health(ctx, st, settling, nodes)
@@ -86,7 +76,7 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 	st.guard.resumeErr = resumeErr
 	var errs []error
 	for _, name := range settling {
-		v := st.view(name)
+		v := st.member(name)
 		d := decideSettle(settleInput{
 			now: st.now, rec: *v.Settle, node: name, bootID: v.BootID, ready: v.Ready,
 			guarded: pool.Spec.Guarded(), settle: pool.Spec.Settle(),
@@ -121,47 +111,47 @@ func resumeTime(pool *v1alpha1.MaintenancePool, now time.Time) (time.Time, error
 }
 
 // settleStep writes what decideSettle decided for one node, with its event.
-func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v nodeView, d settleDecision) error {
+func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v poolnodes.Member, d settleDecision) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("node", v.Node.Name)
 	switch d.step {
 	case settleKeep:
 		return nil
 	case settleUpdate, settleFail:
 		next := d.next
-		if _, err := r.patchNode(ctx, st, v, true, protocol.UpdateSettle(next)); err != nil {
+		if err := r.patchNode(ctx, st, v, protocol.UpdateSettle(next)); err != nil {
 			return err
 		}
 		if d.step == settleFail {
 			f := next.Failure
 			log.Info("Health check failed", "check", f.Check, "value", f.Value, "series", f.Series)
 			r.Metrics.HealthCheckFailed(st.pool.Name, f.Check)
-			r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.HealthCheckFailedReason, "Check",
+			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.HealthCheckFailedReason, "Check",
 				"Node %s failed health check %q after its reboot: value %s for %s; it keeps its slot and pool %s is halted",
 				v.Node.Name, f.Check, f.Value, f.Series, st.pool.Name)
 		}
 		return nil
 	}
-	if _, err := r.patchNode(ctx, st, v, true, protocol.Settled()); err != nil {
+	if err := r.patchNode(ctx, st, v, protocol.Settled()); err != nil {
 		return err
 	}
 	rec := v.Settle
 	switch d.step {
 	case settlePass:
 		log.Info("Node settled")
-		r.nodeEvent(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
+		r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
 			"Node %s settled after its reboot (since %s) and passed its checks; its slot is free", v.Node.Name, rec.Since.UTC().Format(time.RFC3339))
 	case settleRecovered:
 		log.Info("Node recovered from a failed health check", "check", rec.Failure.Check)
-		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckRecoveredReason, "Settle",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckRecoveredReason, "Settle",
 			"Node %s passed its health checks for a whole settle time after %q failed; its slot is free and the pool goes on", v.Node.Name, rec.Failure.Check)
 	case settleResumed:
 		log.Info("Halt resumed", "check", rec.Failure.Check)
-		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckResumedReason, "Resume",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.HealthCheckResumedReason, "Resume",
 			"Pool %s was resumed (%s) after node %s failed health check %q; the node gives up its slot as it is",
 			st.pool.Name, v1alpha1.ResumeHaltAnnotation, v.Node.Name, rec.Failure.Check)
 	case settleRelease:
 		log.Info("Settle released, the pool has no settle time or health checks any longer")
-		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.SettledReason, "Settle",
 			"Node %s gives up its slot: pool %s no longer has a settle time or health checks", v.Node.Name, st.pool.Name)
 	}
 	return nil
@@ -174,7 +164,7 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	var out []v1alpha1.HaltedNode
 	// Each of the two read in place: a joined copy of them was a copy of
 	// every view of the pool at every reconcile (670 KB at 2000 nodes).
-	for _, views := range [][]nodeView{st.views, st.elsewhere} {
+	for _, views := range [][]poolnodes.Member{st.nodes.Members, st.nodes.Elsewhere} {
 		for i := range views {
 			v := &views[i]
 			if !v.HealthCheckFailed() {
@@ -197,26 +187,65 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 // maxHaltedNodes is status.halt.nodes' bound in the schema.
 const maxHaltedNodes = 100
 
-// setHalted reports the pool's halt: status.halt and status.settling, the
-// condition Halted, and a Warning event PoolHalted as a halt begins.
-func (r *Reconciler) setHalted(ctx context.Context, st *poolState) {
+// setHalted reports the pool's halt on its status: status.halt and
+// status.settling, and the condition Halted; it returns whether a halt
+// begins. The gate writes the status's other fields and reads the halt
+// from Halted, as NodeMaintenances do.
+func setHalted(st *poolState) (begins bool) {
 	pool := st.pool
 	s := &pool.Status
 	s.Settling, s.Halt = 0, nil
-	for _, v := range st.views {
-		count(&s.Settling, v.Settle != nil || v.settleUnreadable())
+	for _, v := range st.nodes.Members {
+		if v.Settle != nil || v.SettleUnreadable() {
+			s.Settling++
+		}
 	}
 	g := st.guard
 	if len(g.failed) > 0 {
 		s.Halt = &v1alpha1.PoolHalt{Since: g.failed[0].Time, Resume: pool.Spec.HealthChecks.ResumePolicy(), Nodes: g.failed[:min(len(g.failed), maxHaltedNodes)]}
 	}
 	reason, msg := haltMessage(st)
-	was := r.lastCondition(pool, v1alpha1.HaltedCondition)
-	setCondition(pool, v1alpha1.HaltedCondition, reason != "", reason, v1alpha1.NotHaltedReason, msg)
-	if reason != "" && (was == nil || was.Status != metav1.ConditionTrue) {
+	was := meta.IsStatusConditionTrue(s.Conditions, v1alpha1.HaltedCondition)
+	c := metav1.Condition{Type: v1alpha1.HaltedCondition, Status: metav1.ConditionFalse, Reason: v1alpha1.NotHaltedReason, ObservedGeneration: pool.Generation}
+	if reason != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, reason, v1alpha1.FitMessage(msg)
+	}
+	meta.SetStatusCondition(&s.Conditions, c)
+	return reason != "" && !was
+}
+
+// writeStatus writes the pool's halt when it changed, with a Warning event
+// PoolHalted as a halt begins. The patch holds the whole list of
+// conditions, the gate's among them, as the cache shows them: it is applied
+// only to the version of the pool it was made from, and a conflict (the
+// cache behind the gate's last write) is reported for a retry, not as an
+// error. The built-in default pool has no status, and a pool that cannot be
+// read is never written back.
+func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (conflict bool, err error) {
+	pool := st.pool
+	// The gate writes the status first: its counts are required fields,
+	// which a patch of the halt alone would leave out. Its write wakes this
+	// controller again.
+	if pool.UID == "" || pool.Unreadable() != nil || pool.Status.ObservedGeneration == 0 {
+		return false, nil
+	}
+	base := pool.DeepCopy()
+	begins := setHalted(st)
+	if equality.Semantic.DeepEqual(base.Status, pool.Status) {
+		return false, nil
+	}
+	if err := r.Status().Patch(ctx, pool, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("patch status of pool %s: %w", pool.Name, err)
+	}
+	if begins {
+		reason, msg := haltMessage(st)
 		ctrl.LoggerFrom(ctx).Info("Pool halted", "reason", reason)
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.PoolHaltedReason, "Halt", "%s", v1alpha1.FitMessage(msg))
 	}
+	return false, nil
 }
 
 // haltMessage says why the pool is halted: the failed nodes first, since
@@ -242,22 +271,4 @@ func haltMessage(st *poolState) (reason, msg string) {
 		return v1alpha1.HealthCheckUnavailableReason, g.unavailable + "; no settling node passes and nothing new is admitted until the checks run"
 	}
 	return "", ""
-}
-
-// haltWait is, for the pool's Blocked condition, why it is halted; nil
-// when it is not.
-func (st *poolState) haltWait() *policies.Halt {
-	reason, msg := haltMessage(st)
-	if reason == "" {
-		return nil
-	}
-	return &policies.Halt{Reason: reason, Message: msg}
-}
-
-// settleUnreadable reports whether the node has a settle record that cannot
-// be read: it keeps its slot and never passes, until a person fixes or
-// removes the annotation.
-func (v nodeView) settleUnreadable() bool {
-	_, ok := v.Node.Annotations[protocol.Settling]
-	return ok && v.Settle == nil
 }

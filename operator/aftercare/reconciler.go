@@ -1,0 +1,276 @@
+package aftercare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/operator/cacheread"
+	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/poolnodes"
+	"github.com/kmaint/kmaint/operator/recent"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// Reconciler looks after the nodes of one pool per reconcile from their
+// approval on: it bounds the wait for a node that does not come back and
+// for a daemon that does not confirm its node's reboot, and settles nodes
+// back from their reboot, running the pool's health checks and halting the
+// pool when one fails. The built-in default pool reconciles under the name
+// "default".
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	// Metrics records health-check failures; nil records nothing.
+	Metrics *metrics.Recorder
+	// Prometheus runs pools' health checks. Nil fails the checks of every
+	// pool that has some, saying that no Prometheus is configured.
+	Prometheus policies.Querier
+	// Pods lists a node's failed daemon pods; it must not be a cached
+	// client (a cluster-wide pod cache is what it avoids). Nil uses the
+	// manager's API reader.
+	Pods client.Reader
+	// DaemonConfirmTimeout is how long a node may be back from its approved
+	// reboot (Ready, new boot ID) without its daemon confirming it, before
+	// the reboot is completed without the daemon and the daemon reported
+	// missing (10m if zero).
+	DaemonConfirmTimeout time.Duration
+	// NodeReturnTimeout is how long a node approved to reboot may take to
+	// come back (a new boot ID, Ready) before it is reported not back; it
+	// keeps its slot either way (15m if zero).
+	NodeReturnTimeout time.Duration
+	// Decoded keeps the nodes' decoded protocol states between reconciles;
+	// the gate may share it. Nil makes one.
+	Decoded *poolnodes.Decoded
+
+	events poolnodes.Events
+	// healthChecks keeps each pool's last health-check evaluation, by UID.
+	healthChecks *recent.Cache[types.UID, healthResult]
+	// backSightings keeps, per node, when it was first seen back from its
+	// approved reboot without its daemon, until the wait is written.
+	backSightings *recent.Cache[string, backSighting]
+	// clearedDaemonPods keeps, per node, the boot whose failed daemon pods
+	// were deleted.
+	clearedDaemonPods *recent.Cache[string, clearedDaemonPods]
+	// looked are the pools this controller has observed (see
+	// daemonWaitGrace).
+	looked *lookedPools
+	// cache is the manager's cache, whose Nodes are read in place.
+	cache cache.Informers
+}
+
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// poolState is one reconcile's picture of a pool's nodes and what the
+// phases found.
+type poolState struct {
+	pool  *v1alpha1.MaintenancePool
+	nodes poolnodes.Nodes
+	now   time.Time
+	// firstLook: this controller never observed the pool before.
+	firstLook bool
+	// unreadablePools is true while some MaintenancePool cannot be read:
+	// which pool a node is in cannot be told, so no node settles and the
+	// halt stays as it was (see Reconcile).
+	unreadablePools bool
+	// guard is what the settle phase found that halts the pool.
+	guard guardState
+	// wake is when a phase wants the pool reconciled again at the latest,
+	// for something that changes with time only; zero when nothing does.
+	wake time.Time
+}
+
+// Reconcile runs aftercare's phases for one pool: the waits for nodes that
+// are not back or whose daemon is, then the settle phase and the pool's
+// halt, written to its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	st, err := r.observe(ctx, req.Name)
+	if err != nil || st == nil {
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pool", st.pool.Name))
+	errs := []error{r.awaitNodes(ctx, st)}
+	if !st.unreadablePools {
+		errs = append(errs, r.settle(ctx, st))
+		conflict, err := r.writeStatus(ctx, st)
+		errs = append(errs, err)
+		if conflict {
+			st.wakeAt(st.now.Add(time.Second))
+		}
+	}
+	var result ctrl.Result
+	if !st.wake.IsZero() {
+		result.RequeueAfter = max(st.wake.Sub(st.now), time.Second)
+	}
+	return result, errors.Join(errs...)
+}
+
+// observe reads the pool and its nodes from the cache; nil for a deleted
+// pool, or one whose selector cannot be parsed (the gate reports it, and
+// no node is known to be its).
+func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, error) {
+	pool := &v1alpha1.MaintenancePool{}
+	switch err := r.Get(ctx, types.NamespacedName{Name: name}, pool); {
+	case apierrors.IsNotFound(err) && name == v1alpha1.DefaultPoolName:
+		// The built-in default pool exists without an object.
+		pool = &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get pool %s: %w", name, err)
+	}
+	var poolList v1alpha1.MaintenancePoolList
+	if err := r.List(ctx, &poolList); err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
+	}
+	sel := pools.Selectors(poolList.Items)
+	if sel.Err(pool.Name) != nil {
+		return nil, nil
+	}
+	st := &poolState{pool: pool, now: r.Clock.Now(), firstLook: r.looked.first(pool.UID)}
+	for i := range poolList.Items {
+		st.unreadablePools = st.unreadablePools || poolList.Items[i].Unreadable() != nil
+	}
+	nodes, err := cacheread.All(ctx, r.cache, &corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	st.nodes = r.Decoded.Read(nodes, pool.Name, sel, 0)
+	return st, nil
+}
+
+// awaitNodes bounds the waits of the pool's nodes that are approved: for a
+// node that does not come back from its reboot, and for the daemon of one
+// that did. A node of another pool is that pool's to look after. They run
+// while a MaintenancePool cannot be read: they need no pool but the node's.
+func (r *Reconciler) awaitNodes(ctx context.Context, st *poolState) error {
+	var errs []error
+	for _, m := range st.nodes.Members {
+		switch {
+		case m.AwaitingDaemon():
+			errs = append(errs, r.awaitDaemon(ctx, st, m))
+		case m.UnconfirmedStale():
+			errs = append(errs, r.forgetUnconfirmed(ctx, st, m))
+		case m.AwaitingReturn():
+			errs = append(errs, r.awaitReturn(ctx, st, m))
+		case m.NotBackStale():
+			errs = append(errs, r.forgetNotBack(ctx, st, m))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// patchNode applies a protocol transition to a copy of the node and
+// patches the difference, failing with a conflict if the node changed since
+// it was read, so that a decision taken on an old copy is never applied.
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, m poolnodes.Member, t protocol.Transition) error {
+	node, err := poolnodes.Patch(ctx, r.Client, m.Node, true, t)
+	if err != nil {
+		return err
+	}
+	st.replace(node)
+	return nil
+}
+
+// replace puts a node just written back into the state, so that later
+// phases and the status see the write.
+func (st *poolState) replace(node *corev1.Node) {
+	for i := range st.nodes.Members {
+		if st.nodes.Members[i].Node.Name == node.Name {
+			s, _ := protocol.Read(node)
+			st.nodes.Members[i].NodeState = s
+			return
+		}
+	}
+}
+
+// member returns the pool's node of that name.
+func (st *poolState) member(name string) poolnodes.Member {
+	for _, m := range st.nodes.Members {
+		if m.Node.Name == name {
+			return m
+		}
+	}
+	return poolnodes.Member{}
+}
+
+// wakeAt asks for a reconcile at t at the latest; zero asks nothing.
+func (st *poolState) wakeAt(t time.Time) {
+	if !t.IsZero() && (st.wake.IsZero() || t.Before(st.wake)) {
+		st.wake = t
+	}
+}
+
+// SetupWithManager registers aftercare with the manager. A pool's change
+// (its spec, a resume, a status another writer changed) and a node's change
+// that matters to the protocol trigger reconciles; the waits and settle
+// times requeue themselves.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.DaemonConfirmTimeout == 0 {
+		r.DaemonConfirmTimeout = defaultDaemonConfirmTimeout
+	}
+	if r.NodeReturnTimeout == 0 {
+		r.NodeReturnTimeout = defaultNodeReturnTimeout
+	}
+	if r.Pods == nil {
+		r.Pods = mgr.GetAPIReader()
+	}
+	if r.Decoded == nil {
+		r.Decoded = poolnodes.NewDecoded()
+	}
+	r.events = poolnodes.Events{Recorder: r.Recorder}
+	r.cache = mgr.GetCache()
+	r.healthChecks = recent.New[types.UID, healthResult]()
+	r.backSightings = recent.New[string, backSighting]()
+	r.clearedDaemonPods = recent.New[string, clearedDaemonPods]()
+	r.looked = newLookedPools()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("aftercare").
+		WithOptions(opts).
+		// Every update of a pool, its status too: the gate writes the
+		// status's other fields, and a write of it from an old copy puts
+		// back a halt this controller changed, which it then writes again.
+		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
+		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(nodeChanged())).
+		Complete(r)
+}
+
+// nodeChanged passes the node updates that matter to aftercare: its
+// annotations, boot and readiness, not the kubelet's heartbeats.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, okOld := e.ObjectOld.(*corev1.Node)
+			newNode, okNew := e.ObjectNew.(*corev1.Node)
+			return !okOld || !okNew || protocol.Changed(oldNode, newNode) || !maps.Equal(oldNode.Labels, newNode.Labels)
+		},
+	}
+}

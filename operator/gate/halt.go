@@ -1,0 +1,54 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// haltWait is the pool's halt, which holds every admission; nil when it is
+// not halted. Aftercare decides it and reports it in the pool's Halted
+// condition, which is what the gate reads. A node's failed check is also
+// written on the node itself, before the condition: the gate may see that
+// node before the pool's new status reaches its cache, and must not admit
+// in between.
+func (st *poolState) haltWait() *policies.Halt {
+	if h := policies.PoolHalt(st.pool); h != nil {
+		return h
+	}
+	for _, views := range [][]nodeView{st.views, st.elsewhere} {
+		for i := range views {
+			if v := &views[i]; v.HealthCheckFailed() {
+				return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
+					Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}
+			}
+		}
+	}
+	return nil
+}
+
+// haltChanged passes a pool update whose Halted condition changes: the
+// gate holds or goes on with admissions.
+func haltChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*v1alpha1.MaintenancePool)
+			n, okNew := e.ObjectNew.(*v1alpha1.MaintenancePool)
+			return !okOld || !okNew ||
+				meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.HaltedCondition) != meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.HaltedCondition)
+		},
+	}
+}
+
+// wakeAt asks for a reconcile at t at the latest; zero asks nothing.
+func (st *poolState) wakeAt(t time.Time) {
+	if !t.IsZero() && (st.wake.IsZero() || t.Before(st.wake)) {
+		st.wake = t
+	}
+}

@@ -1,0 +1,71 @@
+package poolnodes
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/internal/pools"
+)
+
+// Member is one node a pool holds, as protocol.Read tells it.
+type Member struct {
+	protocol.NodeState
+	// OtherPools names the other pools that select the node too: no pool
+	// admits it then.
+	OtherPools []string
+}
+
+// Nodes are a pool's nodes at one reconcile.
+type Nodes struct {
+	// Members are the nodes the pool selects, by name.
+	Members []Member
+	// Elsewhere are the nodes the pool admitted, or whose slot they hold
+	// while they settle, that another pool selects now: they count against
+	// this pool's budget until they are done, and the pool they are in
+	// drives them. OtherPools names the pools they are in.
+	Elsewhere []Member
+}
+
+// Read sorts nodes, every Node the cache holds, by name, and returns those
+// of the pool. It only reads the cached objects: a write copies first.
+// capacity is how many members to make room for at once.
+func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
+	// Sorted by name as pointers, the members come out in the order the
+	// gate plans in; sorting the members themselves moved every member's
+	// whole struct, a tenth of a reconcile at 500 nodes.
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	out := Nodes{Members: make([]Member, 0, capacity)}
+	for _, node := range nodes {
+		in := pools.Of(node, sel)
+		if !slices.Contains(in, pool) {
+			// Only its admission is looked at first: this runs for every
+			// node the pool does not select.
+			if AdmittedBy(node) == pool {
+				out.Elsewhere = append(out.Elsewhere, Member{NodeState: d.State(node), OtherPools: in})
+			}
+			continue
+		}
+		others := slices.DeleteFunc(in, func(p string) bool { return p == pool })
+		out.Members = append(out.Members, Member{NodeState: d.State(node), OtherPools: others})
+	}
+	d.ForgetGone(nodes)
+	return out
+}
+
+// AdmittedBy names the pool that admitted the node, or whose slot it holds
+// while it settles after its reboot; empty when none did or the record
+// does not say.
+func AdmittedBy(node *corev1.Node) string {
+	var a protocol.Admission
+	if ok, err := protocol.Decode(node, protocol.Admitted, &a); ok && err == nil {
+		return a.Pool
+	}
+	var s protocol.Settle
+	if ok, err := protocol.Decode(node, protocol.Settling, &s); ok && err == nil {
+		return s.Pool
+	}
+	return ""
+}

@@ -1,0 +1,59 @@
+package poolnodes
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/operator/enqueue"
+)
+
+// NodeHandler enqueues the pools a node belongs to, before and after a
+// change, so a node that moves between pools is looked at by both, and the
+// pool that admitted it, which counts it until it is done.
+func NodeHandler(c client.Reader) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	add := func(ctx context.Context, q enqueue.Queue, nodes ...client.Object) {
+		var poolList v1alpha1.MaintenancePoolList
+		if err := c.List(ctx, &poolList); err != nil {
+			// The cache cannot fail a list of a synced informer; should it,
+			// the default pool and the admitting pool are still enqueued.
+			ctrl.LoggerFrom(ctx).Error(err, "List pools for a node event")
+		}
+		selectors := pools.Selectors(poolList.Items)
+		seen := map[string]bool{}
+		for _, obj := range nodes {
+			node, ok := obj.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			names := pools.Of(node, selectors)
+			if a := AdmittedBy(node); a != "" {
+				names = append(names, a)
+			}
+			for _, name := range names {
+				if !seen[name] {
+					seen[name] = true
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+				}
+			}
+		}
+	}
+	return enqueue.Objects(add)
+}
+
+// PoolAndDefault enqueues a changed pool and the default pool, whose nodes
+// are whatever the other pools leave.
+func PoolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
+	if obj.GetName() != v1alpha1.DefaultPoolName {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.DefaultPoolName}})
+	}
+	return reqs
+}
