@@ -191,6 +191,10 @@ type drainReport struct {
 	// blocked is true when something refuses the drain: a budget, a pod the
 	// options do not allow to evict, or a failing API call.
 	blocked bool
+	// markingRefused is true when the message says why the pool's
+	// nodeMarking cannot be put on the node, whose drain then does not
+	// start (marks.go); its deadline then never forces it.
+	markingRefused bool
 }
 
 // report says, for a person, where a drain stands after a step.
