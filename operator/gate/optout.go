@@ -29,7 +29,7 @@ import (
 // would cost the operator more memory than everything else it holds. The
 // gate lists the pods of a node (one List with a spec.nodeName field
 // selector, served from the API server's watch cache: checkPodsOf) only
-// when the node's turn comes, that is when planAdmissions would admit it,
+// when the node's turn comes, that is when the plan would admit it (decide),
 // and at most once per BlockingPodInterval per node. A node its pods hold
 // gives its turn to the next waiting node; while one is held the pool
 // looks again every interval, since nothing else tells it that a pod went
@@ -72,9 +72,9 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 	if err != nil {
 		return err
 	}
-	st.stop = stop
+	st.admission.stop = stop
 	if sel := st.pool.Spec.BlockingPodSelector; sel != nil {
-		st.podSelector, st.podSelectorErr = sel.AsSelector()
+		st.admission.podSelector, st.admission.podSelectorErr = sel.AsSelector()
 	}
 	for i := range st.views {
 		v := &st.views[i]
@@ -85,70 +85,66 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 	return nil
 }
 
-// holdsAdmissions reports whether nothing may be admitted in the pool
-// whatever its budget: the pool is paused, the cluster is stopped, or the
-// pool's windows or blockingPodSelector cannot be read.
-func (st *poolState) holdsAdmissions() bool {
-	return st.pool.Spec.Paused || st.stop != nil || st.windowErr != nil || st.podSelectorErr != nil ||
-		st.guard.halted()
+// podPass is what the pod checks of one reconcile's decision share: how
+// many Lists they made, and the pods' resource version they list from.
+type podPass struct {
+	lists int
+	since *podsVersion
 }
 
-// planWithPods plans admissions, and passes over the nodes whose pods hold
-// them: each planned node's pods are checked, and a held node gives its
-// turn to the next, until the plan holds only nodes nothing holds.
-func (r *Reconciler) planWithPods(ctx context.Context, st *poolState, maxUnavailable int) {
-	lists := 0
-	var since *podsVersion
-	for {
-		st.plan = planAdmissions(st.views, len(st.elsewhere), maxUnavailable, st.holdsAdmissions(), false)
-		// The planned nodes not looked at lately have their pods listed
-		// together: one after another, a wave of 100 admissions waited on
-		// 100 Lists in turn (seconds each on a busy API server) before the
-		// first node was admitted.
-		var stale []string
-		for _, name := range st.plan.admit {
-			if _, fresh := r.freshPodCheck(st, name); !fresh && lists+len(stale) < maxPodListsPerReconcile {
-				stale = append(stale, name)
-			}
-		}
-		lists += len(stale)
-		if len(stale) > 0 && since == nil {
-			// One read serves every pass: a pass that follows a held
-			// node comes within moments of the first.
-			since = r.readPodsVersion(ctx)
-		}
-		checked := r.checkPodsOf(ctx, st, stale, since)
-		again := false
-		var admit []string
-		for _, name := range st.plan.admit {
-			v := &st.views[st.index(name)]
-			check, fresh := r.freshPodCheck(st, name)
-			if !fresh {
-				var ok bool
-				if check, ok = checked[name]; !ok {
-					// Past this reconcile's Lists: its turn comes on the
-					// next pass, soon.
-					st.plan.waiting = append(st.plan.waiting, name)
-					st.wakeBy(st.now.Add(time.Second))
-					continue
-				}
-			}
-			v.checked = true
-			if check.optOut != nil {
-				v.optOut, v.podHeld = check.optOut, true
-				// Nothing tells the gate that a pod went away: it looks
-				// again once the finding is stale.
-				st.wakeBy(check.at.Add(r.BlockingPodInterval))
-				again = true
-				continue
-			}
-			admit = append(admit, name)
-		}
-		if !again {
-			st.plan.admit = admit
-			return
+// passHeldByPods checks the pods of each node the plan admits, and reports
+// whether one of them holds its node: the node then gives its turn to the
+// next, and the plan is made again (decide). When none holds, the plan
+// keeps only the nodes whose pods were looked at.
+func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *podPass) bool {
+	p := &st.admission.plan
+	// The planned nodes not looked at lately have their pods listed
+	// together: one after another, a wave of 100 admissions waited on 100
+	// Lists in turn (seconds each on a busy API server) before the first
+	// node was admitted.
+	var stale []string
+	for _, name := range p.admit {
+		if _, fresh := r.freshPodCheck(st, name); !fresh && pass.lists+len(stale) < maxPodListsPerReconcile {
+			stale = append(stale, name)
 		}
 	}
+	pass.lists += len(stale)
+	if len(stale) > 0 && pass.since == nil {
+		// One read serves every pass: a pass that follows a held node
+		// comes within moments of the first.
+		pass.since = r.readPodsVersion(ctx)
+	}
+	checked := r.checkPodsOf(ctx, st, stale, pass.since)
+	again := false
+	var admit []string
+	for _, name := range p.admit {
+		v := &st.views[st.index(name)]
+		check, fresh := r.freshPodCheck(st, name)
+		if !fresh {
+			var ok bool
+			if check, ok = checked[name]; !ok {
+				// Past this reconcile's Lists: its turn comes on the next
+				// pass, soon.
+				p.waiting = append(p.waiting, name)
+				st.wakeBy(st.now.Add(time.Second))
+				continue
+			}
+		}
+		v.checked = true
+		if check.optOut != nil {
+			v.optOut, v.podHeld = check.optOut, true
+			// Nothing tells the gate that a pod went away: it looks again
+			// once the finding is stale.
+			st.wakeBy(check.at.Add(r.BlockingPodInterval))
+			again = true
+			continue
+		}
+		admit = append(admit, name)
+	}
+	if !again {
+		p.admit = admit
+	}
+	return again
 }
 
 // podListParallelism bounds the Lists of nodes' pods in flight at once.
@@ -231,7 +227,7 @@ func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string, 
 		p.optOut = &protocol.OptOut{Reason: v1alpha1.BlockingPodReason,
 			Message: fmt.Sprintf("the pods of node %s cannot be listed (%v); it is not admitted until they can", node, err)}
 	} else {
-		sel := st.podSelector
+		sel := st.admission.podSelector
 		if sel == nil {
 			sel = labels.Nothing()
 		}
