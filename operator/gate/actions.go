@@ -279,27 +279,6 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	return errors.Join(errs...)
 }
 
-func (st *poolState) view(name string) nodeView {
-	for _, v := range st.views {
-		if v.Node.Name == name {
-			return v
-		}
-	}
-	return nodeView{}
-}
-
-// unavailable counts the nodes against the pool's budget: its own that are
-// unavailable, and those it admitted that are in another pool now.
-func (st *poolState) unavailable() int {
-	n := len(st.elsewhere)
-	for _, v := range st.views {
-		if v.unavailable() {
-			n++
-		}
-	}
-	return n
-}
-
 // event records an event on the node and, when the pool is an object, the
 // same event on the pool, so that `kubectl describe` of either tells the
 // story. It is for what a person looking at the pool wants to know: a

@@ -198,3 +198,43 @@ func (st *poolState) replace(node *corev1.Node) {
 		}
 	}
 }
+
+// wakeBy asks for the pool to be reconciled again at t at the latest.
+func (st *poolState) wakeBy(t time.Time) {
+	if st.wake.IsZero() || t.Before(st.wake) {
+		st.wake = t
+	}
+}
+
+// index is the position of the named node's view; -1 when the pool has
+// none.
+func (st *poolState) index(name string) int {
+	for i := range st.views {
+		if st.views[i].Node.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// view is the named node's view; a zero view when the pool has none.
+func (st *poolState) view(name string) nodeView {
+	for _, v := range st.views {
+		if v.Node.Name == name {
+			return v
+		}
+	}
+	return nodeView{}
+}
+
+// unavailable counts the nodes against the pool's budget: its own that are
+// unavailable, and those it admitted that are in another pool now.
+func (st *poolState) unavailable() int {
+	n := len(st.elsewhere)
+	for _, v := range st.views {
+		if v.unavailable() {
+			n++
+		}
+	}
+	return n
+}
