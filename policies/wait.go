@@ -127,11 +127,19 @@ type Budget struct {
 // message and true when it holds.
 type WaitFunc func(WaitInput) (reason, message string, wait bool)
 
-// WaitChain is every reason to wait, in the order they are checked: what
-// makes the node or the pool unusable first, then what holds every request
-// (a pause, closed windows), then what holds those the windows let through
-// (a blocking query, the budget). The first that holds is the one reported.
+// WaitChain is every reason to wait, in the order they are checked: the
+// holds first, then the turns. The first that holds is the one reported.
 func WaitChain() []WaitFunc {
+	return append(Holds(), Turns()...)
+}
+
+// Holds are the reasons to wait that hold every request of the pool (or of
+// the node) whatever the budget: what makes the node or the pool unusable
+// first, then what stops it (a pause, a halt). The gate runs them once per
+// reconcile, before it plans: while one holds, nothing is admitted, and it
+// is what the pool's Blocked condition says. Adding a hold is a function
+// here, its reason constant, and its case in the tests.
+func Holds() []WaitFunc {
 	return []WaitFunc{
 		UnreadableAnnotations,
 		UnreadablePool,
@@ -143,6 +151,16 @@ func WaitChain() []WaitFunc {
 		DrainRetryBackoff,
 		Paused,
 		Halted,
+	}
+}
+
+// Turns are the reasons a request waits when nothing holds its pool: its
+// own (an opt-out, a freeze, closed windows), then what the pool's plan
+// left it (a blocking query, the canaries, the budget). For the whole pool
+// they read the gate's plan, so they say what the plan decided and decide
+// nothing themselves.
+func Turns() []WaitFunc {
+	return []WaitFunc{
 		OptedOut,
 		Frozen,
 		OutsideWindow,
@@ -154,7 +172,12 @@ func WaitChain() []WaitFunc {
 
 // Wait runs the chain and returns the first reason that holds.
 func Wait(in WaitInput) (reason, message string, wait bool) {
-	for _, f := range WaitChain() {
+	return First(WaitChain(), in)
+}
+
+// First returns the first reason of chain that holds, in order.
+func First(chain []WaitFunc, in WaitInput) (reason, message string, wait bool) {
+	for _, f := range chain {
 		if reason, message, wait = f(in); wait {
 			return reason, message, true
 		}

@@ -162,3 +162,21 @@ func TestWait(t *testing.T) {
 		})
 	}
 }
+
+// The gate runs the holds before it plans and reports the turns from its
+// plan: the chain is the holds, then the turns, so a pool that a hold
+// holds says the hold, however full its budget.
+func TestHoldsComeBeforeTurns(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(policies.WaitChain()).To(HaveLen(len(policies.Holds()) + len(policies.Turns())))
+	in := policies.WaitInput{Pool: "p", Paused: true, Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Waiting: []string{"n1", "n2"}}}
+
+	reason, message, held := policies.First(policies.Holds(), in)
+	g.Expect(held).To(BeTrue())
+	g.Expect(reason).To(Equal(v1alpha1.PausedReason))
+	g.Expect(message).To(Equal("The pool is paused; 2 nodes waiting"))
+	reason, _, _ = policies.First(policies.Turns(), in)
+	g.Expect(reason).To(Equal(v1alpha1.BudgetExhaustedReason))
+	reason, _, _ = policies.Wait(in)
+	g.Expect(reason).To(Equal(v1alpha1.PausedReason))
+}

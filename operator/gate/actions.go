@@ -14,7 +14,6 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
-	"github.com/kmaint/kmaint/policies"
 )
 
 // defaultDrainTimeout applies when a pool leaves drain.timeout unset, as the
@@ -106,7 +105,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
-	mayApprove, used := approvable(st.views, len(st.elsewhere), st.plan.maxUnavailable)
+	mayApprove, used := approvable(st.views, len(st.elsewhere), st.admission.budget)
 	// Put the cordon back where someone lifted it, and the pool's marks on
 	// nodes that lack them; then read what each drain's last step found
 	// (drainSteps steps them outside this reconcile) and act on it.
@@ -147,7 +146,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			// budget: it waits, cordoned, and the pool says why. Its
 			// drain is done, so no timeout abandons it.
 			st.drains[name] = drainReport{blocked: true, message: fmt.Sprintf(
-				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.plan.maxUnavailable)}
+				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
 		case drained && last.stale:
 			// Its pool's reconciles lagged behind the steps: the next
 			// step, under way, looks again before the node is approved.
@@ -183,6 +182,10 @@ type drainReport struct {
 	// blocked is true when something refuses the drain: a budget, a pod the
 	// options do not allow to evict, or a failing API call.
 	blocked bool
+	// markingRefused is true when the message says why the pool's
+	// nodeMarking cannot be put on the node, whose drain then does not
+	// start (marks.go); its deadline then never forces it.
+	markingRefused bool
 }
 
 // report says, for a person, where a drain stands after a step.
@@ -239,32 +242,18 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 	return nil
 }
 
-// admit plans admissions and cordons each admitted node in one patch that
-// also records the admission, then remembers the write until the cache has it.
+// admit makes the admission decision (decide) and cordons each admitted
+// node in one patch that also records the admission, then remembers the
+// write until the cache has it. A budget that cannot be resolved admits
+// nothing.
 func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
-	mu, err := policies.ResolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views))
-	if err != nil {
-		return err
-	}
-	// A rollout's canaries lower the budget for admissions, not approvals.
-	budget, passed, want, limited := canaryBudget(st, mu)
-	st.plan = planAdmissions(st.views, len(st.elsewhere), budget, st.holdsAdmissions(), false)
-	// Blocking queries are asked only when they decide something, and
-	// before any node's pods: a pool a query holds lists no pods.
-	if len(st.plan.admit) > 0 && len(st.pool.Spec.BlockingQueries) > 0 {
-		if st.block = r.blocking(ctx, st); st.block.blocks() {
-			st.plan = planAdmissions(st.views, len(st.elsewhere), budget, st.holdsAdmissions(), true)
-		}
-	}
-	if len(st.plan.admit) > 0 {
-		r.planWithPods(ctx, st, budget)
-	}
-	st.plan.maxUnavailable = mu
-	if limited && canariesHold(st.plan, budget) {
-		st.canaries = &policies.Canaries{Passed: passed, Want: want}
+	r.decide(ctx, st)
+	a := &st.admission
+	if a.budgetErr != nil {
+		return a.budgetErr
 	}
 	var errs []error
-	for _, name := range st.plan.admit {
+	for _, name := range a.plan.admit {
 		v := st.view(name)
 		cur := v.Current()
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
@@ -277,30 +266,9 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
 		r.nodeEvent(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
-			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), mu)
+			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
 	}
 	return errors.Join(errs...)
-}
-
-func (st *poolState) view(name string) nodeView {
-	for _, v := range st.views {
-		if v.Node.Name == name {
-			return v
-		}
-	}
-	return nodeView{}
-}
-
-// unavailable counts the nodes against the pool's budget: its own that are
-// unavailable, and those it admitted that are in another pool now.
-func (st *poolState) unavailable() int {
-	n := len(st.elsewhere)
-	for _, v := range st.views {
-		if v.unavailable() {
-			n++
-		}
-	}
-	return n
 }
 
 // event records an event on the node and, when the pool is an object, the

@@ -92,9 +92,3 @@ func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.Mainte
 	}
 	return b
 }
-
-// recheckAfter is when a pool held by its blocking queries should look
-// again: once its last evaluation is stale.
-func (r *Reconciler) recheckAfter(st *poolState) time.Duration {
-	return max(st.block.at.Add(r.BlockingQueryInterval).Sub(st.now), time.Second)
-}

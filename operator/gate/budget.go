@@ -80,17 +80,18 @@ func approvalFree(v nodeView) bool {
 // budget already; without that rule a person who cordons a node before asking
 // for its reboot would wait forever in a pool of maxUnavailable 1.
 //
-// A node whose windows are all shut (see nodeView.windowOpen: its pool's,
-// its requests' policies', unless a request ignores windows) waits; the
-// budget holds for the others all the same. With held (a blocking query), no
-// node is admitted: the plan then counts those that would have been.
+// With hold (a pool-wide hold, policies.Holds), every node waits. A node
+// whose windows are all shut (see nodeView.windowOpen: its pool's, its
+// requests' policies', unless a request ignores windows) waits; the budget
+// holds for the others all the same. With held (a blocking query), no node
+// is admitted: the plan then counts those that would have been.
 //
 // A node an opt-out holds (optOut) waits and gives its turn to the next.
 //
 // Nodes the pool admitted that another pool selects now (elsewhere: a
 // person relabelled them in flight) count against the budget until their
 // reboot completes, so that moving a node out frees no slot early.
-func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, paused, held bool) plan {
+func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, hold, held bool) plan {
 	p := plan{maxUnavailable: maxUnavailable, unavailable: elsewhere}
 	// Pointers, not copies: at the start of a rollout every node of the
 	// pool waits, and a view is a few hundred bytes.
@@ -111,7 +112,7 @@ func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, paused, hel
 		return cmp.Compare(a.Node.Name, b.Node.Name)
 	})
 	free := maxUnavailable - p.unavailable
-	blocked := paused || maxUnavailable == 0
+	blocked := hold || maxUnavailable == 0
 	for _, v := range waiting {
 		if v.optOut != nil {
 			// Held by an opt-out: it costs nothing and its turn passes on.

@@ -5,10 +5,27 @@
 // slot for the next node.
 //
 // Like every kmaint reconciler it reads observe → decide → act: observe
-// reads the pool's nodes through protocol.Read, planAdmissions decides as a
-// pure function, and the actions (finish, admit, drain) write what was
-// decided; the pool's status comes from the same picture, its Blocked
-// condition from policies.Wait.
+// reads the pool's nodes through protocol.Read and resolves the pool's
+// budget once; decide (admission.go) makes the one admission decision, and
+// the actions (finish, admit, drain) write what was decided; the pool's
+// status reports the same decision, so nothing is decided twice.
+//
+// # The admission path
+//
+// decide runs, once per reconcile and in order: the pool-wide holds
+// (policies.Holds: an unreadable pool, the cluster's stop, a selector,
+// windows or blockingPodSelector that cannot be read, a pause, a halt),
+// each a named function returning a reason constant and a message; then
+// the plan (planAdmissions, a pure function), which takes the waiting
+// nodes in the order they asked and passes over those their own verdicts
+// hold (an opt-out, closed windows or a freeze) and, when a node's turn
+// comes, those its pods hold; then the budget, lowered by a rollout's
+// canaries (canary.go) and held by a blocking query (blocking.go). The
+// hold, or else what the plan left waiting (policies.Turns), is the pool's
+// Blocked condition; the budget, the blocking query and the canaries go to
+// the pool's status, which the waiting requests quote (package
+// maintenance). A new hold is one function in policies.Holds, its reason
+// constant, and its case in the tests.
 //
 // # Which pool a node is in, and which budgets it counts against
 //
@@ -53,7 +70,7 @@
 // annotated do-not-disrupt, or whose pods say so (or match the pool's
 // blockingPodSelector), is not admitted and gives its turn to the next
 // waiting node (optout.go): pods are listed per node, only when its turn
-// comes, never cached cluster-wide. A node annotated while it drains is
+// comes, never cached cluster-wide (pods.go). A node annotated while it drains is
 // released before its approval, as a cancellation would be.
 //
 // A freeze period of the pool, or of a request's RebootPolicy, holds the

@@ -67,8 +67,12 @@ func decideDeadline(opts v1alpha1.DrainOptions, prev *protocol.DrainRetrying, bo
 // A forced drain waits, cordoned, while approving it would take the pool
 // past its budget.
 func (r *Reconciler) atDeadline(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, progress drain.Progress, stepErr error, mayApprove bool) error {
-	d := decideDeadline(st.pool.Spec.Drain, v.Retrying(), v.Admission.BootID, st.markingRefused[v.Node.Name] != "", st.now)
-	msg := deadlineMessage(v, timeout, progress.Blockers, stepErr, st.markingRefused[v.Node.Name])
+	var refused string
+	if dr := st.drains[v.Node.Name]; dr.markingRefused {
+		refused = dr.message
+	}
+	d := decideDeadline(st.pool.Spec.Drain, v.Retrying(), v.Admission.BootID, refused != "", st.now)
+	msg := deadlineMessage(v, timeout, progress.Blockers, stepErr, refused)
 	switch d.step {
 	case retryDrain:
 		return r.retry(ctx, st, v, d, msg)

@@ -25,7 +25,7 @@ import (
 // start of the next one (for its condition and event, whether or not
 // requests wait).
 func (st *poolState) observeFreeze(freeze policies.FreezeState) {
-	st.freeze = freeze
+	st.admission.freeze = freeze
 	st.wakeAt(freeze.Until)
 	st.wakeAt(freeze.Next)
 }
@@ -43,8 +43,8 @@ func (st *poolState) addFreezes(in *policies.WaitInput) {
 			continue
 		}
 		if waiting == nil {
-			waiting = make(map[string]bool, len(st.plan.waiting))
-			for _, name := range st.plan.waiting {
+			waiting = make(map[string]bool, len(st.admission.plan.waiting))
+			for _, name := range st.admission.plan.waiting {
 				waiting[name] = true
 			}
 		}
@@ -77,7 +77,7 @@ func (r *Reconciler) setFrozen(st *poolState) {
 	}
 	wasInvalid := r.lastCondition(pool, v1alpha1.FrozenCondition)
 	invalidBefore := wasInvalid != nil && wasInvalid.Status == metav1.ConditionTrue && wasInvalid.Reason == v1alpha1.InvalidFreezeReason
-	f := st.freeze
+	f := st.admission.freeze
 	switch {
 	case f.Err != nil:
 		pool.Status.Freeze = nil

@@ -48,15 +48,15 @@ func markingProblem(st *poolState, v nodeView) string {
 // mark puts the pool's duringReboot marks on an admitted node before its
 // drain starts, once per admission: the NodeMarks annotation says it was
 // done. It reports false when the node may not be drained yet, because the
-// marks were refused (st.markingRefused says why) or could not be written.
+// marks were refused (the node's drainReport says why) or could not be
+// written.
 func (r *Reconciler) mark(ctx context.Context, st *poolState, v nodeView) (bool, error) {
 	m := st.pool.Spec.NodeMarking
 	if v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0 {
 		return true, nil
 	}
 	if problem := markingProblem(st, v); problem != "" {
-		st.markingRefused[v.Node.Name] = problem
-		st.drains[v.Node.Name] = drainReport{blocked: true, message: problem}
+		st.drains[v.Node.Name] = drainReport{blocked: true, message: problem, markingRefused: true}
 		if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
 			r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
 		}

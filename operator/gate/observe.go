@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,32 +41,11 @@ type poolState struct {
 	// selects now, still in flight: they count against this pool's budget
 	// until their reboot completes, and the pool they are in drives them.
 	elsewhere []nodeView
-	// windowErr says why the pool's windows could not be used; nothing is
-	// admitted then.
-	windowErr error
-	// window is the pool's maintenance windows at now.
-	window policies.WindowState
-	// freeze is what the pool's own freezes say at now (freeze.go).
-	freeze policies.FreezeState
-	// block is what the pool's blocking queries said, when they were asked.
-	block blockResult
-	// plan is the admission decision, once made.
-	plan plan
-	// stop is what the cluster's MaintenanceGate says when it stops every
-	// admission; nil when it does not.
-	stop *v1alpha1.Stop
-	// podSelector is the pool's blockingPodSelector, parsed; nil when it
-	// has none. podSelectorErr says why it cannot be parsed.
-	podSelector    labels.Selector
-	podSelectorErr error
+	// admission is what the pool's admissions depend on, and what the
+	// gate decided (admission.go).
+	admission admission
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
-	// markingRefused says, by node name, why the pool's nodeMarking cannot
-	// be put on an admitted node, whose drain then does not start.
-	markingRefused map[string]string
-	// canaries is, while a rollout's canaries hold waiting nodes, how many
-	// passed of how many; nil when they hold none.
-	canaries *policies.Canaries
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time
@@ -93,7 +71,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}, markingRefused: map[string]string{}}
+	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
@@ -114,13 +92,13 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		poolObj = pool
 	}
 	wins := pools.NewWindows(st.now, poolObj, rebootPolicies.Items)
-	st.windowErr, st.window = wins.PoolErr(), wins.Pool()
+	st.admission.windowErr = wins.PoolErr()
 	st.observeFreeze(wins.PoolFreeze())
 	// Which requests ignore windows or freezes, or fall under a policy's,
 	// matters only while the pool's windows are shut or something has
 	// freezes or a policy has windows.
 	var settings map[string]pools.RequestSettings
-	if !st.window.Open || wins.PolicyWindows() || wins.Freezes() {
+	if !wins.Pool().Open || wins.PolicyWindows() || wins.Freezes() {
 		var list v1alpha1.NodeMaintenanceList
 		if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
 			return nil, fmt.Errorf("list open maintenances: %w", err)
@@ -161,7 +139,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
 		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
-		if cur := v.Current(); cur != nil && st.windowErr == nil {
+		if cur := v.Current(); cur != nil && st.admission.windowErr == nil {
 			reqs := v.holdUnreadable(cur.Requests, unreadable)
 			ww := wins.Node(reqs, settings)
 			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
@@ -170,6 +148,9 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		st.views = append(st.views, v)
 	}
 	r.decoded.forgetGone(nodes)
+	// The budget is resolved once: the plan, the approvals and the status
+	// all count against this one number.
+	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
 	if err := r.observeOptOuts(ctx, st); err != nil {
 		return nil, err
 	}
@@ -212,4 +193,44 @@ func (st *poolState) replace(node *corev1.Node) {
 			return
 		}
 	}
+}
+
+// wakeBy asks for the pool to be reconciled again at t at the latest.
+func (st *poolState) wakeBy(t time.Time) {
+	if st.wake.IsZero() || t.Before(st.wake) {
+		st.wake = t
+	}
+}
+
+// index is the position of the named node's view; -1 when the pool has
+// none.
+func (st *poolState) index(name string) int {
+	for i := range st.views {
+		if st.views[i].Node.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// view is the named node's view; a zero view when the pool has none.
+func (st *poolState) view(name string) nodeView {
+	for _, v := range st.views {
+		if v.Node.Name == name {
+			return v
+		}
+	}
+	return nodeView{}
+}
+
+// unavailable counts the nodes against the pool's budget: its own that are
+// unavailable, and those it admitted that are in another pool now.
+func (st *poolState) unavailable() int {
+	n := len(st.elsewhere)
+	for _, v := range st.views {
+		if v.unavailable() {
+			n++
+		}
+	}
+	return n
 }

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/policies"
 )
 
 // setOverBudget reports a pool that has more nodes counting against its
@@ -25,7 +24,7 @@ import (
 // which nodes count, and why.
 func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState) {
 	pool := st.pool
-	maxUnavailable, err := policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
+	maxUnavailable, err := st.admission.budget, st.admission.budgetErr
 	used := st.unavailable()
 	// A pool whose selector cannot be parsed has no nodes of its own to
 	// count; its condition Degraded says so.

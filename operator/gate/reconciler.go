@@ -121,7 +121,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 	}()
 	if st.selectorErr != nil {
-		return ctrl.Result{}, nil // reported by the status; nothing to do until the spec changes
+		r.decide(ctx, st) // the hold, for the status; nothing to do until the spec changes
+		return ctrl.Result{}, nil
 	}
 	if len(st.unreadablePools) > 0 {
 		return ctrl.Result{}, r.holdForUnreadable(ctx, st)
@@ -138,22 +139,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	requeue, err := r.drain(ctx, st)
 	errs = append(errs, err)
-	// Windows open and close with time, not with events: come back when
-	// the next one opens if nodes wait for it. Blocking queries are asked
-	// again once their answer is stale.
-	wake := func(wait time.Duration) {
-		if wait = max(wait, time.Second); requeue == 0 || wait < requeue {
+	// What changes with time alone (a window opening, a blocking query's
+	// answer going stale, a settle time ending) wakes the pool: the phases
+	// ask for it (wakeBy).
+	if !st.wake.IsZero() {
+		if wait := max(st.wake.Sub(st.now), time.Second); requeue == 0 || wait < requeue {
 			requeue = wait
 		}
-	}
-	if st.plan.outsideWindow > 0 && !st.plan.nextOpening.IsZero() {
-		wake(st.plan.nextOpening.Sub(st.now))
-	}
-	if st.plan.held > 0 {
-		wake(r.recheckAfter(st))
-	}
-	if !st.wake.IsZero() {
-		wake(st.wake.Sub(st.now))
 	}
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
@@ -169,10 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // the pool itself.
 func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error {
 	err := r.finish(ctx, st)
-	st.plan = planAdmissions(st.views, len(st.elsewhere), 0, true, false)
-	if mu, muErr := policies.ResolveMaxUnavailable(st.pool.Spec.MaxUnavailable, len(st.views)); muErr == nil {
-		st.plan.maxUnavailable = mu
-	}
+	r.decide(ctx, st) // held: it asks nothing and admits nothing
 	for _, v := range st.views {
 		if v.Draining() {
 			r.steps.stop(v.Node.Name)

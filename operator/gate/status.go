@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/policies"
 )
 
 // setStatus fills the pool's status from the reconcile's final picture.
@@ -21,17 +19,20 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	s.ObservedGeneration = pool.Generation
 	s.Nodes, s.Ready, s.Updated, s.Unavailable = 0, 0, 0, 0
 	s.Draining, s.Rebooting, s.Degraded, s.Conflicting = 0, 0, 0, 0
-	s.MaxUnavailable = int32(st.plan.maxUnavailable)
-	s.PendingRequests = int32(len(st.plan.waiting))
+	a := &st.admission
+	s.MaxUnavailable = int32(a.plan.maxUnavailable)
+	s.PendingRequests = int32(len(a.plan.waiting))
+	// What the decision found that the waiting requests quote (package
+	// maintenance reads it here rather than deciding it again).
 	s.BlockingQuery, s.Canaries = nil, nil
-	if c := st.canaries; c != nil {
+	if c := a.canaries; c != nil {
 		s.Canaries = &v1alpha1.CanaryStatus{Passed: int32(c.Passed), Want: int32(c.Want)}
 	}
-	if st.plan.held > 0 {
+	if a.plan.held > 0 {
 		// Prometheus's own words are in the message: kept within the
 		// schema's bound, or the whole status write would be refused.
-		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: st.block.query, Reason: st.block.reason, Message: v1alpha1.FitMessage(st.block.message),
-			LastEvaluationTime: metav1.NewTime(st.block.at)}
+		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: a.block.query, Reason: a.block.reason, Message: v1alpha1.FitMessage(a.block.message),
+			LastEvaluationTime: metav1.NewTime(a.block.at)}
 	}
 
 	var degraded, malformed, notBack []string
@@ -116,49 +117,15 @@ func degradedMessage(v nodeView) string {
 	return fmt.Sprintf("%s: %s", v.Node.Name, v.DrainFailure.Message)
 }
 
-// waitInput is what the pool's waiting nodes wait for, as the gate decided.
-func (st *poolState) waitInput() policies.WaitInput {
-	p := st.plan
-	in := policies.WaitInput{
-		Pool:        st.pool.Name,
-		SelectorErr: st.selectorErr,
-		WindowErr:   st.windowErr,
-		Paused:      st.pool.Spec.Paused,
-		Windows: policies.WindowWait{
-			// Nodes an opt-out holds wait whatever the windows say.
-			Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),
-			Next: p.nextOpening,
-		},
-		Budget: policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting},
-	}
-	for _, v := range st.elsewhere {
-		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
-	}
-	for _, v := range st.views {
-		for _, pr := range v.windowProblems {
-			if !slices.Contains(in.Windows.Problems, pr) {
-				in.Windows.Problems = append(in.Windows.Problems, pr)
-			}
-		}
-	}
-	in.UnreadablePools = st.unreadablePools
-	in.Stop, in.PodSelectorErr = st.stop, st.podSelectorErr
-	if p.held > 0 {
-		in.Blocking = &policies.Blocking{Reason: st.block.reason, Message: st.block.message}
-	}
-	in.Halt, in.Canaries = st.haltWait(), st.canaries
-	st.addFreezes(&in)
-	return in
-}
-
-// setBlocked reports why waiting requests are not admitted, with a Warning
-// event when the budget first runs out, or a pool that cannot be read first
-// holds this one.
+// setBlocked reports why waiting requests are not admitted, as the
+// admission decision found (blockedBy), with a Warning event when the
+// budget first runs out, or a pool that cannot be read first holds this
+// one.
 func (r *Reconciler) setBlocked(st *poolState) {
 	pool := st.pool
 	in := st.waitInput()
 	setOptedOut(st, &in)
-	reason, msg, blocked := policies.Wait(in)
+	reason, msg, blocked := st.blockedBy(in)
 	if !blocked {
 		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
@@ -219,11 +186,11 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 			msg += fmt.Sprintf(", nor in any other pool the %d nodes it might select, until it can be parsed: %s", len(names), nameList(names))
 		}
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
-	case st.windowErr != nil:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.windowErr.Error())
-	case st.podSelectorErr != nil:
+	case st.admission.windowErr != nil:
+		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.admission.windowErr.Error())
+	case st.admission.podSelectorErr != nil:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
-			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.podSelectorErr))
+			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.admission.podSelectorErr))
 	case len(malformed) > 0:
 		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(notBack) > 0:

@@ -31,7 +31,7 @@ func TestAddFreezesNamesTheFreezesOfWaitingNodesOnce(t *testing.T) {
 			frozenView("c", []string{"pool p: freeze audit"}, nil),
 			frozenView("d", nil, nil),
 		},
-		plan: plan{waiting: []string{"a", "b", "d"}},
+		admission: admission{plan: plan{waiting: []string{"a", "b", "d"}}},
 	}
 	var in policies.WaitInput
 	st.addFreezes(&in)
@@ -57,7 +57,7 @@ func BenchmarkAddFreezes(b *testing.B) {
 				}
 				st.views = append(st.views, frozenView(name, f, nil))
 				if i >= 100 {
-					st.plan.waiting = append(st.plan.waiting, name)
+					st.admission.plan.waiting = append(st.admission.plan.waiting, name)
 				}
 			}
 			b.ReportAllocs()

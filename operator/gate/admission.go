@@ -1,0 +1,184 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/policies"
+)
+
+// The admission path, top to bottom: observe reads what may hold the pool
+// and resolves its budget (admission); decide runs the pool-wide holds
+// once (policies.Holds), then plans, node by node in the order they asked
+// (opt-outs, windows and freezes, then the node's pods when its turn
+// comes), within the budget (planAdmissions); admit writes what was
+// decided, and setStatus reports the same decision (Blocked, Waiting
+// through the pool's status).
+
+// admission is what the pool's admissions depend on in one reconcile, and
+// what the gate decided: the planner acts on it and the status reports it,
+// so nothing is decided twice.
+type admission struct {
+	// budget is the pool's maxUnavailable resolved to nodes, once per
+	// reconcile; budgetErr says why it cannot be (nothing is admitted then).
+	budget    int
+	budgetErr error
+	// windowErr says why the pool's windows could not be used; nothing is
+	// admitted then.
+	windowErr error
+	// freeze is what the pool's own freezes say at now (freeze.go).
+	freeze policies.FreezeState
+	// stop is what the cluster's MaintenanceGate says when it stops every
+	// admission; nil when it does not.
+	stop *v1alpha1.Stop
+	// podSelector is the pool's blockingPodSelector, parsed; nil when it
+	// has none. podSelectorErr says why it cannot be parsed.
+	podSelector    labels.Selector
+	podSelectorErr error
+
+	// hold is the first pool-wide hold (policies.Holds) that holds the
+	// pool: nothing is admitted, and it is what Blocked says. Nil when
+	// none does.
+	hold *verdict
+	// block is what the pool's blocking queries said, when they were asked.
+	block blockResult
+	// plan is the admission decision, once made.
+	plan plan
+	// canaries is, while a rollout's canaries hold waiting nodes, how many
+	// passed of how many; nil when they hold none. The pool's status
+	// publishes it for the waiting requests.
+	canaries *policies.Canaries
+}
+
+// verdict is why requests wait: a reason constant of v1alpha1 and its
+// message, as a policies.WaitFunc returns them.
+type verdict struct {
+	reason, message string
+}
+
+// holdInput is what the pool-wide holds read: what observe found, and the
+// halt through its one accessor.
+func (st *poolState) holdInput() policies.WaitInput {
+	a := &st.admission
+	in := policies.WaitInput{
+		Pool:            st.pool.Name,
+		UnreadablePools: st.unreadablePools,
+		SelectorErr:     st.selectorErr,
+		WindowErr:       a.windowErr,
+		Paused:          st.pool.Spec.Paused,
+		Stop:            a.stop,
+		PodSelectorErr:  a.podSelectorErr,
+		Halt:            st.haltWait(),
+	}
+	// Held, every waiting node waits; the holds' messages count them.
+	if st.selectorErr == nil {
+		for _, v := range st.views {
+			if v.waiting() {
+				in.Budget.Waiting = append(in.Budget.Waiting, v.Node.Name)
+			}
+		}
+	}
+	return in
+}
+
+// poolHold runs the pool-wide holds, once, and returns the first that
+// holds; nil when none does.
+func poolHold(in policies.WaitInput) *verdict {
+	reason, message, held := policies.First(policies.Holds(), in)
+	if !held {
+		return nil
+	}
+	return &verdict{reason: reason, message: message}
+}
+
+// decide makes the reconcile's one admission decision: the pool-wide
+// holds, then the plan within the budget, the canaries lowering it, a
+// blocking query holding it, and the pods of each node whose turn comes
+// passing it to the next. Blocking queries are asked only when they decide
+// something, and before any node's pods: a pool a query holds lists no
+// pods. A pool whose selector cannot be parsed has no nodes of its own to
+// plan for, and a budget that cannot be resolved plans nothing unless a
+// hold holds everything anyway.
+func (r *Reconciler) decide(ctx context.Context, st *poolState) {
+	a := &st.admission
+	a.hold = poolHold(st.holdInput())
+	if st.selectorErr != nil || a.hold == nil && a.budgetErr != nil {
+		return
+	}
+	// A rollout's canaries lower the budget for admissions, not approvals.
+	budget, passed, want, limited := canaryBudget(st, a.budget)
+	pods, asked := podPass{}, false
+	for {
+		a.plan = planAdmissions(st.views, len(st.elsewhere), budget, a.hold != nil, a.block.blocks())
+		if len(a.plan.admit) == 0 {
+			break
+		}
+		if len(st.pool.Spec.BlockingQueries) > 0 && !asked {
+			asked = true
+			if a.block = r.blocking(ctx, st); a.block.blocks() {
+				continue
+			}
+		}
+		if !r.passHeldByPods(ctx, st, &pods) {
+			break
+		}
+	}
+	a.plan.maxUnavailable = a.budget
+	if limited && canariesHold(a.plan, budget) {
+		a.canaries = &policies.Canaries{Passed: passed, Want: want}
+	}
+	// Windows open and close with time, not with events: the pool looks
+	// again when the next one opens if nodes wait for it, and asks its
+	// blocking queries again once their answer is stale.
+	if p := a.plan; p.outsideWindow > 0 && !p.nextOpening.IsZero() {
+		st.wakeBy(p.nextOpening)
+	}
+	if a.plan.held > 0 {
+		st.wakeBy(a.block.at.Add(r.BlockingQueryInterval))
+	}
+}
+
+// waitInput is what the pool's waiting nodes wait for, as the gate
+// decided, for the turns (policies.Turns) that say it.
+func (st *poolState) waitInput() policies.WaitInput {
+	a := &st.admission
+	p := a.plan
+	in := st.holdInput()
+	in.Windows = policies.WindowWait{
+		// Nodes an opt-out holds wait whatever the windows say.
+		Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),
+		Next: p.nextOpening,
+	}
+	in.Budget = policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting}
+	for _, v := range st.elsewhere {
+		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
+	}
+	for _, v := range st.views {
+		for _, pr := range v.windowProblems {
+			if !slices.Contains(in.Windows.Problems, pr) {
+				in.Windows.Problems = append(in.Windows.Problems, pr)
+			}
+		}
+	}
+	if p.held > 0 {
+		in.Blocking = &policies.Blocking{Reason: a.block.reason, Message: a.block.message}
+	}
+	in.Canaries = a.canaries
+	st.addFreezes(&in)
+	return in
+}
+
+// blockedBy is why the pool's waiting nodes wait, from the one decision:
+// the pool-wide hold the planner acted on, else what the plan left them
+// (policies.Turns, on in).
+func (st *poolState) blockedBy(in policies.WaitInput) (reason, message string, blocked bool) {
+	if h := st.admission.hold; h != nil {
+		return h.reason, h.message, true
+	}
+	return policies.First(policies.Turns(), in)
+}
