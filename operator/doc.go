@@ -1,7 +1,11 @@
 // Package operator wires kmaint's controllers into one controller-runtime
 // manager and runs it:
 //
-//   - the approval gate (gate), which drains nodes with drain;
+//   - the approval gate (gate), which admits, drains (with drain), approves
+//     and completes reboots;
+//   - aftercare (aftercare), which settles nodes back from their reboot,
+//     runs the pools' health checks and halts them, and bounds the waits
+//     for a node or a daemon that does not come back;
 //   - the NodeMaintenance lifecycle (maintenance);
 //   - the RebootPolicy controller (policy);
 //   - the Alertmanager webhook receiver (alertwebhook), when it is given an

@@ -37,6 +37,7 @@ import (
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/operator/policy"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/retention"
 	"github.com/kmaint/kmaint/operator/unreadable"
 	"github.com/kmaint/kmaint/policies/promapi"
@@ -218,8 +219,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		// stalling every pool queued behind it.
 		ReconciliationTimeout: time.Minute,
 	}
+	// The gate and aftercare read the same nodes: each version is decoded
+	// once for both.
+	decoded := poolnodes.NewDecoded()
 	g := &gate.Reconciler{
 		Client:            c,
+		Decoded:           decoded,
 		Drainer:           &drain.Drainer{Client: clientset},
 		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
 		Clock:             clk,
@@ -245,6 +250,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Pods:                 mgr.GetAPIReader(),
 		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
 		NodeReturnTimeout:    opts.NodeReturnTimeout,
+		Decoded:              decoded,
 	}
 	if prom != nil {
 		ac.Prometheus = prom

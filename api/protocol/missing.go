@@ -8,10 +8,10 @@ import (
 // RebootUnconfirmed (operator): the node came back from its approved
 // reboot, Ready with a new boot ID, and its daemon has not confirmed it:
 // reboot-requested still names the approved boot, which only a daemon
-// running in the new boot clears. An UnconfirmedReboot. The gate writes it
+// running in the new boot clears. An UnconfirmedReboot. Aftercare writes it
 // when the node has been so for a minute (the daemon's usual start comes
-// well within it), naming when the gate first saw it so, so that its wait
-// for the daemon is bounded whatever restarts in between; a gate that finds
+// well within it), naming when the operator first saw it so, so that its wait
+// for the daemon is bounded whatever restarts in between; an operator that finds
 // the node so when it starts writes it at once. Past the bound it completes
 // the reboot without the daemon and keeps the annotation, so that the node,
 // its pool and its NodeMaintenance say the daemon is missing, until the
@@ -24,7 +24,7 @@ type UnconfirmedReboot struct {
 	ApprovedBoot string `json:"approvedBoot"`
 	// BootID is the boot the node came back with.
 	BootID string `json:"bootID"`
-	// Since is when the gate first saw the node back without its daemon's
+	// Since is when the operator first saw the node back without its daemon's
 	// confirmation.
 	Since time.Time `json:"since"`
 }
@@ -56,7 +56,7 @@ func (s NodeState) UnconfirmedFor() *UnconfirmedReboot {
 	return s.Unconfirmed
 }
 
-// DaemonMissing reports whether the gate completed a reboot without the
+// DaemonMissing reports whether aftercare completed a reboot without the
 // daemon's confirmation and the daemon has still not come back: its
 // reboot-requested still names the boot the reboot was approved for. Such a
 // node is degraded: without its daemon nothing is journaled or rebooted.

@@ -7,10 +7,10 @@ import (
 
 // NodeNotBack (operator): the node was approved to reboot and has not come
 // back (a new boot ID, Ready) within the operator's bound, a NotBack. The
-// gate writes it when the bound passes, with a Warning event, so that the
+// operator's aftercare writes it when the bound passes, with a Warning event, so that the
 // node, its pool and its NodeMaintenance say so once, whatever restarts in
 // between; the node keeps its slot in the pool's budget, since it really is
-// unavailable. The gate removes it when the node comes back, or its
+// unavailable. Aftercare removes it when the node comes back, or its
 // approval goes.
 const NodeNotBack = Prefix + "node-not-back"
 
@@ -21,7 +21,7 @@ type NotBack struct {
 	// ApprovedAt is when the reboot was approved (or, for an approval
 	// older than the field, first timed).
 	ApprovedAt time.Time `json:"approvedAt"`
-	// Since is when the gate reported the node not back.
+	// Since is when aftercare reported the node not back.
 	Since time.Time `json:"since"`
 }
 

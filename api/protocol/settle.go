@@ -10,7 +10,7 @@ import (
 // Settling (operator): the node is back from its approved reboot and keeps
 // its slot in its pool's budget for the pool's settle time and health
 // checks, a Settle. The gate writes it in the same patch that completes the
-// reboot (removes the approval and the admission, uncordons), and removes it
+// reboot (removes the approval and the admission, uncordons); aftercare removes it
 // when the node settled, or a person resumed its pool's halt. While it is
 // there the node counts as unavailable and is not admitted again.
 const Settling = Prefix + "settling"
@@ -62,7 +62,7 @@ func (f HealthCheckFailure) Message() string {
 }
 
 // SettlingNow reports whether the node holds its slot after its reboot, in
-// whatever boot: the gate clears the record, nothing else.
+// whatever boot: aftercare clears the record, nothing else.
 func (s NodeState) SettlingNow() bool { return s.Settle != nil }
 
 // HealthCheckFailed reports whether the node failed a health check after its

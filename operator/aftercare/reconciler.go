@@ -160,7 +160,7 @@ func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, erro
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	st.nodes = r.Decoded.Read(nodes, pool.Name, sel, 0)
+	st.nodes = r.Decoded.Read(nodes, pool.Name, sel)
 	return st, nil
 }
 

@@ -9,32 +9,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // defaultDrainTimeout applies when a pool leaves drain.timeout unset, as the
 // built-in default pool does.
 const defaultDrainTimeout = 10 * time.Minute
 
-// patchNode applies a protocol transition to a copy of the node and
-// patches the difference. With lock, the patch fails with a conflict if the
-// node changed since the gate read it, so that a decision taken on an old
-// copy is never applied.
+// patchNode applies a protocol transition to the node (poolnodes.Patch)
+// and puts the node as written back into the state, so that later phases and
+// the status see the write.
 func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
-	node := v.Node.DeepCopy()
-	t.Apply(node)
-	var patch client.Patch
-	if lock {
-		patch = client.MergeFromWithOptions(v.Node, client.MergeFromWithOptimisticLock{})
-	} else {
-		patch = client.MergeFrom(v.Node)
-	}
-	if err := r.Patch(ctx, node, patch); err != nil {
-		return nil, fmt.Errorf("patch node %s: %w", node.Name, err)
+	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
+	if err != nil {
+		return nil, err
 	}
 	st.replace(node)
 	return node, nil
@@ -78,7 +70,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				continue
 			}
 			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID, "settle", st.pool.Spec.Guarded())
-			r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
+			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
 		case v.AdmissionVoid():
 			_, err := r.patchNode(ctx, st, v, true, protocol.Release())
@@ -86,7 +78,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
+			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
 				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 		}
 	}
@@ -214,12 +206,12 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, for
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot, "forced", forced != nil)
 	if forced != nil {
-		r.event(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
 			"Node %s's drain was forced; reboot approved for boot %s", v.Node.Name, boot)
 		return nil
 	}
 	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.Admission.Time))
-	r.nodeEvent(st, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+	r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
 		"Node %s is drained; reboot approved for boot %s", v.Node.Name, boot)
 	return nil
 }
@@ -238,7 +230,7 @@ func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, tim
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain abandoned", "node", v.Node.Name, "timeout", timeout, "message", msg)
 	r.Metrics.DrainFailed(st.pool.Name, failure.Reason)
-	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DrainFailedEventReason, "Drain", "%s", msg)
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainFailedEventReason, "Drain", "%s", msg)
 	return nil
 }
 
@@ -265,35 +257,8 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		r.inflight.add(name, node.ResourceVersion, st.now)
 		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
-		r.nodeEvent(st, node, corev1.EventTypeNormal, "Admitted", "Admit",
+		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
 	}
 	return errors.Join(errs...)
-}
-
-// event records an event on the node and, when the pool is an object, the
-// same event on the pool, so that `kubectl describe` of either tells the
-// story. It is for what a person looking at the pool wants to know: a
-// warning, a forced drain, a halt.
-func (r *Reconciler) event(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
-	if st.pool.UID == "" {
-		r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
-		return
-	}
-	r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
-	r.Recorder.Eventf(st.pool, node, eventType, reason, action, note, args...)
-}
-
-// nodeEvent records a routine step of one node's reboot (admitted,
-// approved, completed, settled) on the node only, naming the pool as the
-// related object. Every reboot takes these steps, so on the pool too they
-// would double the gate's writes and bury, among thousands of them, the
-// events that concern the pool; the pool's status and the
-// NodeMaintenances tell the same story.
-func (r *Reconciler) nodeEvent(st *poolState, node *corev1.Node, eventType, reason, action, note string, args ...any) {
-	if st.pool.UID == "" {
-		r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
-		return
-	}
-	r.Recorder.Eventf(node, st.pool, eventType, reason, action, note, args...)
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// maxSeriesText bounds how much of a series' labels a message quotes.
-const maxSeriesText = 256
-
 // blockResult is what a pool's blocking queries said at one evaluation.
 type blockResult struct {
 	// at is when the queries were evaluated, by the gate's clock.
@@ -32,19 +29,19 @@ type blockResult struct {
 
 func (b blockResult) blocks() bool { return b.reason != "" }
 
-func (b blockResult) madeAt() time.Time { return b.at }
+func (b blockResult) MadeAt() time.Time { return b.at }
 
 // blocking returns what the pool's blocking queries say now: the cached
 // result while it is fresh for this generation of the pool, else a new
 // evaluation. Only a pool with queries and nodes it would admit asks.
 func (r *Reconciler) blocking(ctx context.Context, st *poolState) blockResult {
 	pool := st.pool
-	last, ok := r.blocks.get(pool.UID)
+	last, ok := r.blocks.Get(pool.UID)
 	if ok && last.generation == pool.Generation && st.now.Sub(last.at) < r.BlockingQueryInterval {
 		return last
 	}
 	b := r.evaluateBlocking(ctx, pool, st.now)
-	r.blocks.put(pool.UID, b, 10*r.BlockingQueryInterval)
+	r.blocks.Put(pool.UID, b, 10*r.BlockingQueryInterval)
 	switch {
 	case b.reason == v1alpha1.BlockingQueryFailedReason:
 		ctrl.LoggerFrom(ctx).Info("Blocking query failed", "query", b.query, "message", b.message)
@@ -81,10 +78,7 @@ func (r *Reconciler) evaluateBlocking(ctx context.Context, pool *v1alpha1.Mainte
 			b.message = fmt.Sprintf("Blocking query %q cannot be run, Prometheus is unreachable: %v; nothing is admitted until it runs", q.Name, err)
 			return b
 		case len(vec) > 0:
-			series := vec[0].Metric.String()
-			if len(series) > maxSeriesText {
-				series = series[:maxSeriesText] + "…"
-			}
+			series := policies.SeriesText(vec[0].Metric)
 			b.reason, b.query = v1alpha1.BlockingQueryReason, q.Name
 			b.message = fmt.Sprintf("Blocking query %q returns %d series, first %s; nothing is admitted while it returns any", q.Name, len(vec), series)
 			return b

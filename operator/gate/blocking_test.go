@@ -40,7 +40,9 @@ type gateOptions struct {
 	clock      clock.PassiveClock
 	interval   time.Duration
 	// pods lists nodes' pods; nil is the manager's API reader.
-	pods        client.Reader
+	pods client.Reader
+	// daemonPods lists failed daemon pods for aftercare; nil is the API server.
+	daemonPods  client.Reader
 	podInterval time.Duration
 	// drainer drains nodes; nil is the real one.
 	drainer gate.Drainer
@@ -90,7 +92,7 @@ func startStoppableGate(t *testing.T, opts gateOptions) (stop func()) {
 	// Aftercare settles the nodes the gate completes and halts the pool
 	// when a check fails, which the gate then honours.
 	ac := &aftercare.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-aftercare"), Clock: opts.clock,
-		Prometheus: opts.prometheus, Pods: opts.pods}
+		Prometheus: opts.prometheus, Pods: opts.daemonPods}
 	if err := ac.SetupWithManager(mgr, copts); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestAFailedListOfFailedDaemonPodsIsTriedAgain(t *testing.T) {
 	}, timeout).Should(Succeed())
 
 	pods := &failingFailedPodLists{Reader: bed.Client, failures: 2}
-	startGate(t, gateOptions{pods: pods})
+	startGate(t, gateOptions{daemonPods: pods})
 	g.Eventually(func(g Gomega) {
 		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the failed daemon pod is deleted, got %v", err)

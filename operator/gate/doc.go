@@ -100,55 +100,21 @@
 // # After the approval
 //
 // A node approved to reboot holds its slot until it is back: a new boot ID,
-// Ready, and its daemon's confirmation. Two bounds keep a person from
-// waiting unawares. A node not back within NodeReturnTimeout is reported
-// (NodeNotBack, notback.go) and keeps its slot, since it really is
-// unavailable; a node back whose daemon does not confirm within
-// DaemonConfirmTimeout is completed without it (DaemonMissing, missing.go).
-// Each wait counts from a time written on the node, so restarts do not
-// lengthen it; the wait for a daemon is written only once it has lasted a
-// minute, since nearly every daemon confirms within seconds and the write
-// would cost a node patch per reboot.
+// Ready, and its daemon's confirmation; the gate then completes the reboot
+// in one patch (protocol.Complete). Aftercare (package aftercare) does the
+// rest, apart from admission: it bounds the waits for a node that does not
+// come back and for a daemon that does not confirm, settles the nodes of a
+// guarded pool and halts the pool when a health check fails. In a guarded
+// pool the completion patch also writes the node's settle record
+// (protocol.SettleOnCompletion), so that no crash frees the slot of a node
+// that has not settled; from then on aftercare alone writes it.
 //
-// # Settling, health checks and halts
-//
-// In a guarded pool (spec.settleTime or spec.healthChecks), the patch that
-// completes a reboot also writes kmaint.io/settling (protocol.Settle): the
-// node is uncordoned and back in service, and keeps its slot in the budget
-// while it settles; it is not admitted again meanwhile, and the requests
-// its reboot carried out stay in phase Settling. Each pass, decideSettle
-// (settle.go) decides per settling node, from what is written on it, so a
-// restarted operator goes on where the last one was:
-//
-//   - NotReady stops the settle time (Until zero), Ready again starts it
-//     again; a node that reboots again settles its new boot from the start.
-//   - The checks (health.go) run at most once per healthChecks.interval per
-//     pool, one query per check for all its settling nodes; a series whose
-//     nodeLabel names a settling node (by name or by address, as policies
-//     match nodes) fails it: the failure is written on the node, a Warning
-//     event HealthCheckFailed goes to the node and the pool,
-//     kmaint_health_check_failures_total counts it, and the pool halts.
-//   - A node passes at the first evaluation at or after the end of its
-//     settle time that finds it healthy, when none since it began found it
-//     bad (with no checks, at the end of its settle time): the record goes
-//     and the slot is free (event Settled).
-//   - A failed node keeps its slot until a person resumes the pool
-//     (kmaint.io/resume-halt at or after the failure's second, which
-//     `kubectl kmaint resume` copies from status.halt; event HaltResumed),
-//     or, with resume OnRecovery, an evaluation finds it healthy again: it
-//     then settles anew, the pool still halted, and passes as
-//     HealthCheckRecovered.
-//   - Checks that cannot run (no Prometheus, unreachable, a query refused)
-//     pass no node and record no failure: the pool is halted with reason
-//     HealthCheckUnavailable until they run again. Fail closed.
-//
-// A halted pool (a failed node among those it holds, its own and those it
-// admitted that are in another pool now, or checks that cannot run)
-// admits nothing new, as a paused one: condition Halted, Blocked reason
-// Halted, status.halt with the failed nodes oldest first, one Warning event
-// PoolHalted per halt, kmaint_pool_halted. Removing the pool's guard
-// releases its settling nodes. A settle record that cannot be read keeps
-// the node's slot and never passes, until a person fixes it.
+// The gate reads the halt from the pool's Halted condition, as
+// NodeMaintenances do, and from a failure on record on a node of the pool
+// (halt.go), which aftercare writes first: a halted pool admits nothing new,
+// as a paused one, and its Blocked condition says Halted. The gate's
+// status patch leaves aftercare's fields out and writes the conditions
+// locked to the version of the pool it read (statuswrite.go).
 //
 // With healthChecks.canaries N, while a desiredConfig rollout is under way,
 // the budget for admissions is N less the nodes that run the new config and

@@ -116,7 +116,7 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v nodeView, d dea
 	st.wakeAt(d.nextAt)
 	ctrl.LoggerFrom(ctx).Info("Drain to be retried", "node", v.Node.Name, "attempt", d.attempts, "maxAttempts", d.maxAttempts, "nextAt", d.nextAt)
 	r.Metrics.DrainRetried(st.pool.Name)
-	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DrainRetryScheduledReason, "Drain",
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainRetryScheduledReason, "Drain",
 		"%s (attempt %d of %d); node uncordoned, its requests wait; attempt %d not before %s",
 		msg, d.attempts, d.maxAttempts, d.attempts+1, d.nextAt.UTC().Format(time.RFC3339))
 	return nil
@@ -157,7 +157,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", timeout, "deleted", forcing.Pods)
 	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
-	r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", msg)
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", msg)
 	return nil
 }
 

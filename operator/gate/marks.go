@@ -58,7 +58,7 @@ func (r *Reconciler) mark(ctx context.Context, st *poolState, v nodeView) (bool,
 	if problem := markingProblem(st, v); problem != "" {
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: problem, markingRefused: true}
 		if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
-			r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
+			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
 		}
 		return false, nil
 	}

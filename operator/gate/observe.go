@@ -1,10 +1,8 @@
 package gate
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
@@ -117,27 +116,17 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	// Sorted by name as pointers, the views come out in the order the
-	// gate plans in; sorting the views themselves moved every view's
-	// whole struct, a tenth of a reconcile at 500 nodes.
-	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	st.views = make([]nodeView, 0, viewsCapacity(pool, len(nodes)))
-	for _, node := range nodes {
-		in := pools.Of(node, st.selection)
-		if !slices.Contains(in, pool.Name) {
+	r.Decoded.Walk(nodes, pool.Name, st.selection, func(s protocol.NodeState, otherPools []string, member bool) {
+		v := viewOf(s)
+		v.otherPools = otherPools
+		if !member {
 			// A node of another pool that this one admitted, still in
-			// flight. Only its admission is looked at first: this runs
-			// for every node the pool does not select.
-			if admittedBy(node) == pool.Name {
-				v := viewOf(r.decoded.read(node))
-				v.otherPools = in
-				st.elsewhere = append(st.elsewhere, v)
-			}
-			continue
+			// flight.
+			st.elsewhere = append(st.elsewhere, v)
+			return
 		}
-		v := viewOf(r.decoded.read(node))
-		v.otherPools = slices.DeleteFunc(in, func(p string) bool { return p == pool.Name })
-		v.inflight = r.inflight.pending(node.Name, node.ResourceVersion, v.Admission != nil, st.now)
+		v.inflight = r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil && st.admission.windowErr == nil {
 			reqs := v.holdUnreadable(cur.Requests, unreadable)
@@ -146,8 +135,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 			v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
 		}
 		st.views = append(st.views, v)
-	}
-	r.decoded.forgetGone(nodes)
+	})
 	// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
 	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))

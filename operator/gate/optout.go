@@ -115,7 +115,7 @@ func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
 			st.views[i].optOut = o // not admitted again in this pass
 		}
 		ctrl.LoggerFrom(ctx).Info("Opted-out node released before approval", "node", v.Node.Name)
-		r.event(st, v.Node, corev1.EventTypeNormal, v1alpha1.DoNotDisruptReason, "Release",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.DoNotDisruptReason, "Release",
 			"%s; it was being drained and is released before approval (uncordoned if kmaint cordoned it); its requests wait", o.Message)
 	}
 	return errors.Join(errs...)

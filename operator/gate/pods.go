@@ -41,7 +41,7 @@ type podCheck struct {
 	optOut     *protocol.OptOut
 }
 
-func (p podCheck) madeAt() time.Time { return p.at }
+func (p podCheck) MadeAt() time.Time { return p.at }
 
 // podPass is what the pod checks of one reconcile's decision share: how
 // many Lists they made, and the pods' resource version they list from.
@@ -154,7 +154,7 @@ func (r *Reconciler) checkPodsOf(ctx context.Context, st *poolState, nodes []str
 
 // freshPodCheck returns the node's last pod check when it still stands.
 func (r *Reconciler) freshPodCheck(st *poolState, node string) (podCheck, bool) {
-	p, ok := r.podChecks.get(node)
+	p, ok := r.podChecks.Get(node)
 	if !ok || p.pool != st.pool.Name || p.generation != st.pool.Generation || st.now.Sub(p.at) >= r.BlockingPodInterval {
 		return podCheck{}, false
 	}
@@ -191,6 +191,6 @@ func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string, 
 		}
 		p.optOut = protocol.PodsOptOut(node, pods.Items, sel, st.now)
 	}
-	r.podChecks.put(node, p, 10*r.BlockingPodInterval)
+	r.podChecks.Put(node, p, 10*r.BlockingPodInterval)
 	return p
 }

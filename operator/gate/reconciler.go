@@ -24,6 +24,8 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/poolnodes"
+	"github.com/kmaint/kmaint/operator/recent"
 	"github.com/kmaint/kmaint/operator/statuspatch"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -63,22 +65,24 @@ type Reconciler struct {
 	// BlockingPodInterval is how long a node its pods hold waits before
 	// its pods are looked at again (30s if zero).
 	BlockingPodInterval time.Duration
+	// Decoded keeps the nodes' decoded protocol states between reconciles;
+	// aftercare may share it. Nil makes one.
+	Decoded *poolnodes.Decoded
 	// StatusInterval is the least time between two writes of a pool's
 	// status that change only its counts (1s if zero; see statusPace).
 	StatusInterval time.Duration
 
 	inflight *inflight
-	// decoded keeps the nodes' decoded protocol states between reconciles.
-	decoded *decodedStates
+	events   poolnodes.Events
 	// steps steps drains outside the reconcile.
 	steps *drainSteps
 	// written is the status last written per pool, so that an unchanged
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
-	blocks *recent[types.UID, blockResult]
+	blocks *recent.Cache[types.UID, blockResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
-	podChecks *recent[string, podCheck]
+	podChecks *recent.Cache[string, podCheck]
 	// rollouts are the configs whose rollout was announced, per pool.
 	rollouts rollouts
 	// pace spaces out writes of pool status that change only counts.
@@ -192,15 +196,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.StatusInterval = defaultStatusInterval
 	}
 	r.pace = newStatusPace()
+	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = mgr.GetCache()
 	r.live = mgr.GetAPIReader()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
-	r.podChecks = newRecent[string, podCheck]()
-	r.blocks = newRecent[types.UID, blockResult]()
+	r.podChecks = recent.New[string, podCheck]()
+	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
-	r.decoded = newDecodedStates()
+	if r.Decoded == nil {
+		r.Decoded = poolnodes.NewDecoded()
+	}
 	r.steps = newDrainSteps(r.Drainer, r.DrainPollInterval)
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -208,7 +215,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged()))).
-		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(nodeChanged())).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -207,7 +207,7 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 		if was != nil && was.Reason == v1alpha1.MalformedAnnotationReason && strings.Contains(was.Message, v.Unreadable.Error()) {
 			continue // reported already
 		}
-		r.event(st, v.Node, corev1.EventTypeWarning, v1alpha1.MalformedAnnotationReason, "Read",
+		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.MalformedAnnotationReason, "Read",
 			"%v; kmaint does nothing to node %s until its annotations can be read", v.Unreadable, v.Node.Name)
 	}
 }

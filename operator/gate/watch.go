@@ -18,17 +18,8 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/enqueue"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
-
-// poolAndDefault enqueues a changed pool and the default pool, whose nodes
-// are whatever the other pools leave.
-func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
-	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
-	if obj.GetName() != v1alpha1.DefaultPoolName {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.DefaultPoolName}})
-	}
-	return reqs
-}
 
 // poolHandler enqueues a changed pool and the default pool; and every pool
 // when the pool cannot be read, or could not before the change: each
@@ -36,7 +27,7 @@ func poolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 // while there is one.
 func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(ctx context.Context, q enqueue.Queue, objs ...client.Object) {
-		reqs := poolAndDefault(ctx, objs[len(objs)-1])
+		reqs := poolnodes.PoolAndDefault(ctx, objs[len(objs)-1])
 		for _, obj := range objs {
 			if p, ok := obj.(*v1alpha1.MaintenancePool); ok && p.Unreadable() != nil {
 				reqs = r.allPools(ctx, obj)
@@ -60,39 +51,6 @@ func readabilityChanged() predicate.Predicate {
 			return !okOld || !okNew || (o.Unreadable() == nil) != (n.Unreadable() == nil)
 		},
 	}
-}
-
-// nodeHandler enqueues the pools a node belongs to, before and after a
-// change, so a node that moves between pools is recounted by both, and the
-// pool that admitted it, which counts it until its reboot completes.
-func (r *Reconciler) nodeHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	add := func(ctx context.Context, q enqueue.Queue, nodes ...client.Object) {
-		var poolList v1alpha1.MaintenancePoolList
-		if err := r.List(ctx, &poolList); err != nil {
-			// The cache cannot fail a list of a synced informer; should it, a
-			// reconcile of every pool is the safe answer.
-			ctrl.LoggerFrom(ctx).Error(err, "List pools for a node event")
-		}
-		selectors := pools.Selectors(poolList.Items)
-		seen := map[string]bool{}
-		for _, obj := range nodes {
-			node, ok := obj.(*corev1.Node)
-			if !ok {
-				continue
-			}
-			names := pools.Of(node, selectors)
-			if a := admittedBy(node); a != "" {
-				names = append(names, a)
-			}
-			for _, name := range names {
-				if !seen[name] {
-					seen[name] = true
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-				}
-			}
-		}
-	}
-	return enqueue.Objects(add)
 }
 
 // maintenancePools maps a NodeMaintenance to its node's pools: a request
@@ -156,19 +114,4 @@ func (r *Reconciler) allPools(ctx context.Context, _ client.Object) []reconcile.
 		}
 	}
 	return reqs
-}
-
-// admittedBy names the pool that admitted the node, or whose slot it holds
-// while it settles after its reboot; empty when none did or the record
-// does not say.
-func admittedBy(node *corev1.Node) string {
-	var a protocol.Admission
-	if ok, err := protocol.Decode(node, protocol.Admitted, &a); ok && err == nil {
-		return a.Pool
-	}
-	var s protocol.Settle
-	if ok, err := protocol.Decode(node, protocol.Settling, &s); ok && err == nil {
-		return s.Pool
-	}
-	return ""
 }

@@ -29,29 +29,41 @@ type Nodes struct {
 	Elsewhere []Member
 }
 
-// Read sorts nodes, every Node the cache holds, by name, and returns those
-// of the pool. It only reads the cached objects: a write copies first.
-// capacity is how many members to make room for at once.
-func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
-	// Sorted by name as pointers, the members come out in the order the
-	// gate plans in; sorting the members themselves moved every member's
-	// whole struct, a tenth of a reconcile at 500 nodes.
+// Walk sorts nodes, every Node the cache holds, by name, and calls visit
+// with each node of the pool: member when the pool selects it, else one it
+// admitted that another pool selects now (otherPools names the pools the
+// node is in besides this one, or all of them). It only reads the cached
+// objects: a write copies first.
+func (d *Decoded) Walk(nodes []*corev1.Node, pool string, sel pools.Selection, visit func(s protocol.NodeState, otherPools []string, member bool)) {
+	// Sorted by name as pointers, the nodes come out in the order the gate
+	// plans in; sorting what the callers build of them moved each whole
+	// struct, a tenth of a reconcile at 500 nodes.
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
-	out := Nodes{Members: make([]Member, 0, capacity)}
 	for _, node := range nodes {
 		in := pools.Of(node, sel)
 		if !slices.Contains(in, pool) {
 			// Only its admission is looked at first: this runs for every
 			// node the pool does not select.
 			if AdmittedBy(node) == pool {
-				out.Elsewhere = append(out.Elsewhere, Member{NodeState: d.State(node), OtherPools: in})
+				visit(d.State(node), in, false)
 			}
 			continue
 		}
-		others := slices.DeleteFunc(in, func(p string) bool { return p == pool })
-		out.Members = append(out.Members, Member{NodeState: d.State(node), OtherPools: others})
+		visit(d.State(node), slices.DeleteFunc(in, func(p string) bool { return p == pool }), true)
 	}
 	d.ForgetGone(nodes)
+}
+
+// Read is Walk, collected.
+func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection) Nodes {
+	var out Nodes
+	d.Walk(nodes, pool, sel, func(s protocol.NodeState, others []string, member bool) {
+		if member {
+			out.Members = append(out.Members, Member{NodeState: s, OtherPools: others})
+		} else {
+			out.Elsewhere = append(out.Elsewhere, Member{NodeState: s, OtherPools: others})
+		}
+	})
 	return out
 }
 

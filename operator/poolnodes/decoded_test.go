@@ -1,4 +1,4 @@
-package gate
+package poolnodes
 
 import (
 	"testing"
@@ -26,13 +26,13 @@ func requesting(name, uid, rv, boot string, ids ...string) *corev1.Node {
 // same name, or a node with no version (not from the API server) is
 // decoded again, and each read names the Node it was given.
 func TestDecodedStatesDecodeEachVersionOnce(t *testing.T) {
-	d := newDecodedStates()
+	d := NewDecoded()
 	v1 := requesting("n1", "u1", "10", "b1", "a")
-	first := d.read(v1)
+	first := d.State(v1)
 	if got := first.Current().IDs(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("first read: requests %v, want [a]", got)
 	}
-	again := d.read(v1.DeepCopy())
+	again := d.State(v1.DeepCopy())
 	if again.Requested != first.Requested {
 		t.Errorf("the same version was decoded again")
 	}
@@ -44,8 +44,8 @@ func TestDecodedStatesDecodeEachVersionOnce(t *testing.T) {
 	}
 	for name, n := range cases {
 		t.Run(name, func(t *testing.T) {
-			d.read(v1)
-			got := d.read(n)
+			d.State(v1)
+			got := d.State(n)
 			if got.Node != n {
 				t.Errorf("the state names another Node than the one read")
 			}
@@ -59,7 +59,7 @@ func TestDecodedStatesDecodeEachVersionOnce(t *testing.T) {
 	bad := requesting("n2", "u3", "5", "b1")
 	bad.Annotations[protocol.Admitted] = "{not json"
 	for range 2 {
-		if st := d.read(bad); st.Unreadable == nil || st.Admission == nil {
+		if st := d.State(bad); st.Unreadable == nil || st.Admission == nil {
 			t.Fatalf("unreadable admission read as %+v, want unreadable and holding its slot", st.Admission)
 		}
 	}
@@ -67,16 +67,16 @@ func TestDecodedStatesDecodeEachVersionOnce(t *testing.T) {
 
 // The states of deleted nodes go once more are kept than the cache holds.
 func TestDecodedStatesForgetDeletedNodes(t *testing.T) {
-	d := newDecodedStates()
+	d := NewDecoded()
 	a, b, c := requesting("a", "ua", "1", "b"), requesting("b", "ub", "1", "b"), requesting("c", "uc", "1", "b")
 	for _, n := range []*corev1.Node{a, b, c} {
-		d.read(n)
+		d.State(n)
 	}
-	d.forgetGone([]*corev1.Node{a, b, c})
+	d.ForgetGone([]*corev1.Node{a, b, c})
 	if len(d.byNode) != 3 {
 		t.Fatalf("kept %d states of 3 live nodes", len(d.byNode))
 	}
-	d.forgetGone([]*corev1.Node{a, c})
+	d.ForgetGone([]*corev1.Node{a, c})
 	if _, ok := d.byNode["b"]; ok || len(d.byNode) != 2 {
 		t.Errorf("after b's deletion kept %d states, b's among them: %v", len(d.byNode), ok)
 	}
