@@ -6,4 +6,9 @@
 // of one workload are evicted one after another across all the drains of a
 // Drainer: evictions under one PodDisruptionBudget at once conflict in the
 // API server, which then sleeps (lanes.go).
+//
+// Steps (steps.go) takes those steps outside the controller's reconcile: a
+// pool of workers steps every drain a controller follows, once per poll
+// interval, and wakes the controller with each result, so that a reconcile
+// never waits on a drain.
 package drain

@@ -117,7 +117,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 				errs = append(errs, err)
 				continue
 			}
-			r.steps.stop(name)
+			r.steps.Stop(name)
 			v = st.view(name)
 		}
 		marked, err := r.mark(ctx, st, v)
@@ -125,13 +125,13 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			errs = append(errs, err)
 			continue
 		}
-		var last stepResult
+		var last drain.StepResult
 		var stepped bool
 		if marked {
 			following[name] = true
-			last, stepped = r.steps.follow(keyOf(name, v.Admission.BootID, v.Admission.Time), st.pool.Name, st.pool.Spec.Drain)
+			last, stepped = r.steps.Follow(drain.KeyOf(name, v.Admission.BootID, v.Admission.Time), st.pool.Name, st.pool.Spec.Drain)
 		}
-		drained := stepped && last.err == nil && last.progress.Done
+		drained := stepped && last.Err == nil && last.Progress.Done
 		switch {
 		case drained && !mayApprove[name]:
 			// Drained, but approving it would take the pool past its
@@ -139,32 +139,32 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			// drain is done, so no timeout abandons it.
 			st.drains[name] = drainReport{blocked: true, message: fmt.Sprintf(
 				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
-		case drained && last.stale:
+		case drained && last.Stale:
 			// Its pool's reconciles lagged behind the steps: the next
 			// step, under way, looks again before the node is approved.
 			st.drains[name] = drainReport{message: "drained; looking once more before its approval"}
 		case drained:
-			r.steps.stop(name)
+			r.steps.Stop(name)
 			errs = append(errs, r.approve(ctx, st, v, nil))
 		case st.now.Sub(v.Admission.Time) >= timeout:
-			r.steps.stop(name)
-			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.progress, last.err, mayApprove[name]))
+			r.steps.Stop(name)
+			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.Progress, last.Err, mayApprove[name]))
 		default:
 			switch {
 			case stepped:
-				st.drains[name] = report(last.progress, last.err)
+				st.drains[name] = report(last.Progress, last.Err)
 			case marked:
 				st.drains[name] = drainReport{message: "its first drain step is under way"}
 			}
 			// Each step wakes the pool; this wakes it at the drain's
 			// deadline should no step end before it.
-			wait := min(drainStepTimeout, timeout-st.now.Sub(v.Admission.Time))
+			wait := min(drain.StepTimeout, timeout-st.now.Sub(v.Admission.Time))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
 			}
 		}
 	}
-	r.steps.stopOthers(st.pool.Name, following)
+	r.steps.StopOthers(st.pool.Name, following)
 	return requeue, errors.Join(errs...)
 }
 

@@ -33,7 +33,7 @@ import (
 // Drainer evicts a node's pods one step at a time; drain.Drainer is the real
 // one.
 type Drainer interface {
-	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (drain.Progress, error)
+	drain.Stepper
 	// Force deletes what eviction could not move, bypassing
 	// PodDisruptionBudgets, calling before with the pods first.
 	Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error)
@@ -75,7 +75,7 @@ type Reconciler struct {
 	inflight *inflight
 	events   poolnodes.Events
 	// steps steps drains outside the reconcile.
-	steps *drainSteps
+	steps *drain.Steps
 	// written is the status last written per pool, so that an unchanged
 	// status is not written again, whatever the cache shows.
 	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
@@ -168,7 +168,7 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 	r.decide(ctx, st) // held: it asks nothing and admits nothing
 	for _, v := range st.views {
 		if v.Draining() {
-			r.steps.stop(v.Node.Name)
+			r.steps.Stop(v.Node.Name)
 			st.drains[v.Node.Name] = drainReport{blocked: true, message: "held: " + strings.Join(st.unreadablePools, "; ")}
 		}
 	}
@@ -208,7 +208,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Decoded == nil {
 		r.Decoded = poolnodes.NewDecoded()
 	}
-	r.steps = newDrainSteps(r.Drainer, r.DrainPollInterval)
+	r.steps = drain.NewSteps(r.Drainer, r.DrainPollInterval)
 	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
@@ -224,8 +224,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// Each drain step wakes the pool of its node, and the drain steps
 		// run as long as the controller does.
 		WatchesRawSource(source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			r.steps.start(ctx, wakePool(q))
+			r.steps.Start(ctx, wakePool(q))
 			return nil
 		})).
 		Complete(r)
+}
+
+// wakePool is Steps' wake for the gate's workqueue.
+func wakePool(q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(string) {
+	return func(pool string) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: pool}})
+	}
 }

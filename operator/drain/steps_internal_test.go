@@ -1,4 +1,4 @@
-package gate
+package drain
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/drain"
 )
 
 // gatedDrainer answers each node's steps with what the test set, and holds
@@ -19,15 +18,15 @@ type gatedDrainer struct {
 	mu      sync.Mutex
 	steps   map[string]int
 	since   map[string][]string
-	answer  map[string]drain.Progress
+	answer  map[string]Progress
 	blocked map[string]chan struct{}
 }
 
 func newGatedDrainer() *gatedDrainer {
-	return &gatedDrainer{steps: map[string]int{}, since: map[string][]string{}, answer: map[string]drain.Progress{}, blocked: map[string]chan struct{}{}}
+	return &gatedDrainer{steps: map[string]int{}, since: map[string][]string{}, answer: map[string]Progress{}, blocked: map[string]chan struct{}{}}
 }
 
-func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions, since string) (drain.Progress, error) {
+func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions, since string) (Progress, error) {
 	f.mu.Lock()
 	f.steps[node]++
 	f.since[node] = append(f.since[node], since)
@@ -37,7 +36,7 @@ func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOp
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return drain.Progress{}, ctx.Err()
+			return Progress{}, ctx.Err()
 		}
 	}
 	f.mu.Lock()
@@ -58,7 +57,7 @@ func (f *gatedDrainer) block(node string) (release func()) {
 	return func() { once.Do(func() { close(ch) }) }
 }
 
-func (f *gatedDrainer) set(node string, p drain.Progress) {
+func (f *gatedDrainer) set(node string, p Progress) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.answer[node] = p
@@ -95,13 +94,13 @@ func (w *wakes) count() int {
 	return len(w.pools)
 }
 
-func startSteps(t *testing.T, d Drainer, poll time.Duration) (*drainSteps, *wakes) {
+func startSteps(t *testing.T, d Stepper, poll time.Duration) (*Steps, *wakes) {
 	t.Helper()
-	s := newDrainSteps(d, poll)
+	s := NewSteps(d, poll)
 	w := &wakes{}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s.start(ctx, w.wake)
+	s.Start(ctx, w.wake)
 	return s, w
 }
 
@@ -110,51 +109,51 @@ func TestASlowDrainStepHoldsUpNoOtherDrain(t *testing.T) {
 	d := newGatedDrainer()
 	release := d.block("slow")
 	defer release()
-	d.set("fast", drain.Progress{Done: true})
+	d.set("fast", Progress{Done: true})
 	s, w := startSteps(t, d, time.Hour)
 	admitted := time.Now()
-	slow := keyOf("slow", "b", admitted)
-	fast := keyOf("fast", "b", admitted)
+	slow := KeyOf("slow", "b", admitted)
+	fast := KeyOf("fast", "b", admitted)
 
 	// Asking returns at once, before any step ended.
-	_, stepped := s.follow(slow, "p", v1alpha1.DrainOptions{})
+	_, stepped := s.Follow(slow, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeFalse())
-	_, stepped = s.follow(fast, "p", v1alpha1.DrainOptions{})
+	_, stepped = s.Follow(fast, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeFalse())
 
 	// The fast node's step ends and wakes the pool while the slow one's
 	// hangs.
 	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
-	last, stepped := s.follow(fast, "p", v1alpha1.DrainOptions{})
+	last, stepped := s.Follow(fast, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue())
-	g.Expect(last.progress.Done).To(BeTrue())
-	_, stepped = s.follow(slow, "p", v1alpha1.DrainOptions{})
+	g.Expect(last.Progress.Done).To(BeTrue())
+	_, stepped = s.Follow(slow, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeFalse(), "the slow node's step has not ended")
 
 	release()
-	g.Eventually(func() bool { _, ok := s.follow(slow, "p", v1alpha1.DrainOptions{}); return ok }, 10*time.Second).Should(BeTrue())
+	g.Eventually(func() bool { _, ok := s.Follow(slow, "p", v1alpha1.DrainOptions{}); return ok }, 10*time.Second).Should(BeTrue())
 }
 
 func TestDrainIsSteppedOnlyWhileTheGateAsks(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", drain.Progress{Remaining: 3})
+	d.set("n", Progress{Remaining: 3})
 	s, _ := startSteps(t, d, 20*time.Millisecond)
-	key := keyOf("n", "b", time.Now())
+	key := KeyOf("n", "b", time.Now())
 
-	s.follow(key, "p", v1alpha1.DrainOptions{})
+	s.Follow(key, "p", v1alpha1.DrainOptions{})
 	g.Eventually(func() int { return d.count("n") }, 10*time.Second).Should(Equal(1))
 	// Unasked, the drain waits for the next reconcile, however many poll
 	// intervals go by; its result stays for that reconcile.
 	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(Equal(1))
-	last, stepped := s.follow(key, "p", v1alpha1.DrainOptions{})
+	last, stepped := s.Follow(key, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue())
-	g.Expect(last.progress.Remaining).To(Equal(3))
+	g.Expect(last.Progress.Remaining).To(Equal(3))
 	g.Eventually(func() int { return d.count("n") }, 10*time.Second).Should(Equal(2))
 
 	// Stopped, it is stepped no more, even when a step was due.
-	s.follow(key, "p", v1alpha1.DrainOptions{})
-	s.stop("n")
+	s.Follow(key, "p", v1alpha1.DrainOptions{})
+	s.Stop("n")
 	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(BeNumerically("<=", 3))
 	steps := d.count("n")
 	g.Consistently(func() int { return d.count("n") }, 300*time.Millisecond).Should(Equal(steps))
@@ -163,10 +162,10 @@ func TestDrainIsSteppedOnlyWhileTheGateAsks(t *testing.T) {
 func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", drain.Progress{Done: true})
+	d.set("n", Progress{Done: true})
 	s, w := startSteps(t, d, time.Hour)
-	first := keyOf("n", "b", time.Now())
-	s.follow(first, "p", v1alpha1.DrainOptions{})
+	first := KeyOf("n", "b", time.Now())
+	s.Follow(first, "p", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
 
 	// The drain was retried: a new admission of the same boot.
@@ -174,13 +173,13 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	defer release()
 	retried := first
 	retried.admitted = first.admitted + int64(time.Minute)
-	_, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
+	_, stepped := s.Follow(retried, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeFalse(), "the first admission's drained node must not approve the second")
 	release()
 	g.Eventually(w.count, 10*time.Second).Should(Equal(2))
-	last, stepped := s.follow(retried, "p", v1alpha1.DrainOptions{})
+	last, stepped := s.Follow(retried, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue())
-	g.Expect(last.progress.Done).To(BeTrue())
+	g.Expect(last.Progress.Done).To(BeTrue())
 }
 
 // A drain's first step reads the pods' version (after the cordon), and
@@ -189,14 +188,14 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", drain.Progress{Remaining: 1, PodsVersion: "41"})
+	d.set("n", Progress{Remaining: 1, PodsVersion: "41"})
 	s, _ := startSteps(t, d, 10*time.Millisecond)
-	first := keyOf("n", "b", time.Now())
-	g.Eventually(func() int { s.follow(first, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", 3))
+	first := KeyOf("n", "b", time.Now())
+	g.Eventually(func() int { s.Follow(first, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", 3))
 	g.Expect(d.sinces("n")[:3]).To(Equal([]string{"", "41", "41"}))
 
-	s.stop("n")
-	d.set("n", drain.Progress{Remaining: 1, PodsVersion: "97"})
+	s.Stop("n")
+	d.set("n", Progress{Remaining: 1, PodsVersion: "97"})
 	retried := first
 	retried.admitted = first.admitted + int64(time.Minute)
 	steps := d.count("n")
@@ -210,24 +209,24 @@ func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
 		}
 		return got
 	}
-	g.Eventually(func() int { s.follow(retried, "p", v1alpha1.DrainOptions{}); return len(retriedSinces()) }, 10*time.Second).Should(BeNumerically(">=", 2))
+	g.Eventually(func() int { s.Follow(retried, "p", v1alpha1.DrainOptions{}); return len(retriedSinces()) }, 10*time.Second).Should(BeNumerically(">=", 2))
 	g.Expect(retriedSinces()[:2]).To(Equal([]string{"", "97"}))
 }
 
 func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("a", drain.Progress{Remaining: 1})
-	d.set("b", drain.Progress{Remaining: 1})
-	d.set("c", drain.Progress{Remaining: 1})
+	d.set("a", Progress{Remaining: 1})
+	d.set("b", Progress{Remaining: 1})
+	d.set("c", Progress{Remaining: 1})
 	s, w := startSteps(t, d, time.Hour)
 	now := time.Now()
-	s.follow(keyOf("a", "", now), "p", v1alpha1.DrainOptions{})
-	s.follow(keyOf("b", "", now), "p", v1alpha1.DrainOptions{})
-	s.follow(keyOf("c", "", now), "q", v1alpha1.DrainOptions{})
+	s.Follow(KeyOf("a", "", now), "p", v1alpha1.DrainOptions{})
+	s.Follow(KeyOf("b", "", now), "p", v1alpha1.DrainOptions{})
+	s.Follow(KeyOf("c", "", now), "q", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(Equal(3))
 
-	s.stopOthers("p", map[string]bool{"a": true})
+	s.StopOthers("p", map[string]bool{"a": true})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g.Expect(s.drains).To(HaveKey("a"))
@@ -241,27 +240,27 @@ func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {
 func TestADrainedFindingGoesStale(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", drain.Progress{Done: true})
+	d.set("n", Progress{Done: true})
 	s, w := startSteps(t, d, 100*time.Millisecond)
 	var mu sync.Mutex
 	now := time.Now()
 	s.mu.Lock()
 	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	s.mu.Unlock()
-	key := keyOf("n", "b", now)
+	key := KeyOf("n", "b", now)
 
-	s.follow(key, "p", v1alpha1.DrainOptions{})
+	s.Follow(key, "p", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(BeNumerically(">=", 1))
-	last, stepped := s.follow(key, "p", v1alpha1.DrainOptions{})
+	last, stepped := s.Follow(key, "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue())
-	g.Expect(last.stale).To(BeFalse())
+	g.Expect(last.Stale).To(BeFalse())
 
 	mu.Lock()
 	now = now.Add(minStepMaxAge + time.Second)
 	mu.Unlock()
-	last, _ = s.follow(key, "p", v1alpha1.DrainOptions{})
-	g.Expect(last.stale).To(BeTrue(), "found drained %s ago", minStepMaxAge+time.Second)
-	g.Eventually(func() bool { last, _ := s.follow(key, "p", v1alpha1.DrainOptions{}); return last.stale }, 10*time.Second).Should(BeFalse())
+	last, _ = s.Follow(key, "p", v1alpha1.DrainOptions{})
+	g.Expect(last.Stale).To(BeTrue(), "found drained %s ago", minStepMaxAge+time.Second)
+	g.Eventually(func() bool { last, _ := s.Follow(key, "p", v1alpha1.DrainOptions{}); return last.Stale }, 10*time.Second).Should(BeFalse())
 }
 
 // An admission read again in another time zone is the same drain: its
@@ -269,14 +268,14 @@ func TestADrainedFindingGoesStale(t *testing.T) {
 func TestAnAdmissionReadInAnotherZoneIsTheSameDrain(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", drain.Progress{Remaining: 2})
+	d.set("n", Progress{Remaining: 2})
 	s, w := startSteps(t, d, time.Hour)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	s.follow(keyOf("n", "b", at), "p", v1alpha1.DrainOptions{})
+	s.Follow(KeyOf("n", "b", at), "p", v1alpha1.DrainOptions{})
 	g.Eventually(w.count, 10*time.Second).Should(Equal(1))
 
 	elsewhere := at.In(time.FixedZone("CET", 3600))
-	last, stepped := s.follow(keyOf("n", "b", elsewhere), "p", v1alpha1.DrainOptions{})
+	last, stepped := s.Follow(KeyOf("n", "b", elsewhere), "p", v1alpha1.DrainOptions{})
 	g.Expect(stepped).To(BeTrue(), "the drain started over")
-	g.Expect(last.progress.Remaining).To(Equal(2))
+	g.Expect(last.Progress.Remaining).To(Equal(2))
 }

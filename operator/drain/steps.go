@@ -1,17 +1,14 @@
-package gate
+package drain
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/drain"
 )
 
 const (
@@ -19,9 +16,9 @@ const (
 	// pools. A step is a pod list and the node's evictions; a pool draining
 	// its budget of nodes together would otherwise send them all at once.
 	drainStepWorkers = 16
-	// drainStepTimeout bounds one step, so that an API server that does not
+	// StepTimeout bounds one step, so that an API server that does not
 	// answer holds a worker for no longer.
-	drainStepTimeout = time.Minute
+	StepTimeout = time.Minute
 	// minStepMaxAge is the least age at which a step's finding that the
 	// node is drained goes stale (it is twice the poll interval if that is
 	// longer). A reconcile that lags behind the steps approves on a fresh
@@ -29,36 +26,36 @@ const (
 	minStepMaxAge = 5 * time.Second
 )
 
-// drainKey names one drain: a node's admission for a boot, at a time (a
+// Key names one drain: a node's admission for a boot, at a time (a
 // retried drain is a new admission). A step's result is only ever read for
 // the drain it was taken for. The time is kept as an instant (Unix
 // nanoseconds): a time.Time read again from the annotation in another
 // zone would compare unequal, start the drain over at every reconcile, and
 // never let it finish.
-type drainKey struct {
+type Key struct {
 	node     string
 	boot     string
 	admitted int64
 }
 
-func keyOf(node, boot string, admitted time.Time) drainKey {
-	return drainKey{node: node, boot: boot, admitted: admitted.UnixNano()}
+func KeyOf(node, boot string, admitted time.Time) Key {
+	return Key{node: node, boot: boot, admitted: admitted.UnixNano()}
 }
 
-// stepResult is what a node's last drain step found.
-type stepResult struct {
-	progress drain.Progress
-	err      error
-	// at is when the step ended.
-	at time.Time
-	// stale is true when the step ended too long ago to approve the node
+// StepResult is what a node's last drain step found.
+type StepResult struct {
+	Progress Progress
+	Err      error
+	// At is when the step ended.
+	At time.Time
+	// Stale is true when the step ended too long ago to approve the node
 	// on it: a pod bound to the node by name since would go unseen.
-	stale bool
+	Stale bool
 }
 
 // followedDrain is a drain the gate follows.
 type followedDrain struct {
-	key  drainKey
+	key  Key
 	pool string
 	opts v1alpha1.DrainOptions
 	// asked is whether the gate asked for the drain since its last step:
@@ -66,13 +63,18 @@ type followedDrain struct {
 	// someone does (idle).
 	asked, idle bool
 	// last is the last step's result, nil before the first step ends.
-	last *stepResult
+	last *StepResult
 	// podsVersion is what the drain's first step read of the pods'
 	// resource version: every later step lists at least as new.
 	podsVersion string
 }
 
-// drainSteps steps drains outside the pool's reconcile. A step waits on the
+// Stepper takes one step of a node's drain; *Drainer is the real one.
+type Stepper interface {
+	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (Progress, error)
+}
+
+// Steps steps drains outside the pool's reconcile. A step waits on the
 // API server (a pod list, then an eviction per pod), and a pool drains its
 // whole budget of nodes together; stepped inside the reconcile, a slot
 // freed by one node waited for every other node's step before the next
@@ -80,8 +82,8 @@ type followedDrain struct {
 // reads the last result of each drain and asks for the drain to go on;
 // workers step the drains every DrainPollInterval and wake the pool with
 // each result.
-type drainSteps struct {
-	drainer Drainer
+type Steps struct {
+	drainer Stepper
 	poll    time.Duration
 	// now is the time steps end at, and are read at; real time, as the
 	// API server's.
@@ -95,8 +97,8 @@ type drainSteps struct {
 	wake func(pool string)
 }
 
-func newDrainSteps(drainer Drainer, poll time.Duration) *drainSteps {
-	return &drainSteps{
+func NewSteps(drainer Stepper, poll time.Duration) *Steps {
+	return &Steps{
 		drainer: drainer,
 		poll:    poll,
 		now:     time.Now,
@@ -109,7 +111,7 @@ func newDrainSteps(drainer Drainer, poll time.Duration) *drainSteps {
 // step's result, if a step ended. The first call for a drain queues its
 // first step; later steps follow every poll interval while the gate keeps
 // asking.
-func (s *drainSteps) follow(key drainKey, pool string, opts v1alpha1.DrainOptions) (stepResult, bool) {
+func (s *Steps) Follow(key Key, pool string, opts v1alpha1.DrainOptions) (StepResult, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.drains[key.node]
@@ -124,16 +126,16 @@ func (s *drainSteps) follow(key drainKey, pool string, opts v1alpha1.DrainOption
 	}
 	d.pool, d.opts, d.asked = pool, opts, true
 	if d.last == nil {
-		return stepResult{}, false
+		return StepResult{}, false
 	}
 	last := *d.last
-	last.stale = s.now().Sub(last.at) > max(minStepMaxAge, 2*s.poll)
+	last.Stale = s.now().Sub(last.At) > max(minStepMaxAge, 2*s.poll)
 	return last, true
 }
 
 // stop ends the drain of a node: it was approved, given up, or what a step
 // found no longer holds. A step under way ends, and its result is dropped.
-func (s *drainSteps) stop(node string) {
+func (s *Steps) Stop(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.drains, node)
@@ -141,7 +143,7 @@ func (s *drainSteps) stop(node string) {
 
 // stopOthers ends the drains of pool whose nodes are not in following:
 // they finished, or left the pool, without a stop.
-func (s *drainSteps) stopOthers(pool string, following map[string]bool) {
+func (s *Steps) StopOthers(pool string, following map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for node, d := range s.drains {
@@ -153,7 +155,7 @@ func (s *drainSteps) stopOthers(pool string, following map[string]bool) {
 
 // start runs the workers until ctx ends; wake is called with a pool's name
 // after each step of one of its drains.
-func (s *drainSteps) start(ctx context.Context, wake func(pool string)) {
+func (s *Steps) Start(ctx context.Context, wake func(pool string)) {
 	s.mu.Lock()
 	s.wake = wake
 	s.mu.Unlock()
@@ -171,7 +173,7 @@ func (s *drainSteps) start(ctx context.Context, wake func(pool string)) {
 
 // next takes one step of the next drain in the queue; it returns false
 // once the queue is shut down.
-func (s *drainSteps) next(ctx context.Context) bool {
+func (s *Steps) next(ctx context.Context) bool {
 	node, shutdown := s.queue.Get()
 	if shutdown {
 		return false
@@ -195,7 +197,7 @@ func (s *drainSteps) next(ctx context.Context) bool {
 	key, opts, since := d.key, d.opts, d.podsVersion
 	s.mu.Unlock()
 
-	stepCtx, cancel := context.WithTimeout(ctx, drainStepTimeout)
+	stepCtx, cancel := context.WithTimeout(ctx, StepTimeout)
 	progress, err := s.drainer.Step(stepCtx, node, opts, since)
 	cancel()
 
@@ -204,7 +206,7 @@ func (s *drainSteps) next(ctx context.Context) bool {
 		s.mu.Unlock()
 		return true // stopped while it stepped
 	}
-	d.last = &stepResult{progress: progress, err: err, at: s.now()}
+	d.last = &StepResult{Progress: progress, Err: err, At: s.now()}
 	if d.podsVersion == "" {
 		d.podsVersion = progress.PodsVersion
 	}
@@ -218,11 +220,4 @@ func (s *drainSteps) next(ctx context.Context) bool {
 		wake(pool)
 	}
 	return true
-}
-
-// wakePool is drainSteps' wake for the gate's workqueue.
-func wakePool(q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(string) {
-	return func(pool string) {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: pool}})
-	}
 }
