@@ -48,7 +48,13 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 		started = started || err == nil && want != "" && v.CurrentConfig != want
 	}
 	if started && st.pool.UID != "" {
-		r.rolloutStarted(ctx, st)
+		outdated := 0
+		for _, v := range st.views {
+			if len(v.otherPools) == 0 && v.CurrentConfig != want {
+				outdated++
+			}
+		}
+		r.status.RolloutStarted(ctx, st.pool, outdated, len(st.views))
 	}
 	return errors.Join(errs...)
 }

@@ -1,14 +1,8 @@
 package gate
 
 import (
-	"fmt"
 	"slices"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -16,9 +10,9 @@ import (
 // pool's and the policy's freezes into each request's verdict, so a frozen
 // node is not windowOpen, waits without taking budget, and the next waiting
 // node that passes the freeze (ignoreFreezes) may be admitted; the gate
-// wakes when the freeze ends (nextOpening). What is the freeze's own is
-// here: the pool's status.freeze and Frozen condition, its FreezeStarted
-// and FreezeEnded events, and the Blocked reason Frozen.
+// wakes when the freeze ends (nextOpening). Here is what the gate knows of
+// the freezes; poolstatus.Freeze reports the pool's own (status.freeze,
+// the Frozen condition, FreezeStarted and FreezeEnded).
 
 // observeFreeze records what the pool's own freezes say now, and asks for a
 // reconcile when that changes: at the end of the freeze in force, or at the
@@ -62,59 +56,4 @@ func (st *poolState) addFreezes(in *policies.WaitInput) {
 			}
 		}
 	}
-}
-
-// setFrozen writes status.freeze and the Frozen condition from the pool's
-// own freezes, and sends FreezeStarted and FreezeEnded once per freeze:
-// the last status written (which a restarted operator reads back from the
-// pool) tells whether this one was reported already. A freeze that cannot
-// be read is Frozen, reason InvalidFreeze, with a Warning event once.
-func (r *Reconciler) setFrozen(st *poolState) {
-	pool := st.pool
-	was := pool.Status.Freeze
-	if last, ok := r.written.Last(pool.Name, pool.UID); ok {
-		was = last.Freeze
-	}
-	wasInvalid := r.lastCondition(pool, v1alpha1.FrozenCondition)
-	invalidBefore := wasInvalid != nil && wasInvalid.Status == metav1.ConditionTrue && wasInvalid.Reason == v1alpha1.InvalidFreezeReason
-	f := st.admission.freeze
-	switch {
-	case f.Err != nil:
-		pool.Status.Freeze = nil
-		msg := f.Describe()
-		setCondition(pool, v1alpha1.FrozenCondition, true, v1alpha1.InvalidFreezeReason, "", msg)
-		if !invalidBefore {
-			r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.InvalidFreezeReason, "Freeze", "%s", msg)
-		}
-		return
-	case f.Frozen:
-		pool.Status.Freeze = &v1alpha1.ActiveFreeze{Name: f.Freeze.Name, Reason: f.Freeze.Reason, End: metav1.NewTime(f.Until.UTC().Truncate(time.Second))}
-		setCondition(pool, v1alpha1.FrozenCondition, true, v1alpha1.FrozenReason, "",
-			"Nothing new is admitted but requests with ignoreFreezes: "+f.Describe())
-	default:
-		pool.Status.Freeze = nil
-		setCondition(pool, v1alpha1.FrozenCondition, false, "", v1alpha1.NotFrozenReason, "")
-	}
-	now := pool.Status.Freeze
-	switch {
-	case now != nil && was != nil && was.Name != now.Name:
-		// One freeze followed on from another.
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, v1alpha1.FreezeEndedReason, "Freeze",
-			"Freeze %s ended; freeze %s follows on", freezeName(was), freezeName(now))
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, v1alpha1.FreezeStartedReason, "Freeze",
-			"Freeze %s started: nothing new is admitted until %s, but requests with ignoreFreezes", freezeName(now), now.End.UTC().Format(time.RFC3339))
-	case now != nil && was == nil:
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, v1alpha1.FreezeStartedReason, "Freeze",
-			"Freeze %s started: nothing new is admitted until %s, but requests with ignoreFreezes", freezeName(now), now.End.UTC().Format(time.RFC3339))
-	case now == nil && was != nil:
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, v1alpha1.FreezeEndedReason, "Freeze",
-			"Freeze %s ended: requests are admitted again as windows and budget allow", freezeName(was))
-	}
-}
-
-func freezeName(f *v1alpha1.ActiveFreeze) string {
-	if f.Reason == "" {
-		return f.Name
-	}
-	return fmt.Sprintf("%s (%s)", f.Name, f.Reason)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -138,6 +139,6 @@ func setOptedOut(st *poolState, in *policies.WaitInput) {
 	nodes := st.optedOutNodes()
 	st.pool.Status.OptedOut = int32(len(nodes))
 	in.OptedOut = nodes
-	msg := fmt.Sprintf("%d nodes wait for an opt-out to be lifted: %s", len(nodes), nameList(nodes))
-	setCondition(st.pool, v1alpha1.OptedOutCondition, len(nodes) > 0, v1alpha1.OptedOutReason, v1alpha1.NoOptOutsReason, msg)
+	msg := fmt.Sprintf("%d nodes wait for an opt-out to be lifted: %s", len(nodes), poolstatus.NameList(nodes))
+	poolstatus.SetCondition(st.pool, v1alpha1.OptedOutCondition, len(nodes) > 0, v1alpha1.OptedOutReason, v1alpha1.NoOptOutsReason, msg)
 }

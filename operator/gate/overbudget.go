@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolstatus"
 )
 
 // setOverBudget reports a pool that has more nodes counting against its
@@ -22,7 +23,7 @@ import (
 // add to the count is admitted and no drained node is approved. Each episode
 // gets one Warning event and one count in the metrics; the condition says
 // which nodes count, and why.
-func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState) {
+func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState, last *v1alpha1.MaintenancePoolStatus) {
 	pool := st.pool
 	maxUnavailable, err := st.admission.budget, st.admission.budgetErr
 	used := st.unavailable()
@@ -32,25 +33,15 @@ func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState) {
 	msg := ""
 	if over {
 		msg = fmt.Sprintf("%d nodes count against a maxUnavailable of %d: %s; no node that would add to them is admitted and no drained node is approved until the pool is back within its budget",
-			used, maxUnavailable, nameList(st.countedNodes()))
+			used, maxUnavailable, poolstatus.NameList(st.countedNodes()))
 	}
-	was := r.lastCondition(pool, v1alpha1.OverBudgetCondition)
-	setCondition(pool, v1alpha1.OverBudgetCondition, over, v1alpha1.TooManyUnavailableReason, v1alpha1.WithinBudgetReason, msg)
+	was := meta.FindStatusCondition(last.Conditions, v1alpha1.OverBudgetCondition)
+	poolstatus.SetCondition(pool, v1alpha1.OverBudgetCondition, over, v1alpha1.TooManyUnavailableReason, v1alpha1.WithinBudgetReason, msg)
 	if over && (was == nil || was.Status != metav1.ConditionTrue) {
 		ctrl.LoggerFrom(ctx).Info("Pool over budget", "pool", pool.Name, "unavailable", used, "maxUnavailable", maxUnavailable)
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.OverBudgetCondition, "Count", "%s", v1alpha1.FitMessage(msg))
 		r.Metrics.OverBudget(pool.Name)
 	}
-}
-
-// lastCondition is the pool's condition as this operator last wrote it, or
-// as the cache shows it when this operator has written none: the cache may
-// not show the last write yet, and an episode must be announced once.
-func (r *Reconciler) lastCondition(pool *v1alpha1.MaintenancePool, condType string) *metav1.Condition {
-	if last, ok := r.written.Last(pool.Name, pool.UID); ok {
-		return meta.FindStatusCondition(last.Conditions, condType)
-	}
-	return meta.FindStatusCondition(pool.Status.Conditions, condType)
 }
 
 // countedNodes names the nodes that count against the pool's budget, each

@@ -25,8 +25,8 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
+	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/operator/recent"
-	"github.com/kmaint/kmaint/operator/statuspatch"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -69,28 +69,21 @@ type Reconciler struct {
 	// aftercare may share it. Nil makes one.
 	Decoded *poolnodes.Decoded
 	// StatusInterval is the least time between two writes of a pool's
-	// status that change only its counts (1s if zero; see statusPace).
+	// status that change only its counts (1s if zero; see package poolstatus).
 	StatusInterval time.Duration
 
 	inflight *inflight
 	events   poolnodes.Events
 	// steps steps drains outside the reconcile.
 	steps *drain.Steps
-	// written is the status last written per pool, so that an unchanged
-	// status is not written again, whatever the cache shows.
-	written *statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
+	// status writes the pools' status.
+	status *poolstatus.Writer
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
 	blocks *recent.Cache[types.UID, blockResult]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
-	// rollouts are the configs whose rollout was announced, per pool.
-	rollouts rollouts
-	// pace spaces out writes of pool status that change only counts.
-	pace *statusPace
 	// cache is the manager's cache, whose Nodes observe reads in place.
 	cache cache.Informers
-	// live reads from the API server, not the cache.
-	live client.Reader
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -118,7 +111,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		wait, err := r.writeStatus(ctx, st)
+		// The built-in default pool has no object to report on, and a pool
+		// that cannot be read is never written back (package unreadable
+		// reports it).
+		if pool.UID == "" || pool.Unreadable() != nil {
+			return
+		}
+		wait, err := r.status.Write(ctx, pool, func(last *v1alpha1.MaintenancePoolStatus) { r.setStatus(ctx, st, last) })
 		reterr = errors.Join(reterr, err)
 		if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
 			result.RequeueAfter = wait
@@ -193,12 +192,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.BlockingPodInterval = 30 * time.Second
 	}
 	if r.StatusInterval == 0 {
-		r.StatusInterval = defaultStatusInterval
+		r.StatusInterval = poolstatus.DefaultInterval
 	}
-	r.pace = newStatusPace()
+	r.status = poolstatus.NewWriter(r.Client, mgr.GetAPIReader(), r.Recorder, r.StatusInterval)
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = mgr.GetCache()
-	r.live = mgr.GetAPIReader()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
@@ -209,7 +207,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Decoded = poolnodes.NewDecoded()
 	}
 	r.steps = drain.NewSteps(r.Drainer, r.DrainPollInterval)
-	r.written = &statuspatch.Written[*v1alpha1.MaintenancePoolStatus]{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).

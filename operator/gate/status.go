@@ -10,10 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolstatus"
 )
 
 // setStatus fills the pool's status from the reconcile's final picture.
-func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
+func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha1.MaintenancePoolStatus) {
 	pool := st.pool
 	s := &pool.Status
 	s.ObservedGeneration = pool.Generation
@@ -57,12 +58,12 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState) {
 	// Nodes this pool admitted that are in another pool now still count.
 	s.Unavailable += int32(len(st.elsewhere))
 
-	r.setBlocked(st)
+	r.setBlocked(st, last)
 	setDraining(st)
 	r.setDegraded(st, degraded, malformed, notBack)
 	setConflicting(st)
-	r.setOverBudget(ctx, st)
-	r.setFrozen(st)
+	r.setOverBudget(ctx, st, last)
+	poolstatus.Freeze(r.Recorder, st.pool, last, st.admission.freeze)
 }
 
 // setConflicting reports the pool's nodes that another pool selects too, or
@@ -97,7 +98,7 @@ func setConflicting(st *poolState) {
 	if realConflict {
 		reason = v1alpha1.NodesInOtherPoolsReason
 	}
-	setCondition(st.pool, v1alpha1.ConflictingCondition, len(parts) > 0, reason, v1alpha1.NoConflictsReason,
+	poolstatus.SetCondition(st.pool, v1alpha1.ConflictingCondition, len(parts) > 0, reason, v1alpha1.NoConflictsReason,
 		"Nodes that more than one pool selects, or might select, are never admitted: "+strings.Join(parts, "; "))
 }
 
@@ -121,22 +122,22 @@ func degradedMessage(v nodeView) string {
 // admission decision found (blockedBy), with a Warning event when the
 // budget first runs out, or a pool that cannot be read first holds this
 // one.
-func (r *Reconciler) setBlocked(st *poolState) {
+func (r *Reconciler) setBlocked(st *poolState, last *v1alpha1.MaintenancePoolStatus) {
 	pool := st.pool
 	in := st.waitInput()
 	setOptedOut(st, &in)
 	reason, msg, blocked := st.blockedBy(in)
 	if !blocked {
-		setCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
+		poolstatus.SetCondition(pool, v1alpha1.BlockedCondition, false, "", v1alpha1.NotBlockedReason, "")
 		return
 	}
 	// The reason is copied before the condition is set: the condition
 	// found is the one setCondition changes in place.
 	wasReason := ""
-	if was := r.lastCondition(pool, v1alpha1.BlockedCondition); was != nil && was.Status == metav1.ConditionTrue {
+	if was := meta.FindStatusCondition(last.Conditions, v1alpha1.BlockedCondition); was != nil && was.Status == metav1.ConditionTrue {
 		wasReason = was.Reason
 	}
-	setCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
+	poolstatus.SetCondition(pool, v1alpha1.BlockedCondition, true, reason, "", msg)
 	warn := reason == v1alpha1.BudgetExhaustedReason || reason == v1alpha1.UnreadablePoolReason || reason == v1alpha1.UnreadableGateReason
 	switch {
 	case wasReason == reason:
@@ -166,7 +167,7 @@ func setDraining(st *poolState) {
 	if blocked {
 		reason = v1alpha1.DrainBlockedReason
 	}
-	setCondition(st.pool, v1alpha1.DrainingCondition, len(parts) > 0, reason, v1alpha1.NoDrainsReason, strings.Join(parts, "; "))
+	poolstatus.SetCondition(st.pool, v1alpha1.DrainingCondition, len(parts) > 0, reason, v1alpha1.NoDrainsReason, strings.Join(parts, "; "))
 }
 
 // setDegraded reports what needs a person, with a Warning event on each
@@ -183,22 +184,22 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 			for _, v := range st.views {
 				names = append(names, v.Node.Name)
 			}
-			msg += fmt.Sprintf(", nor in any other pool the %d nodes it might select, until it can be parsed: %s", len(names), nameList(names))
+			msg += fmt.Sprintf(", nor in any other pool the %d nodes it might select, until it can be parsed: %s", len(names), poolstatus.NameList(names))
 		}
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
 	case st.admission.windowErr != nil:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.admission.windowErr.Error())
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.admission.windowErr.Error())
 	case st.admission.podSelectorErr != nil:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
 			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.admission.podSelectorErr))
 	case len(malformed) > 0:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(notBack) > 0:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodeNotBackReason, "", strings.Join(append(notBack, degraded...), "; "))
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodeNotBackReason, "", strings.Join(append(notBack, degraded...), "; "))
 	case len(degraded) > 0:
-		setCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodesDegradedReason, "", strings.Join(degraded, "; "))
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.NodesDegradedReason, "", strings.Join(degraded, "; "))
 	default:
-		setCondition(pool, v1alpha1.DegradedCondition, false, "", v1alpha1.AsExpectedReason, "")
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, false, "", v1alpha1.AsExpectedReason, "")
 	}
 	for _, v := range st.views {
 		if v.Unreadable == nil {
@@ -210,24 +211,4 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.MalformedAnnotationReason, "Read",
 			"%v; kmaint does nothing to node %s until its annotations can be read", v.Unreadable, v.Node.Name)
 	}
-}
-
-// setCondition sets a condition to True with trueReason and message, or to
-// False with falseReason and no message.
-func setCondition(pool *v1alpha1.MaintenancePool, condType string, status bool, trueReason, falseReason, message string) {
-	c := metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: falseReason, ObservedGeneration: pool.Generation}
-	if status {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, trueReason, v1alpha1.FitMessage(message)
-	}
-	meta.SetStatusCondition(&pool.Status.Conditions, c)
-}
-
-// nameList joins names for a message, the first twenty of them: enough to
-// find the rest with kubectl.
-func nameList(names []string) string {
-	const most = 20
-	if len(names) <= most {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
 }

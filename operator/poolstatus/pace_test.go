@@ -1,4 +1,4 @@
-package gate
+package poolstatus
 
 import (
 	"testing"
@@ -15,7 +15,7 @@ func TestStatusPaceHoldsBackOnlyCounts(t *testing.T) {
 		return &v1alpha1.MaintenancePoolStatus{Nodes: 10, Unavailable: 1, Conditions: []metav1.Condition{
 			{Type: v1alpha1.BlockedCondition, Status: metav1.ConditionFalse, Reason: "NotBlocked", Message: "1 of 2 unavailable"}}}
 	}
-	p := newStatusPace()
+	p := newPace()
 	if w := p.wait("u", base(), base(), time.Second, now); w != 0 {
 		t.Fatalf("the first write waits %s", w)
 	}

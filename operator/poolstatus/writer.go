@@ -1,4 +1,4 @@
-package gate
+package poolstatus
 
 import (
 	"context"
@@ -10,14 +10,47 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/statuspatch"
 )
 
-// writeStatus fills the pool's status from the reconcile's final picture
-// and writes it when it changed, paced (statusPace); it returns when to
-// write again at the latest.
+// Writer writes pools' status. The zero Writer is not usable: make one with
+// NewWriter.
+type Writer struct {
+	client   client.Client
+	live     client.Reader
+	recorder events.EventRecorder
+	interval time.Duration
+	// written is the status last written per pool, so that an unchanged
+	// status is not written again, whatever the cache shows.
+	written statuspatch.Written[*v1alpha1.MaintenancePoolStatus]
+	pace    *pace
+	// rollouts are the configs whose rollout was announced, per pool.
+	rollouts rollouts
+}
+
+// NewWriter returns a Writer that patches with c, reads a pool afresh with
+// live (the API server, not the cache) after a conflict, and writes a
+// status that only moves counts at most once per interval.
+func NewWriter(c client.Client, live client.Reader, recorder events.EventRecorder, interval time.Duration) *Writer {
+	return &Writer{client: c, live: live, recorder: recorder, interval: interval, pace: newPace()}
+}
+
+// Last is the pool's status as this operator last wrote it, or as the cache
+// shows it when it wrote none: the cache may not show the last write yet,
+// and an episode must be announced once.
+func (w *Writer) Last(pool *v1alpha1.MaintenancePool) *v1alpha1.MaintenancePoolStatus {
+	if last, ok := w.written.Last(pool.Name, pool.UID); ok {
+		return last
+	}
+	return pool.Status.DeepCopy()
+}
+
+// Write has set fill the pool's status, given the status last written, and
+// writes it when it changed; it returns when to write again at the latest.
 //
 // Aftercare writes settling, halt and the Halted condition: the patch
 // leaves the first two out, and puts the conditions back as the pool shows
@@ -25,25 +58,13 @@ import (
 // of aftercare's, the pool is read from the API server and the patch made
 // again on it, so that the gate's own write, and the events announcing it,
 // happen once.
-func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (time.Duration, error) {
-	pool := st.pool
-	// The built-in default pool has no object to report on, and a pool
-	// that cannot be read is never written back (package unreadable
-	// reports it).
-	if pool.UID == "" || pool.Unreadable() != nil {
+func (w *Writer) Write(ctx context.Context, pool *v1alpha1.MaintenancePool, set func(last *v1alpha1.MaintenancePoolStatus)) (time.Duration, error) {
+	before := w.Last(pool)
+	set(before)
+	if w.written.Same(pool.Name, pool.UID, &pool.Status) {
 		return 0, nil
 	}
-	// The cached pool may predate the last status written, so the
-	// comparison is with what this operator last wrote.
-	before, ok := r.written.Last(pool.Name, pool.UID)
-	if !ok {
-		before = pool.Status.DeepCopy()
-	}
-	r.setStatus(ctx, st)
-	if r.written.Same(pool.Name, pool.UID, &pool.Status) {
-		return 0, nil
-	}
-	if wait := r.pace.wait(pool.UID, before, &pool.Status, r.StatusInterval, time.Now()); wait > 0 {
+	if wait := w.pace.wait(pool.UID, before, &pool.Status, w.interval, time.Now()); wait > 0 {
 		return wait, nil
 	}
 	// blockingQuery is omitted when no query blocks: named, it is removed,
@@ -51,10 +72,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (time.Durat
 	// likewise once the freeze is over.
 	patch := statuspatch.Whole{Leave: []string{"settling", "halt"}, Lock: true}
 	written := pool
-	err := r.Status().Patch(ctx, written, patch)
+	err := w.client.Status().Patch(ctx, written, patch)
 	if apierrors.IsConflict(err) {
 		live := &v1alpha1.MaintenancePool{}
-		if err := r.live.Get(ctx, types.NamespacedName{Name: pool.Name}, live); err != nil {
+		if err := w.live.Get(ctx, types.NamespacedName{Name: pool.Name}, live); err != nil {
 			return 0, fmt.Errorf("get pool %s: %w", pool.Name, err)
 		}
 		if live.UID != pool.UID {
@@ -63,7 +84,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (time.Durat
 		written = live.DeepCopy()
 		written.Status = *pool.Status.DeepCopy()
 		keepAftercare(&written.Status, &live.Status)
-		err = r.Status().Patch(ctx, written, patch)
+		err = w.client.Status().Patch(ctx, written, patch)
 		if apierrors.IsConflict(err) {
 			return time.Second, nil // changed again meanwhile: the next reconcile writes it
 		}
@@ -72,9 +93,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (time.Durat
 		return 0, fmt.Errorf("patch status of pool %s: %w", pool.Name, err)
 	}
 	pool.Status = written.Status
-	r.written.Remember(pool.Name, pool.UID, &pool.Status)
-	r.pace.wrote(pool.UID, time.Now())
-	r.rolloutFinished(ctx, pool, before)
+	w.written.Remember(pool.Name, pool.UID, &pool.Status)
+	w.pace.wrote(pool.UID, time.Now())
+	w.rolloutFinished(ctx, pool, before)
 	return 0, nil
 }
 

@@ -1,4 +1,4 @@
-package gate
+package poolstatus
 
 import (
 	"sync"
@@ -9,11 +9,11 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
-// defaultStatusInterval is the least time between two writes of a pool's
+// DefaultInterval is the least time between two writes of a pool's
 // status that only change its counts and messages.
-const defaultStatusInterval = time.Second
+const DefaultInterval = time.Second
 
-// statusPace spaces out a pool's status writes. In a large rollout the
+// pace spaces out a pool's status writes. In a large rollout the
 // pool's counts change with every node event, many times a second; each
 // change written was a request to the API server and an event to every
 // watcher of pools. A write that changes what the pool's state is (a
@@ -21,17 +21,17 @@ const defaultStatusInterval = time.Second
 // generation observed) is never held back; one that only moves counts
 // waits until the interval since the last write has passed, and the pool
 // is reconciled then to write it.
-type statusPace struct {
+type pace struct {
 	mu   sync.Mutex
 	last map[types.UID]time.Time
 }
 
-func newStatusPace() *statusPace { return &statusPace{last: map[types.UID]time.Time{}} }
+func newPace() *pace { return &pace{last: map[types.UID]time.Time{}} }
 
 // wait returns how long the write of after, following before, should wait;
 // 0 to write it now. It measures real time: pacing is about the load on the
 // API server, not a decision about reboots.
-func (p *statusPace) wait(uid types.UID, before, after *v1alpha1.MaintenancePoolStatus, interval time.Duration, now time.Time) time.Duration {
+func (p *pace) wait(uid types.UID, before, after *v1alpha1.MaintenancePoolStatus, interval time.Duration, now time.Time) time.Duration {
 	if stateChanged(before, after) {
 		return 0
 	}
@@ -44,7 +44,7 @@ func (p *statusPace) wait(uid types.UID, before, after *v1alpha1.MaintenancePool
 }
 
 // wrote records a write of the pool's status at now.
-func (p *statusPace) wrote(uid types.UID, now time.Time) {
+func (p *pace) wrote(uid types.UID, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for k, t := range p.last {
