@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -259,18 +256,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// status's other fields, and a write of it from an old copy puts
 		// back a halt this controller changed, which it then writes again.
 		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
-		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(false))).
 		Complete(r)
-}
-
-// nodeChanged passes the node updates that matter to aftercare: its
-// annotations, boot and readiness, not the kubelet's heartbeats.
-func nodeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldNode, okOld := e.ObjectOld.(*corev1.Node)
-			newNode, okNew := e.ObjectNew.(*corev1.Node)
-			return !okOld || !okNew || protocol.Changed(oldNode, newNode) || !maps.Equal(oldNode.Labels, newNode.Labels)
-		},
-	}
 }

@@ -124,7 +124,9 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 				continue
 			}
 		}
-		if !r.passHeldByPods(ctx, st, &pods) {
+		again, wake := r.passHeldByPods(ctx, st, &pods)
+		st.wakeAt(wake)
+		if !again {
 			break
 		}
 	}
@@ -136,10 +138,10 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	// again when the next one opens if nodes wait for it, and asks its
 	// blocking queries again once their answer is stale.
 	if p := a.plan; p.outsideWindow > 0 && !p.nextOpening.IsZero() {
-		st.wakeBy(p.nextOpening)
+		st.wakeAt(p.nextOpening)
 	}
 	if a.plan.held > 0 {
-		st.wakeBy(a.block.at.Add(r.BlockingQueryInterval))
+		st.wakeAt(a.block.at.Add(r.BlockingQueryInterval))
 	}
 }
 

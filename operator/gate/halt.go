@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -43,12 +42,5 @@ func haltChanged() predicate.Predicate {
 			return !okOld || !okNew ||
 				meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.HaltedCondition) != meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.HaltedCondition)
 		},
-	}
-}
-
-// wakeAt asks for a reconcile at t at the latest; zero asks nothing.
-func (st *poolState) wakeAt(t time.Time) {
-	if !t.IsZero() && (st.wake.IsZero() || t.Before(st.wake)) {
-		st.wake = t
 	}
 }

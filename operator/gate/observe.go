@@ -183,9 +183,9 @@ func (st *poolState) replace(node *corev1.Node) {
 	}
 }
 
-// wakeBy asks for the pool to be reconciled again at t at the latest.
-func (st *poolState) wakeBy(t time.Time) {
-	if st.wake.IsZero() || t.Before(st.wake) {
+// wakeAt asks for a reconcile at t at the latest; zero asks nothing.
+func (st *poolState) wakeAt(t time.Time) {
+	if !t.IsZero() && (st.wake.IsZero() || t.Before(st.wake)) {
 		st.wake = t
 	}
 }

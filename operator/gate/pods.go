@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ type podPass struct {
 // whether one of them holds its node: the node then gives its turn to the
 // next, and the plan is made again (decide). When none holds, the plan
 // keeps only the nodes whose pods were looked at.
-func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *podPass) bool {
+func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *podPass) (again bool, wake time.Time) {
 	p := &st.admission.plan
 	// The planned nodes not looked at lately have their pods listed
 	// together: one after another, a wave of 100 admissions waited on 100
@@ -73,10 +74,14 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 		pass.since = r.readPodsVersion(ctx)
 	}
 	checked := r.checkPodsOf(ctx, st, stale, pass.since)
-	again := false
+	wakeBy := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
 	var admit []string
 	for _, name := range p.admit {
-		v := &st.views[st.index(name)]
+		v := &st.views[slices.IndexFunc(st.views, func(v nodeView) bool { return v.Node.Name == name })]
 		check, fresh := r.freshPodCheck(st, name)
 		if !fresh {
 			var ok bool
@@ -84,7 +89,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 				// Past this reconcile's Lists: its turn comes on the next
 				// pass, soon.
 				p.waiting = append(p.waiting, name)
-				st.wakeBy(st.now.Add(time.Second))
+				wakeBy(st.now.Add(time.Second))
 				continue
 			}
 		}
@@ -93,7 +98,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 			v.optOut, v.podHeld = check.optOut, true
 			// Nothing tells the gate that a pod went away: it looks again
 			// once the finding is stale.
-			st.wakeBy(check.at.Add(r.BlockingPodInterval))
+			wakeBy(check.at.Add(r.BlockingPodInterval))
 			again = true
 			continue
 		}
@@ -102,7 +107,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 	if !again {
 		p.admit = admit
 	}
-	return again
+	return again, wake
 }
 
 // podListParallelism bounds the Lists of nodes' pods in flight at once.

@@ -2,8 +2,6 @@ package gate
 
 import (
 	"context"
-	"maps"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/enqueue"
@@ -78,25 +75,6 @@ func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return reqs
-}
-
-// nodeChanged passes node updates that matter to the gate, and drops the
-// kubelet's heartbeats, which would otherwise reconcile every pool every few
-// seconds per node.
-func nodeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldNode, okOld := e.ObjectOld.(*corev1.Node)
-			newNode, okNew := e.ObjectNew.(*corev1.Node)
-			if !okOld || !okNew {
-				return true
-			}
-			// Labels choose the pool; taints are a drain's business.
-			return protocol.Changed(oldNode, newNode) ||
-				!maps.Equal(oldNode.Labels, newNode.Labels) ||
-				!reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
-		},
-	}
 }
 
 // allPools maps a RebootPolicy change to every pool and the default pool:

@@ -2,14 +2,19 @@ package poolnodes
 
 import (
 	"context"
+	"maps"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/enqueue"
@@ -56,4 +61,23 @@ func PoolAndDefault(_ context.Context, obj client.Object) []reconcile.Request {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.DefaultPoolName}})
 	}
 	return reqs
+}
+
+// NodeChanged passes node updates that can change what a pool controller
+// reads of a node: its protocol (annotations, boot, readiness) and its
+// labels, which choose its pool; and, with taints, its taints, a drain's
+// business. It drops the kubelet's heartbeats, which would otherwise
+// reconcile every pool every few seconds per node.
+func NodeChanged(taints bool) predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, okOld := e.ObjectOld.(*corev1.Node)
+			newNode, okNew := e.ObjectNew.(*corev1.Node)
+			if !okOld || !okNew {
+				return true
+			}
+			return protocol.Changed(oldNode, newNode) || !maps.Equal(oldNode.Labels, newNode.Labels) ||
+				taints && !reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
+		},
+	}
 }
