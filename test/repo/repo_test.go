@@ -28,7 +28,7 @@ func TestRootWithAndWithoutSourcePaths(t *testing.T) {
 			t.Fatalf("go build %v: %v\n%s", flags, err, out)
 		}
 		run := exec.Command(bin)
-		run.Dir = filepath.Join(want, "operator", "api") // not the package's own folder
+		run.Dir = filepath.Join(want, "api", "v1alpha1") // not the package's own folder
 		out, err := run.Output()
 		if err != nil {
 			t.Fatalf("run %s: %v", bin, err)
