@@ -56,6 +56,9 @@ type agent struct {
 	// ignored is the last approval for another boot that was logged, so
 	// that it is logged once, not on every sync.
 	ignored string
+	// refused is the last refused approval that was reported, so that it
+	// is reported once.
+	refused string
 	// told are the cancellations whose outcome was logged and evented, so
 	// that each is told once.
 	told map[string]bool
@@ -270,6 +273,12 @@ func (a *agent) act(ctx context.Context, node *corev1.Node, p plan) (ctrl.Result
 	if p.ignoredApproval != "" && p.ignoredApproval != a.ignored {
 		a.ignored = p.ignoredApproval
 		log.Info("Ignoring an approval for another boot", "approvedBoot", p.ignoredApproval, "bootID", a.bootID)
+	}
+	if p.refusedApproval != "" && p.refusedApproval != a.refused {
+		a.refused = p.refusedApproval
+		log.Info("Refusing an approval that no admission covers", "bootID", a.bootID, "reason", p.refusedApproval)
+		a.recorder.Eventf(node, nil, corev1.EventTypeWarning, "ApprovalRefused", "Reboot", "%s", p.refusedApproval)
+		a.metrics.refusedApprovals.Inc()
 	}
 	if p.sentinelEntered {
 		a.tellSentinel(ctx, node, p.state.Sentinel)

@@ -186,3 +186,32 @@ func TestRebootThatDoesNotHappenIsReportedDegraded(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", "stuck", "Warning") }, timeout).Should(ContainElement("RebootNotObserved"))
 	g.Expect(n.Reboots()).To(Equal(0))
 }
+
+// An approval of the node's own boot that no admission covers was not
+// written by the gate (which approves only a boot it admitted, with the
+// admission beside it), but by someone else who may patch Nodes: the daemon
+// does not reboot, and says so once, on the node, in an event and a metric.
+func TestABareApprovalIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	metrics := freeAddr(t)
+	n := startNode(t, "bare-approval", harness.NodeOptions{MetricsAddr: metrics})
+	requestReboot(t, n, "testing a forged approval")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "bare-approval").Requests }, timeout).Should(HaveLen(1))
+	patch := []byte(`{"metadata":{"annotations":{"` + protocol.RebootApproved + `":"` + n.BootID() + `"}}}`)
+	g.Expect(bed.Client.Patch(context.Background(), getNode(g, "bare-approval"), rawMerge(patch))).To(Succeed())
+
+	g.Eventually(func(g Gomega) string { return state(g, "bare-approval").Message }, timeout).
+		Should(ContainSubstring("refused: the node has no admission of this boot"))
+	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(0))
+	g.Expect(state(g, "bare-approval").Phase).To(Equal(protocol.DaemonRequested))
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", "bare-approval", "Warning") }, timeout).
+		Should(ContainElement("ApprovalRefused"))
+	g.Eventually(func(g Gomega) string {
+		_, body := get(g, "http://"+metrics+"/metrics")
+		return body
+	}, timeout).Should(ContainSubstring(`kmaint_daemon_refused_approvals_total{node="bare-approval"} 1`))
+
+	// The gate's approval, with its admission, reboots it.
+	approve(g, "bare-approval", n.BootID())
+	g.Eventually(n.Reboots, timeout).Should(Equal(1))
+}

@@ -17,13 +17,16 @@ import (
 // metrics are the daemon's Prometheus metrics. Labels stay bounded: a source
 // or a state, never a request id.
 type metrics struct {
-	requests    *prometheus.CounterVec
-	reboots     prometheus.Counter
-	state       *prometheus.GaugeVec
-	outstanding prometheus.Gauge
-	bootTime    prometheus.Gauge
-	volatile    prometheus.Gauge
-	sentinel    *prometheus.GaugeVec
+	requests *prometheus.CounterVec
+	reboots  prometheus.Counter
+	// refusedApprovals counts approvals of this boot that no admission of
+	// it covered: written by someone other than the gate.
+	refusedApprovals prometheus.Counter
+	state            *prometheus.GaugeVec
+	outstanding      prometheus.Gauge
+	bootTime         prometheus.Gauge
+	volatile         prometheus.Gauge
+	sentinel         *prometheus.GaugeVec
 }
 
 // newMetrics registers the daemon's metrics, each labelled with its node so
@@ -39,6 +42,10 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 		reboots: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kmaint_daemon_reboots_total",
 			Help: "Reboots this daemon asked for.",
+		}),
+		refusedApprovals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kmaint_daemon_refused_approvals_total",
+			Help: "Approvals of this node's boot that no admission of the boot covered, so not the gate's: refused, the node not rebooted.",
 		}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kmaint_daemon_state",
@@ -67,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, node string, bootTime time.Time) (*me
 	for _, s := range v1alpha1.Sources() {
 		m.requests.WithLabelValues(string(s))
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.state, m.outstanding, m.bootTime, m.volatile, m.sentinel} {
+	for _, c := range []prometheus.Collector{m.requests, m.reboots, m.refusedApprovals, m.state, m.outstanding, m.bootTime, m.volatile, m.sentinel} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

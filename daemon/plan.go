@@ -96,6 +96,10 @@ type plan struct {
 	sentinelEntered bool
 	// ignoredApproval is an approval naming another boot, when there is one.
 	ignoredApproval string
+	// refusedApproval says why an approval of this boot is not acted on:
+	// no admission of this boot covers it, so the gate did not write it
+	// (invariant 10). Empty when there is none.
+	refusedApproval string
 	// recheckAt is when to look again for a reboot that did not happen.
 	recheckAt time.Time
 	// state is the daemon's state for the state annotation and metrics.
@@ -160,7 +164,9 @@ func decide(f facts) plan {
 	// Raise this boot's requests, less those cancelled in time, or clear
 	// them.
 	var cancelled []string
-	approved := ann[protocol.RebootApproved] == f.bootID
+	// A refused approval (no admission covers it) does not stop a
+	// cancellation either.
+	approved := ann[protocol.RebootApproved] == f.bootID && admits(st.Admission, f.bootID)
 	onNode := st.Current()
 	config := ""
 	for _, e := range j.thisBoot {
@@ -191,7 +197,7 @@ func decide(f facts) plan {
 		setAnnotation(p.annotations, ann, protocol.RebootRequested, nil)
 	}
 
-	p.state = decideReboot(&p, f, ann, j.rebooting)
+	p.state = decideReboot(&p, f, ann, st.Admission, j.rebooting)
 	p.state.Config, p.state.VolatileJournal = config, f.volatileJournal
 	p.state.Sentinel = planSentinel(&p, f, j, st.Daemon)
 	// The daemon rewrites its own state whatever it read: an unreadable one
@@ -300,8 +306,14 @@ func appliedConfig(j journalIndex, old *protocol.DaemonState, bootID string) str
 	return j.applied
 }
 
+// admits reports whether the admission is of the boot: the gate writes an
+// approval only beside the admission of the boot it approves.
+func admits(admission *protocol.Admission, bootID string) bool {
+	return admission != nil && admission.BootID == bootID
+}
+
 // decideReboot decides whether to reboot now, and the daemon's state.
-func decideReboot(p *plan, f facts, ann map[string]string, rebooting *journal.Entry) protocol.DaemonState {
+func decideReboot(p *plan, f facts, ann map[string]string, admission *protocol.Admission, rebooting *journal.Entry) protocol.DaemonState {
 	st := protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: f.bootID, Since: f.now}
 	approved := ann[protocol.RebootApproved]
 	switch {
@@ -316,6 +328,16 @@ func decideReboot(p *plan, f facts, ann map[string]string, rebooting *journal.En
 			st.Phase, st.Message = protocol.DaemonRebooting, "reboot under way for requests "+fmt.Sprint(rebooting.Requests)
 			p.recheckAt = deadline
 		}
+	case approved == f.bootID && len(p.outstanding) > 0 && !admits(admission, f.bootID):
+		// The gate approves only a boot it admitted, in the same patch
+		// that keeps the admission: an approval alone was written by
+		// someone else, who may patch Nodes but is not the gate. It skips
+		// the budget, the windows, the drain: never acted on.
+		p.refusedApproval = fmt.Sprintf("approval of boot %s refused: the node has no admission of this boot (the gate approves only a boot it admitted); not rebooting", f.bootID)
+		if admission != nil {
+			p.refusedApproval = fmt.Sprintf("approval of boot %s refused: the node's admission is of boot %s (the gate approves only a boot it admitted); not rebooting", f.bootID, admission.BootID)
+		}
+		st.Phase, st.Message = protocol.DaemonRequested, fmt.Sprintf("%d requests waiting for approval; %s", len(p.outstanding), p.refusedApproval)
 	case approved == f.bootID && len(p.outstanding) > 0:
 		ids := make([]string, 0, len(p.outstanding))
 		for _, r := range p.outstanding {

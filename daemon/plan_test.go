@@ -291,6 +291,8 @@ func TestDecideReboots(t *testing.T) {
 		wantBecameDegraded bool
 		// wantIgnored is the approval for another boot that is ignored.
 		wantIgnored string
+		// wantRefused is in why an approval of this boot is refused.
+		wantRefused string
 	}{
 		"approved for this boot with requests: reboot for the sorted ids": {
 			entries:       requests,
@@ -303,6 +305,18 @@ func TestDecideReboots(t *testing.T) {
 			entries:   []journal.Entry{planRequest("old", v1alpha1.SourceHost, planOldBoot, planAgo(time.Hour))},
 			node:      []gen.NodeOption{gen.Approved(planBoot)},
 			wantPhase: protocol.DaemonIdle,
+		},
+		"approved for this boot without an admission: refused, no reboot": {
+			entries:     requests,
+			node:        []gen.NodeOption{gen.Annotations(protocol.RebootApproved, planBoot)},
+			wantPhase:   protocol.DaemonRequested,
+			wantRefused: "approval of boot " + planBoot + " refused: the node has no admission of this boot",
+		},
+		"approved for this boot, admitted for another: refused, no reboot": {
+			entries:     requests,
+			node:        []gen.NodeOption{gen.Admitted(planOldBoot, planAgo(time.Minute), "a"), gen.Approved(planBoot)},
+			wantPhase:   protocol.DaemonRequested,
+			wantRefused: "the node's admission is of boot " + planOldBoot,
 		},
 		"requests without an approval: wait": {
 			entries:   requests,
@@ -385,6 +399,12 @@ func TestDecideReboots(t *testing.T) {
 			g.Expect(p.recheckAt).To(Equal(tt.wantRecheckAt))
 			g.Expect(p.becameDegraded).To(Equal(tt.wantBecameDegraded))
 			g.Expect(p.ignoredApproval).To(Equal(tt.wantIgnored))
+			if tt.wantRefused == "" {
+				g.Expect(p.refusedApproval).To(BeEmpty())
+			} else {
+				g.Expect(p.refusedApproval).To(ContainSubstring(tt.wantRefused))
+				g.Expect(p.state.Message).To(ContainSubstring(tt.wantRefused), "the node's state says so")
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
@@ -33,8 +34,13 @@ func requested(g Gomega, name string) protocol.Requested {
 	return r
 }
 
+// approve approves bootID as the gate does: with the admission of that boot
+// beside it.
 func approve(g Gomega, name, bootID string) {
 	n := getNode(g, name)
-	patch := []byte(`{"metadata":{"annotations":{"` + protocol.RebootApproved + `":"` + bootID + `"}}}`)
+	admission := protocol.Encode(protocol.Admission{BootID: bootID, Time: time.Now()})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		protocol.Admitted: admission, protocol.RebootApproved: bootID}}})
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bed.Client.Patch(context.Background(), n, rawMerge(patch))).To(Succeed())
 }

@@ -53,13 +53,14 @@ const (
 	Maintenances      = "kmaint_maintenances"       // gauge {state}: NodeMaintenances kept, open, finished or unreadable
 
 	// The daemon's, one set per node, each with a constant node label.
-	DaemonRequestsTotal      = "kmaint_daemon_requests_total"       // counter {node, source}
-	DaemonRebootsTotal       = "kmaint_daemon_reboots_total"        // counter {node}
-	DaemonState              = "kmaint_daemon_state"                // gauge {node, state}
-	DaemonOutstandingRequest = "kmaint_daemon_outstanding_requests" // gauge {node}
-	DaemonBootTimeSeconds    = "kmaint_daemon_boot_time_seconds"    // gauge {node}: when the current boot began
-	DaemonJournalVolatile    = "kmaint_daemon_journal_volatile"     // gauge {node}: 1 when the journal kept no earlier boot
-	DaemonSentinelState      = "kmaint_daemon_sentinel_state"       // gauge {node, state}: 1 for what the reboot sentinel says
+	DaemonRequestsTotal      = "kmaint_daemon_requests_total"          // counter {node, source}
+	DaemonRebootsTotal       = "kmaint_daemon_reboots_total"           // counter {node}
+	DaemonRefusedApprovals   = "kmaint_daemon_refused_approvals_total" // counter {node}: approvals no admission covered
+	DaemonState              = "kmaint_daemon_state"                   // gauge {node, state}
+	DaemonOutstandingRequest = "kmaint_daemon_outstanding_requests"    // gauge {node}
+	DaemonBootTimeSeconds    = "kmaint_daemon_boot_time_seconds"       // gauge {node}: when the current boot began
+	DaemonJournalVolatile    = "kmaint_daemon_journal_volatile"        // gauge {node}: 1 when the journal kept no earlier boot
+	DaemonSentinelState      = "kmaint_daemon_sentinel_state"          // gauge {node, state}: 1 for what the reboot sentinel says
 
 	// The Alertmanager webhook's.
 	AlertWebhookRequestsTotal = "kmaint_alert_webhook_requests_total" // counter {code}
