@@ -15,6 +15,20 @@ import (
 // Prefix is the prefix of every kmaint annotation.
 const Prefix = "kmaint.io/"
 
+// OperatorAnnotations are the annotations the operator writes on a Node,
+// and no one else: admission refuses them to everyone but the operator
+// (config/admission/operator-annotations-policy.yaml, which a test holds
+// to this list).
+func OperatorAnnotations() []string {
+	return []string{Admitted, RebootApproved, Cordoned, DrainFailed, DrainRetry, DrainForced, NodeMarks,
+		RebootUnconfirmed, NodeNotBack, AdmissionHeld, APIRequests, DesiredConfig, Settling}
+}
+
+// DaemonAnnotations are the annotations a node's daemon writes on its Node.
+func DaemonAnnotations() []string {
+	return []string{RebootRequested, CurrentConfig, State}
+}
+
 // The annotations of the node protocol, with their one writer.
 const (
 	// RebootRequested (daemon): this boot's outstanding requests, a Requested.

@@ -299,3 +299,11 @@ func TestMarksOnAndOff(t *testing.T) {
 	protocol.Release().Apply(n)
 	g.Expect(n).To(Equal(before))
 }
+
+// Every annotation of the protocol has one writer: the operator or the
+// daemon, never both, never neither.
+func TestEachAnnotationHasOneWriter(t *testing.T) {
+	g := NewWithT(t)
+	writers := append(protocol.OperatorAnnotations(), protocol.DaemonAnnotations()...)
+	g.Expect(writers).To(ConsistOf(everyKey))
+}

@@ -54,6 +54,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-daemon-events",
 		"ValidatingAdmissionPolicy/kmaint-request-sources",
 		"ValidatingAdmissionPolicyBinding/kmaint-request-sources",
+		"ValidatingAdmissionPolicy/kmaint-operator-annotations",
+		"ValidatingAdmissionPolicyBinding/kmaint-operator-annotations",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",
