@@ -145,15 +145,24 @@ type RequestSettings struct {
 	Policy        string
 }
 
-// Settings returns, by request id, the window settings of open
-// NodeMaintenances.
-func Settings(items []v1alpha1.NodeMaintenance) map[string]RequestSettings {
-	out := make(map[string]RequestSettings, len(items))
+// Settings returns, by node and then by request id, the window settings of
+// open NodeMaintenances. A request's settings are its own node's: a node
+// whose requests named another node's request id (its daemon's token may
+// read that node's api-requests) would otherwise borrow that request's
+// ignoreFreezes or ignoreWindows.
+func Settings(items []v1alpha1.NodeMaintenance) map[string]map[string]RequestSettings {
+	out := map[string]map[string]RequestSettings{}
 	for i := range items {
 		nm := &items[i]
-		if !nm.Status.Phase.Done() {
-			out[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy}
+		if nm.Status.Phase.Done() {
+			continue
 		}
+		node := out[nm.Spec.NodeName]
+		if node == nil {
+			node = map[string]RequestSettings{}
+			out[nm.Spec.NodeName] = node
+		}
+		node[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy}
 	}
 	return out
 }

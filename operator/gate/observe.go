@@ -96,7 +96,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	// Which requests ignore windows or freezes, or fall under a policy's,
 	// matters only while the pool's windows are shut or something has
 	// freezes or a policy has windows.
-	var settings map[string]pools.RequestSettings
+	var settings map[string]map[string]pools.RequestSettings
 	if !wins.Pool().Open || wins.PolicyWindows() || wins.Freezes() {
 		var list v1alpha1.NodeMaintenanceList
 		if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
@@ -130,7 +130,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil && st.admission.windowErr == nil {
 			reqs := v.holdUnreadable(cur.Requests, unreadable)
-			ww := wins.Node(reqs, settings)
+			ww := wins.Node(reqs, settings[v.Node.Name])
 			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
 			v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
 		}

@@ -55,7 +55,7 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	sel := pools.Selectors(poolList.Items)
-	pf := &poolFacts{names: pools.Of(node.Node, sel), selection: sel, settings: pools.Settings(items)}
+	pf := &poolFacts{names: pools.Of(node.Node, sel), selection: sel, settings: pools.Settings(items)[node.Node.Name]}
 	gate := &v1alpha1.MaintenanceGate{}
 	switch err := r.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterGateName}, gate); {
 	case err == nil:

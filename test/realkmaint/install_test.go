@@ -113,6 +113,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
 	run("the leading operator deleted mid-drain: the other replica completes the reboot, once", func(t *testing.T) { operatorDeletedMidDrain(t, c, kc) })
 	run("the daemon pod deleted right after approval: the node reboots once", func(t *testing.T) { daemonDeletedAfterApproval(t, c, kc) })
+	run("only the gate approves: a user who may patch Nodes is refused, and a bare approval does not reboot the node", func(t *testing.T) {
+		approvalsOnlyFromTheGate(t, c, kc)
+	})
 	run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
 }
 
