@@ -274,7 +274,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 	case opts.SentinelReport != "":
 		// The other container looks as often as the daemon reads: a report
 		// two looks and a minute old has been missed.
-		a.sentinel = sentinel.Reported{Path: opts.SentinelReport, MaxAge: 2*a.sentinelInterval + time.Minute, Now: opts.Clock.Now}
+		a.sentinel = sentinel.Reported{Path: opts.SentinelReport, MaxAge: 2*a.sentinelInterval + time.Minute, Now: opts.Clock.Now,
+			Started: opts.Clock.Now()}
 	}
 	if err := a.setup(mgr, in.duplicateNames); err != nil {
 		return err

@@ -29,6 +29,8 @@ func (a *agent) watchSentinel(ctx context.Context) error {
 		changed := a.observed == nil || *a.observed != o
 		a.observed = &o
 		a.mu.Unlock()
+		// Nothing known yet is no look at all: the sentinel stays unknown
+		// in this boot (lastObservation).
 		if changed {
 			log.Info("Reboot sentinel", "needed", o.Needed, "fingerprint", o.Fingerprint, "reason", o.Reason, "problem", o.Problem)
 			a.wake()
@@ -49,6 +51,9 @@ func (a *agent) lastObservation() *sentinel.Observation {
 		return nil
 	}
 	o := *a.observed
+	if o.Pending {
+		return nil
+	}
 	return &o
 }
 

@@ -33,6 +33,11 @@ type Observation struct {
 	// Problem, when set, says why the sentinel could not be read; Needed is
 	// then false: a sentinel kmaint cannot read never reboots a node.
 	Problem string `json:"problem,omitempty"`
+	// Pending is true when nothing is known yet, and nothing is wrong: a
+	// report that has not come yet in a new boot. It asks for nothing, as
+	// a Problem, and is not one: a state that every ordinary reboot went
+	// through as an error taught people to ignore the real ones.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Checker looks at a sentinel. Check never fails: what goes wrong is the

@@ -94,6 +94,10 @@ type Reported struct {
 	MaxAge time.Duration
 	// Now is the clock.
 	Now func() time.Time
+	// Started is when the daemon began to read reports: until MaxAge after
+	// it, a report that is not there yet is Pending (the sentinel
+	// container of a new boot has not looked yet), not a Problem.
+	Started time.Time
 }
 
 var _ Checker = Reported{}
@@ -104,6 +108,8 @@ func (r Reported) Check(context.Context) Observation {
 	switch {
 	case err != nil:
 		return Observation{Problem: fmt.Sprintf("sentinel report %s: %v", r.Path, err)}
+	case !present && r.Now().Sub(r.Started) < r.MaxAge:
+		return Observation{Pending: true}
 	case !present:
 		return Observation{Problem: fmt.Sprintf("no sentinel report at %s yet: the sentinel container has not looked at the host's sentinel (see its log)", r.Path)}
 	case len(b) > maxReportSize:
@@ -129,6 +135,8 @@ func checkObservation(o Observation) error {
 	switch {
 	case o.Needed && o.Problem != "":
 		return errors.New("needed and a problem at once")
+	case o.Pending:
+		return errors.New("pending: only the daemon says a report has not come yet")
 	case o.Needed && !fingerprintPattern.MatchString(o.Fingerprint):
 		return fmt.Errorf("fingerprint %q is not 64 hex digits", truncate(o.Fingerprint, 80))
 	case o.Needed && v1alpha1.CheckReason(o.Reason) != nil:

@@ -118,3 +118,22 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A daemon that has just started (a new boot) finds no report yet: nothing
+// is known, and nothing is wrong, until the report is late; then it is a
+// problem. A report that says it is pending is not one a container writes.
+func TestReportNotThereYetIsPendingNotAProblem(t *testing.T) {
+	g := NewWithT(t)
+	start := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	now := start
+	path := filepath.Join(t.TempDir(), "report.json")
+	r := Reported{Path: path, MaxAge: 3 * time.Minute, Now: func() time.Time { return now }, Started: start}
+	g.Expect(r.Check(context.Background())).To(Equal(Observation{Pending: true}))
+	now = start.Add(3*time.Minute - time.Second)
+	g.Expect(r.Check(context.Background())).To(Equal(Observation{Pending: true}))
+	now = start.Add(3 * time.Minute)
+	g.Expect(r.Check(context.Background()).Problem).To(ContainSubstring("no sentinel report"))
+
+	must(t, WriteReport(path, Observation{Pending: true}, now))
+	g.Expect(r.Check(context.Background()).Problem).To(ContainSubstring("pending: only the daemon says"))
+}
