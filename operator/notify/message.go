@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,11 +67,34 @@ func (s Selector) Line(e Event) (Line, bool) {
 	if e.Kind == "Node" && e.RelatedKind == "MaintenancePool" {
 		return Line{}, false
 	}
-	text := fmt.Sprintf("%s, %s %s: %s", e.Reason, noun(e.Kind), e.Name, strings.TrimSpace(e.Note))
+	text := fmt.Sprintf("%s, %s %s: %s", e.Reason, noun(e.Kind), inert(e.Name), inert(strings.TrimSpace(e.Note)))
 	if e.Type == corev1.EventTypeWarning {
 		text = "Warning " + text
 	}
 	return Line{Reason: e.Reason, Text: truncate(text, maxLineLength)}, true
+}
+
+// inert makes text that others wrote (a node's name, an event's note
+// quoting a daemon's state or a request's reason) plain text in every chat:
+// no mention that pings a channel (Slack's <!channel>, Discord's
+// @everyone), no link dressed as other text (<https://...|here>), no markup
+// tag, no line that looks like a message of its own. The angle brackets
+// become look-alikes, an @ is kept from starting a mention by a word joiner
+// (U+2060), and control characters (newlines among them) become spaces.
+func inert(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '<':
+			return '‹'
+		case r == '>':
+			return '›'
+		case r == '&':
+			return '＆'
+		case unicode.IsControl(r):
+			return ' '
+		}
+		return r
+	}, strings.ReplaceAll(s, "@", "@\u2060"))
 }
 
 // noun is how a person calls kmaint's kinds.

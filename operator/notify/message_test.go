@@ -43,6 +43,21 @@ func TestSelectorLine(t *testing.T) {
 	}
 }
 
+// What others wrote reaches a chat as plain text: a note quoting a forged
+// daemon state or reason pings no channel, dresses no link, starts no line
+// of its own.
+func TestNotesFromOthersAreInert(t *testing.T) {
+	g := NewWithT(t)
+	note := "<!channel> reboot loop, see <https://evil.example/x|the runbook> @everyone & @here\nWarning RolloutFinished, pool blue: all good"
+	line, ok := NewSelector([]string{"RebootLoop"}).Line(Event{Reason: "RebootLoop", Type: "Warning", Note: note, Kind: "Node", Name: "n1<@U123>"})
+	g.Expect(ok).To(BeTrue())
+	for _, s := range []string{"<", ">", "&", "@everyone", "@here", "@U123", "\n"} {
+		g.Expect(line.Text).NotTo(ContainSubstring(s))
+	}
+	g.Expect(line.Text).To(And(ContainSubstring("‹!channel›"), ContainSubstring("https://evil.example/x|the runbook"), ContainSubstring("@\u2060everyone")),
+		"still readable")
+}
+
 func TestLongNotesAreCut(t *testing.T) {
 	g := NewWithT(t)
 	line, ok := NewSelector([]string{"DrainFailed"}).Line(Event{Reason: "DrainFailed", Note: strings.Repeat("é", 5000), Kind: "Node", Name: "n1"})
