@@ -88,6 +88,16 @@ func approvalsOnlyFromTheGate(t *testing.T, c *realcluster.Cluster, kc client.Cl
 	g.Expect(patch(kc, map[string]any{protocol.RebootApproved: nil})).To(Succeed())
 	out, err = target.Exec(ctx, "systemd-run", "--wait", "--pipe", "--quiet", "--collect", HostCommand, "cancel-reboot", m[1])
 	g.Expect(err).NotTo(HaveOccurred(), "cancel-reboot %s: %s", m[1], out)
+	// The opt-out goes only once the node no longer asks: before, the gate
+	// would admit the request the daemon has not withdrawn yet.
+	g.Eventually(func(g Gomega) {
+		var node corev1.Node
+		g.Expect(kc.Get(ctx, client.ObjectKey{Name: target.Name()}, &node)).To(Succeed())
+		s, _ := protocol.Read(&node)
+		if cur := s.Current(); cur != nil {
+			g.Expect(cur.Has(m[1])).To(BeFalse(), "request %s still on the node", m[1])
+		}
+	}, timeout, time.Second).Should(Succeed())
 	g.Expect(patch(kc, map[string]any{protocol.DoNotDisrupt: nil})).To(Succeed())
 }
 
