@@ -219,19 +219,12 @@ func clientWithToken(t testing.TB, token string) client.Client {
 	return c
 }
 
-// expectRefusedByPolicy checks that the policy refused the request with a
-// message containing why; a CEL evaluation error, which failurePolicy Fail
-// also turns into a refusal, does not count.
+// expectRefusedByPolicy checks that the daemon's policy refused the
+// request with a message containing why; a CEL evaluation error, which
+// failurePolicy Fail also turns into a refusal, does not count.
 func expectRefusedByPolicy(t testing.TB, what string, err error, why string) {
 	t.Helper()
-	switch {
-	case err == nil:
-		t.Errorf("%s: allowed, want refused by %s", what, policyName)
-	case !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policyName+"'"):
-		t.Errorf("%s: refused, but not by %s: %v", what, policyName, err)
-	case !strings.Contains(err.Error(), why):
-		t.Errorf("%s: refused by %s, but not because it %s: %v", what, policyName, why, err)
-	}
+	expectRefusedBy(t, policyName, what, err, why)
 }
 
 func expectRefusedByRBAC(t testing.TB, what string, err error) {

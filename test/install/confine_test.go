@@ -63,7 +63,7 @@ func waitForPolicy(t *testing.T, name string, probe func() error) {
 
 // expectRefusedBy checks that the named policy refused the request with a
 // message containing why.
-func expectRefusedBy(t *testing.T, policy, what string, err error, why string) {
+func expectRefusedBy(t testing.TB, policy, what string, err error, why string) {
 	t.Helper()
 	switch {
 	case err == nil:

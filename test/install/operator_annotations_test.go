@@ -21,17 +21,14 @@ import (
 	"github.com/kmaint/kmaint/test/manifests"
 )
 
-// nodePatcher returns a client for a user who may get, patch and create
-// Nodes, as many add-ons may.
-func nodePatcher(t *testing.T, name string, groups ...string) client.Client {
+// userWith returns a client for a user whom a ClusterRole of its own grants
+// rule, impersonated with groups besides system:authenticated.
+func userWith(t *testing.T, name string, rule rbacv1.PolicyRule, groups ...string) client.Client {
 	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-patcher-" + name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "create"}}},
-	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name}, Rules: []rbacv1.PolicyRule{rule}}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-patcher-" + name},
+		ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
 	}
@@ -68,29 +65,23 @@ func TestOnlyTheOperatorWritesItsAnnotations(t *testing.T) {
 	const policy = "kmaint-operator-annotations"
 	node := "operator-annotations"
 	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node, gen.Admitted("boot-0", time.Now(), "r1")))).To(Succeed())
-	mallory := nodePatcher(t, "mallory")
+	// A user who may get, patch and create Nodes, as many add-ons may.
+	mallory := userWith(t, "mallory", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "create"}})
 	patch := func(c client.Client, annotations map[string]any) error {
 		p := map[string]any{"metadata": map[string]any{"annotations": annotations}}
 		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, mustJSON(t, p)))
 	}
 	refused := func(what string, err error, names string) {
 		t.Helper()
-		switch {
-		case err == nil:
-			t.Errorf("%s: allowed, want refused by %s", what, policy)
-		case !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'"):
-			t.Errorf("%s: refused, but not by %s: %v", what, policy, err)
-		case !strings.Contains(err.Error(), "kmaint: "+names+" on a Node"):
-			t.Errorf("%s: refused by %s, but the message does not name %s: %v", what, policy, names, err)
-		}
+		expectRefusedBy(t, policy, what, err, "kmaint: "+names+" on a Node")
 	}
 
 	// The binding takes a moment to be enforced: wait for the first
 	// refusal, with a new value each time (a write let through before
 	// would make the same one a no-op), then put the node back.
-	g.Eventually(func() error {
+	waitForPolicy(t, policy, func() error {
 		return patch(mallory, map[string]any{protocol.AdmissionHeld: time.Now().Format(time.RFC3339Nano)})
-	}).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring(policy)))
+	})
 	g.Expect(patch(bed.Client, map[string]any{protocol.AdmissionHeld: nil})).To(Succeed())
 
 	refused("an approval", patch(mallory, map[string]any{protocol.RebootApproved: "boot-0"}), protocol.RebootApproved)

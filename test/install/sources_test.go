@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -28,29 +27,8 @@ import (
 // NodeMaintenances, as a cluster's operators would be given.
 func person(t *testing.T, name string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "nm-editor-" + name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"},
-			Verbs: []string{"create", "update", "patch", "get", "list"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "nm-editor-" + name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: name}
-	c, err := client.New(cfg, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return userWith(t, name, rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"},
+		Verbs: []string{"create", "update", "patch", "get", "list"}})
 }
 
 // TestPeopleCannotSetKmaintsSources: a NodeMaintenance with a source kmaint
