@@ -99,20 +99,28 @@ func TestDaemonConfinedToItsNode(t *testing.T) {
 			ownNode     = "may only update its own Node"
 			ownNM       = "may only update the status of NodeMaintenances for its node"
 		)
-		for name, tc := range map[string]struct{ node, patch, why string }{
-			"other node's daemon annotations": {nodeB, ownAnnotations, ownNode},
-			"operator's approval":             {nodeA, `{"metadata":{"annotations":{"` + protocol.RebootApproved + `":"boot-0"}}}`, annotations},
-			"operator's cordon marker":        {nodeA, `{"metadata":{"annotations":{"` + protocol.Cordoned + `":"true"}}}`, annotations},
+		// The operator's annotations are refused by this policy and by
+		// kmaint-operator-annotations; the API server names either.
+		for name, key := range map[string]string{
+			"operator's approval": protocol.RebootApproved, "operator's cordon marker": protocol.Cordoned,
 			// Naming another node's request on its own node would have the
 			// daemon read it, and ignore it; naming none would have it
 			// cancel its node's requests. Only the operator names them.
-			"operator's naming of requests": {nodeA, `{"metadata":{"annotations":{"` + protocol.APIRequests + `":"[]"}}}`, annotations},
-			"another annotation":            {nodeA, `{"metadata":{"annotations":{"example.com/x":"y"}}}`, annotations},
-			"another annotation removed":    {nodeA, `{"metadata":{"annotations":{"example.com/owner":null}}}`, annotations},
-			"a label":                       {nodeA, `{"metadata":{"labels":{"example.com/x":"y"}}}`, fields},
-			"a taint":                       {nodeA, `{"spec":{"taints":[{"key":"example.com/x","effect":"NoSchedule"}]}}`, fields},
-			"unschedulable":                 {nodeA, `{"spec":{"unschedulable":true}}`, fields},
-			"a finalizer":                   {nodeA, `{"metadata":{"finalizers":["example.com/x"]}}`, fields},
+			"operator's naming of requests": protocol.APIRequests,
+		} {
+			err := mergeNode(daemon, nodeA, `{"metadata":{"annotations":{"`+key+`":"[]"}}}`)
+			if err == nil || !strings.Contains(err.Error(), annotations) && !strings.Contains(err.Error(), "kmaint: "+key+" on a Node") {
+				t.Errorf("%s: want refused by %s or kmaint-operator-annotations, got %v", name, policyName, err)
+			}
+		}
+		for name, tc := range map[string]struct{ node, patch, why string }{
+			"other node's daemon annotations": {nodeB, ownAnnotations, ownNode},
+			"another annotation":              {nodeA, `{"metadata":{"annotations":{"example.com/x":"y"}}}`, annotations},
+			"another annotation removed":      {nodeA, `{"metadata":{"annotations":{"example.com/owner":null}}}`, annotations},
+			"a label":                         {nodeA, `{"metadata":{"labels":{"example.com/x":"y"}}}`, fields},
+			"a taint":                         {nodeA, `{"spec":{"taints":[{"key":"example.com/x","effect":"NoSchedule"}]}}`, fields},
+			"unschedulable":                   {nodeA, `{"spec":{"unschedulable":true}}`, fields},
+			"a finalizer":                     {nodeA, `{"metadata":{"finalizers":["example.com/x"]}}`, fields},
 		} {
 			expectRefusedByPolicy(t, name, mergeNode(daemon, tc.node, tc.patch), tc.why)
 		}
