@@ -206,6 +206,14 @@ const (
 	// FutureTimeReason: a time written into kmaint's objects lies further
 	// in the future than MaxClockSkew; the operator does not use it.
 	FutureTimeReason = "FutureTime"
+	// RequestTimeBoundedReason: a node's request started on the node says
+	// it was made more than MaxRequestLead before kmaint recorded it, or
+	// more than MaxClockSkew after; it is queued as made within those
+	// bounds.
+	RequestTimeBoundedReason = "RequestTimeBounded"
+	// ForeignRequestReason: a node's request names another node's open
+	// NodeMaintenance; it gets none of that object's settings.
+	ForeignRequestReason = "ForeignRequest"
 )
 
 // What happens at a drain's deadline (a pool's drain.onTimeout): the

@@ -39,6 +39,15 @@ const MaxRecordedPerBoot = 16
 // believed; a later one is not used.
 const MaxClockSkew = 5 * time.Minute
 
+// MaxRequestLead is how long before kmaint recorded a request started on
+// the node (host, config, sentinel) the request may say it was made, for
+// its place in its pool's queue. A daemon cut off from the API server
+// raises its requests late, with the times they were journaled; a daemon
+// whose token was stolen could date its request 1970 and go first at every
+// turn. Believed up to this lead, an honest late request keeps most of its
+// place and a forged one gains at most the lead.
+const MaxRequestLead = 10 * time.Minute
+
 // CheckRequestID says what is wrong with a request id read off a node: empty,
 // too long, or holding control characters or spaces. nil when kmaint can
 // record it.

@@ -143,6 +143,12 @@ type RequestSettings struct {
 	// separate from IgnoreWindows, which passes no freeze.
 	IgnoreFreezes bool
 	Policy        string
+	// Recorded is when the NodeMaintenance was created, as the API server
+	// stamped it, and RaisedOnNode whether kmaint created it for a request
+	// that started on the node: they bound the request's place in the
+	// queue (QueueTime).
+	Recorded     time.Time
+	RaisedOnNode bool
 }
 
 // Settings returns, by node and then by request id, the window settings of
@@ -162,7 +168,10 @@ func Settings(items []v1alpha1.NodeMaintenance) map[string]map[string]RequestSet
 			node = map[string]RequestSettings{}
 			out[nm.Spec.NodeName] = node
 		}
-		node[nm.RequestID()] = RequestSettings{IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy}
+		node[nm.RequestID()] = RequestSettings{
+			IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy,
+			Recorded: nm.CreationTimestamp.Time, RaisedOnNode: nm.Spec.Source.RaisedOnNode(),
+		}
 	}
 	return out
 }

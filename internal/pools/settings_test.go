@@ -28,7 +28,7 @@ func TestSettingsAreTheRequestsNodes(t *testing.T) {
 	}
 	settings := Settings([]v1alpha1.NodeMaintenance{emergency, done})
 	id := emergency.RequestID()
-	g.Expect(settings["b"]).To(HaveKeyWithValue(id, RequestSettings{IgnoreFreezes: true}))
+	g.Expect(settings["b"]).To(HaveKeyWithValue(id, RequestSettings{IgnoreFreezes: true, Recorded: emergency.CreationTimestamp.Time}))
 	g.Expect(settings).NotTo(HaveKey("a"), "a's only NodeMaintenance is done")
 
 	frozen := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "p"}, Spec: v1alpha1.MaintenancePoolSpec{

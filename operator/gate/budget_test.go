@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -19,6 +20,21 @@ var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
 // req is a host request made d after t0.
 func req(id string, d time.Duration) protocol.Request {
 	return gen.Req(id, v1alpha1.SourceHost, t0.Add(d))
+}
+
+// queuedAsAsked is v queued by the times its requests carry, as when
+// kmaint recorded each the moment it was made.
+func queuedAsAsked(v nodeView) nodeView {
+	cur := v.Current()
+	if cur == nil {
+		return v
+	}
+	settings := map[string]pools.RequestSettings{}
+	for _, r := range cur.Requests {
+		settings[r.ID] = pools.RequestSettings{Recorded: r.Time, RaisedOnNode: true}
+	}
+	v.queuedAt = pools.QueueTime(cur.Requests, settings, t0.Add(time.Hour))
+	return v
 }
 
 func TestPlanAdmissions(t *testing.T) {
@@ -324,7 +340,7 @@ func TestPlanAdmissions(t *testing.T) {
 			g := NewWithT(t)
 			views := make([]nodeView, 0, len(tc.nodes))
 			for _, n := range tc.nodes {
-				v := newNodeView(n)
+				v := queuedAsAsked(newNodeView(n))
 				v.otherPools = tc.otherPools[n.Name]
 				for _, name := range tc.inflight {
 					v.inflight = v.inflight || name == n.Name

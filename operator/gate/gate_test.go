@@ -127,7 +127,8 @@ func TestAdmissionFollowsRequestOrder(t *testing.T) {
 	daemons := runDaemons(t, "order", true)
 	// Requests are made before the operator starts, so it sees all four at
 	// once and must order them by request time, not by name or arrival.
-	t0 := time.Now()
+	// They were made in the past: a time to come counts as now.
+	t0 := time.Now().Add(-time.Minute)
 	request(t, nodes[0], "o0", t0.Add(3*time.Second))
 	request(t, nodes[1], "o1", t0.Add(1*time.Second))
 	request(t, nodes[2], "o2", t0.Add(4*time.Second))
@@ -136,6 +137,35 @@ func TestAdmissionFollowsRequestOrder(t *testing.T) {
 
 	g.Eventually(daemons.Order, timeout).Should(HaveLen(4))
 	g.Expect(daemons.Order()).To(Equal([]string{nodes[1], nodes[3], nodes[0], nodes[2]}))
+}
+
+// A node's daemon token may write any time and any request id on its own
+// Node. The forger names a request from the API that is no NodeMaintenance
+// of its own (another node's id, read from that node's api-requests), dated
+// 1970; before, it went first at every turn. A request counts from when
+// kmaint saw it, so the node that asked first goes first.
+func TestForgedRequestTimesDoNotJumpTheQueue(t *testing.T) {
+	g := NewWithT(t)
+	pool := gen.Pool("forged-order", intstr.FromInt32(1))
+	pool.Spec.Paused = true
+	createPool(t, pool)
+	nodes := createNodes(t, "forged-order", "forged-order", 2)
+	honest, forger := nodes[0], nodes[1]
+	daemons := runDaemons(t, "forged-order", true)
+	startOperator(t)
+
+	request(t, honest, "honest-1", time.Now())
+	g.Eventually(func(g Gomega) {
+		g.Expect(harness.MaintenancesOf(g, bed, honest)).To(HaveLen(1), "the honest request recorded")
+	}, timeout).Should(Succeed())
+	g.Expect(gen.Request(context.Background(), bed.Client, forger, "uid-of-another-nodes-request", v1alpha1.SourceAPI, time.Unix(0, 0))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPool(g, pool.Name).Status.PendingRequests).To(BeEquivalentTo(2), "both nodes wait")
+	}, timeout).Should(Succeed())
+
+	harness.PatchPool(g, bed, pool.Name, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
+	g.Eventually(daemons.Order, timeout).Should(HaveLen(2))
+	g.Expect(daemons.Order()).To(Equal([]string{honest, forger}), "the node that asked first goes first")
 }
 
 func TestNodeInTwoPoolsIsReportedAndNeverAdmitted(t *testing.T) {

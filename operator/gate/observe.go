@@ -93,17 +93,6 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	wins := pools.NewWindows(st.now, poolObj, rebootPolicies.Items)
 	st.admission.windowErr = wins.PoolErr()
 	st.observeFreeze(wins.PoolFreeze())
-	// Which requests ignore windows or freezes, or fall under a policy's,
-	// matters only while the pool's windows are shut or something has
-	// freezes or a policy has windows.
-	var settings map[string]map[string]pools.RequestSettings
-	if !wins.Pool().Open || wins.PolicyWindows() || wins.Freezes() {
-		var list v1alpha1.NodeMaintenanceList
-		if err := r.List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
-			return nil, fmt.Errorf("list open maintenances: %w", err)
-		}
-		settings = pools.Settings(list.Items)
-	}
 	unreadable, err := r.unreadableRequests(ctx)
 	if err != nil {
 		return nil, err
@@ -117,6 +106,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	st.views = make([]nodeView, 0, viewsCapacity(pool, len(nodes)))
+	var lookupErr error
 	r.Decoded.Walk(nodes, pool.Name, st.selection, func(s protocol.NodeState, otherPools []string, member bool) {
 		v := viewOf(s)
 		v.otherPools = otherPools
@@ -128,14 +118,25 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		}
 		v.inflight = r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
-		if cur := v.Current(); cur != nil && st.admission.windowErr == nil {
-			reqs := v.holdUnreadable(cur.Requests, unreadable)
-			ww := wins.Node(reqs, settings[v.Node.Name])
-			v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
-			v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
+		if cur := v.Current(); cur != nil {
+			settings, err := r.requestSettings(ctx, v.Node.Name)
+			if err != nil {
+				lookupErr = err
+				return
+			}
+			v.queuedAt = pools.QueueTime(cur.Requests, settings, st.now)
+			if st.admission.windowErr == nil {
+				reqs := v.holdUnreadable(cur.Requests, unreadable)
+				ww := wins.Node(reqs, settings)
+				v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
+				v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
+			}
 		}
 		st.views = append(st.views, v)
 	})
+	if lookupErr != nil {
+		return nil, lookupErr
+	}
 	// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
 	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
@@ -153,6 +154,17 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 // two billion.
 func viewsCapacity(pool *v1alpha1.MaintenancePool, nodes int) int {
 	return min(max(int(pool.Status.Nodes), 0), nodes)
+}
+
+// requestSettings returns, by request id, what the node's open
+// NodeMaintenances say of its requests: their windows, freezes and policy,
+// and when each was made, which bounds the node's place in the queue.
+func (r *Reconciler) requestSettings(ctx context.Context, node string) (map[string]pools.RequestSettings, error) {
+	var list v1alpha1.NodeMaintenanceList
+	if err := r.List(ctx, &list, client.MatchingFields{index.OpenOnNode: node}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list the open maintenances of node %s: %w", node, err)
+	}
+	return pools.Settings(list.Items)[node], nil
 }
 
 // unreadableRequests returns, by request id, the NodeMaintenances that

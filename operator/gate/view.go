@@ -45,6 +45,10 @@ type nodeView struct {
 	podHeld bool
 	// checked is true when the node's pods were looked at in this pass.
 	checked bool
+	// queuedAt is when the node's requests count as made, for its place in
+	// the queue: the times its daemon wrote, bounded by what kmaint saw
+	// (pools.QueueTime).
+	queuedAt time.Time
 }
 
 func newNodeView(node *corev1.Node) nodeView {
@@ -87,10 +91,6 @@ func (v *nodeView) holdUnreadable(reqs []protocol.Request, unreadable map[string
 	return readable
 }
 
-// requestTime is when the node's oldest outstanding request was made.
-func (v nodeView) requestTime() time.Time {
-	if cur := v.Current(); cur != nil {
-		return cur.Earliest()
-	}
-	return time.Time{}
-}
+// requestTime is when the node's oldest outstanding request counts as
+// made.
+func (v nodeView) requestTime() time.Time { return v.queuedAt }

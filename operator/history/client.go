@@ -152,6 +152,9 @@ func selectionOf(lo *client.ListOptions) (selection, error) {
 			},
 			concerns: func(_ string, l *leaving) bool { return l.policy == value },
 		}, nil
+	case index.OpenOnNode:
+		// Open records only, which the history never holds.
+		return selection{records: func(*History) []*Record { return nil }}, nil
 	case index.State:
 		// No record leaves the open cache for another state than finished.
 		switch value {

@@ -253,6 +253,8 @@ func TestTheClientReadsOpenAndFinishedRecordsAsOne(t *testing.T) {
 		"hist-open": "", "hist-done": v1alpha1.PhaseSucceeded, "hist-failed": v1alpha1.PhaseFailed}))
 	g.Expect(phases(g, r.open, client.MatchingFields{index.NodeName: "hist-a"})).To(Equal(map[string]v1alpha1.Phase{"hist-open": ""}),
 		"the open cache holds no finished record")
+	g.Expect(phases(g, r, client.MatchingFields{index.OpenOnNode: "hist-a"})).To(Equal(map[string]v1alpha1.Phase{"hist-open": ""}),
+		"a node's open records, without its history")
 	g.Expect(phases(g, r, client.MatchingFields{index.Policy: "hist-p"})).To(Equal(map[string]v1alpha1.Phase{
 		"hist-done": v1alpha1.PhaseSucceeded, "hist-other": v1alpha1.PhaseSucceeded}))
 	g.Expect(phases(g, r, client.MatchingFields{index.State: index.Open})).To(HaveKey("hist-open"))

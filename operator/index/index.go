@@ -19,6 +19,11 @@ const (
 	// nothing asks for them by state, and a year's history is most of the
 	// cache (an index entry is about 50 bytes a record).
 	State = "kmaint.io/state"
+	// OpenOnNode is spec.nodeName of the open records only: the gate looks
+	// up the requests of every waiting node at each reconcile, and a node's
+	// history, shallow-copied by a cached List, would cost it the whole
+	// history of the pool.
+	OpenOnNode = "kmaint.io/open-on-node"
 )
 
 // The values of State.
@@ -71,6 +76,12 @@ func Fields() map[string]func(*v1alpha1.NodeMaintenance) []string {
 			return []string{nm.Spec.Policy}
 		}),
 		State: stateValues,
+		OpenOnNode: func(nm *v1alpha1.NodeMaintenance) []string {
+			if StateOf(nm) != Open {
+				return nil
+			}
+			return []string{nm.Spec.NodeName}
+		},
 	}
 }
 

@@ -41,8 +41,9 @@ type Reconciler struct {
 	// Metrics records phase changes; nil records nothing.
 	Metrics *metrics.Recorder
 
-	// warned is, per node, the last RequestsNotRecorded event's boot and
-	// size, so that a flood of requests is one event, not one per write.
+	// warned is, per node and reason, what the last warning about the
+	// node's requests said (firstWarning), so that a flood of requests is
+	// one event, not one per write.
 	warnedMu sync.Mutex
 	warned   map[string]string
 	// writes are the NodeMaintenances this controller wrote that its cache
@@ -81,8 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		st, _ := protocol.Read(node)
 		state = &st
 	}
-	errs := []error{r.record(ctx, state, items)}
 	now := r.Clock.Now()
+	errs := []error{r.record(ctx, state, items), r.reportSuspect(ctx, state, items, now)}
 	w, err := r.waitFor(ctx, state, items, now)
 	if err != nil {
 		return ctrl.Result{}, err

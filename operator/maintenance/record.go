@@ -153,15 +153,7 @@ func (r *Reconciler) reportNotRecorded(ctx context.Context, node *corev1.Node, r
 	if n == 0 {
 		return
 	}
-	key := fmt.Sprintf("%s/%d", requested.BootID, bits.Len(uint(n)))
-	r.warnedMu.Lock()
-	if r.warned == nil {
-		r.warned = map[string]string{}
-	}
-	seen := r.warned[node.Name] == key
-	r.warned[node.Name] = key
-	r.warnedMu.Unlock()
-	if seen {
+	if !r.firstWarning(node.Name, v1alpha1.RequestsNotRecordedReason, fmt.Sprintf("%s/%d", requested.BootID, bits.Len(uint(n)))) {
 		return
 	}
 	msg := fmt.Sprintf("node %s raised %d reboot requests in boot %s; kmaint records at most %d per node and boot: %d recorded, %d not",
@@ -172,6 +164,31 @@ func (r *Reconciler) reportNotRecorded(ctx context.Context, node *corev1.Node, r
 	msg += ". They ask for no further reboot; this many requests suggest that the node's daemon identity is misused"
 	ctrl.LoggerFrom(ctx).Info("Requests not recorded", "bootID", requested.BootID, "requests", len(requested.Requests), "notRecorded", n)
 	r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, v1alpha1.RequestsNotRecordedReason, "Record", "%s", msg)
+}
+
+// firstWarning reports whether key differs from the last key of the
+// node's warnings of this reason, and keeps it: a node's reconciles follow
+// each of its writes, and the same finding is one event, not one per write.
+func (r *Reconciler) firstWarning(node, reason, key string) bool {
+	r.warnedMu.Lock()
+	defer r.warnedMu.Unlock()
+	if r.warned == nil {
+		r.warned = map[string]string{}
+	}
+	k := node + "\x00" + reason
+	if r.warned[k] == key {
+		return false
+	}
+	r.warned[k] = key
+	return true
+}
+
+// forgetWarning drops what the node's last warning of this reason said,
+// for one that could not be made.
+func (r *Reconciler) forgetWarning(node, reason string) {
+	r.warnedMu.Lock()
+	defer r.warnedMu.Unlock()
+	delete(r.warned, node+"\x00"+reason)
 }
 
 // cut shortens s to at most n bytes, for an event's note (1 KiB at most).

@@ -218,6 +218,24 @@ func annotationRows() []row {
 		contain("state that is not JSON", v1alpha1.MalformedAnnotationReason, protocol.State, "{"),
 		contain("400 forged request ids", v1alpha1.RequestsNotRecordedReason, protocol.RebootRequested,
 			protocol.Encode(protocol.Requested{BootID: "boot-0", Requests: manyIDs})),
+		contain("a request dated 1970, to go first", v1alpha1.RequestTimeBoundedReason, protocol.RebootRequested,
+			protocol.Encode(protocol.Requested{BootID: "boot-0", Requests: []protocol.Request{
+				{ID: "dated-1970", Source: v1alpha1.SourceHost, Reason: "first in line", Time: time.Unix(0, 0).UTC()}}})),
+		contain("a request dated next year", v1alpha1.RequestTimeBoundedReason, protocol.RebootRequested,
+			protocol.Encode(protocol.Requested{BootID: "boot-0", Requests: []protocol.Request{
+				{ID: "dated-next-year", Source: v1alpha1.SourceHost, Reason: "from the future", Time: time.Now().AddDate(1, 0, 0)}}})),
+		row{
+			surface: annotationSurface,
+			name:    "another node's NodeMaintenance as its own request, for its settings",
+			send: func(t *testing.T, e *env) (shown, error) {
+				restoreAnnotations(t, ownNode)
+				witness := harness.GetMaintenance(NewWithT(t), bed, witnessNM)
+				borrowed := protocol.Requested{BootID: "boot-0", Requests: []protocol.Request{
+					{ID: witness.RequestID(), Source: v1alpha1.SourceAPI, Reason: "borrowed", Time: time.Now()}}}
+				return nodeShown(pausedPool, ownNode), patchNode(e, ownNode, annotate(protocol.RebootRequested, protocol.Encode(borrowed)))
+			},
+			want: containedAs(v1alpha1.ForeignRequestReason),
+		},
 	)
 	return rows
 }

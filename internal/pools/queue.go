@@ -1,0 +1,61 @@
+package pools
+
+import (
+	"time"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+// QueueTime is when a node's requests count as made, for the order in which
+// the waiting nodes of a pool are admitted: the earliest of its requests'
+// times, each bounded by what kmaint itself saw (settings are the node's
+// own, by request id, as Settings gives them).
+//
+//   - A request with a NodeMaintenance of this node made in the API (a
+//     person's, a policy's, an alert's) is as old as that object, whose
+//     creation the API server stamped.
+//   - A request started on the node (host, config, sentinel) carries the
+//     time its daemon says it was journaled, believed only between
+//     v1alpha1.MaxRequestLead before its NodeMaintenance was recorded and that moment;
+//     before it is recorded, between v1alpha1.MaxRequestLead before now and now.
+//   - A request that says it comes from the API but has no NodeMaintenance
+//     of this node (one withdrawn a moment ago, or another node's id,
+//     borrowed) counts as made now.
+func QueueTime(reqs []protocol.Request, settings map[string]RequestSettings, now time.Time) time.Time {
+	var earliest time.Time
+	for _, req := range reqs {
+		t := requestQueueTime(req, settings, now)
+		if earliest.IsZero() || t.Before(earliest) {
+			earliest = t
+		}
+	}
+	return earliest
+}
+
+func requestQueueTime(req protocol.Request, settings map[string]RequestSettings, now time.Time) time.Time {
+	s, recorded := settings[req.ID]
+	// The API server stamps every object it creates; a zero time is no
+	// record kmaint can date.
+	recorded = recorded && !s.Recorded.IsZero()
+	switch {
+	case recorded && !s.RaisedOnNode:
+		return s.Recorded
+	case recorded:
+		return within(req.Time, s.Recorded.Add(-v1alpha1.MaxRequestLead), s.Recorded)
+	case req.Source.RaisedOnNode():
+		return within(req.Time, now.Add(-v1alpha1.MaxRequestLead), now)
+	}
+	return now
+}
+
+// within is t moved into [lo, hi].
+func within(t, lo, hi time.Time) time.Time {
+	switch {
+	case t.Before(lo):
+		return lo
+	case t.After(hi):
+		return hi
+	}
+	return t
+}

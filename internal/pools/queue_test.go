@@ -1,0 +1,75 @@
+package pools
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+func TestQueueTime(t *testing.T) {
+	now := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	recorded := now.Add(-time.Hour)
+	host := func(id string, at time.Time) protocol.Request {
+		return protocol.Request{ID: id, Source: v1alpha1.SourceHost, Time: at}
+	}
+	api := func(id string, at time.Time) protocol.Request {
+		return protocol.Request{ID: id, Source: v1alpha1.SourceAPI, Time: at}
+	}
+	onNode := map[string]RequestSettings{"h": {Recorded: recorded, RaisedOnNode: true}}
+	inAPI := map[string]RequestSettings{"uid": {Recorded: recorded}}
+	epoch := time.Unix(0, 0).UTC()
+
+	cases := map[string]struct {
+		reqs     []protocol.Request
+		settings map[string]RequestSettings
+		want     time.Time
+	}{
+		"a host request, as journaled": {
+			reqs: []protocol.Request{host("h", recorded.Add(-time.Minute))}, settings: onNode,
+			want: recorded.Add(-time.Minute),
+		},
+		"a host request dated 1970 gains at most the lead on its record": {
+			reqs: []protocol.Request{host("h", epoch)}, settings: onNode,
+			want: recorded.Add(-v1alpha1.MaxRequestLead),
+		},
+		"a host request dated after kmaint recorded it counts from its record": {
+			reqs: []protocol.Request{host("h", now.Add(365*24*time.Hour))}, settings: onNode,
+			want: recorded,
+		},
+		"a host request not recorded yet, dated 1970": {
+			reqs: []protocol.Request{host("new", epoch)},
+			want: now.Add(-v1alpha1.MaxRequestLead),
+		},
+		"a host request not recorded yet, dated in the future": {
+			reqs: []protocol.Request{host("new", now.Add(time.Hour))},
+			want: now,
+		},
+		"a request made in the API is as old as its NodeMaintenance, whatever it says": {
+			reqs: []protocol.Request{api("uid", epoch)}, settings: inAPI,
+			want: recorded,
+		},
+		"an API request of no NodeMaintenance of this node counts as made now": {
+			reqs: []protocol.Request{api("borrowed", epoch)}, settings: inAPI,
+			want: now,
+		},
+		"a record without a creation time is no record": {
+			reqs: []protocol.Request{api("uid", epoch)}, settings: map[string]RequestSettings{"uid": {}},
+			want: now,
+		},
+		"the earliest of a node's requests": {
+			reqs: []protocol.Request{api("borrowed", epoch), host("h", recorded.Add(-2*time.Minute))}, settings: onNode,
+			want: recorded.Add(-2 * time.Minute),
+		},
+		"no requests": {want: time.Time{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(QueueTime(tc.reqs, tc.settings, now)).To(Equal(tc.want))
+		})
+	}
+}
