@@ -56,6 +56,9 @@ type Held struct {
 	Message string `json:"message"`
 	// Since is when the gate first found the node held.
 	Since time.Time `json:"since"`
+	// Overdue is true once the pods have held the node past its pool's
+	// podOptOuts.maxHold, and the pool keeps it held.
+	Overdue bool `json:"overdue,omitempty"`
 }
 
 // NodeOptOut returns the opt-out a person set on the Node itself; nil when
@@ -104,12 +107,16 @@ func PodBlocks(pod *corev1.Pod, selector labels.Selector, now time.Time) (reason
 }
 
 // PodsOptOut says what the pods on a node hold its admission for; nil when
-// none does. Do-not-disrupt annotations come first: they are a person's
-// word about one pod.
-func PodsOptOut(node string, pods []corev1.Pod, selector labels.Selector, now time.Time) *OptOut {
+// none does. Only the pods of the namespaces bounds counts hold (nil
+// bounds: every namespace's). Do-not-disrupt annotations come first: they
+// are a person's word about one pod.
+func PodsOptOut(node string, pods []corev1.Pod, selector labels.Selector, bounds *v1alpha1.PodOptOuts, now time.Time) *OptOut {
 	var reason string
 	var whys []string
 	for i := range pods {
+		if !bounds.Counts(pods[i].Namespace) {
+			continue
+		}
 		r, why := PodBlocks(&pods[i], selector, now)
 		if r == "" {
 			continue

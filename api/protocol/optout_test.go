@@ -85,3 +85,30 @@ func TestNodeOptOut(t *testing.T) {
 		})
 	}
 }
+
+// A pool's podOptOuts.namespaces are the only namespaces whose pods hold
+// their node: a tenant's pod elsewhere, annotated or matching the
+// blockingPodSelector, holds nothing.
+func TestPodsOptOutCountsOnlyTheNamedNamespaces(t *testing.T) {
+	now := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	pod := func(ns, name string, labels, annotations map[string]string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations}}
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "db"})
+	pods := []corev1.Pod{
+		pod("tenant", "squatter", nil, map[string]string{protocol.DoNotDisrupt: "mine forever"}),
+		pod("tenant", "lookalike", map[string]string{"app": "db"}, nil),
+	}
+	bounds := &v1alpha1.PodOptOuts{Namespaces: []string{"databases"}}
+	if o := protocol.PodsOptOut("n", pods, sel, bounds, now); o != nil {
+		t.Fatalf("pods outside podOptOuts.namespaces hold the node: %s", o.Message)
+	}
+	if o := protocol.PodsOptOut("n", pods, sel, nil, now); o == nil {
+		t.Fatal("without podOptOuts every namespace's pods hold their node")
+	}
+	pods = append(pods, pod("databases", "primary", nil, map[string]string{protocol.DoNotDisrupt: "failover first"}))
+	o := protocol.PodsOptOut("n", pods, sel, bounds, now)
+	if o == nil || !strings.Contains(o.Message, "databases/primary") || strings.Contains(o.Message, "tenant/") {
+		t.Fatalf("the named namespace's pod alone holds the node; got %+v", o)
+	}
+}

@@ -68,6 +68,13 @@ type MaintenancePoolSpec struct {
 	// +optional
 	BlockingPodSelector *LabelSelector `json:"blockingPodSelector,omitempty"`
 
+	// PodOptOuts bounds what pods can hold: the namespaces whose pods'
+	// do-not-disrupt annotations and blockingPodSelector matches hold their
+	// node, and for how long. Unset, a pod of any namespace holds its node
+	// for as long as it says, as under kured and Karpenter.
+	// +optional
+	PodOptOuts *PodOptOuts `json:"podOptOuts,omitempty"`
+
 	// Drain says how admitted nodes are drained before they reboot.
 	// The empty default lets the API server fill in drain's own defaults
 	// (timeout) when a pool leaves drain out altogether.

@@ -265,6 +265,11 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
 		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
+		if o := v.overridden; o != nil {
+			r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverriddenReason, "Admit",
+				"%s; held since %s, past the pool's podOptOuts.maxHold (%s): admitted as its afterMaxHold (%s) says",
+				o.Message, v.Held.Since.UTC().Format(time.RFC3339), st.pool.Spec.PodOptOuts.MaxHold.Duration, v1alpha1.PodHoldAdmit)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -72,24 +72,66 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 		case want != nil && v.Held != nil && v.Held.Reason == want.Reason && v.Held.Message == want.Message:
 			continue
 		}
-		_, err := r.patchNode(ctx, st, v, false, protocol.HoldAdmission(want))
-		errs = append(errs, err)
+		if _, err := r.patchNode(ctx, st, v, false, protocol.HoldAdmission(want)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if want != nil && want.Overdue && (v.Held == nil || !v.Held.Overdue) {
+			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverdueReason, "Hold", "%s", want.Message)
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // heldNote is the AdmissionHeld value a node should carry: what its pods
 // said when checked this pass; nil when they hold nothing, or the node
-// holds itself (its own annotation says more).
+// holds itself (its own annotation says more). Since stays from the first
+// finding, whatever the pods say since: it is what the pool's
+// podOptOuts.maxHold counts from, and a pod that swapped its annotation
+// for a blockingPodSelector label must not start the count again.
 func heldNote(v nodeView, now time.Time) *protocol.Held {
 	if !v.podHeld || v.optOut == nil {
 		return nil
 	}
-	h := &protocol.Held{Reason: v.optOut.Reason, Message: v1alpha1.FitMessage(v.optOut.Message), Since: now}
-	if v.Held != nil && v.Held.Reason == h.Reason {
+	h := &protocol.Held{Reason: v.optOut.Reason, Message: v1alpha1.FitMessage(v.optOut.Message), Since: now, Overdue: v.overdue}
+	if v.Held != nil && !v.Held.Since.IsZero() && !v.Held.Since.After(now) {
 		h.Since = v.Held.Since
 	}
 	return h
+}
+
+// podVerdict is what a node its pods hold gets, under its pool's
+// podOptOuts.
+type podVerdict struct {
+	// admit is true when the pods have held the node past maxHold and the
+	// pool says to admit it.
+	admit bool
+	// optOut is what holds the node, said with how long when overdue.
+	optOut *protocol.OptOut
+	// overdue is true when the pods have held it past maxHold and the
+	// pool says to report it.
+	overdue bool
+	// until is when the hold runs out, while it runs; zero otherwise.
+	until time.Time
+}
+
+// podHold applies the pool's podOptOuts to the pods' finding (a hold) on a
+// node, given the node's note of its last hold. Pods that could not be
+// listed are not an opt-out: they hold the node however long it takes.
+func podHold(bounds *v1alpha1.PodOptOuts, held *protocol.Held, check podCheck, now time.Time) podVerdict {
+	if check.unseen || held == nil || bounds == nil || bounds.MaxHold == nil {
+		return podVerdict{optOut: check.optOut}
+	}
+	if !bounds.Overdue(held.Since, now) {
+		return podVerdict{optOut: check.optOut, until: held.Since.Add(bounds.MaxHold.Duration)}
+	}
+	if bounds.Admits() {
+		return podVerdict{admit: true, optOut: check.optOut}
+	}
+	o := *check.optOut
+	o.Message += fmt.Sprintf("; held since %s, past the pool's podOptOuts.maxHold (%s), and kept held as its afterMaxHold (%s) says",
+		held.Since.UTC().Format(time.RFC3339), bounds.MaxHold.Duration, v1alpha1.PodHoldReport)
+	return podVerdict{optOut: &o, overdue: true}
 }
 
 // releaseOptedOut lets go of nodes a person annotated do-not-disrupt after

@@ -40,6 +40,9 @@ type podCheck struct {
 	pool       string
 	generation int64
 	optOut     *protocol.OptOut
+	// unseen is true when the pods could not be listed: what holds the
+	// node then is not an opt-out that podOptOuts.maxHold may set aside.
+	unseen bool
 }
 
 func (p podCheck) MadeAt() time.Time { return p.at }
@@ -95,10 +98,20 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 		}
 		v.checked = true
 		if check.optOut != nil {
-			v.optOut, v.podHeld = check.optOut, true
+			hold := podHold(st.pool.Spec.PodOptOuts, v.Held, check, st.now)
+			if hold.admit {
+				// Held past the pool's maxHold, which says to admit.
+				v.overridden = check.optOut
+				admit = append(admit, name)
+				continue
+			}
+			v.optOut, v.podHeld, v.overdue = hold.optOut, true, hold.overdue
 			// Nothing tells the gate that a pod went away: it looks again
-			// once the finding is stale.
+			// once the finding is stale, or when the hold runs out.
 			wakeBy(check.at.Add(r.BlockingPodInterval))
+			if !hold.until.IsZero() {
+				wakeBy(hold.until)
+			}
 			again = true
 			continue
 		}
@@ -189,12 +202,13 @@ func (r *Reconciler) checkPods(ctx context.Context, st *poolState, node string, 
 		ctrl.LoggerFrom(ctx).Info("Pods of a node cannot be listed; it is not admitted", "node", node, "error", err.Error())
 		p.optOut = &protocol.OptOut{Reason: v1alpha1.BlockingPodReason,
 			Message: fmt.Sprintf("the pods of node %s cannot be listed (%v); it is not admitted until they can", node, err)}
+		p.unseen = true
 	} else {
 		sel := st.admission.podSelector
 		if sel == nil {
 			sel = labels.Nothing()
 		}
-		p.optOut = protocol.PodsOptOut(node, pods.Items, sel, st.now)
+		p.optOut = protocol.PodsOptOut(node, pods.Items, sel, st.pool.Spec.PodOptOuts, st.now)
 	}
 	r.podChecks.Put(node, p, 10*r.BlockingPodInterval)
 	return p

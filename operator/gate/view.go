@@ -43,6 +43,11 @@ type nodeView struct {
 	// came (podHeld); nil when nothing does.
 	optOut  *protocol.OptOut
 	podHeld bool
+	// overdue is true when its pods have held the node past its pool's
+	// podOptOuts.maxHold, and the pool keeps it held; overridden is what
+	// they held it for when the pool admits it all the same.
+	overdue    bool
+	overridden *protocol.OptOut
 	// checked is true when the node's pods were looked at in this pass.
 	checked bool
 	// queuedAt is when the node's requests count as made, for its place in

@@ -1,6 +1,7 @@
 package badinput
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -82,6 +83,19 @@ func poolRows() []row {
 		refuse("blocking query empty", "spec.blockingQueries[0].query", poolSpec("blockingQueries", []any{map[string]any{"name": "q", "query": ""}})),
 		refuse("blocking query of 5000 characters", "spec.blockingQueries[0].query", poolSpec("blockingQueries", []any{map[string]any{"name": "q", "query": strings.Repeat("u", 5000)}})),
 		refuse("paused yes", "spec.paused", poolSpec("paused", "yes")),
+		refuse("podOptOuts maxHold 0s", "spec.podOptOuts.maxHold", poolSpec("podOptOuts", map[string]any{"maxHold": "0s"})),
+		refuse("podOptOuts maxHold of two years", "spec.podOptOuts.maxHold", poolSpec("podOptOuts", map[string]any{"maxHold": "17520h"})),
+		refuse("podOptOuts maxHold bogus", "spec.podOptOuts.maxHold", poolSpec("podOptOuts", map[string]any{"maxHold": "a while"})),
+		refuse("podOptOuts afterMaxHold Evict", "spec.podOptOuts.afterMaxHold", poolSpec("podOptOuts", map[string]any{"afterMaxHold": "Evict"})),
+		refuse("podOptOuts namespaces empty", "spec.podOptOuts.namespaces", poolSpec("podOptOuts", map[string]any{"namespaces": []any{}})),
+		refuse("podOptOuts namespace not a name", "spec.podOptOuts.namespaces[0]", poolSpec("podOptOuts", map[string]any{"namespaces": []any{"Not_A_Namespace"}})),
+		refuse("podOptOuts 65 namespaces", "spec.podOptOuts.namespaces", poolSpec("podOptOuts", map[string]any{"namespaces": func() []any {
+			out := make([]any, 65)
+			for i := range out {
+				out[i] = fmt.Sprintf("ns-%d", i)
+			}
+			return out
+		}()})),
 	}
 
 	// Schedules the API server cannot judge reach the operator, which
