@@ -99,11 +99,19 @@ func TestFragmentationIndex(t *testing.T) {
 		for key, blocks := range b {
 			for order, n := range blocks {
 				exp.Set("node_buddyinfo_blocks", map[string]string{
-					"instance": instance, "node": key[0], "zone": key[1], "size": strconv.Itoa(order),
+					"job": "node-exporter", "instance": instance, "node": key[0], "zone": key[1], "size": strconv.Itoa(order),
 				}, n)
 			}
 		}
 		want[instance] = unusableIndex(b)
+	}
+	// An impostor: another job serving a fragmented host's buddyinfo
+	// under a node's address (a pod on the host network could) records
+	// nothing, so it reboots no node.
+	for order := range 9 {
+		exp.Set("node_buddyinfo_blocks", map[string]string{
+			"job": "tenant-app", "instance": "10.0.0.4:8080", "node": "0", "zone": "Normal", "size": strconv.Itoa(order),
+		}, 4096)
 	}
 	// The hand computation itself: one host past the sample's 0.9, one far
 	// below it, one with nothing free.
@@ -134,6 +142,9 @@ func TestFragmentationIndex(t *testing.T) {
 		case math.Abs(g-w) > 1e-9:
 			t.Errorf("%s{instance=%q} = %.12f, want %.12f", fragmentationRecord, instance, g, w)
 		}
+	}
+	if _, ok := promtest.Value(got, map[string]string{"instance": "10.0.0.4:8080"}); ok {
+		t.Errorf("%s records the series of job tenant-app: any target could reboot a node", fragmentationRecord)
 	}
 	for _, s := range got {
 		if len(s.Metric) != 2 || s.Metric[model.MetricNameLabel] != fragmentationRecord {

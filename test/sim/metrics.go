@@ -151,8 +151,10 @@ func (m *metrics) stop() {
 	}
 }
 
+// buddyinfoDesc is node_exporter's series, under the job name the shipped
+// recording rule reads (kube-prometheus-stack's).
 var buddyinfoDesc = prometheus.NewDesc("node_buddyinfo_blocks",
-	"Count of free blocks according to size.", []string{"instance", "node", "zone", "size"}, nil)
+	"Count of free blocks according to size.", []string{"instance", "node", "zone", "size"}, prometheus.Labels{"job": "node-exporter"})
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
