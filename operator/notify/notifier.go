@@ -22,13 +22,17 @@ import (
 // kmaint's, are stored.
 const EventNamespace = metav1.NamespaceDefault
 
-// followedControllers are the event recorders (reportingController) whose
+// FollowedControllers are the event recorders (reportingController) whose
 // events the notifier follows: all of kmaint's but the NodeMaintenance
-// lifecycle's (kmaint-maintenance), whose events repeat, once per request,
-// what the gate and the daemon say of the node.
-func followedControllers() []string {
-	return []string{"kmaint-gate", "kmaint-daemon", "kmaint-policy", "kmaint-unreadable", "kmaint-alert-webhook"}
+// lifecycle's (UnfollowedController), whose events repeat, once per
+// request, what the gate, aftercare and the daemon say of the node.
+func FollowedControllers() []string {
+	return []string{"kmaint-gate", "kmaint-aftercare", "kmaint-daemon", "kmaint-policy", "kmaint-unreadable", "kmaint-alert-webhook"}
 }
+
+// UnfollowedController is the one recorder of kmaint's that the notifier
+// does not follow.
+const UnfollowedController = "kmaint-maintenance"
 
 // The notifier reads kmaint's events, in namespace default only.
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=list;watch
@@ -82,7 +86,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 	n.start = n.clock.Now()
 	n.reload()
 	n.log.Info("Notifications on", "receivers", n.receiverNames(), "reasons", n.opts.Reasons, "interval", n.opts.Interval)
-	for _, c := range followedControllers() {
+	for _, c := range FollowedControllers() {
 		lw := cache.NewFilteredListWatchFromClient(n.client.EventsV1().RESTClient(), "events", EventNamespace, func(o *metav1.ListOptions) {
 			// The API server sends this controller's events only; a
 			// field selector takes one value per field, hence one watch
@@ -110,7 +114,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 func (n *Notifier) Synced() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.informers) < len(followedControllers()) {
+	if len(n.informers) < len(FollowedControllers()) {
 		return false
 	}
 	for _, inf := range n.informers {

@@ -14,9 +14,9 @@ func DefaultReasons() []string {
 	return []string{
 		v1alpha1.RolloutStartedReason, v1alpha1.RolloutFinishedReason, // a pool's rollout (gate)
 		v1alpha1.DrainFailedEventReason, v1alpha1.DrainForcedReason, // a drain given up at its deadline, or forced past it (gate)
-		v1alpha1.NodeNotBackReason, v1alpha1.DaemonMissingReason, // a node not back from its reboot, or back without its daemon (gate)
+		v1alpha1.NodeNotBackReason, v1alpha1.DaemonMissingReason, // a node not back from its reboot, or back without its daemon (aftercare)
 		v1alpha1.RebootNotObservedReason, "RebootFailed", // the approved reboot did not happen (daemon)
-		v1alpha1.HealthCheckFailedReason, v1alpha1.PoolHaltedReason, // a node failed its health checks after its reboot, and its pool halted (gate)
+		v1alpha1.HealthCheckFailedReason, v1alpha1.PoolHaltedReason, // a node failed its health checks after its reboot, and its pool halted (aftercare)
 		"RebootLoop", // the node asks again for the reboot it just had (daemon)
 	}
 }
