@@ -214,6 +214,12 @@ const (
 	// ForeignRequestReason: a node's request names another node's open
 	// NodeMaintenance; it gets none of that object's settings.
 	ForeignRequestReason = "ForeignRequest"
+	// PodOptOutOverdueReason: pods have held a node past its pool's
+	// podOptOuts.maxHold, and the pool keeps it held (afterMaxHold Report).
+	PodOptOutOverdueReason = "PodOptOutOverdue"
+	// PodOptOutOverriddenReason: pods held a node past its pool's
+	// podOptOuts.maxHold, and the pool admitted it (afterMaxHold Admit).
+	PodOptOutOverriddenReason = "PodOptOutOverridden"
 )
 
 // What happens at a drain's deadline (a pool's drain.onTimeout): the

@@ -386,6 +386,7 @@ pools:
 					"kmaint-daemon-own-node": "endsWith(':kmaint-daemon')", "kmaint-daemon-events": "endsWith(':kmaint-daemon')",
 					"kmaint-request-sources":      "'system:serviceaccount:maintenance:kmaint-operator'",
 					"kmaint-operator-annotations": "'system:serviceaccount:maintenance:kmaint-operator'",
+					"kmaint-events":               "'system:serviceaccount:maintenance:kmaint-operator'",
 				} {
 					vap := r.objs["ValidatingAdmissionPolicy/"+policy]
 					if vap == nil {

@@ -56,6 +56,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-request-sources",
 		"ValidatingAdmissionPolicy/kmaint-operator-annotations",
 		"ValidatingAdmissionPolicyBinding/kmaint-operator-annotations",
+		"ValidatingAdmissionPolicy/kmaint-events",
+		"ValidatingAdmissionPolicyBinding/kmaint-events",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",
