@@ -220,6 +220,10 @@ const (
 	// PodOptOutOverriddenReason: pods held a node past its pool's
 	// podOptOuts.maxHold, and the pool admitted it (afterMaxHold Admit).
 	PodOptOutOverriddenReason = "PodOptOutOverridden"
+	// AlertsNotRecordedReason: a policy's record of firing alerts is full
+	// (alertwebhook.MaxFiringPerNode, MaxRecordBytes); the alerts left out
+	// ask for no reboot.
+	AlertsNotRecordedReason = "AlertsNotRecorded"
 )
 
 // What happens at a drain's deadline (a pool's drain.onTimeout): the

@@ -46,9 +46,16 @@ const (
 	EpisodeMemory = 7 * 24 * time.Hour
 	// MaxEndedEpisodes caps the ended episodes a record remembers, oldest
 	// forgotten first, so that the record stays far below the API server's
-	// limit on an object's annotations (256 KiB). Firing episodes are never
-	// dropped to make room.
+	// limit on an object's annotations (256 KiB).
 	MaxEndedEpisodes = 500
+	// MaxFiringPerNode caps the firing episodes kept for one node: one
+	// firing alert asks for the node's reboot as well as many do.
+	MaxFiringPerNode = 8
+	// MaxRecordBytes caps the encoded record. Firing episodes are dropped
+	// to fit it, never ended ones: an ended episode forgotten would let a
+	// replay of its firing notification ask for a reboot again, while a
+	// firing one dropped only asks for none (Fit).
+	MaxRecordBytes = 160 << 10
 )
 
 // ParseRecord reads a record. It also reads the form earlier versions
@@ -189,6 +196,103 @@ func (r Record) Prune(now time.Time) {
 		}
 	}
 	maps.DeleteFunc(r, func(_ string, eps []Episode) bool { return len(eps) == 0 })
+}
+
+// Fit bounds the firing episodes, after Prune: at most MaxFiringPerNode a
+// node, those that started last kept (an older one is the likelier to have
+// been answered by a reboot already), and then, while the encoded record is
+// over MaxRecordBytes, one a node, and then none for the nodes whose alert
+// started last. A flood of distinct alerts (a misused webhook token, or
+// anyone who may post to Alertmanager) would otherwise fill the policy's
+// annotations, and every later write, the true alerts' included, would
+// fail. What is dropped asks for no reboot: Fit never makes one happen. It
+// returns how many episodes it dropped.
+func (r Record) Fit() (dropped int) {
+	firingFirst := func(eps []Episode) {
+		// Ended first, then firing, latest start first.
+		slices.SortStableFunc(eps, func(a, b Episode) int {
+			if a.Ended.IsZero() != b.Ended.IsZero() {
+				if a.Ended.IsZero() {
+					return 1
+				}
+				return -1
+			}
+			return b.StartsAt.Compare(a.StartsAt)
+		})
+	}
+	keepFiring := func(perNode int) {
+		for node, eps := range r {
+			firingFirst(eps)
+			firing := 0
+			r[node] = slices.DeleteFunc(eps, func(e Episode) bool {
+				if !e.Ended.IsZero() {
+					return false
+				}
+				firing++
+				if firing > perNode {
+					dropped++
+					return true
+				}
+				return false
+			})
+		}
+	}
+	keepFiring(MaxFiringPerNode)
+	if r.size() <= MaxRecordBytes {
+		return dropped
+	}
+	keepFiring(1)
+	size := r.size()
+	if size <= MaxRecordBytes {
+		return dropped
+	}
+	// Still too big: drop the nodes' firing episodes, latest start first,
+	// each node's encoded share off the size, until it fits.
+	type firingNode struct {
+		node  string
+		start time.Time
+	}
+	var nodes []firingNode
+	for node, eps := range r {
+		for _, e := range eps {
+			if e.Ended.IsZero() {
+				nodes = append(nodes, firingNode{node, e.StartsAt})
+			}
+		}
+	}
+	slices.SortFunc(nodes, func(a, b firingNode) int {
+		if c := b.start.Compare(a.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.node, a.node)
+	})
+	for _, n := range nodes {
+		if size <= MaxRecordBytes {
+			break
+		}
+		before := r[n.node]
+		after := slices.DeleteFunc(slices.Clone(before), func(e Episode) bool { return e.Ended.IsZero() })
+		dropped += len(before) - len(after)
+		size -= encodedLen(before) - encodedLen(after)
+		if len(after) == 0 {
+			delete(r, n.node)
+			size -= encodedLen(n.node) + len(`:[],`)
+			continue
+		}
+		r[n.node] = after
+	}
+	return dropped
+}
+
+// size is the length of the encoded record.
+func (r Record) size() int { return encodedLen(r) }
+
+func encodedLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // Firing returns the nodes with an episode firing at now, each with the

@@ -258,3 +258,72 @@ func TestParseRecord(t *testing.T) {
 		})
 	}
 }
+
+// A flood of distinct alerts cannot fill the policy's record: a node keeps
+// its latest MaxFiringPerNode firing episodes, and a record over
+// MaxRecordBytes drops firing episodes, never the ended ones that keep a
+// replayed notification from counting again.
+func TestRecordFit(t *testing.T) {
+	h := time.Hour
+	r := alertwebhook.Record{}
+	for i := range 20 {
+		r.Observe("flooded", alertwebhook.Alert{Fingerprint: fmt.Sprintf("fp-%02d", i), Firing: true, StartsAt: t0.Add(time.Duration(i) * time.Minute), Until: t0.Add(12 * h)}, t0)
+	}
+	r.Observe("flooded", alertwebhook.Alert{Fingerprint: "done", StartsAt: t0, EndsAt: t0}, t0)
+	if dropped := r.Fit(); dropped != 20-alertwebhook.MaxFiringPerNode {
+		t.Fatalf("Fit dropped %d of 20 firing episodes; want all but %d", dropped, alertwebhook.MaxFiringPerNode)
+	}
+	var kept []string
+	for _, e := range r["flooded"] {
+		kept = append(kept, e.Fingerprint)
+	}
+	slices.Sort(kept)
+	want := []string{"done", "fp-12", "fp-13", "fp-14", "fp-15", "fp-16", "fp-17", "fp-18", "fp-19"}
+	if !slices.Equal(kept, want) {
+		t.Fatalf("kept %v; want the ended one and the 8 latest firing", kept)
+	}
+
+	// Thousands of nodes, each with an alert of its own and one that
+	// ended: the record fits, every ended episode stays, and the nodes
+	// whose alert started first keep theirs.
+	r = alertwebhook.Record{}
+	for i := range 3000 {
+		node := fmt.Sprintf("node-%04d-%s", i, strings.Repeat("x", 40))
+		r.Observe(node, alertwebhook.Alert{Fingerprint: "firing", Firing: true, StartsAt: t0.Add(time.Duration(i) * time.Second), Until: t0.Add(12 * h)}, t0)
+		if i < alertwebhook.MaxEndedEpisodes {
+			r.Observe(node, alertwebhook.Alert{Fingerprint: "ended", StartsAt: t0, EndsAt: t0}, t0)
+		}
+	}
+	r.Prune(t0)
+	if r.Fit() == 0 {
+		t.Fatal("a record of 3000 firing nodes was kept whole")
+	}
+	raw, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > alertwebhook.MaxRecordBytes {
+		t.Fatalf("the record is %d bytes after Fit; want at most %d", len(raw), alertwebhook.MaxRecordBytes)
+	}
+	ended, firing := 0, map[string]bool{}
+	for node, eps := range r {
+		for _, e := range eps {
+			if e.Ended.IsZero() {
+				firing[node] = true
+			} else {
+				ended++
+			}
+		}
+	}
+	if ended != alertwebhook.MaxEndedEpisodes {
+		t.Errorf("%d ended episodes kept; want all %d", ended, alertwebhook.MaxEndedEpisodes)
+	}
+	first := fmt.Sprintf("node-%04d-%s", 0, strings.Repeat("x", 40))
+	last := fmt.Sprintf("node-%04d-%s", 2999, strings.Repeat("x", 40))
+	if !firing[first] || firing[last] || len(firing) < 100 {
+		t.Errorf("%d nodes keep a firing alert (the first %v, the last %v); want the earliest kept, the latest dropped", len(firing), firing[first], firing[last])
+	}
+	if _, err := alertwebhook.ParseRecord(raw); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -133,6 +133,12 @@ func (s *AlertSink) record(ctx context.Context, cached *v1alpha1.RebootPolicy, s
 			next.Observe(sg.node, sg.alert, now)
 		}
 		next.Prune(now)
+		if dropped := next.Fit(); dropped > 0 {
+			ctrl.LoggerFrom(ctx).Info("Alert record full", "policy", p.Name, "dropped", dropped)
+			s.Recorder.Eventf(p, nil, corev1.EventTypeWarning, v1alpha1.AlertsNotRecordedReason, "Record",
+				"%d firing alert episodes not recorded: policy %s keeps at most %d firing alerts a node and %d KiB of them in all, and asks no reboot for those it leaves out; this many distinct alerts suggests that Alertmanager or the webhook's token is misused",
+				dropped, p.Name, alertwebhook.MaxFiringPerNode, alertwebhook.MaxRecordBytes>>10)
+		}
 		if readable && next.Equal(current) {
 			return nil
 		}
