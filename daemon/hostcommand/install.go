@@ -41,6 +41,9 @@ func Install(src, dir string) (bool, error) {
 	if err := checkOwnership(dir, st); err != nil {
 		return false, err
 	}
+	if err := checkAncestors(dir); err != nil {
+		return false, err
+	}
 	target := filepath.Join(dir, Name)
 	if err := removeLeftovers(dir); err != nil {
 		return false, err
@@ -128,6 +131,29 @@ func checkOwnership(dir string, st fs.FileInfo) error {
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
 		return fmt.Errorf("the host directory %s belongs to uid %d, not to this installer's (%d): its owner could replace the command root runs", dir, sys.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// checkAncestors refuses a directory whose parents someone else could
+// change: whoever may write /opt/kmaint could rename bin away and put a
+// directory of their own in its place, and root would run what is in it.
+// A parent writable by others passes only with the sticky bit (as /tmp),
+// which keeps them from renaming an entry that is not theirs. The chart
+// mounts the host's parents read-only at their own paths, so that this
+// sees the host's and not the image's; / is the image's, and not looked at.
+func checkAncestors(dir string) error {
+	for p := filepath.Dir(filepath.Clean(dir)); p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("look at %s, a parent of the host directory: %w", p, err)
+		}
+		if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 {
+			return fmt.Errorf("%s, a parent of the host directory %s, is writable by group or others (%v): whoever can write there could put another directory in its place and have root run what is in it; use a path whose every directory is root's", p, dir, st.Mode().Perm())
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+			return fmt.Errorf("%s, a parent of the host directory %s, belongs to uid %d, not to this installer's (%d): its owner could put another directory in its place", p, dir, sys.Uid, os.Geteuid())
+		}
 	}
 	return nil
 }

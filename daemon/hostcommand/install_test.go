@@ -156,3 +156,47 @@ func TestInstallRefusesADirectoryOthersCanWrite(t *testing.T) {
 		t.Errorf("Install into a directory of uid 1000: %v, want refused", err)
 	}
 }
+
+// A directory whose parent someone else may write to, or owns, is refused
+// too: they could rename the directory away and put their own in its
+// place. A parent with the sticky bit (as /tmp) keeps them from renaming
+// what is not theirs, and passes.
+func TestInstallRefusesADirectoryWhoseParentOthersCanChange(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "kmaint-daemon")
+	writeFile(t, src, "command", 0o755)
+	nested := func(parentMode os.FileMode) (parent, dir string) {
+		parent = filepath.Join(t.TempDir(), "opt")
+		dir = filepath.Join(parent, "kmaint", "bin")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(parent, parentMode); err != nil {
+			t.Fatal(err)
+		}
+		return parent, dir
+	}
+	for _, mode := range []os.FileMode{0o777, 0o775} {
+		parent, dir := nested(mode)
+		_, err := Install(src, dir)
+		if err == nil || !strings.Contains(err.Error(), parent+", a parent of the host directory") {
+			t.Errorf("Install under a parent of mode %v: %v, want refused naming %s", mode, err, parent)
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, Name)); !os.IsNotExist(statErr) {
+			t.Errorf("parent mode %v: the command was written anyway", mode)
+		}
+	}
+	_, dir := nested(0o755 | os.ModeSticky | 0o022)
+	if _, err := Install(src, dir); err != nil {
+		t.Errorf("Install under a sticky parent writable by all, as /tmp: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	parent, dir := nested(0o755)
+	if err := os.Chown(parent, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(src, dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 1000") {
+		t.Errorf("Install under a parent of uid 1000: %v, want refused", err)
+	}
+}

@@ -319,8 +319,17 @@ daemon:
 					sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 					t.Errorf("init security context %+v: want unprivileged, no escalation, every capability dropped", sc)
 				}
-				if len(ini.VolumeMounts) != 1 || ini.VolumeMounts[0].MountPath != "/opt/kmaint/bin" || ini.VolumeMounts[0].ReadOnly {
-					t.Fatalf("init mounts %v, want only /opt/kmaint/bin, writable", ini.VolumeMounts)
+				if len(ini.VolumeMounts) != 3 || ini.VolumeMounts[0].MountPath != "/opt/kmaint/bin" || ini.VolumeMounts[0].ReadOnly {
+					t.Fatalf("init mounts %v, want /opt/kmaint/bin, writable, and its parents", ini.VolumeMounts)
+				}
+				// Its parents, read-only at their own paths, for the install
+				// to check the host's.
+				for i, parent := range []string{"/opt/kmaint", "/opt"} {
+					m := ini.VolumeMounts[i+1]
+					j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+					if m.MountPath != parent || !m.ReadOnly || j < 0 || spec.Volumes[j].HostPath == nil || spec.Volumes[j].HostPath.Path != parent {
+						t.Errorf("init mount %d: %+v (volume %d), want the host's %s read-only", i+1, m, j, parent)
+					}
 				}
 				j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == ini.VolumeMounts[0].Name })
 				want := &corev1.HostPathVolumeSource{Path: "/opt/kmaint/bin", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}

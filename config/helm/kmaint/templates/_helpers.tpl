@@ -20,3 +20,21 @@ app.kubernetes.io/part-of: kmaint
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end }}
+
+{{/*
+The parents of daemon.hostCommandDir, but /, as a JSON list: the host
+command's init container mounts them read-only at their own paths, so
+that the install checks the host's parents (root's, writable by nobody
+else) and not the image's.
+*/}}
+{{- define "kmaint.hostCommandParents" -}}
+{{- $parents := list -}}
+{{- $d := dir .Values.daemon.hostCommandDir -}}
+{{- range until 32 -}}
+{{- if ne $d "/" -}}
+{{- $parents = append $parents $d -}}
+{{- $d = dir $d -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $parents -}}
+{{- end }}
