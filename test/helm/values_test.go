@@ -341,6 +341,19 @@ daemon:
 						t.Errorf("the daemon mounts the host command's directory too, at %s", m.MountPath)
 					}
 				}
+				// The service account token is the daemon container's
+				// alone.
+				if ptr.Deref(spec.AutomountServiceAccountToken, true) {
+					t.Error("the daemon pod mounts its token into every container")
+				}
+				for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+					has := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+						return m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount"
+					})
+					if has != (c.Name == "daemon") {
+						t.Errorf("container %s mounts the service account token: %v; want the daemon's only", c.Name, has)
+					}
+				}
 			},
 		},
 		"pools": {

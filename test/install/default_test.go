@@ -186,6 +186,24 @@ func TestPodsLockedDown(t *testing.T) {
 	for _, v := range daemon.Volumes {
 		volumes[v.Name] = v
 	}
+	// The daemon's token is the daemon container's alone: the sentinel
+	// container, which runs as nobody and sees the host's /run, has none
+	// to lose.
+	if ptr.Deref(daemon.AutomountServiceAccountToken, true) {
+		t.Error("the daemon pod mounts its service account token into every container")
+	}
+	for _, c := range slices.Concat(daemon.InitContainers, daemon.Containers) {
+		i := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			v := volumes[m.Name]
+			return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
+		})
+		switch {
+		case c.Name == "daemon" && (i < 0 || c.VolumeMounts[i].MountPath != "/var/run/secrets/kubernetes.io/serviceaccount"):
+			t.Errorf("the daemon container has no service account token where client-go looks: %v", c.VolumeMounts)
+		case c.Name != "daemon" && i >= 0:
+			t.Errorf("container %s mounts the daemon's service account token", c.Name)
+		}
+	}
 	for _, c := range daemon.Containers {
 		for _, m := range c.VolumeMounts {
 			// The one writable mount: where the sentinel container, as
