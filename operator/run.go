@@ -310,13 +310,24 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	return mgr, nil
 }
 
-// The webhook reads its token Secret, and makes and renews its certificate
-// Secret, in the operator's own namespace only.
-// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=get;create;update
+// The webhook reads its token Secret, makes and renews its certificate
+// Secret, and publishes its CA's certificate in a ConfigMap, in the
+// operator's own namespace only, and by name: a create cannot be limited
+// to a name, a read or a write can.
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,resourceNames=kmaint-alert-webhook;kmaint-alert-webhook-tls,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=configmaps,resourceNames=kmaint-alert-webhook-ca,verbs=get;update
 
 // DefaultAlertCertSecret is the name of the Secret holding the webhook's
 // generated certificate, in the token Secret's namespace.
 const DefaultAlertCertSecret = "kmaint-alert-webhook-tls"
+
+// AlertCAConfigMap names the ConfigMap where the CA of the certificate in
+// the Secret secret is published: kmaint-alert-webhook-ca for the default.
+// People and Alertmanager read the CA there; the Secret, which holds the
+// keys, need be readable by the operator only.
+func AlertCAConfigMap(secret string) string { return strings.TrimSuffix(secret, "-tls") + "-ca" }
 
 // alertService is the Service through which Alertmanager reaches the
 // webhook (config/manager/service.yaml).
@@ -389,7 +400,7 @@ func alertCertificates(mgr manager.Manager, opts Options, tokenNamespace string,
 	if err != nil {
 		return nil, fmt.Errorf("client for the alert webhook's certificate: %w", err)
 	}
-	certs := &alertwebhook.SecretCertificates{Client: c, Namespace: ns, Name: name, Hosts: hosts}
+	certs := &alertwebhook.SecretCertificates{Client: c, Namespace: ns, Name: name, Hosts: hosts, CAConfigMap: AlertCAConfigMap(name)}
 	if tc, ok := clk.(clock.WithTicker); ok {
 		certs.Clock = tc
 	}

@@ -84,6 +84,12 @@ type SecretCertificates struct {
 	// Logger logs what happens to the certificate; unset means the logger
 	// of the context.
 	Logger logr.Logger
+	// CAConfigMap, when set, names a ConfigMap in Namespace where a
+	// generated CA's certificate is published (key ca.crt), for
+	// Alertmanager's tls_config: whoever needs the CA reads it there, and
+	// needs no read of the Secret, which holds the CA's key and the
+	// serving key too.
+	CAConfigMap string
 
 	current atomic.Pointer[tls.Certificate]
 }
@@ -139,7 +145,15 @@ func (s *SecretCertificates) sync(ctx context.Context) error {
 	var err error
 	for range 3 {
 		var pair *tls.Certificate
-		if pair, err = s.syncOnce(ctx); err == nil {
+		var ca []byte
+		if pair, ca, err = s.syncOnce(ctx); err == nil {
+			if ca != nil {
+				// Serving goes on without it: the CA is published at the
+				// next check.
+				if err := s.publishCA(ctx, ca); err != nil {
+					s.logger(ctx).Error(err, "Cannot publish the alert webhook's CA", "configMap", s.Namespace+"/"+s.CAConfigMap)
+				}
+			}
 			if old := s.current.Swap(pair); old == nil || !old.Leaf.Equal(pair.Leaf) {
 				s.logger(ctx).Info("Serving the alert webhook's certificate", "secret", s.Namespace+"/"+s.Name,
 					"serial", pair.Leaf.SerialNumber.String(), "notAfter", pair.Leaf.NotAfter)
@@ -153,14 +167,16 @@ func (s *SecretCertificates) sync(ctx context.Context) error {
 	return fmt.Errorf("certificate secret %s/%s: %w", s.Namespace, s.Name, err)
 }
 
-func (s *SecretCertificates) syncOnce(ctx context.Context) (*tls.Certificate, error) {
+// syncOnce returns the certificate to serve and, for a Secret kmaint made,
+// its CA's certificate to publish.
+func (s *SecretCertificates) syncOnce(ctx context.Context) (*tls.Certificate, []byte, error) {
 	now := s.clock().Now()
 	secret := &corev1.Secret{}
 	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, secret)
 	if apierrors.IsNotFound(err) {
 		b, err := issue(nil, s.Hosts, now, s.validity(), s.renewBefore())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -173,49 +189,86 @@ func (s *SecretCertificates) syncOnce(ctx context.Context) (*tls.Certificate, er
 			Data: b.data,
 		}
 		if err := s.Client.Create(ctx, secret); err != nil {
-			return nil, fmt.Errorf("create: %w", err)
+			return nil, nil, fmt.Errorf("create: %w", err)
 		}
 		s.logger(ctx).Info("Created the alert webhook's certificate", "secret", s.Namespace+"/"+s.Name)
-		return &b.pair, nil
+		return &b.pair, b.data[CACertKey], nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+		return nil, nil, fmt.Errorf("read: %w", err)
 	}
 
 	if secret.Annotations[GeneratedByAnnotation] != generatedBy {
 		b, err := parseServing(secret.Data)
 		if err != nil {
-			return nil, fmt.Errorf("holds no certificate to serve (%w); it was not made by kmaint-operator (annotation %s), "+
+			return nil, nil, fmt.Errorf("holds no certificate to serve (%w); it was not made by kmaint-operator (annotation %s), "+
 				"which does not overwrite it: fix it, delete it to have one made, or name another Secret", err, GeneratedByAnnotation)
 		}
 		if !now.Before(b.leaf.NotAfter) {
-			return nil, fmt.Errorf("its certificate expired at %s; it was not made by kmaint-operator, which does not renew it",
+			return nil, nil, fmt.Errorf("its certificate expired at %s; it was not made by kmaint-operator, which does not renew it",
 				b.leaf.NotAfter.UTC().Format(time.RFC3339))
 		}
-		return &b.pair, nil
+		return &b.pair, nil, nil
 	}
 
 	why := renewal(secret.Data, s.Hosts, now, s.renewBefore())
 	if why == "" {
 		b, err := parseServing(secret.Data)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return &b.pair, nil
+		return &b.pair, secret.Data[CACertKey], nil
 	}
 	b, err := issue(secret.Data, s.Hosts, now, s.validity(), s.renewBefore())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	secret.Type = corev1.SecretTypeTLS
 	secret.Data = b.data
 	// The update carries the resourceVersion read: of two replicas renewing
 	// at once, one gets a conflict and reads the other's.
 	if err := s.Client.Update(ctx, secret); err != nil {
-		return nil, fmt.Errorf("renew (%s): %w", why, err)
+		return nil, nil, fmt.Errorf("renew (%s): %w", why, err)
 	}
 	s.logger(ctx).Info("Renewed the alert webhook's certificate", "secret", s.Namespace+"/"+s.Name, "why", why)
-	return &b.pair, nil
+	return &b.pair, b.data[CACertKey], nil
+}
+
+// publishCA writes the CA's certificate into CAConfigMap, when it is set
+// and does not hold it already.
+func (s *SecretCertificates) publishCA(ctx context.Context, ca []byte) error {
+	if s.CAConfigMap == "" {
+		return nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.CAConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: s.Namespace, Name: s.CAConfigMap,
+				Labels:      map[string]string{"app.kubernetes.io/name": "kmaint-operator", "app.kubernetes.io/component": "alert-webhook"},
+				Annotations: map[string]string{GeneratedByAnnotation: generatedBy},
+			},
+			Data: map[string]string{CACertKey: string(ca)},
+		}
+		if err := s.Client.Create(ctx, cm); err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("read: %w", err)
+	case cm.Data[CACertKey] == string(ca):
+		return nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[CACertKey] = string(ca)
+	if err := s.Client.Update(ctx, cm); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	return nil
 }
 
 func (s *SecretCertificates) clock() clock.WithTicker {

@@ -35,9 +35,10 @@ func newSecretCertificates(t *testing.T) *alertwebhook.SecretCertificates {
 	name := "alert-tls-" + rand.String(6)
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})
+		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-ca"}})
 	})
 	return &alertwebhook.SecretCertificates{
-		Client: c, Namespace: "default", Name: name,
+		Client: c, Namespace: "default", Name: name, CAConfigMap: name + "-ca",
 		Hosts:  alertwebhook.ServiceHosts("kmaint-operator", "default"),
 		Logger: testr.New(t),
 	}
@@ -45,7 +46,15 @@ func newSecretCertificates(t *testing.T) *alertwebhook.SecretCertificates {
 
 // sameSecret is another replica's SecretCertificates for the same Secret.
 func sameSecret(t *testing.T, s *alertwebhook.SecretCertificates) *alertwebhook.SecretCertificates {
-	return &alertwebhook.SecretCertificates{Client: s.Client, Namespace: s.Namespace, Name: s.Name, Hosts: s.Hosts, Logger: testr.New(t)}
+	return &alertwebhook.SecretCertificates{Client: s.Client, Namespace: s.Namespace, Name: s.Name, CAConfigMap: s.CAConfigMap, Hosts: s.Hosts, Logger: testr.New(t)}
+}
+
+// publishedCA is the CA certificate in the ConfigMap, where people read it
+// without the Secret's keys.
+func publishedCA(g Gomega, s *alertwebhook.SecretCertificates) []byte {
+	cm := &corev1.ConfigMap{}
+	g.Expect(s.Client.Get(context.Background(), client.ObjectKey{Namespace: s.Namespace, Name: s.CAConfigMap}, cm)).To(Succeed())
+	return []byte(cm.Data[alertwebhook.CACertKey])
 }
 
 func getSecret(t *testing.T, s *alertwebhook.SecretCertificates) *corev1.Secret {
@@ -127,7 +136,12 @@ func TestSecretCertificatesServeAndSurviveRestart(t *testing.T) {
 			t.Errorf("secret has no %s", k)
 		}
 	}
-	ca := secret.Data[alertwebhook.CACertKey]
+	// The CA is published apart from the keys, and that is what a client
+	// is given to trust.
+	ca := publishedCA(NewWithT(t), certs)
+	if !bytes.Equal(ca, secret.Data[alertwebhook.CACertKey]) {
+		t.Errorf("the ConfigMap's ca.crt is not the Secret's")
+	}
 	if code := postAlerts(t, trusting(t, ca, nil), base+alertwebhook.AlertsPath); code != http.StatusOK {
 		t.Errorf("POST over TLS: %d, want 200", code)
 	}
@@ -229,6 +243,7 @@ func TestSecretCertificatesRenewBeforeExpiry(t *testing.T) {
 		g.Expect(leafOf(t, after).Equal(old)).To(BeFalse(), "certificate not renewed")
 		g.Expect(after.Data[alertwebhook.CACertKey]).To(Equal(ca), "the CA changed")
 	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(publishedCA(g, a)).To(Equal(ca), "the published CA changed")
 	renewed := leafOf(t, getSecret(t, a))
 	g.Expect(renewed.NotAfter).To(BeTemporally("~", clk.Now().Add(alertwebhook.DefaultCertValidity), time.Minute))
 

@@ -100,8 +100,23 @@ func TestDefaultWebhookServesTLS(t *testing.T) {
 		return bed.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kmaint-alert-webhook-tls"}, secret)
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed(), "the operator made no certificate Secret")
 	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), secret) })
+	// The CA alone is published in a ConfigMap, which is what people and
+	// Alertmanager read: the Secret holds the keys.
+	published := &corev1.ConfigMap{}
+	g.Eventually(func() error {
+		return bed.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kmaint-alert-webhook-ca"}, published)
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed(), "the operator published no CA")
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), published) })
+	g.Expect(published.Data).To(Equal(map[string]string{"ca.crt": string(secret.Data["ca.crt"])}), "the ConfigMap holds the CA's certificate and nothing else")
 	pool := x509.NewCertPool()
-	g.Expect(pool.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue(), "no ca.crt in the Secret")
+	g.Expect(pool.AppendCertsFromPEM([]byte(published.Data["ca.crt"]))).To(BeTrue(), "no ca.crt in the ConfigMap")
+
+	// The operator reads its Secrets by name, and no other.
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "someone-elses"}, StringData: map[string]string{"k": "v"}}
+	g.Expect(bed.Client.Create(ctx, other)).To(Succeed())
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), other) })
+	g.Expect(clientWithToken(t, operatorToken(t)).Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{})).To(
+		MatchError(ContainSubstring("forbidden")), "the operator reads a Secret not its own")
 
 	https := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "kmaint-operator." + namespace + ".svc"}}}
 	g.Eventually(func() (int, error) { return post(https, "https://"+webhookAddr+"/alerts") }, 60*time.Second, 200*time.Millisecond).
