@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kmaint/kmaint/api/scheme"
@@ -47,6 +48,11 @@ import (
 type Options struct {
 	// MetricsAddr is where Prometheus metrics are served; "0" turns them off.
 	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes for a GET of /metrics
+	// (SubjectAccessReview), as controller-runtime offers; the manifests
+	// turn it on. Off, anyone who reaches the port reads them.
+	MetricsSecure bool
 	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
 	ProbeAddr string
 	// PprofAddr is where Go's profiles (/debug/pprof/) are served, to find
@@ -170,7 +176,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 				return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 			},
 		},
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -308,6 +314,24 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, fmt.Errorf("add readyz: %w", err)
 	}
 	return mgr, nil
+}
+
+// The secure metrics ask the API server who the caller is and whether it
+// may GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves the metrics, over HTTPS to authorized callers only
+// when opts.MetricsSecure says so (with a certificate controller-runtime
+// makes at start, which Prometheus is told to accept: what protects the
+// metrics is the caller's token).
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 // The webhook reads its token Secret, makes and renews its certificate

@@ -30,6 +30,7 @@ func main() {
 	opts := operator.Options{}
 	fs := flag.NewFlagSet("kmaint-operator", flag.ExitOnError)
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" turns it off.`)
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", false, "Serve the metrics over HTTPS to callers the API server authenticates and authorizes for GET /metrics (a ClusterRole with nonResourceURLs [/metrics]); the manifests turn it on.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" turns them off.`)
 	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", `Address of Go's profiles (/debug/pprof/); "0" turns them off. They tell what the operator spends its time and memory on; keep the address private.`)
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,6 +151,42 @@ prometheus: {url: "http://prometheus-operated.monitoring:9090"}
 				}
 				if got := d.Spec.Template.Spec.NodeSelector["kubernetes.io/os"]; got != "linux" {
 					t.Errorf("nodeSelector %v", d.Spec.Template.Spec.NodeSelector)
+				}
+			},
+		},
+		// Ingress only on the ports kmaint listens on, from the peers
+		// given; the selectors pick each pod.
+		"network policy": {
+			values: `
+networkPolicy:
+  enabled: true
+  metricsFrom: [{namespaceSelector: {matchLabels: {team: observability}}}]
+  alertsFrom: [{podSelector: {matchLabels: {app: alertmanager}}, namespaceSelector: {}}]
+`,
+			check: func(t *testing.T, r rendered) {
+				for name, wantPorts := range map[string][]string{"kmaint-operator": {"metrics", "alerts"}, "kmaint-daemon": {"metrics"}} {
+					np := &networkingv1.NetworkPolicy{}
+					r.into("NetworkPolicy/"+namespace+"/"+name, np)
+					if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != name || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+						t.Errorf("%s selects %v for %v; want its own pods, ingress", name, np.Spec.PodSelector, np.Spec.PolicyTypes)
+					}
+					var ports []string
+					for _, rule := range np.Spec.Ingress {
+						if len(rule.From) == 0 {
+							t.Errorf("%s: a rule open to every peer: %+v", name, rule)
+						}
+						for _, p := range rule.Ports {
+							ports = append(ports, p.Port.String())
+						}
+					}
+					if !slices.Equal(ports, wantPorts) {
+						t.Errorf("%s opens ports %v, want %v", name, ports, wantPorts)
+					}
+				}
+				// The ports are named as the pods name them.
+				if !slices.ContainsFunc(r.daemon().Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" }) ||
+					!slices.ContainsFunc(r.operator().Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == "alerts" }) {
+					t.Error("the policies name ports the pods do not")
 				}
 			},
 		},

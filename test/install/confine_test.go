@@ -10,14 +10,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -45,12 +43,7 @@ func daemonOf(t *testing.T, node string) string {
 // operatorToken returns a token of kmaint-operator's service account.
 func operatorToken(t *testing.T) string {
 	t.Helper()
-	tr, err := kubernetes.NewForConfigOrDie(bed.Config).CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), "kmaint-operator",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	return serviceAccountToken(t, namespace, "kmaint-operator")
 }
 
 // waitForPolicy waits until the binding of the named policy is enforced:

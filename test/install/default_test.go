@@ -42,6 +42,7 @@ func TestDefaultObjects(t *testing.T) {
 		"Role/kmaint-system/kmaint-operator",
 		"ClusterRole/kmaint-daemon",
 		"ClusterRole/kmaint-operator",
+		"ClusterRole/kmaint-metrics-reader",
 		"RoleBinding/kmaint-system/kmaint-operator",
 		"ClusterRoleBinding/kmaint-daemon",
 		"ClusterRoleBinding/kmaint-operator",

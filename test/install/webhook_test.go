@@ -15,8 +15,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/test/harness"
@@ -52,11 +56,13 @@ func TestDefaultWebhookServesTLS(t *testing.T) {
 		}
 	}
 	ctr := deploy.Spec.Template.Spec.Containers[0]
-	webhookAddr := harness.FreeAddr(t)
+	webhookAddr, metricsAddr := harness.FreeAddr(t), harness.FreeAddr(t)
 	args := []string{"--leader-election-namespace=" + namespace}
 	for _, arg := range ctr.Args {
 		switch {
-		case strings.HasPrefix(arg, "--metrics-bind-address="), strings.HasPrefix(arg, "--health-probe-bind-address="):
+		case strings.HasPrefix(arg, "--metrics-bind-address="):
+			arg = "--metrics-bind-address=" + metricsAddr
+		case strings.HasPrefix(arg, "--health-probe-bind-address="):
 			arg = arg[:strings.Index(arg, "=")+1] + "0"
 		case strings.HasPrefix(arg, "--alert-webhook-bind-address="):
 			arg = "--alert-webhook-bind-address=" + webhookAddr
@@ -123,6 +129,54 @@ func TestDefaultWebhookServesTLS(t *testing.T) {
 		Should(Equal(http.StatusOK))
 	g.Expect(post(http.DefaultClient, "http://"+webhookAddr+"/alerts")).To(Equal(http.StatusBadRequest),
 		"plain HTTP is answered by Go's TLS server, which refuses it")
+
+	// The metrics go only to callers the API server knows and allows:
+	// Prometheus's account, bound to kmaint-metrics-reader; not to
+	// anyone who reaches the port, nor to an account without the role.
+	reader := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "test-prometheus"}}
+	g.Expect(bed.Client.Create(ctx, reader)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-prometheus-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kmaint-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: reader.Name}},
+	}
+	g.Expect(bed.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = bed.Client.Delete(context.Background(), binding)
+		_ = bed.Client.Delete(context.Background(), reader)
+	})
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	scrape := func(token string) (int, error) {
+		req, err := http.NewRequest(http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+		if err != nil {
+			return 0, err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := insecure.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	readerToken := serviceAccountToken(t, namespace, reader.Name)
+	g.Eventually(func() (int, error) { return scrape(readerToken) }, 60*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
+	g.Expect(scrape("")).To(Equal(http.StatusUnauthorized), "metrics without a token")
+	g.Expect(scrape(serviceAccountToken(t, namespace, "kmaint-daemon"))).To(Equal(http.StatusForbidden), "metrics for an account without the role")
+	g.Expect(post(http.DefaultClient, "http://"+metricsAddr+"/metrics")).To(Equal(http.StatusBadRequest), "metrics over plain HTTP")
+}
+
+// serviceAccountToken is a token of the named service account.
+func serviceAccountToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	tr, err := kubernetes.NewForConfigOrDie(bed.Config).CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }
 
 // post sends an empty Alertmanager payload with the test's token.
