@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -35,6 +36,11 @@ type display struct {
 	// shownHalt and shownResume are each pool's halt and resume-halt
 	// annotation as last reported.
 	shownHalt, shownResume map[string]string
+	// haltedSince is when each halted pool was first seen halted; halted
+	// sums each pool's halts that lifted: the time it waited for a person,
+	// which the summary's ideal counts.
+	haltedSince map[string]time.Time
+	halted      map[string]time.Duration
 	// planned are the nodes the demo means to reboot, the pools'
 	// progress counters' denominators (goal.nodes).
 	planned []string
@@ -48,7 +54,8 @@ const maxRows = 16
 
 func newDisplay(out io.Writer, live bool, start time.Time) *display {
 	return &display{out: out, live: live, start: start, shown: map[string]nodeRow{}, shownCandidate: map[string]string{}, shownOutcome: map[string]bool{},
-		shownHalt: map[string]string{}, shownResume: map[string]string{}}
+		shownHalt: map[string]string{}, shownResume: map[string]string{},
+		haltedSince: map[string]time.Time{}, halted: map[string]time.Duration{}}
 }
 
 // untilDone shows the cluster until what the demo waits for is done, and
@@ -159,6 +166,7 @@ func (d *display) reportHalts(v view) {
 		at := "+" + elapsed(time.Since(d.start))
 		if was := d.shownHalt[p.name]; was != p.halt {
 			d.shownHalt[p.name] = p.halt
+			d.timeHalt(p.name, p.halt != "", time.Now())
 			switch {
 			case d.live:
 			case p.halt != "":
@@ -175,6 +183,28 @@ func (d *display) reportHalts(v view) {
 			}
 		}
 	}
+}
+
+// timeHalt keeps how long each pool stood halted: since when it is, and
+// the sum of its halts that lifted.
+func (d *display) timeHalt(pool string, halted bool, now time.Time) {
+	since, was := d.haltedSince[pool]
+	switch {
+	case halted && !was:
+		d.haltedSince[pool] = now
+	case !halted && was:
+		d.halted[pool] += now.Sub(since)
+		delete(d.haltedSince, pool)
+	}
+}
+
+// haltedFor is how long each pool stood halted up to now.
+func (d *display) haltedFor(now time.Time) map[string]time.Duration {
+	out := maps.Clone(d.halted)
+	for pool, since := range d.haltedSince {
+		out[pool] += now.Sub(since)
+	}
+	return out
 }
 
 // reportPolicy prints a line when a node becomes the policy's candidate or

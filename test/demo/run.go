@@ -236,7 +236,7 @@ func finish(ctx context.Context, opts options, out io.Writer, w *watcher, kube c
 	if rebootTime == 0 {
 		rebootTime, measured = medianDrainAndReboot(state.maintenances), true
 	}
-	printSummary(out, summarize(final, state.maintenances, makespan, rebootTime), measured)
+	printSummary(out, summarize(final, state.maintenances, makespan, rebootTime, d.haltedFor(end)), measured)
 	if plan != nil {
 		printMetricSummary(out, final, state, plan)
 	}

@@ -29,11 +29,13 @@ type summary struct {
 }
 
 // poolSummary is one pool's ideal: its rebooted nodes in full waves of
-// maxUnavailable, each wave one reboot time long.
+// maxUnavailable, each wave one reboot time and the pool's settle time
+// long, and the time the pool stood halted waiting for a person.
 type poolSummary struct {
 	name                            string
 	rebooted, maxUnavailable, waves int
 	spec                            string
+	settle, halted                  time.Duration
 	ideal                           time.Duration
 }
 
@@ -57,18 +59,19 @@ var spans = []struct {
 		func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Rebooting }, func(t *v1alpha1.PhaseTimes) *metav1.Time { return t.Succeeded }},
 }
 
-func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time.Duration) summary {
+func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time.Duration, halted map[string]time.Duration) summary {
 	s := summary{requests: len(nms), makespan: makespan, rebootTime: rebootTime}
 	for _, p := range v.pools {
 		if p.todo == 0 {
 			continue
 		}
 		// Reboots the policy asked for are summarized on their own.
-		ps := poolSummary{name: p.name, rebooted: p.back - p.backByMetric, maxUnavailable: p.maxUnavailable, spec: p.spec}
+		ps := poolSummary{name: p.name, rebooted: p.back - p.backByMetric, maxUnavailable: p.maxUnavailable, spec: p.spec,
+			settle: p.settle, halted: halted[p.name].Round(100 * time.Millisecond)}
 		if p.maxUnavailable > 0 {
 			ps.waves = (ps.rebooted + p.maxUnavailable - 1) / p.maxUnavailable
 		}
-		ps.ideal = time.Duration(ps.waves) * rebootTime
+		ps.ideal = time.Duration(ps.waves)*(rebootTime+ps.settle) + ps.halted
 		s.ideal = max(s.ideal, ps.ideal)
 		s.pools = append(s.pools, ps)
 	}
@@ -144,7 +147,13 @@ func printSummary(out io.Writer, s summary, measured bool) {
 	if measured {
 		wave += ", the median drain and reboot measured here"
 	}
-	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s)\n", wave)
+	fmt.Fprintf(out, "  (ideal: pools reboot side by side; each takes ceil(rebooted / maxUnavailable) waves of %s", wave)
+	for _, p := range s.pools {
+		if p.settle > 0 || p.halted > 0 {
+			fmt.Fprintf(out, "; %s's waves last its settle time %s more, and it stood halted %s, waiting for a person", p.name, p.settle, p.halted)
+		}
+	}
+	fmt.Fprintln(out, ")")
 	if s.metric > 0 {
 		fmt.Fprintf(out, "  (host and config requests; the %d the policy raised waited for its window, below)\n", s.metric)
 	}

@@ -98,6 +98,9 @@ type poolRow struct {
 	unavailable, maxUnavailable int
 	// spec is spec.maxUnavailable as written, e.g. 50%.
 	spec string
+	// settle is the pool's settle time: a rebooted node keeps its slot
+	// that long, so each wave lasts it too.
+	settle time.Duration
 	// backByMetric counts the nodes back from reboots only a policy's
 	// metric asked for.
 	backByMetric int
@@ -217,7 +220,7 @@ func buildView(s clusterState, planned []string) view {
 	slices.SortFunc(pools, func(a, b v1alpha1.MaintenancePool) int { return cmp.Compare(a.Name, b.Name) })
 	rows := map[string]*poolRow{}
 	for _, p := range pools {
-		rows[p.Name] = &poolRow{name: p.Name, spec: "1", halt: haltText(&p), resumedUpTo: p.Annotations[v1alpha1.ResumeHaltAnnotation]}
+		rows[p.Name] = &poolRow{name: p.Name, spec: "1", settle: p.Spec.Settle(), halt: haltText(&p), resumedUpTo: p.Annotations[v1alpha1.ResumeHaltAnnotation]}
 		if p.Spec.MaxUnavailable != nil {
 			rows[p.Name].spec = p.Spec.MaxUnavailable.String()
 		}
@@ -353,6 +356,7 @@ func waitingReason(nms []*v1alpha1.NodeMaintenance) string {
 // one, else a request raised on the node and not yet recorded, else the last
 // final one. raised reports the second case.
 func nodeStep(n *corev1.Node, nms []*v1alpha1.NodeMaintenance) (st step, source string, since time.Time, raised bool) {
+	state, _ := protocol.Read(n)
 	var open, final []*v1alpha1.NodeMaintenance
 	for _, nm := range nms {
 		if nm.Status.Phase.Done() {
@@ -367,9 +371,16 @@ func nodeStep(n *corev1.Node, nms []*v1alpha1.NodeMaintenance) (st step, source 
 			return cmp.Compare(slices.Index(order, a.Status.Phase), slices.Index(order, b.Status.Phase))
 		})
 		phase := cmp.Or(furthest.Status.Phase, v1alpha1.PhasePending)
+		// A request raised on the node is requested already when kmaint
+		// records it: its record starts Pending until the maintenance
+		// controller reads the node, and showing that would flap the
+		// node Requested, Pending, Requested.
+		if phase == v1alpha1.PhasePending && state.Current() != nil && state.Current().Has(furthest.RequestID()) {
+			phase = v1alpha1.PhaseRequested
+		}
 		return step(phase), sources(open), phaseTime(furthest, phase), false
 	}
-	if state, _ := protocol.Read(n); state.Current() != nil {
+	if state.Current() != nil {
 		var srcs []string
 		for _, r := range state.Current().Requests {
 			srcs = append(srcs, string(r.Source))

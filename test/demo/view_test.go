@@ -64,3 +64,26 @@ func TestProgressCounterKeepsItsDenominatorAsRequestsArrive(t *testing.T) {
 		})
 	}
 }
+
+// A request raised on the node is Requested from the moment it is raised:
+// its record, which starts Pending until the maintenance controller reads
+// the node, does not take it back to Pending.
+func TestARaisedRequestStaysRequestedWhenRecorded(t *testing.T) {
+	at := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
+	node := gen.Node("web-000", gen.Requested("boot-0", gen.Req("r1", v1alpha1.SourceHost, at)))
+	if st, _, _, raised := nodeStep(node, nil); st != stepRequested || !raised {
+		t.Fatalf("raised, not recorded: %s (raised %v), want Requested", st, raised)
+	}
+	record := &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-000-host-r1", Labels: map[string]string{v1alpha1.RequestIDLabel: "r1"}},
+		Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: "web-000", Source: v1alpha1.SourceHost},
+	}
+	if st, _, _, _ := nodeStep(node, []*v1alpha1.NodeMaintenance{record}); st != stepRequested {
+		t.Errorf("recorded, its status not written yet: %s, want Requested", st)
+	}
+	other := record.DeepCopy()
+	other.Labels[v1alpha1.RequestIDLabel] = "r2"
+	if st, _, _, _ := nodeStep(node, []*v1alpha1.NodeMaintenance{other}); st != step(v1alpha1.PhasePending) {
+		t.Errorf("a record of a request the node has not raised: %s, want Pending", st)
+	}
+}
