@@ -1,0 +1,67 @@
+package protocol_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kmaint/kmaint/api/protocol"
+)
+
+// A hook's token is bound to its node, boot, admission and point: an
+// acknowledgement written for any other never opens it.
+func TestHookTokensBindAcknowledgements(t *testing.T) {
+	at := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
+	token := protocol.HookToken("n1", "boot-1", at, protocol.BeforeDrain)
+	others := map[string]string{
+		"another node":      protocol.HookToken("n2", "boot-1", at, protocol.BeforeDrain),
+		"another boot":      protocol.HookToken("n1", "boot-2", at, protocol.BeforeDrain),
+		"another admission": protocol.HookToken("n1", "boot-1", at.Add(time.Nanosecond), protocol.BeforeDrain),
+		"another point":     protocol.HookToken("n1", "boot-1", at, protocol.BeforeReboot),
+	}
+	for what, other := range others {
+		if other == token {
+			t.Errorf("%s gives the same token", what)
+		}
+	}
+	if again := protocol.HookToken("n1", "boot-1", at.In(time.FixedZone("x", 3600)), protocol.BeforeDrain); again != token {
+		t.Error("the same admission read in another time zone gives another token")
+	}
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
+		protocol.AckPrefix + "db-failover": token,
+		protocol.AckPrefix + "storage":     others["another boot"],
+	}}}
+	if !protocol.Acknowledged(node, "db-failover", token) {
+		t.Error("the acknowledgement of this point does not open it")
+	}
+	if protocol.Acknowledged(node, "storage", token) {
+		t.Error("an acknowledgement left from an earlier boot opens this one")
+	}
+	if protocol.Acknowledged(node, "absent", token) || protocol.Acknowledged(&corev1.Node{}, "db-failover", "") {
+		t.Error("no acknowledgement, or no token, opens a hook")
+	}
+}
+
+// A hook's Job name is the same for every operator that computes it, and a
+// valid name however long or odd the hook's.
+func TestHookJobNames(t *testing.T) {
+	token := protocol.HookToken("n1", "boot-1", time.Unix(0, 0), protocol.BeforeReboot)
+	name := protocol.HookJobName("install-kernel", token)
+	if name != protocol.HookJobName("install-kernel", token) || !strings.HasPrefix(name, "kmaint-install-kernel-") {
+		t.Errorf("job name %q: want kmaint-install-kernel-<hash>, the same each time", name)
+	}
+	if name == protocol.HookJobName("install-kernel", protocol.HookToken("n1", "boot-2", time.Unix(0, 0), protocol.BeforeReboot)) {
+		t.Error("another boot's Job has the same name")
+	}
+	for _, hook := range []string{"install-kernel", strings.Repeat("x", 300), "Upper_Case.and.dots", "-"} {
+		n := protocol.HookJobName(hook, token)
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			t.Errorf("job name %q of hook %q: %v", n, hook, errs)
+		}
+	}
+}
