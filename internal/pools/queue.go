@@ -17,8 +17,9 @@ import (
 //     creation the API server stamped.
 //   - A request started on the node (host, config, sentinel) carries the
 //     time its daemon says it was journaled, believed only between
-//     v1alpha1.MaxRequestLead before its NodeMaintenance was recorded and that moment;
-//     before it is recorded, between v1alpha1.MaxRequestLead before now and now.
+//     v1alpha1.MaxRequestLead before its NodeMaintenance was recorded and
+//     that moment (the end of the second the API server stamped); before
+//     it is recorded, between MaxRequestLead before now and now.
 //   - A request that says it comes from the API but has no NodeMaintenance
 //     of this node (one withdrawn a moment ago, or another node's id,
 //     borrowed) counts as made now.
@@ -42,7 +43,10 @@ func requestQueueTime(req protocol.Request, settings map[string]RequestSettings,
 	case recorded && !s.RaisedOnNode:
 		return s.Recorded
 	case recorded:
-		return within(req.Time, s.Recorded.Add(-v1alpha1.MaxRequestLead), s.Recorded)
+		// The API server stamps creation to the second, cut down: the
+		// record was made before the end of that second.
+		made := s.Recorded.Add(time.Second)
+		return within(req.Time, made.Add(-v1alpha1.MaxRequestLead), made)
 	case req.Source.RaisedOnNode():
 		return within(req.Time, now.Add(-v1alpha1.MaxRequestLead), now)
 	}

@@ -34,11 +34,17 @@ func TestQueueTime(t *testing.T) {
 		},
 		"a host request dated 1970 gains at most the lead on its record": {
 			reqs: []protocol.Request{host("h", epoch)}, settings: onNode,
-			want: recorded.Add(-v1alpha1.MaxRequestLead),
+			want: recorded.Add(time.Second - v1alpha1.MaxRequestLead),
 		},
 		"a host request dated after kmaint recorded it counts from its record": {
 			reqs: []protocol.Request{host("h", now.Add(365*24*time.Hour))}, settings: onNode,
-			want: recorded,
+			want: recorded.Add(time.Second),
+		},
+		// The record's time is cut to the second: a request made in that
+		// second, after the stamp, is not put before it.
+		"a host request made within the second its record was stamped": {
+			reqs: []protocol.Request{host("h", recorded.Add(300*time.Millisecond))}, settings: onNode,
+			want: recorded.Add(300 * time.Millisecond),
 		},
 		"a host request not recorded yet, dated 1970": {
 			reqs: []protocol.Request{host("new", epoch)},

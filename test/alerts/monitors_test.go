@@ -24,10 +24,15 @@ type monitor struct {
 }
 
 type endpoint struct {
-	Port        string `json:"port"`
-	Path        string `json:"path"`
-	Interval    string `json:"interval"`
-	HonorLabels bool   `json:"honorLabels"`
+	Port            string `json:"port"`
+	Path            string `json:"path"`
+	Interval        string `json:"interval"`
+	HonorLabels     bool   `json:"honorLabels"`
+	Scheme          string `json:"scheme"`
+	BearerTokenFile string `json:"bearerTokenFile"`
+	TLSConfig       struct {
+		InsecureSkipVerify bool `json:"insecureSkipVerify"`
+	} `json:"tlsConfig"`
 }
 
 // TestMonitors: the ServiceMonitor and PodMonitor select the operator's and
@@ -68,6 +73,12 @@ func TestMonitors(t *testing.T) {
 			}
 			if tt.daemon && !eps[0].HonorLabels {
 				t.Error("the daemons' endpoint lacks honorLabels: a node target label would push the daemon's node label aside")
+			}
+			// The operator serves its metrics over HTTPS to callers with a
+			// token the API server allows (--metrics-secure): Prometheus
+			// sends its own, and accepts the certificate the operator made.
+			if !tt.daemon && (eps[0].Scheme != "https" || eps[0].BearerTokenFile == "" || !eps[0].TLSConfig.InsecureSkipVerify) {
+				t.Errorf("the operator's endpoint %+v: want https with Prometheus's token", eps[0])
 			}
 		})
 	}
