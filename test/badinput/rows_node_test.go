@@ -34,6 +34,7 @@ const (
 	noFields        = "may not change a Node's labels"
 	onlyOwnNode     = "may only update its own Node"
 	onlyOwnNMs      = "may only update the status of NodeMaintenances for its node"
+	onlyTheOperator = "written only by the kmaint operator"
 	forbidden       = "forbidden"
 )
 
@@ -111,12 +112,19 @@ func annotationRows() []row {
 	requested := protocol.Encode(protocol.Requested{BootID: "boot-0", Requests: []protocol.Request{
 		{ID: "r1", Source: v1alpha1.SourceHost, Reason: "forged", Time: time.Now()},
 	}})
+	// The operator's annotations are refused by the daemon's policy and by
+	// kmaint-operator-annotations; the API server names either.
+	operators := func(name, patch string) row {
+		r := own(name, onlyAnnotations, patch)
+		r.want.or = onlyTheOperator
+		return r
+	}
 	rows := []row{
-		own("approve its own reboot", onlyAnnotations, annotate(protocol.RebootApproved, "boot-0")),
-		own("admit itself", onlyAnnotations, annotate(protocol.Admitted, `{"bootID":"boot-0","requests":["r1"]}`)),
-		own("mark itself cordoned by kmaint", onlyAnnotations, annotate(protocol.Cordoned, "true")),
-		own("write a drain failure", onlyAnnotations, annotate(protocol.DrainFailed, `{"bootID":"boot-0"}`)),
-		own("set its desired config", onlyAnnotations, annotate(protocol.DesiredConfig, "v9")),
+		operators("approve its own reboot", annotate(protocol.RebootApproved, "boot-0")),
+		operators("admit itself", annotate(protocol.Admitted, `{"bootID":"boot-0","requests":["r1"]}`)),
+		operators("mark itself cordoned by kmaint", annotate(protocol.Cordoned, "true")),
+		operators("write a drain failure", annotate(protocol.DrainFailed, `{"bootID":"boot-0"}`)),
+		operators("set its desired config", annotate(protocol.DesiredConfig, "v9")),
 		own("another annotation", onlyAnnotations, annotate("example.com/x", "y")),
 		own("a label", noFields, `{"metadata":{"labels":{"`+poolLabel+`":"open"}}}`),
 		own("leave its pool by label", noFields, `{"metadata":{"labels":{"`+poolLabel+`":null}}}`),

@@ -142,7 +142,11 @@ type BudgetWatcher struct {
 	// limit, when above zero, fails the test the moment more nodes than
 	// that are unavailable at once.
 	limit int
-	t     testing.TB
+	// byAdmissions counts, for most and limit, the nodes kmaint made
+	// unavailable, and fails an admission made while the others
+	// unavailable for any reason fill the budget (ByAdmissions).
+	byAdmissions bool
+	t            testing.TB
 
 	mu      sync.Mutex
 	nodes   map[string]*corev1.Node
@@ -187,14 +191,20 @@ func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
 				continue
 			}
 			bw.mu.Lock()
+			prev := bw.nodes[n.Name]
 			if ev.Type == watch.Deleted {
 				delete(bw.nodes, n.Name)
 			} else {
 				bw.nodes[n.Name] = n
 			}
+			counts := Unavailable
+			if bw.byAdmissions {
+				counts = madeUnavailable
+				bw.checkAdmission(pool, prev, n, ev.Type)
+			}
 			count := 0
 			for _, n := range bw.nodes {
-				if Unavailable(n) {
+				if counts(n) {
 					count++
 				}
 			}
@@ -202,7 +212,7 @@ func WatchBudget(t testing.TB, bed *testbed.Bed, pool string) *BudgetWatcher {
 			if bw.limit > 0 && count > bw.limit {
 				var names []string
 				for _, n := range bw.nodes {
-					if Unavailable(n) {
+					if counts(n) {
 						names = append(names, n.Name)
 					}
 				}
@@ -222,6 +232,48 @@ func (bw *BudgetWatcher) FailAbove(limit int) *BudgetWatcher {
 	defer bw.mu.Unlock()
 	bw.limit = limit
 	return bw
+}
+
+// ByAdmissions is the watcher for real nodes, whose kubelets may go NotReady
+// on their own (starved on a loaded machine): kmaint cannot keep a node
+// Ready, only refrain from adding to what is down. The watcher then counts
+// the nodes kmaint made unavailable (admitted, approved, settling), and
+// fails the test when kmaint admits a node while as many others as the
+// limit are unavailable for any reason, NotReady included: invariant 1 as
+// kmaint can keep it.
+func (bw *BudgetWatcher) ByAdmissions() *BudgetWatcher {
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	bw.byAdmissions = true
+	return bw
+}
+
+// madeUnavailable reports whether kmaint made the node unavailable.
+func madeUnavailable(n *corev1.Node) bool {
+	_, approved := n.Annotations[protocol.RebootApproved]
+	_, admitted := n.Annotations[protocol.Admitted]
+	_, settling := n.Annotations[protocol.Settling]
+	return approved || admitted || settling
+}
+
+// checkAdmission fails the test when n was admitted in this change while
+// the others unavailable for any reason already filled the limit. Called
+// with bw.mu held.
+func (bw *BudgetWatcher) checkAdmission(pool string, prev, n *corev1.Node, typ watch.EventType) {
+	if bw.limit <= 0 || typ == watch.Deleted || n.Annotations[protocol.Admitted] == "" ||
+		prev != nil && prev.Annotations[protocol.Admitted] == n.Annotations[protocol.Admitted] {
+		return
+	}
+	var others []string
+	for name, o := range bw.nodes {
+		if name != n.Name && Unavailable(o) {
+			others = append(others, name)
+		}
+	}
+	if len(others) >= bw.limit {
+		bw.t.Errorf("invariant 1 broken in pool %s: %s admitted while %d others were unavailable, at most %d allowed in all: %v",
+			pool, n.Name, len(others), bw.limit, others)
+	}
 }
 
 // MostUnavailable returns the most nodes unavailable at once, and how many

@@ -48,7 +48,7 @@ func nodeNotBackFromReboot(t *testing.T, c *realcluster.Cluster, kc client.Clien
 	}
 	poolOfEveryNode(t, c, kc, notBackPool)
 	bed := &testbed.Bed{Config: c.RestConfig(), Client: kc, Scheme: kc.Scheme()}
-	watcher := harness.WatchBudget(t, bed, notBackPool).FailAbove(1)
+	watcher := harness.WatchBudget(t, bed, notBackPool).FailAbove(1).ByAdmissions()
 
 	began := time.Now()
 	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: notBackPool, Config: "os-3"})).To(Succeed())

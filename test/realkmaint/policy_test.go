@@ -177,7 +177,7 @@ func schedulePolicyReboots(t *testing.T, c *realcluster.Cluster, kc client.Clien
 	selected := []*realcluster.Node{c.Nodes()[0], c.Nodes()[1]}
 	labelNodes(t, kc, pool, selected[0].Name(), selected[1].Name())
 	createPool(t, kc, gen.Pool(pool, intstr.FromInt32(1)))
-	watcher := harness.WatchBudget(t, bed, pool).FailAbove(1)
+	watcher := harness.WatchBudget(t, bed, pool).FailAbove(1).ByAdmissions()
 	bootsBefore := bootCounts(c)
 	bootIDs := map[string]string{}
 	for _, n := range selected {

@@ -52,7 +52,7 @@ func rolloutOverEveryNode(t *testing.T, c *realcluster.Cluster, kc client.Client
 	pool.Spec.Drain.DeleteEmptyDirData = true
 	createPool(t, kc, pool)
 	bed := &testbed.Bed{Config: c.RestConfig(), Client: kc, Scheme: kc.Scheme()}
-	nodeWatcher := harness.WatchBudget(t, bed, rolloutPool).FailAbove(1)
+	nodeWatcher := harness.WatchBudget(t, bed, rolloutPool).FailAbove(1).ByAdmissions()
 	podWatcher := harness.WatchHealthyPods(t, bed, workloadNamespace, "app="+guarded).FailBelow(guardedMinAvailable)
 
 	began := time.Now()
