@@ -35,6 +35,8 @@
 //	ForgetNotBack          - node-not-back
 //	UpdateSettle           + settling
 //	Settled                - settling
+//	RecordHooks            + hook
+//	ForgetHooks            - hook
 //
 // A new annotation of the operator is added here: its constant, its value's
 // type, what Read makes of it, and the transitions that write it.

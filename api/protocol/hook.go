@@ -30,6 +30,82 @@ const (
 	AfterReboot HookPoint = "afterReboot"
 )
 
+// Hook (operator) is where the node stands in the hooks of one point of
+// its admission, a HookRecord. The gate writes it before it waits for a
+// hook or starts one, so that an operator restarted at any moment finds
+// the same wait, the same deadlines and the same Jobs (invariant 5).
+const Hook = Prefix + "hook"
+
+// HookRecord is the value of Hook.
+type HookRecord struct {
+	// Point is where on the path the node waits.
+	Point HookPoint `json:"point"`
+	// BootID is the boot the point is for: the admitted boot before the
+	// reboot, the new one after it.
+	BootID string `json:"bootID"`
+	// Token binds acknowledgements and Jobs to this point (HookToken).
+	Token string `json:"token"`
+	// Since is when the node reached the point.
+	Since time.Time `json:"since"`
+	// Hooks are the pool's hooks at the point, in its order.
+	Hooks []HookProgress `json:"hooks"`
+}
+
+// HookProgress is where one hook stands.
+type HookProgress struct {
+	// Name is the hook's name in its pool.
+	Name string `json:"name"`
+	// Attempt counts the hook's runs at this point, the first one 1.
+	Attempt int32 `json:"attempt,omitempty"`
+	// Deadline is when the hook fails unless it passed.
+	Deadline time.Time `json:"deadline"`
+	// Passed is when the hook passed; zero while it has not.
+	Passed time.Time `json:"passed,omitzero"`
+	// Failure says why the hook failed; nil while it has not.
+	Failure *HookFailure `json:"failure,omitempty"`
+}
+
+// HookFailure is why a hook failed.
+type HookFailure struct {
+	// Reason is a CamelCase reason, e.g. HookTimeout or HookJobFailed.
+	Reason string `json:"reason"`
+	// Message says what happened, for a person.
+	Message string `json:"message"`
+	// Time is when the hook was found failed.
+	Time time.Time `json:"time"`
+}
+
+// Passed reports whether every hook of the point passed.
+func (r HookRecord) Passed() bool {
+	for _, h := range r.Hooks {
+		if h.Passed.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// Failed returns the first hook that failed; nil when none did.
+func (r HookRecord) Failed() *HookProgress {
+	for i := range r.Hooks {
+		if r.Hooks[i].Failure != nil {
+			return &r.Hooks[i]
+		}
+	}
+	return nil
+}
+
+// Waiting names the hooks that neither passed nor failed.
+func (r HookRecord) Waiting() []string {
+	var out []string
+	for _, h := range r.Hooks {
+		if h.Passed.IsZero() && h.Failure == nil {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
 // AckPrefix starts the annotation by which another controller opens a
 // hook: AckPrefix + the hook's name, valued with the token of the point
 // it opens. It is not kmaint.io/: the hook's owner writes it, not the

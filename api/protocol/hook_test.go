@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +64,48 @@ func TestHookJobNames(t *testing.T) {
 		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
 			t.Errorf("job name %q of hook %q: %v", n, hook, errs)
 		}
+	}
+}
+
+// The hooks' record reads back as written, says which hooks wait, passed
+// or failed, and one that cannot be read leaves the node unreadable, never
+// taken for a point passed.
+func TestHookRecordRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	rec := protocol.HookRecord{
+		Point: protocol.BeforeReboot, BootID: "boot-0", Token: protocol.HookToken("n1", "boot-0", at, protocol.BeforeReboot), Since: at,
+		Hooks: []protocol.HookProgress{
+			{Name: "db-failover", Attempt: 1, Deadline: at.Add(time.Hour), Passed: at.Add(time.Minute)},
+			{Name: "install-kernel", Attempt: 2, Deadline: at.Add(time.Hour)},
+		},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	protocol.RecordHooks(rec).Apply(node)
+	s, err := protocol.Read(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hook == nil || s.Hook.Token != rec.Token || len(s.Hook.Hooks) != 2 || !s.Hook.Hooks[0].Passed.Equal(at.Add(time.Minute)) {
+		t.Fatalf("read back %+v, want %+v", s.Hook, rec)
+	}
+	if s.Hook.Passed() || s.Hook.Failed() != nil || !slices.Equal(s.Hook.Waiting(), []string{"install-kernel"}) {
+		t.Errorf("passed %v, failed %v, waiting %v: want install-kernel waiting", s.Hook.Passed(), s.Hook.Failed(), s.Hook.Waiting())
+	}
+	rec.Hooks[1].Failure = &protocol.HookFailure{Reason: "HookTimeout", Message: "no acknowledgement within 1h", Time: at.Add(time.Hour)}
+	if f := rec.Failed(); f == nil || f.Name != "install-kernel" || len(rec.Waiting()) != 0 || rec.Passed() {
+		t.Errorf("a failed hook: failed %+v, waiting %v", f, rec.Waiting())
+	}
+	rec.Hooks[1].Failure, rec.Hooks[1].Passed = nil, at.Add(2*time.Minute)
+	if !rec.Passed() {
+		t.Error("every hook passed, the point not")
+	}
+
+	protocol.ForgetHooks().Apply(node)
+	if s, _ := protocol.Read(node); s.Hook != nil {
+		t.Error("the record is still read after ForgetHooks")
+	}
+	node.Annotations[protocol.Hook] = "{not json"
+	if s, err := protocol.Read(node); err == nil || s.Unreadable == nil {
+		t.Error("a hooks record that cannot be read leaves the node readable")
 	}
 }

@@ -21,7 +21,7 @@ const Prefix = "kmaint.io/"
 // to this list).
 func OperatorAnnotations() []string {
 	return []string{Admitted, RebootApproved, Cordoned, DrainFailed, DrainRetry, DrainForced, NodeMarks,
-		RebootUnconfirmed, NodeNotBack, AdmissionHeld, APIRequests, DesiredConfig, Settling}
+		RebootUnconfirmed, NodeNotBack, AdmissionHeld, APIRequests, DesiredConfig, Settling, Hook}
 }
 
 // DaemonAnnotations are the annotations a node's daemon writes on its Node.

@@ -56,6 +56,9 @@ type NodeState struct {
 	// Settle says the node is back from its reboot and keeps its slot for
 	// its pool's settle time and health checks; nil when it does not.
 	Settle *Settle
+	// Hook is where the node stands in the hooks of a point of its
+	// admission; nil when it waits for none.
+	Hook *HookRecord
 	// Held is what the gate last found on the node's pods that holds its
 	// admission; nil when none (see AdmissionHeld and OptOut).
 	Held *Held
@@ -102,6 +105,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
 	s.Settle = decode[Settle](node, Settling, &errs)
+	s.Hook = decode[HookRecord](node, Hook, &errs)
 	s.Held = readHeld(node)
 	s.Unreadable = errors.Join(errs...)
 	return s, s.Unreadable

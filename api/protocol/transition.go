@@ -194,6 +194,17 @@ func Settled() Transition {
 	return func(n *corev1.Node) { delete(n.Annotations, Settling) }
 }
 
+// RecordHooks writes where the node stands in the hooks of a point of its
+// admission, before the gate waits for them or starts them.
+func RecordHooks(rec HookRecord) Transition {
+	return func(n *corev1.Node) { n.Annotations[Hook] = Encode(rec) }
+}
+
+// ForgetHooks removes the hooks' record once no point waits on them.
+func ForgetHooks() Transition {
+	return func(n *corev1.Node) { delete(n.Annotations, Hook) }
+}
+
 func cordon(n *corev1.Node) {
 	if !n.Spec.Unschedulable {
 		n.Spec.Unschedulable = true

@@ -207,6 +207,8 @@ func TestEachTransitionWritesOnlyItsAnnotations(t *testing.T) {
 		"ForgetNotBack":         {protocol.ForgetNotBack(), []string{protocol.NodeNotBack}},
 		"UpdateSettle":          {protocol.UpdateSettle(*settle), []string{protocol.Settling}},
 		"Settled":               {protocol.Settled(), []string{protocol.Settling}},
+		"RecordHooks":           {protocol.RecordHooks(protocol.HookRecord{Point: protocol.BeforeDrain}), []string{protocol.Hook}},
+		"ForgetHooks":           {protocol.ForgetHooks(), []string{protocol.Hook}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -251,7 +253,7 @@ var everyKey = []string{
 	protocol.RebootRequested, protocol.RebootApproved, protocol.DesiredConfig, protocol.CurrentConfig, protocol.State,
 	protocol.Cordoned, protocol.Admitted, protocol.DrainFailed, protocol.DrainRetry, protocol.DrainForced,
 	protocol.NodeMarks, protocol.RebootUnconfirmed, protocol.NodeNotBack, protocol.AdmissionHeld, protocol.APIRequests,
-	protocol.Settling,
+	protocol.Settling, protocol.Hook,
 }
 
 func hasKey(n *corev1.Node, key string) bool { _, ok := n.Annotations[key]; return ok }
