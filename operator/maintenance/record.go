@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -175,11 +176,14 @@ func (r *Reconciler) firstWarning(node, reason, key string) bool {
 	if r.warned == nil {
 		r.warned = map[string]string{}
 	}
-	k := node + "\x00" + reason
-	if r.warned[k] == key {
+	// The key may hold what a daemon wrote (its request ids, hundreds of
+	// them): kept as a digest, a node's findings cost a few bytes each.
+	sum := sha256.Sum256([]byte(key))
+	k, digest := node+"\x00"+reason, string(sum[:])
+	if r.warned[k] == digest {
 		return false
 	}
-	r.warned[k] = key
+	r.warned[k] = digest
 	return true
 }
 

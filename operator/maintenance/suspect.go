@@ -85,13 +85,14 @@ func (r *Reconciler) reportSuspect(ctx context.Context, state *protocol.NodeStat
 }
 
 // datedOff says how a request started on the node is dated off when kmaint
-// recorded it (or learns of it); "" when it is not.
+// recorded it (or learns of it); "" when it is not. The id is quoted: the
+// daemon wrote it, and an id not yet checked may hold anything.
 func datedOff(req protocol.Request, recorded time.Time) string {
 	switch {
 	case req.Time.Before(recorded.Add(-v1alpha1.MaxRequestLead)):
-		return fmt.Sprintf("%s at %s, recorded at %s", req.ID, req.Time.UTC().Format(time.RFC3339), recorded.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("%q at %s, recorded at %s", req.ID, req.Time.UTC().Format(time.RFC3339), recorded.UTC().Format(time.RFC3339))
 	case req.Time.After(recorded.Add(v1alpha1.MaxClockSkew)):
-		return fmt.Sprintf("%s at %s, recorded before, at %s", req.ID, req.Time.UTC().Format(time.RFC3339), recorded.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("%q at %s, recorded before, at %s", req.ID, req.Time.UTC().Format(time.RFC3339), recorded.UTC().Format(time.RFC3339))
 	}
 	return ""
 }
@@ -114,7 +115,7 @@ func (r *Reconciler) foreignRequests(ctx context.Context, node string, reqs []pr
 		}
 		id := nm.RequestID()
 		if slices.ContainsFunc(reqs, func(req protocol.Request) bool { return req.ID == id }) {
-			out = append(out, fmt.Sprintf("%s (NodeMaintenance %s of node %s)", id, nm.Name, nm.Spec.NodeName))
+			out = append(out, fmt.Sprintf("%q (NodeMaintenance %s of node %s)", id, nm.Name, nm.Spec.NodeName))
 		}
 	}
 	slices.Sort(out)
