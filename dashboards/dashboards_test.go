@@ -24,7 +24,7 @@ var sample = Sample{Pool: "workers", Policy: "memory-fragmentation", Node: "node
 
 // histograms are the metrics of metrics.All that are histograms, whose
 // series are name_bucket, name_sum and name_count.
-var histograms = []string{metrics.DrainDurationSeconds, metrics.RebootDurationSeconds, metrics.PolicyEvaluationDurationSecs}
+var histograms = []string{metrics.DrainDurationSeconds, metrics.RebootDurationSeconds, metrics.PolicyEvaluationDurationSecs, metrics.HookDurationSeconds}
 
 // The committed JSON is what the code builds now, and no other dashboard
 // file lies beside it.

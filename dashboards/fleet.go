@@ -112,7 +112,15 @@ func fleet() *dashboard.DashboardBuilder {
 		WithPanel(bars("Health check failures by check",
 			"Per pool and check, settling nodes found bad by a health check per interval (kmaint_health_check_failures_total); each one halts its pool.",
 			unitShort,
-			q("sum by (pool, check) ("+increase(metrics.HealthCheckFailuresTotal)+")", "{{pool}}: {{check}}")))
+			q("sum by (pool, check) ("+increase(metrics.HealthCheckFailuresTotal)+")", "{{pool}}: {{check}}"))).
+		WithPanel(timeSeries("Hook durations",
+			"Per pool, point and hook, the 90th percentile of how long an attempt of a hook took, passed or failed (kmaint_hook_duration_seconds): an upgrade Job, a check, another controller's acknowledgement. The node keeps its slot meanwhile.",
+			unitSeconds,
+			q("histogram_quantile(0.9, sum by (pool, point, hook, le) ("+rate(metrics.HookDurationSeconds+"_bucket")+"))", "{{pool}} {{point}} {{hook}}"))).
+		WithPanel(bars("Hook failures",
+			"Per pool, point, hook and reason, failed attempts of hooks per interval (kmaint_hook_failures_total): a timeout, a Job that failed, was lost or could not be made. With onFailure Halt each halts its pool.",
+			unitShort,
+			q("sum by (pool, point, hook, reason) ("+increase(metrics.HookFailuresTotal)+")", "{{pool}} {{point}} {{hook}}: {{reason}}")))
 
 	d.WithRow(dashboard.NewRowBuilder("Requests")).
 		WithPanel(timeSeries("Requests by source",

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -125,12 +127,24 @@ type Options struct {
 	// Notify sends chat messages about kmaint's events; off unless
 	// Notify.URLsFile is set.
 	Notify notify.Options
+	// HooksNamespace is where the pools' Job hooks run; empty runs none.
+	HooksNamespace string
 }
 
 // Leader election and events need these besides what the controllers' own
 // markers ask for.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kmaint-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// hooksNamespaceOrNone is the namespace whose Jobs the cache holds: the
+// hooks', or, when there is none, a name no namespace can have, so that
+// nothing ever lists Jobs cluster-wide.
+func hooksNamespaceOrNone(ns string) string {
+	if ns == "" {
+		return "kmaint-no-hooks-namespace-"
+	}
+	return ns
+}
 
 // NewManager builds a manager with kmaint's controllers.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Manager, error) {
@@ -166,6 +180,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 				// The finished records, a year of history, are kept apart
 				// in a smaller form (package history).
 				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance, Field: history.Open()},
+				// Only the hooks' Jobs, and the operator may read no others.
+				&batchv1.Job{}: {Namespaces: map[string]cache.Config{hooksNamespaceOrNone(opts.HooksNamespace): {}}},
 			},
 			DefaultWatchErrorHandler: watcherr.Handler,
 			// The history hears of each record that leaves the open cache.
@@ -240,6 +256,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 		BlockingPodInterval:   opts.BlockingPodInterval,
 		Pods:                  mgr.GetAPIReader(),
+		HooksNamespace:        opts.HooksNamespace,
 	}
 	if prom != nil {
 		// A nil *Prometheus in the interface would not read as nil.
@@ -464,6 +481,11 @@ func (o Options) Validate() error {
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s=%s: must be positive (0 means the default)", d.flag, d.value)
+		}
+	}
+	if o.HooksNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.HooksNamespace); len(errs) > 0 {
+			return fmt.Errorf("--hooks-namespace=%q: not a namespace's name: %s", o.HooksNamespace, strings.Join(errs, "; "))
 		}
 	}
 	if o.HistoryPerNode < 0 {

@@ -64,7 +64,7 @@ func (s *slimmer) node(obj any) (any, error) {
 
 // readNodeAnnotation says whether the operator reads a Node's annotation.
 func readNodeAnnotation(key string) bool {
-	return strings.HasPrefix(key, protocol.Prefix) || key == protocol.KarpenterDoNotDisrupt
+	return strings.HasPrefix(key, protocol.Prefix) || strings.HasPrefix(key, protocol.AckPrefix) || key == protocol.KarpenterDoNotDisrupt
 }
 
 // maintenance shares the strings every NodeMaintenance repeats. The cache

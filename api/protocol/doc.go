@@ -19,14 +19,15 @@
 //	HoldAdmission          ± admission-held
 //	Admit                  + admitted, - admission-held, + cordoned (and the cordon) unless cordoned already
 //	Recordon               + cordoned (and the cordon) unless cordoned already
+//	Redrain                Recordon, - hook
 //	Mark                   + marks (and the labels and taints they record)
 //	Approve                + reboot-approved, + admitted (approvedAt), - drain-forced unless forced
 //	RecordForcing          + drain-forced
-//	Release                - admitted, back in service
+//	Release                - admitted, - hook, back in service
 //	Retry                  Release, + drain-retry
 //	Abandon                Release, - drain-retry, + drain-failed
 //	CompleteWithoutDaemon  - reboot-approved, - admitted, - drain-failed, - node-not-back, - drain-retry,
-//	                       back in service, the afterReboot labels, + settling when the pool settles
+//	                       - hook, back in service, the afterReboot labels, + settling when the pool settles
 //	Complete               CompleteWithoutDaemon, - reboot-unconfirmed
 //	AwaitDaemon            + reboot-unconfirmed
 //	ForgetUnconfirmed      - reboot-unconfirmed

@@ -3,6 +3,8 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,8 +59,14 @@ type HookProgress struct {
 	Name string `json:"name"`
 	// Attempt counts the hook's runs at this point, the first one 1.
 	Attempt int32 `json:"attempt,omitempty"`
+	// Since is when this attempt began.
+	Since time.Time `json:"since"`
 	// Deadline is when the hook fails unless it passed.
 	Deadline time.Time `json:"deadline"`
+	// JobStarted is when the operator made (or found) this attempt's Job;
+	// zero before, and for an acknowledgement. A Job gone after it was made
+	// is never made again: that would run it twice.
+	JobStarted time.Time `json:"jobStarted,omitzero"`
 	// Passed is when the hook passed; zero while it has not.
 	Passed time.Time `json:"passed,omitzero"`
 	// Failure says why the hook failed; nil while it has not.
@@ -71,9 +79,16 @@ type HookFailure struct {
 	Reason string `json:"reason"`
 	// Message says what happened, for a person.
 	Message string `json:"message"`
-	// Time is when the hook was found failed.
+	// Time is when the hook was found failed; kmaint.io/resume-halt
+	// compares with it.
 	Time time.Time `json:"time"`
+	// OnFailure is what the failure does, the hook's policy when it
+	// failed for good: Halt or Release.
+	OnFailure string `json:"onFailure"`
 }
+
+// Halts reports whether the failure halts the node's pool.
+func (f *HookFailure) Halts() bool { return f != nil && f.OnFailure != "Release" }
 
 // Passed reports whether every hook of the point passed.
 func (r HookRecord) Passed() bool {
@@ -106,6 +121,18 @@ func (r HookRecord) Waiting() []string {
 	return out
 }
 
+// Describe says where the node stands at the point, for a person: the
+// hook that failed, or the hooks it waits for.
+func (r HookRecord) Describe() string {
+	if f := r.Failed(); f != nil {
+		return fmt.Sprintf("hook %s (%s) failed at attempt %d: %s: %s", f.Name, r.Point, f.Attempt, f.Failure.Reason, f.Failure.Message)
+	}
+	if w := r.Waiting(); len(w) > 0 {
+		return fmt.Sprintf("waiting for hook %s (%s) since %s", strings.Join(w, ", "), r.Point, r.Since.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("hooks %s passed", r.Point)
+}
+
 // AckPrefix starts the annotation by which another controller opens a
 // hook: AckPrefix + the hook's name, valued with the token of the point
 // it opens. It is not kmaint.io/: the hook's owner writes it, not the
@@ -128,12 +155,12 @@ func Acknowledged(node *corev1.Node, hook, token string) bool {
 	return ok && token != "" && v == token
 }
 
-// HookJobName names the Job of a hook for a token: the same for every
-// operator that computes it, so that one restarted at any moment finds the
-// Job it made rather than making a second. At most 63 characters, a valid
-// DNS label (a Job's pods take their name from it).
-func HookJobName(hook, token string) string {
-	sum := sha256.Sum256([]byte(hook + "\x00" + token))
+// HookJobName names the Job of an attempt of a hook for a token: the same
+// for every operator that computes it, so that one restarted at any moment
+// finds the Job it made rather than making a second. At most 63
+// characters, a valid DNS label (a Job's pods take their name from it).
+func HookJobName(hook, token string, attempt int32) string {
+	sum := sha256.Sum256([]byte(hook + "\x00" + token + "\x00" + strconv.Itoa(int(attempt))))
 	suffix := "-" + hex.EncodeToString(sum[:5])
 	name := "kmaint-" + strings.Trim(strings.Map(func(r rune) rune {
 		switch {

@@ -52,15 +52,18 @@ func TestHookTokensBindAcknowledgements(t *testing.T) {
 // valid name however long or odd the hook's.
 func TestHookJobNames(t *testing.T) {
 	token := protocol.HookToken("n1", "boot-1", time.Unix(0, 0), protocol.BeforeReboot)
-	name := protocol.HookJobName("install-kernel", token)
-	if name != protocol.HookJobName("install-kernel", token) || !strings.HasPrefix(name, "kmaint-install-kernel-") {
+	name := protocol.HookJobName("install-kernel", token, 1)
+	if name != protocol.HookJobName("install-kernel", token, 1) || !strings.HasPrefix(name, "kmaint-install-kernel-") {
 		t.Errorf("job name %q: want kmaint-install-kernel-<hash>, the same each time", name)
 	}
-	if name == protocol.HookJobName("install-kernel", protocol.HookToken("n1", "boot-2", time.Unix(0, 0), protocol.BeforeReboot)) {
+	if name == protocol.HookJobName("install-kernel", protocol.HookToken("n1", "boot-2", time.Unix(0, 0), protocol.BeforeReboot), 1) {
 		t.Error("another boot's Job has the same name")
 	}
+	if name == protocol.HookJobName("install-kernel", token, 2) {
+		t.Error("a second attempt's Job has the first one's name: it would never run")
+	}
 	for _, hook := range []string{"install-kernel", strings.Repeat("x", 300), "Upper_Case.and.dots", "-"} {
-		n := protocol.HookJobName(hook, token)
+		n := protocol.HookJobName(hook, token, 10)
 		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
 			t.Errorf("job name %q of hook %q: %v", n, hook, errs)
 		}

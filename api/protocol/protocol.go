@@ -102,6 +102,26 @@ func (r Requested) IDs() []string {
 	return ids
 }
 
+// MaxHookReason bounds each reason an Admission keeps for the hooks.
+const MaxHookReason = 256
+
+// Describe returns the sources and reasons of the requests with ids, in
+// their order, each reason cut to MaxHookReason bytes.
+func (r Requested) Describe(ids []string) (sources []v1alpha1.Source, reasons []string) {
+	for _, id := range ids {
+		for _, req := range r.Requests {
+			if req.ID == id {
+				reason := req.Reason
+				if len(reason) > MaxHookReason {
+					reason = strings.ToValidUTF8(reason[:MaxHookReason], "")
+				}
+				sources, reasons = append(sources, req.Source), append(reasons, reason)
+			}
+		}
+	}
+	return sources, reasons
+}
+
 // Has reports whether the request with this id is outstanding.
 func (r Requested) Has(id string) bool {
 	return slices.ContainsFunc(r.Requests, func(req Request) bool { return req.ID == id })
@@ -120,6 +140,12 @@ type Admission struct {
 	// its labels put it in meanwhile; empty in admissions written before
 	// the field existed, which count only where the node is.
 	Pool string `json:"pool,omitempty"`
+	// Sources and Reasons are those of Requests, in their order, kept for
+	// the pool's hooks (their Jobs are told them, after the reboot too,
+	// when the requests are gone from the node); empty when the pool had
+	// no hooks. A reason is cut to MaxHookReason bytes.
+	Sources []v1alpha1.Source `json:"sources,omitempty"`
+	Reasons []string          `json:"reasons,omitempty"`
 	// ApprovedAt is when the gate approved the reboot: the node's return
 	// (a new boot ID, Ready) is timed from it. Zero before the approval, and
 	// in approvals written before the field existed, whose wait the gate

@@ -240,6 +240,22 @@ func (s NodeState) AdmissionVoid() bool {
 	return s.BootID != s.Admission.BootID || s.Current() == nil
 }
 
+// hookAt reports whether the node's hooks record is of point and not
+// passed yet: the node waits there, or its hook failed.
+func (s NodeState) hookAt(point HookPoint) bool {
+	return s.Hook != nil && s.Hook.Point == point && !s.Hook.Passed()
+}
+
+// HookHalts reports whether a hook of the node's admission failed for good
+// and halts its pool (HookFailure.Halts).
+func (s NodeState) HookHalts() bool {
+	if s.Admission == nil || s.Hook == nil {
+		return false
+	}
+	f := s.Hook.Failed()
+	return f != nil && f.Failure.Halts()
+}
+
 // Stage is where a node is on the reboot path: the phase of the reboot it
 // is in, in the NodeMaintenance's own words (Pending, Requested, Draining,
 // Approved, Rebooting), or one of the two stages below, which a node has and
@@ -303,8 +319,12 @@ func (s NodeState) Position(pending bool) Position {
 			since = u.Since
 		}
 		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: since}
+	case s.Approved != "" && s.hookAt(AfterReboot):
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; %s", s.BootID, s.Hook.Describe()), Since: s.Hook.Since}
 	case s.Approved != "":
 		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
+	case s.Admission != nil && (s.hookAt(BeforeDrain) || s.hookAt(BeforeReboot)):
+		return Position{Stage: v1alpha1.PhaseDraining, Message: s.Hook.Describe(), Since: s.Hook.Since}
 	case s.Admission != nil:
 		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}
 	case s.Settle != nil && s.Settle.Failure != nil:

@@ -68,6 +68,16 @@ func Admit(a Admission) Transition {
 // uncordoned; a node cordoned already is left as it is.
 func Recordon() Transition { return cordon }
 
+// Redrain puts kmaint's cordon back on a node someone uncordoned while it
+// waited at its beforeReboot hooks, and forgets them: pods may have landed
+// on it, so it drains again and meets them again after.
+func Redrain() Transition {
+	return func(n *corev1.Node) {
+		cordon(n)
+		delete(n.Annotations, Hook)
+	}
+}
+
 // Mark puts the pool's duringReboot labels and taints on the node and
 // records what it added (NodeMarks), so that Release and Complete take off
 // exactly those.
@@ -102,6 +112,7 @@ func RecordForcing(f DrainForcing) Transition {
 func Release() Transition {
 	return func(n *corev1.Node) {
 		delete(n.Annotations, Admitted)
+		delete(n.Annotations, Hook)
 		backInService(n)
 	}
 }
@@ -142,7 +153,7 @@ func Complete(after *v1alpha1.NodeMarking, settle *Settle) Transition {
 // and its NodeMaintenance say the daemon is missing until it is back.
 func CompleteWithoutDaemon(after *v1alpha1.NodeMarking, settle *Settle) Transition {
 	return func(n *corev1.Node) {
-		for _, key := range []string{RebootApproved, Admitted, DrainFailed, NodeNotBack, DrainRetry} {
+		for _, key := range []string{RebootApproved, Admitted, DrainFailed, NodeNotBack, DrainRetry, Hook} {
 			delete(n.Annotations, key)
 		}
 		backInService(n)

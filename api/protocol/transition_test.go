@@ -191,13 +191,14 @@ func TestEachTransitionWritesOnlyItsAnnotations(t *testing.T) {
 		"HoldAdmission":         {protocol.HoldAdmission(&protocol.Held{Message: "m"}), []string{protocol.AdmissionHeld}},
 		"Admit":                 {protocol.Admit(admission), []string{protocol.Admitted, protocol.AdmissionHeld, protocol.Cordoned}},
 		"Recordon":              {protocol.Recordon(), []string{protocol.Cordoned}},
+		"Redrain":               {protocol.Redrain(), []string{protocol.Cordoned, protocol.Hook}},
 		"Mark":                  {protocol.Mark(marking), []string{protocol.NodeMarks}},
 		"Approve":               {protocol.Approve(admission, t0, false), []string{protocol.RebootApproved, protocol.Admitted, protocol.DrainForced}},
 		"Approve forced":        {protocol.Approve(admission, t0, true), []string{protocol.RebootApproved, protocol.Admitted}},
 		"RecordForcing":         {protocol.RecordForcing(protocol.DrainForcing{BootID: "boot-0"}), []string{protocol.DrainForced}},
-		"Release":               {protocol.Release(), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks}},
-		"Retry":                 {protocol.Retry(protocol.DrainRetrying{BootID: "boot-0"}), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks, protocol.DrainRetry}},
-		"Abandon":               {protocol.Abandon(protocol.DrainFailure{BootID: "boot-0"}), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks, protocol.DrainRetry, protocol.DrainFailed}},
+		"Release":               {protocol.Release(), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks, protocol.Hook}},
+		"Retry":                 {protocol.Retry(protocol.DrainRetrying{BootID: "boot-0"}), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks, protocol.Hook, protocol.DrainRetry}},
+		"Abandon":               {protocol.Abandon(protocol.DrainFailure{BootID: "boot-0"}), []string{protocol.Admitted, protocol.Cordoned, protocol.NodeMarks, protocol.Hook, protocol.DrainRetry, protocol.DrainFailed}},
 		"Complete":              {protocol.Complete(marking, settle), completeKeys(protocol.RebootUnconfirmed)},
 		"CompleteWithoutDaemon": {protocol.CompleteWithoutDaemon(marking, settle), completeKeys()},
 		"AwaitDaemon":           {protocol.AwaitDaemon(protocol.UnconfirmedReboot{ApprovedBoot: "boot-0"}), []string{protocol.RebootUnconfirmed}},
@@ -245,7 +246,7 @@ func TestEachTransitionWritesOnlyItsAnnotations(t *testing.T) {
 // more.
 func completeKeys(more ...string) []string {
 	return append([]string{protocol.RebootApproved, protocol.Admitted, protocol.DrainFailed, protocol.NodeNotBack,
-		protocol.DrainRetry, protocol.Cordoned, protocol.NodeMarks, protocol.Settling}, more...)
+		protocol.DrainRetry, protocol.Hook, protocol.Cordoned, protocol.NodeMarks, protocol.Settling}, more...)
 }
 
 // everyKey is every annotation of the node protocol.

@@ -295,6 +295,11 @@ const (
 	// after its reboot (Halted and Healthy conditions, the Warning event on
 	// the node, its pool and its NodeMaintenance).
 	HealthCheckFailedReason = "HealthCheckFailed"
+	// HookFailedReason: a hook of a node failed for good (a timeout, a Job
+	// that failed or could not start) and its onFailure halts the pool
+	// (the Halted condition, and the Warning event on the node and its
+	// pool).
+	HookFailedReason = "HookFailed"
 	// HealthCheckUnavailableReason: a settling node's health checks cannot
 	// be run (Prometheus unreachable or not configured, a query refused);
 	// the node does not pass, and nothing new is admitted until they run.

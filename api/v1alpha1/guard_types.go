@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,10 +211,11 @@ type PoolHalt struct {
 type HaltedNode struct {
 	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node"`
-	// Check names the check that failed.
+	// Check names the check that failed, or the hook.
 	// +kubebuilder:validation:MaxLength=63
 	Check string `json:"check"`
-	// Value is the bad sample's value.
+	// Value is the bad sample's value, or the reason the hook failed
+	// (HookTimeout, HookJobFailed, HookJobLost, HookJobNotStarted).
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Value string `json:"value,omitempty"`
@@ -240,4 +243,25 @@ type ActiveFreeze struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	End metav1.Time `json:"end"`
+}
+
+// ResumeHaltTime reads the pool's kmaint.io/resume-halt: zero when absent, and
+// an error (with zero) when it cannot be used. A time in the future, past
+// the clock skew kmaint allows, resumes nothing: it would resume every
+// failure until then, failures no person has seen, and a far one would
+// switch the pool's halts off for good.
+func (pool *MaintenancePool) ResumeHaltTime(now time.Time) (time.Time, error) {
+	s, ok := pool.Annotations[ResumeHaltAnnotation]
+	if !ok {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return time.Time{}, fmt.Errorf("annotation %s=%q is not an RFC 3339 time: %w", ResumeHaltAnnotation, s, err)
+	case t.After(now.Add(MaxClockSkew)):
+		return time.Time{}, fmt.Errorf("annotation %s=%q lies in the future: a resume names the failures it lifts by their time in status.halt (kubectl kmaint resume %s writes it)",
+			ResumeHaltAnnotation, s, pool.Name)
+	}
+	return t, nil
 }

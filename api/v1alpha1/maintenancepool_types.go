@@ -116,6 +116,13 @@ type MaintenancePoolSpec struct {
 	// +listMapKey=name
 	// +optional
 	Freezes []FreezePeriod `json:"freezes,omitempty"`
+
+	// Hooks are the work around each node's reboot: before its drain,
+	// before its reboot and after it, each an acknowledgement another
+	// controller writes or a Job kmaint runs on the node. Whoever may edit
+	// them may run privileged pods on the pool's nodes.
+	// +optional
+	Hooks *Hooks `json:"hooks,omitempty"`
 }
 
 // Settle returns spec.settleTime, 0 when unset, within bounds.

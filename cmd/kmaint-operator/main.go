@@ -35,6 +35,7 @@ func main() {
 	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", `Address of Go's profiles (/debug/pprof/); "0" turns them off. They tell what the operator spends its time and memory on; keep the address private.`)
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
+	fs.StringVar(&opts.HooksNamespace, "hooks-namespace", "", "Namespace the pools' Job hooks run in (the manifests name kmaint-hooks); empty runs none, and a pool's Job hook then fails as one that cannot start.")
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
 	fs.DurationVar(&opts.DaemonConfirmTimeout, "daemon-confirm-timeout", 0, "How long a node may be back from its reboot (Ready, new boot ID) without its daemon confirming it; then the reboot is completed without it and the daemon reported missing (default 10m).")
 	fs.DurationVar(&opts.NodeReturnTimeout, "node-return-timeout", 0, "How long a node approved to reboot may take to come back (new boot ID, Ready); then it is reported not back (NodeNotBack), keeping its slot in the pool's budget (default 15m).")

@@ -72,7 +72,7 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 			st.guard.unavailable = h.err
 		}
 	}
-	resumeAt, resumeErr := resumeTime(pool, st.now)
+	resumeAt, resumeErr := pool.ResumeHaltTime(st.now)
 	st.guard.resumeErr = resumeErr
 	var errs []error
 	for _, name := range settling {
@@ -87,27 +87,6 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 	}
 	st.guard.failed = haltedNodes(st)
 	return errors.Join(errs...)
-}
-
-// resumeTime reads the pool's kmaint.io/resume-halt: zero when absent, and
-// an error (with zero) when it cannot be used. A time in the future, past
-// the clock skew kmaint allows, resumes nothing: it would resume every
-// failure until then, failures no person has seen, and a far one would
-// switch the pool's halts off for good.
-func resumeTime(pool *v1alpha1.MaintenancePool, now time.Time) (time.Time, error) {
-	s, ok := pool.Annotations[v1alpha1.ResumeHaltAnnotation]
-	if !ok {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
-	switch {
-	case err != nil:
-		return time.Time{}, fmt.Errorf("annotation %s=%q is not an RFC 3339 time: %w", v1alpha1.ResumeHaltAnnotation, s, err)
-	case t.After(now.Add(v1alpha1.MaxClockSkew)):
-		return time.Time{}, fmt.Errorf("annotation %s=%q lies in the future: a resume names the failures it lifts by their time in status.halt (kubectl kmaint resume %s writes it)",
-			v1alpha1.ResumeHaltAnnotation, s, pool.Name)
-	}
-	return t, nil
 }
 
 // settleStep writes what decideSettle decided for one node, with its event.
@@ -167,6 +146,9 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	for _, views := range [][]poolnodes.Member{st.nodes.Members, st.nodes.Elsewhere} {
 		for i := range views {
 			v := &views[i]
+			if v.HookHalts() {
+				out = append(out, hookHalt(v.NodeState))
+			}
 			if !v.HealthCheckFailed() {
 				continue
 			}
@@ -182,6 +164,20 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 		return cmp.Compare(a.Node, b.Node)
 	})
 	return out
+}
+
+// hookHalt is a node's hook failure that halts its pool, as status.halt
+// lists it: the hook's name in place of a check's.
+func hookHalt(s protocol.NodeState) v1alpha1.HaltedNode {
+	h := s.Hook.Failed()
+	return v1alpha1.HaltedNode{Node: s.Node.Name, Check: h.Name, Value: h.Failure.Reason,
+		Message: v1alpha1.FitMessage(s.Hook.Describe()), Time: metav1.NewTime(h.Failure.Time.Truncate(time.Second))}
+}
+
+// isHookHalt reports whether a halted node's entry is its hook's failure,
+// whose value is the failure's reason (a check's is a sample's value).
+func isHookHalt(n v1alpha1.HaltedNode) bool {
+	return strings.HasPrefix(n.Value, "Hook")
 }
 
 // maxHaltedNodes is status.halt.nodes' bound in the schema.
@@ -266,7 +262,11 @@ func haltMessage(st *poolState) (reason, msg string) {
 		if g.resumeErr != nil {
 			msg += fmt.Sprintf("; %v, so it resumes nothing", g.resumeErr)
 		}
-		return v1alpha1.HealthCheckFailedReason, msg
+		reason = v1alpha1.HealthCheckFailedReason
+		if isHookHalt(g.failed[0]) {
+			reason = v1alpha1.HookFailedReason
+		}
+		return reason, msg
 	case g.unavailable != "":
 		return v1alpha1.HealthCheckUnavailableReason, g.unavailable + "; no settling node passes and nothing new is admitted until the checks run"
 	}

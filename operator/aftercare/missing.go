@@ -172,6 +172,12 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v poolnodes
 		return nil
 	}
 	unconfirmed := *v.Unconfirmed
+	if len(st.pool.Spec.Hooks.At(string(protocol.AfterReboot))) > 0 {
+		// The pool's afterReboot hooks run once the daemon confirms the
+		// reboot; completing without it would skip them. The node keeps its
+		// slot, cordoned, and waits for its daemon.
+		return nil
+	}
 	if err := r.patchNode(ctx, st, v, protocol.CompleteWithoutDaemon(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now))); err != nil {
 		return err
 	}

@@ -69,8 +69,20 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 	for _, v := range st.views {
 		switch {
 		case v.RebootDone():
+			outcome, err := r.atHooks(ctx, st, v, protocol.AfterReboot, v.BootID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if outcome == hookWaiting || outcome == hookHalted {
+				// Back, still cordoned, in its slot: its afterReboot hooks
+				// decide when it is completed (hookReleased completes it as
+				// it is, as the hook's failure said).
+				continue
+			}
+			v = st.view(v.Node.Name)
 			approved := v.Approved
-			_, err := r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now)))
+			_, err = r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now)))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -118,8 +130,16 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		if !v.Unschedulable {
 			// Someone uncordoned a node kmaint is draining; pods would land
 			// on it again, so the cordon goes back on, and what the drain
-			// found before counts for nothing.
-			if _, err := r.patchNode(ctx, st, v, true, protocol.Recordon()); err != nil {
+			// found before counts for nothing: a node at its beforeReboot
+			// hooks drains again, and meets them again after (their Jobs
+			// are the same, and are not run twice).
+			var err error
+			if drainedForHooks(v) {
+				_, err = r.patchNode(ctx, st, v, true, protocol.Redrain())
+			} else {
+				_, err = r.patchNode(ctx, st, v, true, protocol.Recordon())
+			}
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -131,9 +151,23 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			errs = append(errs, err)
 			continue
 		}
+		if marked && drainedForHooks(v) {
+			errs = append(errs, r.beforeReboot(ctx, st, v, mayApprove[name], used))
+			continue
+		}
 		var last drain.StepResult
 		var stepped bool
 		if marked {
+			// Nothing is evicted before the beforeDrain hooks pass.
+			outcome, err := r.atHooks(ctx, st, v, protocol.BeforeDrain, v.Admission.BootID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if v = st.view(name); outcome != hookPassed {
+				errs = append(errs, r.heldByHooks(ctx, st, v, outcome))
+				continue
+			}
 			following[name] = true
 			last, stepped = r.steps.Follow(drain.KeyOf(name, v.Admission.BootID, v.Admission.Time), st.pool.Name, st.pool.Spec.Drain)
 		}
@@ -151,8 +185,8 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			st.drains[name] = drainReport{message: "drained; looking once more before its approval"}
 		case drained:
 			r.steps.Stop(name)
-			errs = append(errs, r.approve(ctx, st, v, nil))
-		case st.now.Sub(v.Admission.Time) >= timeout:
+			errs = append(errs, r.beforeReboot(ctx, st, v, true, used))
+		case st.now.Sub(st.drainStart(v)) >= timeout:
 			r.steps.Stop(name)
 			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.Progress, last.Err, mayApprove[name]))
 		default:
@@ -164,7 +198,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			}
 			// Each step wakes the pool; this wakes it at the drain's
 			// deadline should no step end before it.
-			wait := min(drain.StepTimeout, timeout-st.now.Sub(v.Admission.Time))
+			wait := min(drain.StepTimeout, timeout-st.now.Sub(st.drainStart(v)))
 			if requeue == 0 || wait < requeue {
 				requeue = wait
 			}
@@ -255,6 +289,9 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		v := st.view(name)
 		cur := v.Current()
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
+		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
+			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
+		}
 		node, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
 		if err != nil {
 			errs = append(errs, err)

@@ -14,7 +14,8 @@ import (
 // haltWait is the pool's halt, which holds every admission; nil when it is
 // not halted. Aftercare decides it and reports it in the pool's Halted
 // condition, which is what the gate reads. A node's failed check is also
-// written on the node itself, before the condition: the gate may see that
+// written on the node itself (and so is a hook's failure that halts),
+// before the condition: the gate may see that
 // node before the pool's new status reaches its cache, and must not admit
 // in between.
 func (st *poolState) haltWait() *policies.Halt {
@@ -23,9 +24,13 @@ func (st *poolState) haltWait() *policies.Halt {
 	}
 	for _, views := range [][]nodeView{st.views, st.elsewhere} {
 		for i := range views {
-			if v := &views[i]; v.HealthCheckFailed() {
+			v := &views[i]
+			if v.HealthCheckFailed() {
 				return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
 					Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}
+			}
+			if v.HookHalts() {
+				return &policies.Halt{Reason: v1alpha1.HookFailedReason, Message: fmt.Sprintf("node %s: %s", v.Node.Name, v.Hook.Describe())}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
@@ -71,6 +73,9 @@ type Reconciler struct {
 	// StatusInterval is the least time between two writes of a pool's
 	// status that change only its counts (1s if zero; see package poolstatus).
 	StatusInterval time.Duration
+	// HooksNamespace is where the pools' Job hooks run; empty runs none,
+	// and a Job hook then fails as one that cannot start.
+	HooksNamespace string
 
 	inflight *inflight
 	events   poolnodes.Events
@@ -84,6 +89,8 @@ type Reconciler struct {
 	podChecks *recent.Cache[string, podCheck]
 	// cache is the manager's cache, whose Nodes observe reads in place.
 	cache cache.Informers
+	// apiReader reads a hook's Job the cache does not have yet.
+	apiReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -96,6 +103,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets;statefulsets;replicasets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,namespace=kmaint-hooks,resources=jobs,verbs=get;list;watch;create;delete
 
 // Reconcile runs the gate's phases for one pool and patches its status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
@@ -197,6 +205,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.status = poolstatus.NewWriter(r.Client, mgr.GetAPIReader(), r.Recorder, r.StatusInterval)
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = mgr.GetCache()
+	r.apiReader = mgr.GetAPIReader()
 	if r.Pods == nil {
 		r.Pods = mgr.GetAPIReader()
 	}
@@ -207,7 +216,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Decoded = poolnodes.NewDecoded()
 	}
 	r.steps = drain.NewSteps(r.Drainer, r.DrainPollInterval)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
@@ -223,8 +232,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WatchesRawSource(source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			r.steps.Start(ctx, wakePool(q))
 			return nil
-		})).
-		Complete(r)
+		}))
+	if r.HooksNamespace != "" {
+		// A hook's Job that finishes wakes its node's pool.
+		b = b.Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(hookJobPool(r.HooksNamespace)))
+	}
+	return b.Complete(r)
+}
+
+// hookJobPool maps a hook's Job to the pool it runs for.
+func hookJobPool(namespace string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		pool := o.GetAnnotations()[hooks.PoolAnnotation]
+		if o.GetNamespace() != namespace || o.GetLabels()[hooks.ManagedByLabel] != "kmaint" || pool == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+	}
 }
 
 // wakePool is Steps' wake for the gate's workqueue.

@@ -21,6 +21,8 @@ const (
 	DrainsForcedTotal            = "kmaint_drains_forced_total"                // counter {pool}: drains timed out and forced
 	DrainForcedPodsTotal         = "kmaint_drain_forced_pods_total"            // counter {pool}: pods deleted by forced drains
 	HealthCheckFailuresTotal     = "kmaint_health_check_failures_total"        // counter {pool, check}: settling nodes found bad by a health check
+	HookDurationSeconds          = "kmaint_hook_duration_seconds"              // histogram {pool, point, hook, result}: an attempt of a hook, begun to passed or failed
+	HookFailuresTotal            = "kmaint_hook_failures_total"                // counter {pool, point, hook, reason}: attempts of hooks that failed
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -85,7 +87,7 @@ func All() []string {
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,
 		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
-		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal,
+		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal, HookDurationSeconds, HookFailuresTotal,
 		NotificationEventsTotal, NotificationSummarizedTotal, NotificationMessagesTotal, NotificationReceivers,
 	}
 }

@@ -27,6 +27,8 @@ type Recorder struct {
 	drainsForced   *prometheus.CounterVec
 	forcedPods     *prometheus.CounterVec
 	healthFailures *prometheus.CounterVec
+	hookDuration   *prometheus.HistogramVec
+	hookFailures   *prometheus.CounterVec
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -73,6 +75,12 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 			Help: "Pods deleted by forced drains, bypassing their PodDisruptionBudgets, by pool."}, []string{"pool"}),
 		healthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: HealthCheckFailuresTotal,
 			Help: "Settling nodes a pool's health check found bad after their reboot (each halts the pool), by pool and check."}, []string{"pool", "check"}),
+		hookDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: HookDurationSeconds,
+			Help: "Time an attempt of a hook took, from its start to passed or failed, by pool, point, hook and result.", Buckets: drainBuckets},
+			[]string{"pool", "point", "hook", "result"}),
+		hookFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: HookFailuresTotal,
+			Help: "Attempts of hooks that failed (a timeout, a Job that failed, was lost or could not be made), by pool, point, hook and reason."},
+			[]string{"pool", "point", "hook", "reason"}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -92,6 +100,8 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.drainsForced = register(reg, r.drainsForced, &err)
 	r.forcedPods = register(reg, r.forcedPods, &err)
 	r.healthFailures = register(reg, r.healthFailures, &err)
+	r.hookDuration = register(reg, r.hookDuration, &err)
+	r.hookFailures = register(reg, r.hookFailures, &err)
 	return r, err
 }
 
@@ -148,6 +158,21 @@ func (r *Recorder) InitHealthCheck(pool, check string) {
 func (r *Recorder) HealthCheckFailed(pool, check string) {
 	if r != nil {
 		r.healthFailures.WithLabelValues(pool, check).Inc()
+	}
+}
+
+// HookFinished records how long an attempt of a hook took; result is
+// passed or failed.
+func (r *Recorder) HookFinished(pool, point, hook, result string, took time.Duration) {
+	if r != nil {
+		r.hookDuration.WithLabelValues(pool, point, hook, result).Observe(took.Seconds())
+	}
+}
+
+// HookFailed counts a failed attempt of a hook.
+func (r *Recorder) HookFailed(pool, point, hook, reason string) {
+	if r != nil {
+		r.hookFailures.WithLabelValues(pool, point, hook, reason).Inc()
 	}
 }
 

@@ -89,6 +89,25 @@ func poolRows() []row {
 		refuse("podOptOuts afterMaxHold Evict", "spec.podOptOuts.afterMaxHold", poolSpec("podOptOuts", map[string]any{"afterMaxHold": "Evict"})),
 		refuse("podOptOuts namespaces empty", "spec.podOptOuts.namespaces", poolSpec("podOptOuts", map[string]any{"namespaces": []any{}})),
 		refuse("podOptOuts namespace not a name", "spec.podOptOuts.namespaces[0]", poolSpec("podOptOuts", map[string]any{"namespaces": []any{"Not_A_Namespace"}})),
+		refuse("hook of both kinds", "spec.hooks.beforeDrain[0]", poolSpec("hooks", map[string]any{"beforeDrain": []any{
+			map[string]any{"name": "h", "acknowledgement": map[string]any{}, "job": map[string]any{"template": map[string]any{}}}}})),
+		refuse("hook of no kind", "spec.hooks.beforeReboot[0]", poolSpec("hooks", map[string]any{"beforeReboot": []any{map[string]any{"name": "h"}}})),
+		refuse("hook named with a slash", "spec.hooks.afterReboot[0].name", poolSpec("hooks", map[string]any{"afterReboot": []any{ackHook("a/b")}})),
+		refuse("hook named with 64 characters", "spec.hooks.afterReboot[0].name", poolSpec("hooks", map[string]any{"afterReboot": []any{ackHook(strings.Repeat("a", 64))}})),
+		refuse("two hooks of one name", "spec.hooks.beforeDrain[1]", poolSpec("hooks", map[string]any{"beforeDrain": []any{ackHook("h"), ackHook("h")}})),
+		refuse("9 hooks at a point", "spec.hooks.beforeDrain", poolSpec("hooks", map[string]any{"beforeDrain": func() []any {
+			out := make([]any, 9)
+			for i := range out {
+				out[i] = ackHook(fmt.Sprintf("h%d", i))
+			}
+			return out
+		}()})),
+		refuse("hook timeout of a second", "spec.hooks.beforeDrain[0].timeout", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "timeout", "1s")}})),
+		refuse("hook timeout of two days", "spec.hooks.beforeDrain[0].timeout", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "timeout", "48h")}})),
+		refuse("hook onFailure Ignore", "spec.hooks.beforeDrain[0].onFailure", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "onFailure", "Ignore")}})),
+		refuse("hook retries 2^40", "spec.hooks.beforeDrain[0].retries", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "retries", int64(1)<<40)}})),
+		refuse("hook retries 11", "spec.hooks.beforeDrain[0].retries", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "retries", 11)}})),
+		refuse("hook Job without a template", "spec.hooks.beforeReboot[0].job.template", poolSpec("hooks", map[string]any{"beforeReboot": []any{map[string]any{"name": "h", "job": map[string]any{}}}})),
 		refuse("podOptOuts 65 namespaces", "spec.podOptOuts.namespaces", poolSpec("podOptOuts", map[string]any{"namespaces": func() []any {
 			out := make([]any, 65)
 			for i := range out {
@@ -141,4 +160,15 @@ func poolRows() []row {
 		want: containedAs(v1alpha1.NodesInOtherPoolsReason),
 	})
 	return rows
+}
+
+// ackHook is a hook another controller acknowledges.
+func ackHook(name string) map[string]any {
+	return map[string]any{"name": name, "acknowledgement": map[string]any{}}
+}
+
+// withField returns m with one more field.
+func withField(m map[string]any, key string, value any) map[string]any {
+	m[key] = value
+	return m
 }

@@ -124,7 +124,7 @@ func TestChartMatchesKustomize(t *testing.T) {
 }
 
 // TestChartNamespace renders the chart with namespace.create: its
-// Namespace is config/default's.
+// Namespaces, kmaint's and its hooks', are config/default's.
 func TestChartNamespace(t *testing.T) {
 	var chart, want []*unstructured.Unstructured
 	for _, u := range template(t, namespace, "namespace: {create: true}") {
@@ -137,8 +137,8 @@ func TestChartNamespace(t *testing.T) {
 			want = append(want, u)
 		}
 	}
-	if len(chart) != 1 {
-		t.Fatalf("namespace.create=true renders %d Namespaces, want 1", len(chart))
+	if len(chart) != 2 {
+		t.Fatalf("namespace.create=true renders %d Namespaces, want 2 (kmaint's and its hooks')", len(chart))
 	}
 	compare(t, chart, want, nil, nil, helmLabels...)
 }

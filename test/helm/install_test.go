@@ -31,6 +31,9 @@ func TestHelmInstall(t *testing.T) {
 	}
 	release := []string{"kmaint", chartDir(), "--kubeconfig", kubeconfig, "--namespace", ns,
 		"--set", "namespace.create=true", "--set", "alertWebhook.tokenSecret.create=true",
+		// A hooks namespace of its own: the test API server never finishes
+		// deleting a namespace, and the uninstall deletes this one.
+		"--set", "hooks.namespace=" + ns + "-hooks",
 		"--set", "pools[0].name=helm-test", "--set", "pools[0].spec.maxUnavailable=2",
 		"--set", "pools[0].spec.nodeSelector.matchLabels.pool=helm-test"}
 
@@ -47,6 +50,13 @@ func TestHelmInstall(t *testing.T) {
 		if n.Labels[k] != v {
 			t.Errorf("namespace %s: label %s=%q, want %q (labels %v)", ns, k, n.Labels[k], v, n.Labels)
 		}
+	}
+	// The hooks' namespace says its pod security outright.
+	if err := bed.Client.Get(ctx, client.ObjectKey{Name: ns + "-hooks"}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("hooks namespace %s: labels %v, want pod-security.kubernetes.io/enforce=privileged", n.Name, n.Labels)
 	}
 	token := func() []byte {
 		t.Helper()

@@ -431,8 +431,10 @@ pools:
 				// The daemon's events go where the events about Nodes go,
 				// whatever the release's namespace, and the operator's
 				// notifier reads them there.
+				// The hooks' Jobs go where values.hooks says.
 				inDefault := map[string]bool{"Role/default/kmaint-daemon": true, "RoleBinding/default/kmaint-daemon": true,
-					"Role/default/kmaint-operator": true, "RoleBinding/default/kmaint-operator": true}
+					"Role/default/kmaint-operator": true, "RoleBinding/default/kmaint-operator": true,
+					"Role/kmaint-hooks/kmaint-operator": true, "RoleBinding/kmaint-hooks/kmaint-operator": true}
 				for _, u := range r.objs {
 					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" && !inDefault[manifests.ID(u)] {
 						t.Errorf("%s is not in the release namespace", manifests.ID(u))

@@ -64,6 +64,9 @@ func TestDefaultObjects(t *testing.T) {
 		"Role/default/kmaint-operator",
 		"RoleBinding/default/kmaint-operator",
 		"DaemonSet/kmaint-system/kmaint-daemon",
+		"Namespace/kmaint-hooks",
+		"Role/kmaint-hooks/kmaint-operator",
+		"RoleBinding/kmaint-hooks/kmaint-operator",
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -1,0 +1,293 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/hooks"
+)
+
+// hookOutcome is where a node stands at a point of its path.
+type hookOutcome int
+
+const (
+	// hookWaiting: a hook neither passed nor failed for good.
+	hookWaiting hookOutcome = iota
+	// hookPassed: every hook at the point passed (or there are none).
+	hookPassed
+	// hookHalted: a hook failed for good and halts the pool; the node
+	// keeps its slot where it is.
+	hookHalted
+	// hookReleased: a hook failed for good and its onFailure lets the node
+	// go; the caller releases it.
+	hookReleased
+)
+
+// atHooks runs the pool's hooks at point for the node: it writes where the
+// node stands (protocol.RecordHooks) before it makes a Job or acts on a
+// failure, then makes the Jobs the point asks for, and tells the events.
+// bootID is the boot the point is for: the admitted one before the reboot,
+// the new one after it.
+func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID string) (hookOutcome, error) {
+	specs := st.pool.Spec.Hooks.At(string(point))
+	if len(specs) == 0 {
+		// The pool has none (any longer): a record of the point waits for
+		// nothing.
+		if v.Hook != nil && v.Hook.Point == point && !v.Hook.Passed() {
+			_, err := r.patchNode(ctx, st, v, true, protocol.ForgetHooks())
+			return hookPassed, err
+		}
+		return hookPassed, nil
+	}
+	resumeAt, _ := st.pool.ResumeHaltTime(st.now) // aftercare reports an unusable one
+	token := protocol.HookToken(v.Node.Name, bootID, v.Admission.Time, point)
+	var lookupErr error
+	d := hooks.Decide(hooks.Input{
+		Now: st.now, Point: point, BootID: bootID, Token: token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
+		Acked: func(hook string) bool { return protocol.Acknowledged(v.Node, hook, token) },
+		Job: func(hook string, attempt int32) hooks.Job {
+			j, err := r.hookJob(ctx, protocol.HookJobName(hook, token, attempt))
+			lookupErr = errors.Join(lookupErr, err)
+			return j
+		},
+	})
+	if lookupErr != nil {
+		return hookWaiting, lookupErr
+	}
+	st.wakeAt(d.Wake)
+	if d.Write {
+		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(d.Record)); err != nil {
+			return hookWaiting, err
+		}
+		v = st.view(v.Node.Name)
+	}
+	r.tellHooks(ctx, st, v, point, d.Events)
+	if len(d.Start) > 0 {
+		events := len(d.Events)
+		refused, err := r.startJobs(ctx, st, v, point, bootID, token, specs, d)
+		if err != nil {
+			return hookWaiting, err
+		}
+		rec := d.Started(specs, refused, st.now)
+		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(rec)); err != nil {
+			return hookWaiting, err
+		}
+		r.tellHooks(ctx, st, v, point, d.Events[events:])
+	}
+	switch f := d.Record.Failed(); {
+	case f != nil && f.Failure.Halts():
+		return hookHalted, nil
+	case f != nil:
+		return hookReleased, nil
+	case d.Record.Passed():
+		return hookPassed, nil
+	}
+	return hookWaiting, nil
+}
+
+// hookJob reads an attempt's Job. The cache may not have a Job made a
+// moment ago: a Job it does not have is looked up in the API before it is
+// taken for gone, which fails its hook.
+func (r *Reconciler) hookJob(ctx context.Context, name string) (hooks.Job, error) {
+	key := types.NamespacedName{Namespace: r.HooksNamespace, Name: name}
+	var job batchv1.Job
+	err := r.Get(ctx, key, &job)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, key, &job)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return hooks.Job{Phase: hooks.JobMissing}, nil
+	case err != nil:
+		return hooks.Job{}, fmt.Errorf("get hook Job %s: %w", key, err)
+	}
+	return hooks.PhaseOf(&job), nil
+}
+
+// startJobs makes the Jobs a decision asks for. A Job the API server
+// refuses (its template invalid, its namespace missing, a quota or a pod
+// security level in the way) is returned as refused: its hook fails, never
+// passes. A Job that exists already is the one an earlier operator made.
+// Any other error is returned, to try again.
+func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (map[string]string, error) {
+	refused := map[string]string{}
+	var errs []error
+	for _, name := range d.Start {
+		h, p := hookNamed(specs, name), progressNamed(d.Record, name)
+		if h == nil || p == nil {
+			continue
+		}
+		if r.HooksNamespace == "" {
+			refused[name] = "the operator runs no hook Jobs: it was started without --hooks-namespace"
+			continue
+		}
+		c := hooks.JobContext{
+			Namespace: r.HooksNamespace, Pool: st.pool.Name, Node: v.Node.Name, Point: point, BootID: bootID, Token: token,
+			Attempt: p.Attempt, DesiredConfig: st.pool.Spec.DesiredConfig, CurrentConfig: v.CurrentConfig,
+			Deadline: p.Deadline, Now: st.now,
+		}
+		if v.Admission != nil {
+			for _, s := range v.Admission.Sources {
+				c.Sources = append(c.Sources, string(s))
+			}
+			c.Reasons = v.Admission.Reasons
+		}
+		job := hooks.NewJob(h, c)
+		err := r.Create(ctx, job)
+		switch {
+		case err == nil:
+			ctrl.LoggerFrom(ctx).Info("Hook Job made", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "attempt", p.Attempt)
+		case apierrors.IsAlreadyExists(err):
+		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
+			refused[name] = fmt.Sprintf("Job %s/%s could not be made: %v", r.HooksNamespace, job.Name, err)
+		default:
+			errs = append(errs, fmt.Errorf("make hook Job %s/%s: %w", r.HooksNamespace, job.Name, err))
+		}
+	}
+	return refused, errors.Join(errs...)
+}
+
+// tellHooks tells what happened to the node's hooks: events, a log line
+// and the metrics.
+func (r *Reconciler) tellHooks(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, events []hooks.Event) {
+	log := ctrl.LoggerFrom(ctx).WithValues("node", v.Node.Name, "point", point)
+	for _, e := range events {
+		switch e.Kind {
+		case hooks.Started:
+			log.Info("Hook started", "hook", e.Hook, "attempt", e.Attempt)
+			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, string(e.Kind), "Hook",
+				"Node %s waits for hook %s (%s), attempt %d", v.Node.Name, e.Hook, point, e.Attempt)
+		case hooks.Passed:
+			log.Info("Hook passed", "hook", e.Hook, "attempt", e.Attempt, "took", e.Took)
+			r.Metrics.HookFinished(st.pool.Name, string(point), e.Hook, "passed", e.Took)
+			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, string(e.Kind), "Hook",
+				"Node %s passed hook %s (%s) in %s", v.Node.Name, e.Hook, point, e.Took.Round(time.Second))
+		case hooks.Failed:
+			log.Info("Hook failed", "hook", e.Hook, "attempt", e.Attempt, "reason", e.Reason, "message", e.Message, "again", e.Again)
+			r.Metrics.HookFinished(st.pool.Name, string(point), e.Hook, "failed", e.Took)
+			r.Metrics.HookFailed(st.pool.Name, string(point), e.Hook, e.Reason)
+			then := "it runs again"
+			if !e.Again {
+				then = hookThen(st.pool, point, e.Hook)
+			}
+			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, string(e.Kind), "Hook",
+				"Node %s failed hook %s (%s) at attempt %d: %s: %s; %s", v.Node.Name, e.Hook, point, e.Attempt, e.Reason, e.Message, then)
+		}
+	}
+}
+
+// hookThen says what a hook's failure for good does.
+func hookThen(pool *v1alpha1.MaintenancePool, point protocol.HookPoint, name string) string {
+	h := hookNamed(pool.Spec.Hooks.At(string(point)), name)
+	switch {
+	case h != nil && h.FailurePolicy() == v1alpha1.HookRelease && point == protocol.AfterReboot:
+		return "the node is released as it is"
+	case h != nil && h.FailurePolicy() == v1alpha1.HookRelease:
+		return "the node is released and its requests fail"
+	}
+	return fmt.Sprintf("the node keeps its slot and pool %s is halted until it is resumed (kubectl kmaint resume %s), which runs the hook again", pool.Name, pool.Name)
+}
+
+func hookNamed(specs []v1alpha1.Hook, name string) *v1alpha1.Hook {
+	for i := range specs {
+		if specs[i].Name == name {
+			return &specs[i]
+		}
+	}
+	return nil
+}
+
+func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress {
+	for i := range rec.Hooks {
+		if rec.Hooks[i].Name == name {
+			return &rec.Hooks[i]
+		}
+	}
+	return nil
+}
+
+// hookPassedAt is when the node passed its beforeDrain hooks for its
+// admission, from when its drain is timed; zero when it has none.
+func (st *poolState) hookPassedAt(v nodeView) time.Time {
+	if v.Hook == nil || v.Hook.Point != protocol.BeforeDrain || v.Admission == nil ||
+		v.Hook.Token != protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeDrain) {
+		return time.Time{}
+	}
+	var last time.Time
+	for _, h := range v.Hook.Hooks {
+		if h.Passed.After(last) {
+			last = h.Passed
+		}
+	}
+	return last
+}
+
+// drainStart is when the node's drain began: at its admission, or once
+// its beforeDrain hooks passed.
+func (st *poolState) drainStart(v nodeView) time.Time {
+	if t := st.hookPassedAt(v); t.After(v.Admission.Time) {
+		return t
+	}
+	return v.Admission.Time
+}
+
+// drained reports whether the node reached its beforeReboot hooks for its
+// admission: its drain is done, and is not stepped again.
+func drainedForHooks(v nodeView) bool {
+	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
+		v.Hook.Token == protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeReboot)
+}
+
+// beforeReboot runs the beforeReboot hooks of a drained node, and approves
+// its reboot once they passed and its approval fits the budget.
+func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v nodeView, mayApprove bool, used int) error {
+	outcome, err := r.atHooks(ctx, st, v, protocol.BeforeReboot, v.Admission.BootID)
+	if err != nil {
+		return err
+	}
+	v = st.view(v.Node.Name)
+	switch {
+	case outcome != hookPassed:
+		return r.heldByHooks(ctx, st, v, outcome)
+	case !mayApprove:
+		st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
+			"drained and its beforeReboot hooks passed; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
+		return nil
+	}
+	return r.approve(ctx, st, v, nil)
+}
+
+// heldByHooks reports a node its hooks hold before its reboot, in the
+// pool's Draining condition, and releases one whose hook's failure lets it
+// go: uncordoned, its requests failed with the hook's reason (as an
+// abandoned drain fails them), so that they are not admitted again.
+func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v nodeView, outcome hookOutcome) error {
+	msg := "its hooks have not passed"
+	if v.Hook != nil {
+		msg = v.Hook.Describe()
+	}
+	if outcome != hookReleased {
+		st.drains[v.Node.Name] = drainReport{message: msg, blocked: outcome == hookHalted}
+		return nil
+	}
+	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.HookFailedReason, Message: msg}
+	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
+		failure.Requests = cur.IDs()
+	}
+	r.steps.Stop(v.Node.Name)
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Abandon(failure)); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Released for a failed hook", "node", v.Node.Name, "message", msg)
+	return nil
+}

@@ -1,0 +1,245 @@
+package hooks
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+// JobPhase is what the API says of one attempt's Job.
+type JobPhase int
+
+// The phases of a Job, as Decide needs them.
+const (
+	// JobRunning: the Job exists and has not finished.
+	JobRunning JobPhase = iota
+	// JobMissing: no such Job.
+	JobMissing
+	// JobSucceeded: the Job completed.
+	JobSucceeded
+	// JobFailed: the Job failed; Job.Message says why.
+	JobFailed
+)
+
+// Job is one attempt's Job as the API shows it.
+type Job struct {
+	Phase JobPhase
+	// Message says why a Job failed.
+	Message string
+}
+
+// Input is what Decide decides from.
+type Input struct {
+	Now   time.Time
+	Point protocol.HookPoint
+	// BootID and Token are those of the point the node is at
+	// (protocol.HookToken).
+	BootID, Token string
+	// Hooks are the pool's hooks at the point.
+	Hooks []v1alpha1.Hook
+	// Record is the node's record; nil when it has none.
+	Record *protocol.HookRecord
+	// Acked reports whether the node carries the named hook's
+	// acknowledgement for Token.
+	Acked func(hook string) bool
+	// Job says what the API shows of an attempt's Job; asked only of
+	// attempts whose Job was made.
+	Job func(hook string, attempt int32) Job
+	// ResumeAt is the pool's kmaint.io/resume-halt; zero when none. A
+	// failure that halts at or before it runs its hook again.
+	ResumeAt time.Time
+}
+
+// EventKind is what happened to a hook.
+type EventKind string
+
+// The kinds of event, each an Event reason of its own.
+const (
+	Started EventKind = "HookStarted"
+	Passed  EventKind = "HookPassed"
+	Failed  EventKind = "HookFailed"
+)
+
+// Event is one thing that happened to a hook in a decision, to be told
+// once the record that holds it is written.
+type Event struct {
+	Kind    EventKind
+	Hook    string
+	Attempt int32
+	// Reason and Message say why a hook failed.
+	Reason, Message string
+	// Took is how long the attempt ran, for a hook that passed or failed.
+	Took time.Duration
+	// Again is true for a failure whose hook runs again (Retry) and for a
+	// start of an attempt after the first.
+	Again bool
+}
+
+// Decision is what Decide decided.
+type Decision struct {
+	// Record is the node's record as it should be; Write is true when it
+	// differs from Input.Record.
+	Record protocol.HookRecord
+	Write  bool
+	// Start names the Job hooks whose attempt's Job is to be made, once the
+	// record is written.
+	Start []string
+	// Passed is true when every hook at the point passed.
+	Passed bool
+	// Failed is the first hook whose failure stands; nil when none does.
+	Failed *protocol.HookProgress
+	// Events happened in this decision.
+	Events []Event
+	// Wake is the earliest deadline of a hook still waiting; zero when none.
+	Wake time.Time
+}
+
+// Reasons of a hook's failure.
+const (
+	ReasonTimeout    = "HookTimeout"
+	ReasonJobFailed  = "HookJobFailed"
+	ReasonJobLost    = "HookJobLost"
+	ReasonNotStarted = "HookJobNotStarted"
+)
+
+// Decide finds where the node stands in the point's hooks.
+func Decide(in Input) Decision {
+	var d Decision
+	fresh := in.Record == nil || in.Record.Token != in.Token || in.Record.Point != in.Point
+	rec := protocol.HookRecord{Point: in.Point, BootID: in.BootID, Token: in.Token, Since: in.Now}
+	had := map[string]protocol.HookProgress{}
+	if !fresh {
+		rec.Since = in.Record.Since
+		for _, p := range in.Record.Hooks {
+			had[p.Name] = p
+		}
+	}
+	for i := range in.Hooks {
+		h := &in.Hooks[i]
+		p, ok := had[h.Name]
+		if !ok {
+			p = d.begin(h, 1, in.Now)
+		}
+		p = d.step(in, h, p)
+		rec.Hooks = append(rec.Hooks, p)
+	}
+	d.Record = rec
+	// Compared as written: what is stored is what counts.
+	d.Write = fresh || protocol.Encode(rec) != protocol.Encode(*in.Record)
+	d.Passed = rec.Passed()
+	d.Failed = rec.Failed()
+	if d.Failed != nil {
+		// What failed for good decides; the rest waits with it.
+		d.Start = nil
+	}
+	return d
+}
+
+// begin starts an attempt of a hook.
+func (d *Decision) begin(h *v1alpha1.Hook, attempt int32, now time.Time) protocol.HookProgress {
+	d.Events = append(d.Events, Event{Kind: Started, Hook: h.Name, Attempt: attempt, Again: attempt > 1})
+	return protocol.HookProgress{Name: h.Name, Attempt: attempt, Since: now, Deadline: now.Add(h.TimeoutOrDefault())}
+}
+
+// step moves one hook on; a Job hook that failed and runs again asks for
+// its next attempt's Job at once.
+func (d *Decision) step(in Input, h *v1alpha1.Hook, p protocol.HookProgress) protocol.HookProgress {
+	attempt := p.Attempt
+	p = d.move(in, h, p)
+	if h.Job != nil && p.Attempt != attempt && p.Failure == nil && p.Passed.IsZero() && p.JobStarted.IsZero() && !slices.Contains(d.Start, h.Name) {
+		d.Start = append(d.Start, h.Name)
+	}
+	return p
+}
+
+func (d *Decision) move(in Input, h *v1alpha1.Hook, p protocol.HookProgress) protocol.HookProgress {
+	if !p.Passed.IsZero() {
+		return p
+	}
+	if p.Failure != nil {
+		// The resume names failures by the second, as status.halt lists them.
+		if !p.Failure.Halts() || in.ResumeAt.IsZero() || in.ResumeAt.Before(p.Failure.Time.Truncate(time.Second)) {
+			return p
+		}
+		// A person resumed the pool after this failure: the hook runs
+		// again.
+		p = d.begin(h, p.Attempt+1, in.Now)
+	}
+	switch {
+	case h.Acknowledgement != nil:
+		if in.Acked(h.Name) {
+			return d.pass(p, in.Now)
+		}
+	case h.Job != nil && p.JobStarted.IsZero():
+		if in.Now.Before(p.Deadline) {
+			d.Start = append(d.Start, h.Name)
+		}
+	case h.Job != nil:
+		switch j := in.Job(h.Name, p.Attempt); j.Phase {
+		case JobSucceeded:
+			return d.pass(p, in.Now)
+		case JobFailed:
+			return d.Fail(h, p, ReasonJobFailed, j.Message, in.Now)
+		case JobMissing:
+			return d.Fail(h, p, ReasonJobLost, fmt.Sprintf("Job %s was made and is gone before kmaint saw it finish; it is not made again, since it may have run",
+				protocol.HookJobName(h.Name, in.Token, p.Attempt)), in.Now)
+		}
+	}
+	if !in.Now.Before(p.Deadline) {
+		return d.Fail(h, p, ReasonTimeout, fmt.Sprintf("not passed within %s", h.TimeoutOrDefault()), in.Now)
+	}
+	if d.Wake.IsZero() || p.Deadline.Before(d.Wake) {
+		d.Wake = p.Deadline
+	}
+	return p
+}
+
+func (d *Decision) pass(p protocol.HookProgress, now time.Time) protocol.HookProgress {
+	p.Passed = now
+	d.Events = append(d.Events, Event{Kind: Passed, Hook: p.Name, Attempt: p.Attempt, Took: now.Sub(p.Since)})
+	return p
+}
+
+// Fail fails an attempt of a hook: the hook runs again at once while its
+// retries last, and its failure stands after them.
+func (d *Decision) Fail(h *v1alpha1.Hook, p protocol.HookProgress, reason, message string, now time.Time) protocol.HookProgress {
+	again := p.Attempt < h.MaxAttempts()
+	d.Events = append(d.Events, Event{Kind: Failed, Hook: h.Name, Attempt: p.Attempt, Reason: reason, Message: message, Took: now.Sub(p.Since), Again: again})
+	if again {
+		return d.begin(h, p.Attempt+1, now)
+	}
+	policy := h.FailurePolicy()
+	if policy == v1alpha1.HookRetry {
+		policy = v1alpha1.HookHalt
+	}
+	p.Failure = &protocol.HookFailure{Reason: reason, Message: message, Time: now, OnFailure: string(policy)}
+	return p
+}
+
+// Started records the outcome of making the Jobs a decision asked for:
+// each made (or found) Job's attempt started at now, and each refused one
+// failed (ReasonNotStarted), never passed. It returns the record to write.
+func (d *Decision) Started(hooks []v1alpha1.Hook, refused map[string]string, now time.Time) protocol.HookRecord {
+	rec := d.Record
+	rec.Hooks = append([]protocol.HookProgress(nil), rec.Hooks...)
+	for i, p := range rec.Hooks {
+		if !slices.Contains(d.Start, p.Name) {
+			continue
+		}
+		msg, bad := refused[p.Name]
+		if !bad {
+			rec.Hooks[i].JobStarted = now
+			continue
+		}
+		for j := range hooks {
+			if hooks[j].Name == p.Name {
+				rec.Hooks[i] = d.Fail(&hooks[j], p, ReasonNotStarted, msg, now)
+			}
+		}
+	}
+	d.Record = rec
+	return rec
+}
