@@ -265,3 +265,8 @@ func (pool *MaintenancePool) ResumeHaltTime(now time.Time) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// IsHookHalt reports whether a halted node's entry is a hook's failure,
+// whose value is the failure's reason (a health check's is a sample's
+// value, a number).
+func IsHookHalt(n HaltedNode) bool { return strings.HasPrefix(n.Value, "Hook") }

@@ -174,12 +174,6 @@ func hookHalt(s protocol.NodeState) v1alpha1.HaltedNode {
 		Message: v1alpha1.FitMessage(s.Hook.Describe()), Time: metav1.NewTime(h.Failure.Time.Truncate(time.Second))}
 }
 
-// isHookHalt reports whether a halted node's entry is its hook's failure,
-// whose value is the failure's reason (a check's is a sample's value).
-func isHookHalt(n v1alpha1.HaltedNode) bool {
-	return strings.HasPrefix(n.Value, "Hook")
-}
-
 // maxHaltedNodes is status.halt.nodes' bound in the schema.
 const maxHaltedNodes = 100
 
@@ -263,7 +257,7 @@ func haltMessage(st *poolState) (reason, msg string) {
 			msg += fmt.Sprintf("; %v, so it resumes nothing", g.resumeErr)
 		}
 		reason = v1alpha1.HealthCheckFailedReason
-		if isHookHalt(g.failed[0]) {
+		if v1alpha1.IsHookHalt(g.failed[0]) {
 			reason = v1alpha1.HookFailedReason
 		}
 		return reason, msg

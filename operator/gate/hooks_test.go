@@ -87,6 +87,12 @@ func TestAcknowledgementsOpenOnlyTheirOwnAdmission(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("waiting for hook db-stepdown (beforeDrain)"))
 	}, timeout).Should(Succeed())
 
+	// Its request says what it waits for.
+	g.Eventually(func(g Gomega) {
+		g.Expect(harness.MaintenancesOf(g, bed, node)).To(ContainElement(WithTransform(func(nm v1alpha1.NodeMaintenance) string { return nm.Status.Message },
+			ContainSubstring("waiting for hook db-stepdown (beforeDrain)"))))
+	}, timeout).Should(Succeed())
+
 	acknowledge(g, node, "db-stepdown", protocol.HookToken(node, "boot-earlier", time.Now(), protocol.BeforeDrain))
 	g.Consistently(func(g Gomega) { waiting(g, "") }, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
@@ -312,6 +318,10 @@ func TestHookFailures(t *testing.T) {
 			g.Expect(p.Status.Halt).NotTo(BeNil())
 			g.Expect(p.Status.Halt.Nodes).To(HaveLen(1))
 			g.Expect(p.Status.Halt.Nodes[0].Check).To(Equal("verify"))
+			// Its request is not done: it says the check failed.
+			g.Expect(harness.MaintenancesOf(g, bed, nodes[0])).To(ContainElement(And(
+				WithTransform(func(nm v1alpha1.NodeMaintenance) v1alpha1.Phase { return nm.Status.Phase }, Equal(v1alpha1.PhaseRebooting)),
+				WithTransform(func(nm v1alpha1.NodeMaintenance) string { return nm.Status.Message }, ContainSubstring("hook verify (afterReboot) failed")))))
 		}, timeout).Should(Succeed())
 		request(t, nodes[1], "b", time.Now())
 		g.Consistently(func(g Gomega) {

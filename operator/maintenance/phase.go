@@ -108,6 +108,9 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	case g.guarded && f.BootID != "" && f.BootID != boot && f.Approved == boot:
 		v.phase = v1alpha1.PhaseRebooting
 		v.message = fmt.Sprintf("node %s is back with boot %s; waiting for its pool to complete the reboot", nm.Spec.NodeName, f.BootID)
+		if h := f.Hook; h != nil && h.Point == protocol.AfterReboot && h.BootID == f.BootID {
+			v.message = fmt.Sprintf("node %s is back with boot %s; %s", nm.Spec.NodeName, f.BootID, h.Describe())
+		}
 	case f.BootID != "" && f.BootID != boot && f.Ready && (f.Requested == nil || f.Requested.BootID != boot):
 		v.phase, v.bootIDAfter = v1alpha1.PhaseSucceeded, f.BootID
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s", nm.Spec.NodeName, boot, f.BootID)
@@ -142,6 +145,9 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		}
 	case f.Admission != nil && f.Admission.BootID == boot:
 		v.phase, v.message = v1alpha1.PhaseDraining, fmt.Sprintf("node %s is admitted, cordoned and draining", nm.Spec.NodeName)
+		if h := f.Hook; h != nil && h.Point != protocol.AfterReboot && h.BootID == boot && !h.Passed() {
+			v.message = fmt.Sprintf("node %s is admitted and cordoned; %s", nm.Spec.NodeName, h.Describe())
+		}
 	default:
 		v.phase, v.message = v1alpha1.PhaseRequested, fmt.Sprintf("node %s requests a reboot and waits for its pool to admit it", nm.Spec.NodeName)
 		v.wait = w

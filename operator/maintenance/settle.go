@@ -19,8 +19,8 @@ import (
 // guard is what a node's pool does with a node back from its reboot.
 type guard struct {
 	// guarded is true when the pool keeps it settling (settle time or
-	// health checks): its requests succeed only once the gate completed
-	// the reboot and the node settled.
+	// health checks) or runs afterReboot hooks: its requests succeed only
+	// once the gate completed the reboot and the node settled.
 	guarded bool
 	// checks is true when the pool has health checks (the Healthy
 	// condition).
@@ -56,7 +56,8 @@ func (r *Reconciler) guardOf(ctx context.Context, node *corev1.Node, f *protocol
 		return guard{}, fmt.Errorf("get pool %s: %w", name, err)
 	}
 	hc := pool.Spec.HealthChecks
-	return guard{guarded: pool.Spec.Guarded(), checks: hc != nil && len(hc.Queries) > 0}, nil
+	after := len(pool.Spec.Hooks.At(string(protocol.AfterReboot))) > 0
+	return guard{guarded: pool.Spec.Guarded() || after, checks: hc != nil && len(hc.Queries) > 0}, nil
 }
 
 // health is the Healthy condition a verdict sets; zero sets none.

@@ -55,6 +55,12 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	g.Expect(text).To(ContainSubstring("opt-out kubectl annotate node batch-001 kmaint.io/do-not-disrupt="))
 	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+batch-001\s+batch\s+Requested\s+config\b.*\(DoNotDisrupt\)$`))
 	g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+batch-001\s+batch\s+Rebooting\s+config\b`))
+	// The rollout's hooks: a Job stages the config on each drained node,
+	// and one checks it after the reboot, before the node is released.
+	for _, n := range []string{"batch-000", "batch-001"} {
+		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+`+n+`\s+batch\s+at hook stage-config \(beforeReboot\)$`))
+		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+`+n+`\s+batch\s+at hook check-config \(afterReboot\)$`))
+	}
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 node rebooted, maxUnavailable 2, 1 wave")
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
 	g.Expect(text).To(MatchRegexp(`makespan \d+\.\ds, ideal 1s, ratio \d+\.\d\d`))

@@ -143,6 +143,9 @@ func (d *display) report(v view) {
 		if n.held != "" && was.held != n.held && !d.live {
 			fmt.Fprintf(d.out, "%8s  %-12s %-8s %s\n", "+"+elapsed(time.Since(d.start)), n.name, n.pool, n.held)
 		}
+		if n.hook != "" && was.hook != n.hook && !d.live {
+			fmt.Fprintf(d.out, "%8s  %-12s %-8s %s\n", "+"+elapsed(time.Since(d.start)), n.name, n.pool, n.hook)
+		}
 		if (!seen && n.step == stepIdle) || (seen && was.step == n.step && was.source == n.source && !newReason) || d.live {
 			continue
 		}
@@ -278,6 +281,9 @@ func (d *display) draw(v view, now time.Time) {
 		line := fmt.Sprintf("%-12s %-8s %s %-11s %-5s", n.name, n.pool, colored(n.step, fmt.Sprintf("%-10s", n.step)), cmp.Or(n.source, "-"), dur)
 		if v.policy != nil {
 			line += fmt.Sprintf(" %-5s %s", fragText(n), policyText(n, v.policy, now, d.start))
+		}
+		if n.hook != "" {
+			line += "  " + n.hook
 		}
 		if n.held != "" {
 			// The reboot sentinel still there after its reboot.

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/cmd/kubectl-kmaint/report"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
@@ -150,6 +152,9 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		Metrics:     metrics,
 
 		SentinelFiles: sentinelFiles,
+		// The config rollout's hooks stage the new config on each drained
+		// node and check it after the reboot (configHooks).
+		HooksNamespace: "kmaint-hooks",
 	})
 	if err != nil {
 		return ignoreEnded(ctx, fmt.Errorf("start the simulated cluster: %w", err))
@@ -329,7 +334,26 @@ func planPools(opts options) ([]sim.PoolSpec, error) {
 			p.MaxUnavailable = intstr.FromString("25%")
 		}
 	}
+	cp := &pools[min(1, len(pools)-1)]
+	cp.Hooks = configHooks()
 	return pools, nil
+}
+
+// configHooks are the config pool's hooks: a Job that stages the new config
+// on the drained node before its reboot, as an upgrade Job installs a
+// package, and one that checks the node runs it after, before the node is
+// released. The simulated cluster runs them (sim.StageProgram,
+// sim.CheckProgram).
+func configHooks() *v1alpha1.Hooks {
+	job := func(name, program string) v1alpha1.Hook {
+		return v1alpha1.Hook{Name: name, Job: &v1alpha1.HookJob{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: name, Image: "kmaint-demo/hook", Command: []string{program}}},
+		}}}}
+	}
+	return &v1alpha1.Hooks{
+		BeforeReboot: []v1alpha1.Hook{job("stage-config", sim.StageProgram)},
+		AfterReboot:  []v1alpha1.Hook{job("check-config", sim.CheckProgram)},
+	}
 }
 
 // request makes reboot requests arrive from two sources: `kmaint-daemon

@@ -72,6 +72,9 @@ type nodeRow struct {
 	// waiting is the reason an open request of the node waits (e.g.
 	// OutsideWindow), from its Waiting condition.
 	waiting string
+	// hook says which hook the node waits for, or which failed; empty when
+	// it waits for none.
+	hook string
 	// held says why the node's reboot sentinel asks for nothing though
 	// the host wants a reboot (a reboot loop held), from its daemon's
 	// state; empty otherwise.
@@ -239,9 +242,11 @@ func buildView(s clusterState, planned []string) view {
 		row.todo = row.step != stepIdle || wantsConfig(n, pools, pool)
 		row.frag, row.hasFrag = s.frag[n.Name]
 		row.waiting = waitingReason(byNode[n.Name])
-		if st, _ := protocol.Read(n); row.step == stepBack || row.step == stepIdle {
+		st, _ := protocol.Read(n)
+		if row.step == stepBack || row.step == stepIdle {
 			row.held = heldText(st)
 		}
+		row.hook = hookText(st)
 		v.nodes = append(v.nodes, row)
 		p := rows[pool]
 		if p == nil {
@@ -337,6 +342,20 @@ func heldText(st protocol.NodeState) string {
 		return held[:160] + "..."
 	}
 	return held
+}
+
+// hookText says which hook the node waits at, or which failed; empty when
+// none.
+func hookText(st protocol.NodeState) string {
+	h := st.Hook
+	switch {
+	case h == nil || h.Passed():
+		return ""
+	case h.Failed() != nil:
+		f := h.Failed()
+		return fmt.Sprintf("hook %s (%s) failed: %s", f.Name, h.Point, f.Failure.Reason)
+	}
+	return fmt.Sprintf("at hook %s (%s)", strings.Join(h.Waiting(), ", "), h.Point)
 }
 
 // waitingReason is why the node's open requests wait, if they say.

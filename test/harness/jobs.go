@@ -4,14 +4,12 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -68,27 +66,7 @@ func (j *Jobs) Made() []*batchv1.Job {
 // FinishJob writes a Job's status as the Job controller does when its pod
 // succeeded or failed.
 func FinishJob(ctx context.Context, c client.Client, job *batchv1.Job, out JobOutcome) error {
-	now := metav1.NewTime(time.Now())
-	job = job.DeepCopy()
-	job.Status.StartTime = &now
-	cond := func(t batchv1.JobConditionType, reason, msg string) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: now, LastTransitionTime: now}
-	}
-	if out.Fail {
-		job.Status.Failed = 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			cond(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded, out.Message),
-			cond(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, out.Message),
-		}
-	} else {
-		job.Status.Succeeded = 1
-		job.Status.CompletionTime = &now
-		job.Status.Conditions = []batchv1.JobCondition{
-			cond(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, ""),
-			cond(batchv1.JobComplete, batchv1.JobReasonCompletionsReached, ""),
-		}
-	}
-	return c.Status().Update(ctx, job)
+	return sim.FinishJob(ctx, c, job, out.Fail, out.Message)
 }
 
 // JobEnv returns the value of a variable in the first container of a Job.

@@ -67,6 +67,9 @@ type PoolSpec struct {
 	// UnhealthySeries for a check on the simulated nodes).
 	SettleTime   time.Duration
 	HealthChecks *v1alpha1.HealthChecks
+	// Hooks are the pool's hooks; its Jobs run with Config.HooksNamespace
+	// (see StageProgram and CheckProgram).
+	Hooks *v1alpha1.Hooks
 }
 
 // Config describes a simulated cluster.
@@ -123,6 +126,9 @@ type Config struct {
 	// Notify, when its URLsFile is set, has the operator StartOperator
 	// starts send notifications.
 	Notify notify.Options
+	// HooksNamespace, when set, is where the operator runs the pools' hook
+	// Jobs, and the cluster runs them (jobs.go).
+	HooksNamespace string
 }
 
 // Node is a simulated node.
@@ -159,6 +165,8 @@ type Cluster struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	nodes  []Node
+	// jobs runs the hook Jobs when Config.HooksNamespace is set.
+	jobs   *hookJobs
 	byName map[string]Node
 	dir    string
 
@@ -265,6 +273,11 @@ func (c *Cluster) start() error {
 			return err
 		}
 	}
+	if c.Config.HooksNamespace != "" {
+		if err := c.runHookJobs(); err != nil {
+			return err
+		}
+	}
 	type planned struct{ name, pool string }
 	var plan []planned
 	for _, p := range c.Config.Pools {
@@ -278,6 +291,7 @@ func (c *Cluster) start() error {
 			pool.Spec.SettleTime = &metav1.Duration{Duration: p.SettleTime}
 		}
 		pool.Spec.HealthChecks = p.HealthChecks
+		pool.Spec.Hooks = p.Hooks
 		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)
 		}
@@ -604,6 +618,7 @@ func (c *Cluster) StartOperator() error {
 		opts.PrometheusURL = p.URL()
 	}
 	opts.Notify = c.Config.Notify
+	opts.HooksNamespace = c.Config.HooksNamespace
 	op, err := StartOperator(c.ctx, c.Bed.Config, opts)
 	if err != nil {
 		return err

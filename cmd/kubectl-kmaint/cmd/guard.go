@@ -52,7 +52,7 @@ func guardState(p *v1alpha1.MaintenancePool) []string {
 func guardBlocked(reason string) bool {
 	switch reason {
 	case v1alpha1.HaltedReason, v1alpha1.FrozenReason, v1alpha1.CanariesReason,
-		v1alpha1.HealthCheckFailedReason, v1alpha1.HealthCheckUnavailableReason:
+		v1alpha1.HealthCheckFailedReason, v1alpha1.HealthCheckUnavailableReason, v1alpha1.HookFailedReason:
 		return true
 	}
 	return false
@@ -89,7 +89,11 @@ func haltNote(p *v1alpha1.MaintenancePool, now time.Time) []string {
 	lines := []string{fmt.Sprintf("Pool %s is HALTED since %s: no node is admitted until it is resumed.", p.Name, when(h.Since.Time, now))}
 	var names []string
 	for _, n := range h.Nodes {
-		lines = append(lines, fmt.Sprintf("  node %s: health check %q failed with value %s at %s", n.Node, n.Check, or(n.Value), stamp(n.Time.Time)))
+		if v1alpha1.IsHookHalt(n) {
+			lines = append(lines, fmt.Sprintf("  node %s: hook %q failed (%s) at %s; a resume runs it again", n.Node, n.Check, n.Value, stamp(n.Time.Time)))
+		} else {
+			lines = append(lines, fmt.Sprintf("  node %s: health check %q failed with value %s at %s", n.Node, n.Check, or(n.Value), stamp(n.Time.Time)))
+		}
 		if n.Message != "" {
 			lines = append(lines, "    "+ellipsis(n.Message, 200))
 		}

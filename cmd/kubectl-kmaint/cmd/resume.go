@@ -84,6 +84,11 @@ func haltToResume(pool *v1alpha1.MaintenancePool) (time.Time, []string) {
 		if n.Time.After(latest) {
 			latest = n.Time.Time
 		}
+		if v1alpha1.IsHookHalt(n) {
+			// A hook's failure: the resume runs the hook again.
+			nodes = append(nodes, fmt.Sprintf("node %s (hook %q, %s, at %s: it runs again)", n.Node, n.Check, n.Value, stamp(n.Time.Time)))
+			continue
+		}
 		nodes = append(nodes, fmt.Sprintf("node %s (health check %q, value %s, at %s)", n.Node, n.Check, or(n.Value), stamp(n.Time.Time)))
 	}
 	return latest.Truncate(time.Second), nodes
