@@ -17,7 +17,7 @@ func DefaultReasons() []string {
 		v1alpha1.NodeNotBackReason, v1alpha1.DaemonMissingReason, // a node not back from its reboot, or back without its daemon (aftercare)
 		v1alpha1.RebootNotObservedReason, "RebootFailed", // the approved reboot did not happen (daemon)
 		v1alpha1.HealthCheckFailedReason, v1alpha1.PoolHaltedReason, // a node failed its health checks after its reboot, and its pool halted (aftercare)
-		"RebootLoop", // the node asks again for the reboot it just had (daemon)
+		"RebootLoop",              // the node asks again for the reboot it just had (daemon)
 		v1alpha1.HookFailedReason, // a hook around a node's reboot failed (gate)
 	}
 }

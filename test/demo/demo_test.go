@@ -58,8 +58,8 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	// The rollout's hooks: a Job stages the config on each drained node,
 	// and one checks it after the reboot, before the node is released.
 	for _, n := range []string{"batch-000", "batch-001"} {
-		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+`+n+`\s+batch\s+at hook stage-config \(beforeReboot\)$`))
-		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+`+n+`\s+batch\s+at hook check-config \(afterReboot\)$`))
+		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+` + n + `\s+batch\s+at hook stage-config \(beforeReboot\)$`))
+		g.Expect(text).To(MatchRegexp(`(?m)^\s*\+\d+\.\ds\s+` + n + `\s+batch\s+at hook check-config \(afterReboot\)$`))
 	}
 	g.Expect(text).To(MatchRegexp(`(?m)^web\s+1\s+2\s+1\s+500ms$`), "web: 1 node rebooted, maxUnavailable 2, 1 wave")
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
