@@ -91,11 +91,13 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
 				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
 		case v.AdmissionVoid():
+			rec := v.Hook
 			_, err := r.patchNode(ctx, st, v, true, protocol.Release())
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
+			errs = append(errs, r.stopHookJobs(ctx, rec))
 			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
 				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 		}

@@ -9,8 +9,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -285,9 +287,30 @@ func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v nodeView,
 		failure.Requests = cur.IDs()
 	}
 	r.steps.Stop(v.Node.Name)
+	rec := v.Hook
 	if _, err := r.patchNode(ctx, st, v, true, protocol.Abandon(failure)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Released for a failed hook", "node", v.Node.Name, "message", msg)
-	return nil
+	return r.stopHookJobs(ctx, rec)
+}
+
+// stopHookJobs deletes the Jobs a record made that may still run, once the
+// node they ran for was released: their work is for a reboot that is not
+// coming. Their pods go with them.
+func (r *Reconciler) stopHookJobs(ctx context.Context, rec *protocol.HookRecord) error {
+	if rec == nil || r.HooksNamespace == "" {
+		return nil
+	}
+	var errs []error
+	for _, h := range rec.Hooks {
+		if h.JobStarted.IsZero() || !h.Passed.IsZero() {
+			continue
+		}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: r.HooksNamespace, Name: protocol.HookJobName(h.Name, rec.Token, h.Attempt)}}
+		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("delete hook Job %s/%s: %w", job.Namespace, job.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -360,6 +361,76 @@ func TestARestartedOperatorMakesTheHookJobOnce(t *testing.T) {
 		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved), "approved before its hook passed")
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
+	g.Expect(harness.FinishJob(ctx, bed.Client, jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
+	g.Expect(jobs.Made()).To(HaveLen(1))
+	g.Expect(daemons.Count(node)).To(Equal(1))
+}
+
+// A request withdrawn while its node waits at a hook releases the node,
+// and the Job that still runs for it is deleted: its work is for a reboot
+// that is not coming.
+func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("hookwithdrawn", intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("long")}}
+	createPool(t, pool)
+	node := createNodes(t, "hookwithdrawn", "hookwithdrawn", 1)[0]
+	ns := startOperatorWithHooks(t, "hooks-withdrawn")
+	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+
+	request(t, node, "r", time.Now())
+	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
+	n := getNode(g, node)
+	patch := client.MergeFrom(n.DeepCopy())
+	delete(n.Annotations, protocol.RebootRequested)
+	g.Expect(bed.Client.Patch(ctx, n, patch)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Hook))
+		g.Expect(n.Spec.Unschedulable).To(BeFalse())
+		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(jobs.Made()[0]), &batchv1.Job{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job is deleted: %v", err)
+	}, timeout).Should(Succeed())
+}
+
+// A person who uncordons a node while it waits at its beforeReboot hooks
+// gets the cordon back, and the node drains again before it meets them
+// again: pods may have landed on it. Its Job, the same one, is not made a
+// second time.
+func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("hookuncordon", intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
+	createPool(t, pool)
+	node := createNodes(t, "hookuncordon", "hookuncordon", 1)[0]
+	daemons := runDaemons(t, "hookuncordon", false)
+	ns := startOperatorWithHooks(t, "hooks-uncordon")
+	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+
+	request(t, node, "r", time.Now())
+	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
+	n := getNode(g, node)
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = false
+	g.Expect(bed.Client.Patch(ctx, n, patch)).To(Succeed())
+	// A pod lands on it meanwhile: the drain that follows evicts it before
+	// the node is approved.
+	pod := gen.Pod("default", "landed-"+node, node, map[string]string{"app": "landed"})
+	g.Expect(gen.CreatePod(ctx, bed.Client, pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, node).Spec.Unschedulable).To(BeTrue(), "cordoned again")
+		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the pod that landed is evicted: %v", err)
+		rec := hookRecord(g, node)
+		g.Expect(rec).NotTo(BeNil())
+		g.Expect(rec.Point).To(Equal(protocol.BeforeReboot))
+		g.Expect(rec.Hooks[0].JobStarted.IsZero()).To(BeFalse(), "back at its hook, its Job found")
+	}, timeout).Should(Succeed())
+	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
 	g.Expect(harness.FinishJob(ctx, bed.Client, jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 	g.Expect(jobs.Made()).To(HaveLen(1))

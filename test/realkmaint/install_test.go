@@ -116,6 +116,10 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	run("only the gate approves: a user who may patch Nodes is refused, and a bare approval does not reboot the node", func(t *testing.T) {
 		approvalsOnlyFromTheGate(t, c, kc)
 	})
+	run("a config rollout stages its config before each reboot and checks it after, runs each Job once through a leader's deletion, and halts at a failed check", func(t *testing.T) {
+		hookedRollout(t, c, kc)
+	})
+	run("a gate another controller opens holds the drain until it acknowledges", func(t *testing.T) { aGateHoldsTheDrain(t, c, kc) })
 	run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
 }
 
