@@ -126,7 +126,7 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	}
 	// One Job a hook and node, each succeeded.
 	jobs := poolJobs(g, kc, hookedPool)
-	g.Expect(jobs).To(HaveLen(2*len(c.Nodes())))
+	g.Expect(jobs).To(HaveLen(2 * len(c.Nodes())))
 	for _, j := range jobs {
 		g.Expect(j.Status.Succeeded).To(BeEquivalentTo(1), "Job %s (%s on %s)", j.Name, harness.JobEnv(&j, "KMAINT_HOOK"), j.Annotations[hooks.NodeAnnotation])
 	}
