@@ -10,8 +10,9 @@
 //
 // The Transitions are the one way the operator writes a Node. Each sets (+)
 // and removes (-) exactly these, and nothing else; "back in service" is -
-// cordoned (and the cordon, when kmaint put it there) and - marks (and the
-// labels and taints they record):
+// cordoned (and the cordon, when kmaint put it there), - marks (and the
+// labels and taints they record) and - the hooks' acknowledgements
+// (hooks.kmaint.io/*, each for the admission that ends):
 //
 //	transition             writes
 //	SetDesiredConfig       ± desired-config

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/test/gen"
 )
 
 // A hook's token is bound to its node, boot, admission and point: an
@@ -110,5 +111,26 @@ func TestHookRecordRoundTrip(t *testing.T) {
 	node.Annotations[protocol.Hook] = "{not json"
 	if s, err := protocol.Read(node); err == nil || s.Unreadable == nil {
 		t.Error("a hooks record that cannot be read leaves the node readable")
+	}
+}
+
+// An admission's end takes its acknowledgements with it, and nothing
+// else of the hooks' owners.
+func TestTheEndOfAnAdmissionForgetsItsAcknowledgements(t *testing.T) {
+	for name, end := range map[string]protocol.Transition{
+		"Release":  protocol.Release(),
+		"Complete": protocol.Complete(nil, nil),
+		"Abandon":  protocol.Abandon(protocol.DrainFailure{BootID: "boot-0"}),
+	} {
+		node := gen.Node("n1", gen.BootID("boot-1"))
+		node.Annotations[protocol.AckPrefix+"db-stepdown"] = "token"
+		node.Annotations["example.com/other"] = "kept"
+		end.Apply(node)
+		if _, ok := node.Annotations[protocol.AckPrefix+"db-stepdown"]; ok {
+			t.Errorf("%s kept the acknowledgement", name)
+		}
+		if node.Annotations["example.com/other"] != "kept" {
+			t.Errorf("%s removed another annotation", name)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -231,4 +232,15 @@ func backInService(n *corev1.Node) {
 		delete(n.Annotations, Cordoned)
 	}
 	removeMarks(n)
+	forgetAcknowledgements(n)
+}
+
+// forgetAcknowledgements removes the hooks' acknowledgements: each was for
+// the admission that ends, and opens nothing after it.
+func forgetAcknowledgements(n *corev1.Node) {
+	for key := range n.Annotations {
+		if strings.HasPrefix(key, AckPrefix) {
+			delete(n.Annotations, key)
+		}
+	}
 }
