@@ -169,7 +169,19 @@ func decide(f facts) plan {
 	approved := ann[protocol.RebootApproved] == f.bootID && admits(st.Admission, f.bootID)
 	onNode := st.Current()
 	config := ""
+	desired := ann[protocol.DesiredConfig]
 	for _, e := range j.thisBoot {
+		// A config request for a config the pool no longer wants is
+		// withdrawn, unless its reboot is already approved or under way:
+		// the pool moved on (its new config has a request of its own) or
+		// back to what the node runs (a roll back, which then reboots no
+		// node that has not moved).
+		if e.Source == v1alpha1.SourceConfig && desired != "" && e.Config != "" && e.Config != desired &&
+			!j.rebootingFor(e.ID) && !(approved && onNode != nil && onNode.Has(e.ID)) {
+			cancelled = append(cancelled, e.ID)
+			p.lock = p.lock || onNode != nil && onNode.Has(e.ID)
+			continue
+		}
 		if c, ok := j.cancels[e.ID]; ok {
 			out := judgeCancel(e, c, j, approved, onNode)
 			p.cancellations = append(p.cancellations, out)

@@ -614,3 +614,53 @@ func planEntries(p plan) []journal.Entry {
 // planPtr returns a pointer to s, for want fields that tell "no change" (nil)
 // from a value.
 func planPtr(s string) *string { return &s }
+
+// A config request for a config the pool no longer wants is withdrawn (a
+// roll back, or the pool moved on), unless its reboot was approved: then
+// it stays, and the reboot comes.
+func TestDecideWithdrawsConfigRequestsThePoolNoLongerWants(t *testing.T) {
+	v2 := planConfigRequest("v2", planBoot, planAgo(time.Minute))
+	for name, tt := range map[string]struct {
+		node          []gen.NodeOption
+		wantWithdrawn bool
+	}{
+		"rolled back to what runs": {
+			node:          []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v1", protocol.CurrentConfig, "v1")},
+			wantWithdrawn: true,
+		},
+		"moved on to another config": {
+			node:          []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v3", protocol.CurrentConfig, "v1")},
+			wantWithdrawn: true,
+		},
+		"still wanted": {
+			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v1")},
+		},
+		"the pool wants no config: left as it is": {
+			node: []gen.NodeOption{gen.Annotations(protocol.CurrentConfig, "v1")},
+		},
+		"approved already: the reboot comes": {
+			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v1", protocol.CurrentConfig, "v1"),
+				gen.Requested(planBoot, protocol.Request{ID: v2.ID, Source: v1alpha1.SourceConfig, Reason: v2.Reason, Time: v2.Time, Config: "v2"}),
+				gen.Admitted(planBoot, planAgo(time.Minute), v2.ID), gen.Approved(planBoot)},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := decide(planFacts(facts{entries: []journal.Entry{v2}}, tt.node...))
+			ids := []string{}
+			for _, r := range p.outstanding {
+				ids = append(ids, r.ID)
+			}
+			if tt.wantWithdrawn {
+				g.Expect(ids).NotTo(ContainElement(v2.ID))
+				v := p.annotations[protocol.RebootRequested]
+				g.Expect(v).NotTo(BeNil())
+				var got protocol.Requested
+				g.Expect(json.Unmarshal([]byte(*v), &got)).To(Succeed())
+				g.Expect(got.Cancelled).To(ContainElement(v2.ID), "shown withdrawn, so that its NodeMaintenance ends")
+				return
+			}
+			g.Expect(ids).To(ContainElement(v2.ID))
+		})
+	}
+}

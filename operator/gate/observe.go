@@ -125,6 +125,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 				return
 			}
 			v.queuedAt = pools.QueueTime(cur.Requests, settings, st.now)
+			v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
 			if st.admission.windowErr == nil {
 				reqs := v.holdUnreadable(cur.Requests, unreadable)
 				ww := wins.Node(reqs, settings)
@@ -233,4 +234,21 @@ func (st *poolState) unavailable() int {
 		}
 	}
 	return n
+}
+
+// staleConfig reports whether every request is a config request for a
+// config the pool no longer wants: the node's daemon is about to replace
+// it with one for the config the pool wants now, or to withdraw it when
+// that is the config the node runs (a roll back). Admitted in between, the
+// node would reboot for nothing, or twice.
+func staleConfig(reqs []protocol.Request, desired string) bool {
+	if desired == "" {
+		return false
+	}
+	for _, r := range reqs {
+		if r.Source != v1alpha1.SourceConfig || r.Config == "" || r.Config == desired {
+			return false
+		}
+	}
+	return len(reqs) > 0
 }

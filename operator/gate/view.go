@@ -32,6 +32,9 @@ type nodeView struct {
 	// requests that windows alone would not, or cannot be read
 	// (FreezeState.Describe); windowOpen is then false.
 	frozen, freezeProblems []string
+	// staleConfig is true while the node's only requests are for a config
+	// its pool no longer wants (staleConfig): it is not admitted for them.
+	staleConfig bool
 	// backingOff is true while the node waits for its next drain attempt
 	// (protocol.NodeState.BackingOff): it is not admitted meanwhile.
 	backingOff bool
@@ -75,7 +78,7 @@ func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.
 func (v nodeView) waiting() bool {
-	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable && !v.backingOff
+	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable && !v.backingOff && !v.staleConfig
 }
 
 // holdUnreadable returns the requests that are not those of unreadable

@@ -171,7 +171,10 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	expectRebootedOnce(g, c, bootsBefore, rebooted...)
 
 	// Rolled back, then resumed: the check runs again, passes, and the node
-	// reboots back into the config through the same hooks.
+	// reboots back into the config through the same hooks. The others'
+	// requests for the broken config are withdrawn, and they do not
+	// reboot. The budget back at 1, the watcher's limit holds again.
+	harness.PatchPool(g, bed, hookedPool, func(p *v1alpha1.MaintenancePool) { p.Spec.MaxUnavailable = new(intstr.FromInt32(1)) })
 	g.Expect(cmd.Rollout(ctx, kc, &bytes.Buffer{}, cmd.RolloutOptions{Pool: hookedPool, Config: "os-hooked"})).To(Succeed())
 	g.Expect(cmd.Resume(ctx, kc, &bytes.Buffer{}, hookedPool)).To(Succeed())
 	for _, n := range c.Nodes() {
