@@ -438,3 +438,28 @@ func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
 	g.Expect(jobs.Made()).To(HaveLen(1))
 	g.Expect(daemons.Count(node)).To(Equal(1))
 }
+
+// A node that still asks for a config its pool no longer wants is not
+// admitted for it: its daemon is about to withdraw it (a roll back) or ask
+// for the new one; admitted meanwhile, it would reboot for nothing.
+func TestAStaleConfigRequestIsNotAdmitted(t *testing.T) {
+	g := NewWithT(t)
+	pool := gen.Pool("staleconfig", intstr.FromInt32(1))
+	pool.Spec.DesiredConfig = "v1"
+	createPool(t, pool)
+	stale := protocol.Request{ID: v1alpha1.ConfigRequestID("boot-0", "v2"), Source: v1alpha1.SourceConfig, Reason: "config v1, pool wants v2", Time: time.Now(), Config: "v2"}
+	node := createNodes(t, "staleconfig", "staleconfig", 1, gen.Requested("boot-0", stale))[0]
+	runDaemons(t, "staleconfig", false)
+	startOperator(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPool(g, "staleconfig").Status.ObservedGeneration).NotTo(BeZero())
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted), "%v", n.Annotations)
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	// The pool wants v2 again: the request stands, and is admitted.
+	harness.PatchPool(g, bed, "staleconfig", func(p *v1alpha1.MaintenancePool) { p.Spec.DesiredConfig = "v2" })
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
+}

@@ -188,9 +188,12 @@ func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string,
 func (st *poolState) replace(node *corev1.Node) {
 	for i := range st.views {
 		if st.views[i].Node.Name == node.Name {
-			v := newNodeView(node)
-			v.otherPools = st.views[i].otherPools
-			st.views[i] = v
+			// What only the gate knows (its windows, freezes, place in the
+			// queue, opt-outs) stays: the operator's writes change none of
+			// the node's requests it was found from. A fresh view would
+			// take a node outside its window, or frozen, for one free to
+			// go, in the rest of this pass.
+			st.views[i].NodeState = newNodeView(node).NodeState
 			return
 		}
 	}

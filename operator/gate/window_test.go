@@ -87,3 +87,24 @@ func TestUnreadableWindowAdmitsNothingAndSaysWhy(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
 }
+
+// A node the gate writes in a pass (here its pool's new desiredConfig)
+// keeps, for the rest of the pass, what only the gate knew of it: a node
+// outside its window is not taken for one free to go the moment the
+// rollout starts.
+func TestAWriteInThePassKeepsTheNodesWindow(t *testing.T) {
+	g := NewWithT(t)
+	pool := gen.Pool("writewindow", intstr.FromInt32(1))
+	pool.Spec.Windows = []v1alpha1.MaintenanceWindow{closedWindow()}
+	pool.Spec.DesiredConfig = "v2"
+	createPool(t, pool)
+	node := createNodes(t, "writewindow", "writewindow", 1)[0]
+	request(t, node, "kernel", time.Now())
+	startOperator(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getNode(g, node).Annotations).To(HaveKeyWithValue(protocol.DesiredConfig, "v2"))
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted), "admitted outside its window")
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+}
