@@ -179,8 +179,15 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	g.Expect(cmd.Resume(ctx, kc, &bytes.Buffer{}, hookedPool)).To(Succeed())
 	for _, n := range c.Nodes() {
 		g.Eventually(func(g Gomega) {
-			node := settledNode(g, kc, n.Name())
-			g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-hooked"), n.Name())
+			// Settled; the others show their requests withdrawn.
+			st := readNode(g, kc, n.Name())
+			g.Expect(st.Ready).To(BeTrue(), "%s Ready", n.Name())
+			g.Expect(st.Unschedulable).To(BeFalse(), "%s uncordoned", n.Name())
+			g.Expect(st.Admission).To(BeNil())
+			g.Expect(st.Approved).To(BeEmpty())
+			g.Expect(st.Hook).To(BeNil())
+			g.Expect(st.Current()).To(BeNil(), "no request outstanding")
+			g.Expect(st.CurrentConfig).To(Equal("os-hooked"), n.Name())
 		}, 2*timeout, time.Second).Should(Succeed())
 	}
 	for _, n := range c.Nodes() {
