@@ -202,6 +202,19 @@ func TestHookFailures(t *testing.T) {
 	made := func(hook string) int {
 		return len(slices.DeleteFunc(jobs.Made(), func(j *batchv1.Job) bool { return harness.JobEnv(j, "KMAINT_HOOK") != hook }))
 	}
+	// failingFirst makes a one-node pool of the name with hooks, whose
+	// every hook fails its first attempt.
+	failingFirst := func(t *testing.T, name string, hooks v1alpha1.Hooks) (string, *harness.Daemons) {
+		mu.Lock()
+		for _, h := range append(append(hooks.BeforeDrain, hooks.BeforeReboot...), hooks.AfterReboot...) {
+			fail[h.Name+"/1"] = true
+		}
+		mu.Unlock()
+		pool := gen.Pool(name, intstr.FromInt32(1))
+		pool.Spec.Hooks = &hooks
+		createPool(t, pool)
+		return createNodes(t, name, name, 1)[0], runDaemons(t, name, false)
+	}
 	halted := func(g Gomega, pool string) *metav1.Condition {
 		c := meta.FindStatusCondition(getPool(g, pool).Status.Conditions, v1alpha1.HaltedCondition)
 		g.Expect(c).NotTo(BeNil())
@@ -255,14 +268,7 @@ func TestHookFailures(t *testing.T) {
 		g := NewWithT(t)
 		h := jobHook("release-me")
 		h.OnFailure = v1alpha1.HookRelease
-		mu.Lock()
-		fail["release-me/1"] = true
-		mu.Unlock()
-		pool := gen.Pool("hookrelease", intstr.FromInt32(1))
-		pool.Spec.Hooks = &v1alpha1.Hooks{BeforeDrain: []v1alpha1.Hook{h}}
-		createPool(t, pool)
-		node := createNodes(t, "hookrelease", "hookrelease", 1)[0]
-		daemons := runDaemons(t, "hookrelease", false)
+		node, daemons := failingFirst(t, "hookrelease", v1alpha1.Hooks{BeforeDrain: []v1alpha1.Hook{h}})
 		request(t, node, "r", time.Now())
 		g.Eventually(func(g Gomega) {
 			n := getNode(g, node)
@@ -285,14 +291,7 @@ func TestHookFailures(t *testing.T) {
 		g := NewWithT(t)
 		h := jobHook("retry-me")
 		h.OnFailure = v1alpha1.HookRetry
-		mu.Lock()
-		fail["retry-me/1"] = true
-		mu.Unlock()
-		pool := gen.Pool("hookretry", intstr.FromInt32(1))
-		pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{h}}
-		createPool(t, pool)
-		node := createNodes(t, "hookretry", "hookretry", 1)[0]
-		daemons := runDaemons(t, "hookretry", false)
+		node, daemons := failingFirst(t, "hookretry", v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{h}})
 		request(t, node, "r", time.Now())
 		g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 		g.Expect(daemons.Count(node)).To(Equal(1))
