@@ -67,6 +67,9 @@ type HookProgress struct {
 	// zero before, and for an acknowledgement. A Job gone after it was made
 	// is never made again: that would run it twice.
 	JobStarted time.Time `json:"jobStarted,omitzero"`
+	// JobUID is the UID of the Job the operator made (or found) for this
+	// attempt: a Job of the same name with another UID is not it.
+	JobUID string `json:"jobUID,omitempty"`
 	// Passed is when the hook passed; zero while it has not.
 	Passed time.Time `json:"passed,omitzero"`
 	// Failure says why the hook failed; nil while it has not.

@@ -57,8 +57,8 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v nodeView, poi
 	d := hooks.Decide(hooks.Input{
 		Now: st.now, Point: point, BootID: bootID, Token: token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
 		Acked: func(hook string) bool { return protocol.Acknowledged(v.Node, hook, token) },
-		Job: func(hook string, attempt int32) hooks.Job {
-			j, err := r.hookJob(ctx, protocol.HookJobName(hook, token, attempt))
+		Job: func(hook string, p protocol.HookProgress) hooks.Job {
+			j, err := r.hookJob(ctx, protocol.HookJobName(hook, token, p.Attempt), p.JobUID)
 			lookupErr = errors.Join(lookupErr, err)
 			return j
 		},
@@ -76,11 +76,11 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v nodeView, poi
 	r.tellHooks(ctx, st, v, point, d.Events)
 	if len(d.Start) > 0 {
 		events := len(d.Events)
-		refused, err := r.startJobs(ctx, st, v, point, bootID, token, specs, d)
+		started, refused, err := r.startJobs(ctx, st, v, point, bootID, token, specs, d)
 		if err != nil {
 			return hookWaiting, err
 		}
-		rec := d.Started(specs, refused, st.now)
+		rec := d.Started(specs, started, refused, st.now)
 		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(rec)); err != nil {
 			return hookWaiting, err
 		}
@@ -99,8 +99,9 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v nodeView, poi
 
 // hookJob reads an attempt's Job. The cache may not have a Job made a
 // moment ago: a Job it does not have is looked up in the API before it is
-// taken for gone, which fails its hook.
-func (r *Reconciler) hookJob(ctx context.Context, name string) (hooks.Job, error) {
+// taken for gone, which fails its hook. One whose UID is not uid (the one
+// made for the attempt) is not it.
+func (r *Reconciler) hookJob(ctx context.Context, name, uid string) (hooks.Job, error) {
 	key := types.NamespacedName{Namespace: r.HooksNamespace, Name: name}
 	var job batchv1.Job
 	err := r.Get(ctx, key, &job)
@@ -112,17 +113,21 @@ func (r *Reconciler) hookJob(ctx context.Context, name string) (hooks.Job, error
 		return hooks.Job{Phase: hooks.JobMissing}, nil
 	case err != nil:
 		return hooks.Job{}, fmt.Errorf("get hook Job %s: %w", key, err)
+	case uid != "" && string(job.UID) != uid:
+		return hooks.Job{Phase: hooks.JobReplaced}, nil
 	}
 	return hooks.PhaseOf(&job), nil
 }
 
-// startJobs makes the Jobs a decision asks for. A Job the API server
-// refuses (its template invalid, its namespace missing, a quota or a pod
-// security level in the way) is returned as refused: its hook fails, never
-// passes. A Job that exists already is the one an earlier operator made.
-// Any other error is returned, to try again.
-func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (map[string]string, error) {
-	refused := map[string]string{}
+// startJobs makes the Jobs a decision asks for, and returns their UIDs
+// by hook. A Job the API server refuses (its template invalid, its
+// namespace missing, a quota or a pod security level in the way) is
+// returned as refused: its hook fails, never passes. A Job that exists
+// already is the one an earlier operator made and died before it
+// recorded: only the operator may make Jobs in the hooks namespace
+// (config/README.md). Any other error is returned, to try again.
+func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started, refused map[string]string, err error) {
+	started, refused = map[string]string{}, map[string]string{}
 	var errs []error
 	for _, name := range d.Start {
 		h, p := hookNamed(specs, name), progressNamed(d.Record, name)
@@ -146,17 +151,20 @@ func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, p
 		}
 		job := hooks.NewJob(h, c)
 		err := r.Create(ctx, job)
+		if apierrors.IsAlreadyExists(err) {
+			err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(job), job)
+		}
 		switch {
 		case err == nil:
 			ctrl.LoggerFrom(ctx).Info("Hook Job made", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "attempt", p.Attempt)
-		case apierrors.IsAlreadyExists(err):
+			started[name] = string(job.UID)
 		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
 			refused[name] = fmt.Sprintf("Job %s/%s could not be made: %v", r.HooksNamespace, job.Name, err)
 		default:
 			errs = append(errs, fmt.Errorf("make hook Job %s/%s: %w", r.HooksNamespace, job.Name, err))
 		}
 	}
-	return refused, errors.Join(errs...)
+	return started, refused, errors.Join(errs...)
 }
 
 // tellHooks tells what happened to the node's hooks: events, a log line

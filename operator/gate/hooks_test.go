@@ -462,3 +462,37 @@ func TestAStaleConfigRequestIsNotAdmitted(t *testing.T) {
 	harness.PatchPool(g, bed, "staleconfig", func(p *v1alpha1.MaintenancePool) { p.Spec.DesiredConfig = "v2" })
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 }
+
+// A hook's Job deleted and made again by someone else, however it ends,
+// passes nothing: its hook fails, and the node is not approved.
+func TestAReplacedHookJobPassesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("hookreplaced", intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
+	createPool(t, pool)
+	node := createNodes(t, "hookreplaced", "hookreplaced", 1)[0]
+	runDaemons(t, "hookreplaced", false)
+	ns := startOperatorWithHooks(t, "hooks-replaced")
+	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+
+	request(t, node, "r", time.Now())
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobs.Made()).To(HaveLen(1))
+		g.Expect(hookRecord(g, node).Hooks[0].JobUID).NotTo(BeEmpty())
+	}, timeout).Should(Succeed())
+	ours := jobs.Made()[0]
+	g.Expect(bed.Client.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	forged := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: ours.Name, Namespace: ours.Namespace, Labels: ours.Labels, Annotations: ours.Annotations}, Spec: ours.Spec}
+	forged.Spec.Selector, forged.Spec.ManualSelector = nil, nil
+	delete(forged.Spec.Template.Labels, "batch.kubernetes.io/controller-uid")
+	delete(forged.Spec.Template.Labels, "controller-uid")
+	g.Eventually(func() error { return bed.Client.Create(ctx, forged) }, timeout).Should(Succeed())
+	g.Expect(harness.FinishJob(ctx, bed.Client, forged, harness.JobOutcome{})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		f := hookRecord(g, node).Failed()
+		g.Expect(f).NotTo(BeNil())
+		g.Expect(f.Failure.Reason).To(Equal("HookJobLost"))
+	}, timeout).Should(Succeed())
+	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
+}

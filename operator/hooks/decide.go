@@ -22,6 +22,9 @@ const (
 	JobSucceeded
 	// JobFailed: the Job failed; Job.Message says why.
 	JobFailed
+	// JobReplaced: a Job of the name exists, and is not the one made for
+	// the attempt: someone deleted it and made another.
+	JobReplaced
 )
 
 // Job is one attempt's Job as the API shows it.
@@ -46,8 +49,9 @@ type Input struct {
 	// acknowledgement for Token.
 	Acked func(hook string) bool
 	// Job says what the API shows of an attempt's Job; asked only of
-	// attempts whose Job was made.
-	Job func(hook string, attempt int32) Job
+	// attempts whose Job was made. A Job of the attempt's name whose UID is
+	// not the one recorded is JobReplaced.
+	Job func(hook string, p protocol.HookProgress) Job
 	// ResumeAt is the pool's kmaint.io/resume-halt; zero when none. A
 	// failure that halts at or before it runs its hook again.
 	ResumeAt time.Time
@@ -178,7 +182,7 @@ func (d *Decision) move(in Input, h *v1alpha1.Hook, p protocol.HookProgress) pro
 			d.Start = append(d.Start, h.Name)
 		}
 	case h.Job != nil:
-		switch j := in.Job(h.Name, p.Attempt); j.Phase {
+		switch j := in.Job(h.Name, p); j.Phase {
 		case JobSucceeded:
 			return d.pass(p, in.Now)
 		case JobFailed:
@@ -186,6 +190,9 @@ func (d *Decision) move(in Input, h *v1alpha1.Hook, p protocol.HookProgress) pro
 		case JobMissing:
 			return d.Fail(h, p, ReasonJobLost, fmt.Sprintf("Job %s was made and is gone before kmaint saw it finish; it is not made again, since it may have run",
 				protocol.HookJobName(h.Name, in.Token, p.Attempt)), in.Now)
+		case JobReplaced:
+			return d.Fail(h, p, ReasonJobLost, fmt.Sprintf("Job %s is not the one kmaint made (uid %s): it was deleted and made again by someone else, and what it says counts for nothing",
+				protocol.HookJobName(h.Name, in.Token, p.Attempt), p.JobUID), in.Now)
 		}
 	}
 	if !in.Now.Before(p.Deadline) {
@@ -220,18 +227,22 @@ func (d *Decision) Fail(h *v1alpha1.Hook, p protocol.HookProgress, reason, messa
 }
 
 // Started records the outcome of making the Jobs a decision asked for:
-// each made (or found) Job's attempt started at now, and each refused one
-// failed (ReasonNotStarted), never passed. It returns the record to write.
-func (d *Decision) Started(hooks []v1alpha1.Hook, refused map[string]string, now time.Time) protocol.HookRecord {
+// each made (or found) Job's attempt started at now with the Job's UID
+// (started, by hook), and each refused one failed (ReasonNotStarted),
+// never passed. It returns the record to write.
+func (d *Decision) Started(hooks []v1alpha1.Hook, started, refused map[string]string, now time.Time) protocol.HookRecord {
 	rec := d.Record
 	rec.Hooks = append([]protocol.HookProgress(nil), rec.Hooks...)
 	for i, p := range rec.Hooks {
 		if !slices.Contains(d.Start, p.Name) {
 			continue
 		}
+		if uid, ok := started[p.Name]; ok {
+			rec.Hooks[i].JobStarted, rec.Hooks[i].JobUID = now, uid
+			continue
+		}
 		msg, bad := refused[p.Name]
 		if !bad {
-			rec.Hooks[i].JobStarted = now
 			continue
 		}
 		for j := range hooks {

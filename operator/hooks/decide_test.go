@@ -28,7 +28,7 @@ func input(now time.Time, specs []v1alpha1.Hook, rec *protocol.HookRecord, jobs 
 	return hooks.Input{
 		Now: now, Point: protocol.BeforeReboot, BootID: "boot-0", Token: "tok", Hooks: specs, Record: rec,
 		Acked: func(string) bool { return false },
-		Job:   func(h string, _ int32) hooks.Job { return jobs[h] },
+		Job:   func(h string, _ protocol.HookProgress) hooks.Job { return jobs[h] },
 	}
 }
 
@@ -49,11 +49,18 @@ func TestDecide(t *testing.T) {
 	again := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage"), ack("db")}, &d.Record, nil))
 	g.Expect(again.Write).To(BeFalse())
 	g.Expect(again.Start).To(Equal([]string{"stage"}))
-	rec := d.Started([]v1alpha1.Hook{job("stage"), ack("db")}, nil, t0)
+	rec := d.Started([]v1alpha1.Hook{job("stage"), ack("db")}, map[string]string{"stage": "uid-1"}, nil, t0)
 	g.Expect(rec.Hooks[0].JobStarted).To(Equal(t0))
+	g.Expect(rec.Hooks[0].JobUID).To(Equal("uid-1"))
 	waiting := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage"), ack("db")}, &rec, nil))
 	g.Expect(waiting.Write).To(BeFalse())
 	g.Expect(waiting.Start).To(BeEmpty())
+
+	// A Job of its name that is not the one made fails its hook: what it
+	// says counts for nothing.
+	replaced := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobReplaced}}))
+	g.Expect(replaced.Passed).To(BeFalse())
+	g.Expect(replaced.Failed.Failure.Reason).To(Equal(hooks.ReasonJobLost))
 
 	// A recorded Job that is gone fails its hook, and is not made again.
 	lost := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobMissing}}))
@@ -89,7 +96,7 @@ func TestDecideFailures(t *testing.T) {
 	retry.Retries = new(int32(1))
 	specs := []v1alpha1.Hook{retry}
 	d := hooks.Decide(input(t0, specs, nil, nil))
-	rec := d.Started(specs, nil, t0)
+	rec := d.Started(specs, map[string]string{"stage": "uid-1"}, nil, t0)
 
 	// The first failure runs it again at once, as attempt 2.
 	first := hooks.Decide(input(t0.Add(time.Second), specs, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobFailed, Message: "exit 1"}}))
@@ -99,7 +106,7 @@ func TestDecideFailures(t *testing.T) {
 
 	// A Job the API server refuses fails its attempt too; past the retries
 	// the failure stands and halts.
-	rec = first.Started(specs, map[string]string{"stage": "quota exceeded"}, t0.Add(time.Second))
+	rec = first.Started(specs, nil, map[string]string{"stage": "quota exceeded"}, t0.Add(time.Second))
 	g.Expect(first.Record.Failed()).NotTo(BeNil())
 	g.Expect(rec.Hooks[0].Failure.Reason).To(Equal(hooks.ReasonNotStarted))
 	g.Expect(rec.Hooks[0].Failure.OnFailure).To(Equal("Halt"))
