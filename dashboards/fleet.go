@@ -113,6 +113,10 @@ func fleet() *dashboard.DashboardBuilder {
 			"Per pool and check, settling nodes found bad by a health check per interval (kmaint_health_check_failures_total); each one halts its pool.",
 			unitShort,
 			q("sum by (pool, check) ("+increase(metrics.HealthCheckFailuresTotal)+")", "{{pool}}: {{check}}"))).
+		WithPanel(timeSeries("Nodes at hooks",
+			"Per pool, nodes that wait at one of its hooks (before the drain, before the reboot, after it), or whose hook failed (kmaint_pool_hook_nodes); each keeps its slot in the budget.",
+			unitShort,
+			q(m(metrics.PoolHookNodes), "{{pool}}"))).
 		WithPanel(timeSeries("Hook durations",
 			"Per pool, point and hook, the 90th percentile of how long an attempt of a hook took, passed or failed (kmaint_hook_duration_seconds): an upgrade Job, a check, another controller's acknowledgement. The node keeps its slot meanwhile.",
 			unitSeconds,

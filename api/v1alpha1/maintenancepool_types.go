@@ -337,6 +337,11 @@ type MaintenancePoolStatus struct {
 	// their slot for the settle time and the health checks.
 	// +optional
 	Settling int32 `json:"settling"`
+	// AtHooks is the number of nodes that wait at one of the pool's hooks,
+	// or whose hook failed: before their drain, before their reboot or
+	// after it. Each keeps its slot meanwhile.
+	// +optional
+	AtHooks int32 `json:"atHooks,omitempty"`
 
 	// Halt is why the pool is halted: the nodes whose health checks
 	// failed; absent while none did (or all were resumed).

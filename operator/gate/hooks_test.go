@@ -83,7 +83,9 @@ func TestAcknowledgementsOpenOnlyTheirOwnAdmission(t *testing.T) {
 	var token string
 	g.Eventually(func(g Gomega) { token = waiting(g, "") }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, "ackgate").Status.Conditions, v1alpha1.DrainingCondition)
+		p := getPool(g, "ackgate")
+		g.Expect(p.Status.AtHooks).To(BeEquivalentTo(1), "the pool counts its node at a hook")
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.DrainingCondition)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Message).To(ContainSubstring("waiting for hook db-stepdown (beforeDrain)"))
 	}, timeout).Should(Succeed())
@@ -100,6 +102,7 @@ func TestAcknowledgementsOpenOnlyTheirOwnAdmission(t *testing.T) {
 	acknowledge(g, node, "db-stepdown", token)
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
 	g.Expect(hookRecord(g, node)).To(BeNil(), "the record goes with the completed reboot")
+	g.Eventually(func(g Gomega) { g.Expect(getPool(g, "ackgate").Status.AtHooks).To(BeZero()) }, timeout).Should(Succeed())
 
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.AckPrefix+"db-stepdown"), "the acknowledgement goes with its admission")
 

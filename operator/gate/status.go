@@ -19,7 +19,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	s := &pool.Status
 	s.ObservedGeneration = pool.Generation
 	s.Nodes, s.Ready, s.Updated, s.Unavailable = 0, 0, 0, 0
-	s.Draining, s.Rebooting, s.Degraded, s.Conflicting = 0, 0, 0, 0
+	s.Draining, s.Rebooting, s.Degraded, s.Conflicting, s.AtHooks = 0, 0, 0, 0, 0
 	a := &st.admission
 	s.MaxUnavailable = int32(a.plan.maxUnavailable)
 	s.PendingRequests = int32(len(a.plan.waiting))
@@ -46,6 +46,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 		count(&s.Rebooting, v.Rebooting())
 		count(&s.Degraded, v.Degraded())
 		count(&s.Conflicting, len(v.otherPools) > 0)
+		count(&s.AtHooks, v.Admission != nil && v.Hook != nil && !v.Hook.Passed())
 		switch {
 		case v.Unreadable != nil:
 			malformed = append(malformed, v.Unreadable.Error())

@@ -41,6 +41,7 @@ const (
 	PoolOptedOutNodes    = "kmaint_pool_opted_out_nodes"   // gauge {pool}: waiting nodes held by an opt-out
 	PoolHalted           = "kmaint_pool_halted"            // gauge {pool}: 1 while its health checks halt the pool (its Halted condition)
 	PoolSettlingNodes    = "kmaint_pool_settling_nodes"    // gauge {pool}: nodes back from their reboot that hold their slot while they settle
+	PoolHookNodes        = "kmaint_pool_hook_nodes"        // gauge {pool}: nodes waiting at one of the pool's hooks, or whose hook failed
 	PoolFrozen           = "kmaint_pool_frozen"            // gauge {pool}: 1 while one of the pool's freezes is in force (or cannot be read)
 	ClusterPaused        = "kmaint_cluster_paused"         // gauge: 1 while the MaintenanceGate named cluster stops every admission (paused or unreadable)
 
@@ -82,7 +83,7 @@ func All() []string {
 		PolicyEvaluationDurationSecs, PolicyQueryValue, PoolOverBudgetEpisodesTotal, MaintenancesPrunedTotal,
 		PoolNodes, PoolReadyNodes, PoolUpdatedNodes, PoolUnavailableNodes, PoolMaxUnavailable, PoolDrainingNodes,
 		PoolRebootingNodes, PoolDegradedNodes, PoolPendingRequests, PoolBlocked, PoolWindowOpen, PoolPaused, PoolOverBudget,
-		PoolOptedOutNodes, PoolFrozen, ClusterPaused, PoolHalted, PoolSettlingNodes, HealthCheckFailuresTotal,
+		PoolOptedOutNodes, PoolFrozen, ClusterPaused, PoolHalted, PoolSettlingNodes, PoolHookNodes, HealthCheckFailuresTotal,
 		PolicyCandidates, PolicyOpenRequests, PolicyRequestsRaised, PolicyThreshold, PolicyCondition, PolicyLastEvaluation,
 		UnreadableObjects, Maintenances,
 		DaemonRequestsTotal, DaemonRebootsTotal, DaemonState, DaemonOutstandingRequest, DaemonBootTimeSeconds,

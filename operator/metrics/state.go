@@ -55,6 +55,7 @@ func NewState(reader client.Reader, finished func() int, reg prometheus.Register
 	s.desc(PoolOptedOutNodes, "Waiting nodes of the pool held by an opt-out (do-not-disrupt on the node or a pod, or blockingPodSelector).", pool)
 	s.desc(PoolHalted, "1 while the pool's health checks halt it: a node failed one after its reboot, or they cannot run (its Halted condition).", pool)
 	s.desc(PoolSettlingNodes, "Nodes back from their reboot that hold their slot in the pool's budget while they settle (settle time, health checks).", pool)
+	s.desc(PoolHookNodes, "Nodes that wait at one of the pool's hooks (before the drain, before the reboot, after it), or whose hook failed; each keeps its slot.", pool)
 	s.desc(PoolFrozen, "1 while one of the pool's freezes is in force, or one cannot be read (its Frozen condition).", pool)
 	s.desc(ClusterPaused, "1 while the MaintenanceGate named cluster stops every pool's admissions: paused, or unreadable.", nil)
 	policy := []string{"policy"}
@@ -191,6 +192,7 @@ func (s *State) collectPool(ch chan<- prometheus.Metric, p *v1alpha1.Maintenance
 	s.gauge(ch, PoolOptedOutNodes, float64(st.OptedOut), name)
 	s.gauge(ch, PoolHalted, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.HaltedCondition)), name)
 	s.gauge(ch, PoolSettlingNodes, float64(st.Settling), name)
+	s.gauge(ch, PoolHookNodes, float64(st.AtHooks), name)
 	// From the Frozen condition the gate writes: a freeze that cannot be
 	// read counts as in force, as the gate treats it.
 	s.gauge(ch, PoolFrozen, bool01(meta.IsStatusConditionTrue(st.Conditions, v1alpha1.FrozenCondition)), name)
