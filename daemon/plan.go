@@ -173,10 +173,12 @@ func decide(f facts) plan {
 	for _, e := range j.thisBoot {
 		// A config request for a config the pool no longer wants is
 		// withdrawn, unless its reboot is already approved or under way:
-		// the pool moved on (its new config has a request of its own) or
-		// back to what the node runs (a roll back, which then reboots no
-		// node that has not moved).
-		if e.Source == v1alpha1.SourceConfig && desired != "" && e.Config != "" && e.Config != desired &&
+		// the pool moved on (its new config has a request of its own), back
+		// to what the node runs (a roll back, which then reboots no node
+		// that has not moved), or wants none (the node left its pool). It
+		// stays withdrawn while that holds: a pool that wants it again
+		// finds it standing.
+		if e.Source == v1alpha1.SourceConfig && e.Config != "" && e.Config != desired &&
 			!j.rebootingFor(e.ID) && !(approved && onNode != nil && onNode.Has(e.ID)) {
 			cancelled = append(cancelled, e.ID)
 			p.lock = p.lock || onNode != nil && onNode.Has(e.ID)

@@ -240,7 +240,9 @@ func TestDecideRaisesThisBootsRequests(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			p := decide(planFacts(facts{entries: tt.entries}, tt.node...))
+			// The pool wants v2, which this boot's config request asks for.
+			node := append([]gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2")}, tt.node...)
+			p := decide(planFacts(facts{entries: tt.entries}, node...))
 			if tt.wantRequested != nil {
 				g.Expect(p.outstanding).To(Equal(tt.wantRequested.Requests))
 			} else {
@@ -635,8 +637,9 @@ func TestDecideWithdrawsConfigRequestsThePoolNoLongerWants(t *testing.T) {
 		"still wanted": {
 			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v2", protocol.CurrentConfig, "v1")},
 		},
-		"the pool wants no config: left as it is": {
-			node: []gen.NodeOption{gen.Annotations(protocol.CurrentConfig, "v1")},
+		"the pool wants no config any longer (the node left it)": {
+			node:          []gen.NodeOption{gen.Annotations(protocol.CurrentConfig, "v1")},
+			wantWithdrawn: true,
 		},
 		"approved already: the reboot comes": {
 			node: []gen.NodeOption{gen.Annotations(protocol.DesiredConfig, "v1", protocol.CurrentConfig, "v1"),

@@ -245,9 +245,6 @@ func (st *poolState) unavailable() int {
 // that is the config the node runs (a roll back). Admitted in between, the
 // node would reboot for nothing, or twice.
 func staleConfig(reqs []protocol.Request, desired string) bool {
-	if desired == "" {
-		return false
-	}
 	for _, r := range reqs {
 		if r.Source != v1alpha1.SourceConfig || r.Config == "" || r.Config == desired {
 			return false

@@ -41,6 +41,7 @@ var noDataAllowed = map[[2]string]string{}
 // TestDashboardPanelsReturnData runs a small rollout through the operator,
 // scraped by a real Prometheus, that makes every metric the dashboards use
 // happen for real: host and metric requests, drains and reboots completing,
+// a hook before each reboot that fails once and passes when run again,
 // a drain abandoned on a PodDisruptionBudget, a reboot that never happens
 // (the daemon reports degraded), a paused pool holding a request, and a
 // policy's evaluations failing while Prometheus is down, nodes settling
@@ -77,13 +78,20 @@ func TestDashboardPanelsReturnData(t *testing.T) {
 				SettleTime: time.Second, HealthChecks: &v1alpha1.HealthChecks{
 					Queries:  []v1alpha1.HealthCheck{{Name: "node-healthy", Query: sim.UnhealthySeries + " == 1"}},
 					Interval: &metav1.Duration{Duration: v1alpha1.MinHealthCheckInterval},
-				}},
+				},
+				Hooks: &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{{Name: "flaky-upgrade", OnFailure: v1alpha1.HookRetry,
+					Job: &v1alpha1.HookJob{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "upgrade", Image: "kmaint-e2e/hook", Command: []string{sim.FlakyProgram}}},
+					}}}}}},
+			},
 			{Name: held, Nodes: 1, MaxUnavailable: intstr.FromInt32(1)},
 		},
 		Journal: sim.Memory,
 		Timing:  sim.Timing{Reboot: time.Second, DaemonRebootTimeout: 3 * time.Second},
 		Metrics: &sim.MetricsConfig{Interval: time.Second},
 		Notify:  notify.Options{URLsFile: urls, Interval: time.Second, SendTimeout: time.Second, Title: "dashboards"},
+		// Where the pool's hook Jobs run (the simulated cluster runs them).
+		HooksNamespace: "kmaint-hooks",
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	// Cleanups run last first: the scenario's pods go while the cluster

@@ -60,7 +60,7 @@ func hostJob(name, script string) v1alpha1.Hook {
 // but for brokenConfig; the check after the reboot reads it.
 const (
 	stageScript = `echo "$KMAINT_BOOT_ID" >> "/host/stage-runs-$KMAINT_DESIRED_CONFIG"
-sleep 10
+sleep 6
 case "$KMAINT_DESIRED_CONFIG" in ` + brokenConfig + `) echo os-hooked ;; *) echo "$KMAINT_DESIRED_CONFIG" ;; esac > /host/config`
 	checkScript = `test "$(cat /host/config)" = "$KMAINT_DESIRED_CONFIG"`
 )

@@ -27,6 +27,9 @@ const (
 	// for and the config it staged is KMAINT_DESIRED_CONFIG, as a check
 	// after the reboot would read `uname -r`; it fails otherwise.
 	CheckProgram = "kmaint-sim-check"
+	// FlakyProgram fails its first attempt and succeeds after, as a Job
+	// that meets a transient error does.
+	FlakyProgram = "kmaint-sim-flaky"
 )
 
 // HookTime is how long a simulated hook Job runs.
@@ -110,6 +113,10 @@ func (j *hookJobs) run(c *Cluster, job *batchv1.Job) (bool, string) {
 	switch strings.Join(ctr.Command, " ") {
 	case StageProgram:
 		j.staged[node] = want
+	case FlakyProgram:
+		if env["KMAINT_ATTEMPT"] == "1" {
+			return true, "a transient error, the first time"
+		}
 	case CheckProgram:
 		n := c.Node(node)
 		switch {
