@@ -44,6 +44,9 @@ func guardState(p *v1alpha1.MaintenancePool) []string {
 	if st.Settling > 0 {
 		out = append(out, fmt.Sprintf("%d settling", st.Settling))
 	}
+	if st.AtHooks > 0 {
+		out = append(out, fmt.Sprintf("%d at hooks", st.AtHooks))
+	}
 	return out
 }
 

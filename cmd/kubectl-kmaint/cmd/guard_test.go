@@ -221,3 +221,45 @@ func createSettling(t *testing.T, node string, status metav1.ConditionStatus, re
 		t.Fatal(err)
 	}
 }
+
+// A rollout halted by a hook that failed after the reboot: status names
+// the node and the hook, counts the node at its hook, and the node's row
+// says which hook failed and why; resume says it runs the hook again.
+func TestStatusAndResumeOfAPoolHaltedByAHook(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	failedAt := time.Now().UTC().Add(-2 * time.Minute).Truncate(time.Second)
+	pool := gen.Pool("hkh", intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{AfterReboot: []v1alpha1.Hook{{Name: "verify", Job: &v1alpha1.HookJob{}}}}
+	harness.CreateTemporary(t, bed, pool)
+	admitted := failedAt.Add(-5 * time.Minute)
+	rec := protocol.HookRecord{Point: protocol.AfterReboot, BootID: "b1", Token: "t", Since: failedAt.Add(-time.Minute), Hooks: []protocol.HookProgress{{
+		Name: "verify", Attempt: 1, Since: failedAt.Add(-time.Minute), Deadline: failedAt.Add(time.Hour),
+		Failure: &protocol.HookFailure{Reason: "HookJobFailed", Message: "Job kmaint-verify-1 failed: BackoffLimitExceeded", Time: failedAt, OnFailure: "Halt"},
+	}}}
+	n := gen.Node("hkh-0", gen.Labels("pool", "hkh"), gen.BootID("b1"), gen.Unschedulable(), gen.Admitted("b0", admitted, "r1"), gen.Approved("b0"),
+		gen.Annotations(protocol.Hook, protocol.Encode(rec)))
+	g.Expect(gen.CreateNode(ctx, bed.Client, n)).To(Succeed())
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), n) })
+
+	p := harness.GetPool(g, bed, "hkh")
+	p.Status.ObservedGeneration = p.Generation
+	p.Status.Nodes, p.Status.MaxUnavailable, p.Status.Unavailable, p.Status.AtHooks = 1, 1, 1, 1
+	p.Status.Halt = &v1alpha1.PoolHalt{Since: metav1.NewTime(failedAt), Resume: v1alpha1.ResumeManual, Nodes: []v1alpha1.HaltedNode{{
+		Node: "hkh-0", Check: "verify", Value: "HookJobFailed", Time: metav1.NewTime(failedAt), Message: rec.Describe(),
+	}}}
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: v1alpha1.HaltedCondition, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.HookFailedReason, Message: "node hkh-0: " + rec.Describe(), LastTransitionTime: metav1.NewTime(failedAt)})
+	g.Expect(bed.Client.Status().Update(ctx, p)).To(Succeed())
+
+	out, err := run(t, "status", "--pool", "hkh")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Log("\n" + out)
+	g.Expect(out).To(MatchRegexp(`(?m)^hkh\s.*HALTED: hkh-0 failed verify, 1 at hooks$`))
+	g.Expect(out).To(MatchRegexp(`(?m)^hkh-0\s+hkh\s+Rebooting\s+back with boot b1; hook verify \(afterReboot\) failed at attempt 1`))
+	g.Expect(out).To(ContainSubstring(`  node hkh-0: hook "verify" failed (HookJobFailed) at ` + stamp(failedAt) + "; a resume runs it again\n"))
+
+	out, err = run(t, "resume", "hkh")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring(`node hkh-0 (hook "verify", HookJobFailed, at ` + stamp(failedAt) + ": it runs again)"))
+}
