@@ -54,6 +54,36 @@ func jobHook(name string) v1alpha1.Hook {
 	}}}}
 }
 
+// heldJob is a one-node pool of the name whose beforeReboot hook is a Job
+// that runs, in a hooks namespace of its own, until the test ends it; with
+// the node's simulated daemon. The operator is the test's to start.
+type heldJob struct {
+	node, ns string
+	jobs     *harness.Jobs
+	daemons  *harness.Daemons
+}
+
+func newHeldJob(t *testing.T, name string) heldJob {
+	t.Helper()
+	pool := gen.Pool(name, intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
+	createPool(t, pool)
+	h := heldJob{node: createNodes(t, name, name, 1)[0], ns: "hooks-" + name}
+	h.daemons = runDaemons(t, name, false)
+	harness.Create(t, bed, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
+	h.jobs = harness.RunJobs(t, bed, h.ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+	return h
+}
+
+// finish ends the Job well: the node reboots once, and no other Job was
+// ever made.
+func (h heldJob) finish(g Gomega) {
+	g.Expect(harness.FinishJob(context.Background(), bed.Client, h.jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, h.node, false) }, timeout).Should(Succeed())
+	g.Expect(h.jobs.Made()).To(HaveLen(1))
+	g.Expect(h.daemons.Count(h.node)).To(Equal(1))
+}
+
 // A gate another controller opens keeps the drain from starting until it
 // acknowledges the token of this admission; an acknowledgement written for
 // another boot does not open it, nor does the one that opened the last
@@ -342,15 +372,8 @@ func TestHookFailures(t *testing.T) {
 // one, which neither makes it again nor goes on without it.
 func TestARestartedOperatorMakesTheHookJobOnce(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	pool := gen.Pool("hookrestart", intstr.FromInt32(1))
-	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("once")}}
-	createPool(t, pool)
-	node := createNodes(t, "hookrestart", "hookrestart", 1)[0]
-	daemons := runDaemons(t, "hookrestart", false)
-	ns := "hooks-restart"
-	harness.Create(t, bed, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+	h := newHeldJob(t, "hookrestart")
+	node, jobs, ns := h.node, h.jobs, h.ns
 	stop := harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: ns})
 
 	request(t, node, "r", time.Now())
@@ -364,11 +387,7 @@ func TestARestartedOperatorMakesTheHookJobOnce(t *testing.T) {
 		g.Expect(jobs.Made()).To(HaveLen(1))
 		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved), "approved before its hook passed")
 	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
-
-	g.Expect(harness.FinishJob(ctx, bed.Client, jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
-	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
-	g.Expect(jobs.Made()).To(HaveLen(1))
-	g.Expect(daemons.Count(node)).To(Equal(1))
+	h.finish(g)
 }
 
 // A request withdrawn while its node waits at a hook releases the node,
@@ -377,12 +396,9 @@ func TestARestartedOperatorMakesTheHookJobOnce(t *testing.T) {
 func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	pool := gen.Pool("hookwithdrawn", intstr.FromInt32(1))
-	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("long")}}
-	createPool(t, pool)
-	node := createNodes(t, "hookwithdrawn", "hookwithdrawn", 1)[0]
-	ns := startOperatorWithHooks(t, "hooks-withdrawn")
-	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+	h := newHeldJob(t, "hookwithdrawn")
+	node, jobs := h.node, h.jobs
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 
 	request(t, node, "r", time.Now())
 	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
@@ -407,13 +423,9 @@ func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
 func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	pool := gen.Pool("hookuncordon", intstr.FromInt32(1))
-	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
-	createPool(t, pool)
-	node := createNodes(t, "hookuncordon", "hookuncordon", 1)[0]
-	daemons := runDaemons(t, "hookuncordon", false)
-	ns := startOperatorWithHooks(t, "hooks-uncordon")
-	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+	h := newHeldJob(t, "hookuncordon")
+	node, jobs := h.node, h.jobs
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 
 	request(t, node, "r", time.Now())
 	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
@@ -435,10 +447,7 @@ func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
 		g.Expect(rec.Hooks[0].JobStarted.IsZero()).To(BeFalse(), "back at its hook, its Job found")
 	}, timeout).Should(Succeed())
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
-	g.Expect(harness.FinishJob(ctx, bed.Client, jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
-	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
-	g.Expect(jobs.Made()).To(HaveLen(1))
-	g.Expect(daemons.Count(node)).To(Equal(1))
+	h.finish(g)
 }
 
 // A node that still asks for a config its pool no longer wants is not
@@ -471,13 +480,9 @@ func TestAStaleConfigRequestIsNotAdmitted(t *testing.T) {
 func TestAReplacedHookJobPassesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	pool := gen.Pool("hookreplaced", intstr.FromInt32(1))
-	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
-	createPool(t, pool)
-	node := createNodes(t, "hookreplaced", "hookreplaced", 1)[0]
-	runDaemons(t, "hookreplaced", false)
-	ns := startOperatorWithHooks(t, "hooks-replaced")
-	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
+	h := newHeldJob(t, "hookreplaced")
+	node, jobs := h.node, h.jobs
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 
 	request(t, node, "r", time.Now())
 	g.Eventually(func(g Gomega) {
