@@ -211,8 +211,11 @@ func (d *Decision) pass(p protocol.HookProgress, now time.Time) protocol.HookPro
 }
 
 // Fail fails an attempt of a hook: the hook runs again at once while its
-// retries last, and its failure stands after them.
+// retries last, and its failure stands after them. The message (a Job's,
+// the API server's refusal of a template) is cut to a request reason's
+// bound: it is kept on the Node, within the annotation's.
 func (d *Decision) Fail(h *v1alpha1.Hook, p protocol.HookProgress, reason, message string, now time.Time) protocol.HookProgress {
+	message = v1alpha1.FitReason(message)
 	again := p.Attempt < h.MaxAttempts()
 	d.Events = append(d.Events, Event{Kind: Failed, Hook: h.Name, Attempt: p.Attempt, Reason: reason, Message: message, Took: now.Sub(p.Since), Again: again})
 	if again {

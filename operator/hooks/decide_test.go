@@ -1,6 +1,7 @@
 package hooks_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -122,6 +123,13 @@ func TestDecideFailures(t *testing.T) {
 	g.Expect(resumed.Failed).To(BeNil())
 	g.Expect(resumed.Record.Hooks[0].Attempt).To(BeEquivalentTo(3))
 	g.Expect(resumed.Start).To(Equal([]string{"stage"}))
+
+	// However long the API server's refusal, the record keeps a bounded
+	// message: it lives in a Node annotation.
+	halt := []v1alpha1.Hook{job("stage")}
+	long := hooks.Decide(input(t0, halt, nil, nil))
+	rec = long.Started(halt, nil, map[string]string{"stage": strings.Repeat("invalid field; ", 10000)}, t0)
+	g.Expect(len(rec.Hooks[0].Failure.Message)).To(BeNumerically("<=", v1alpha1.MaxReasonLength))
 
 	// Release's failure stands without halting, and no resume lifts it.
 	release := ack("db")
