@@ -59,6 +59,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-operator-annotations",
 		"ValidatingAdmissionPolicy/kmaint-events",
 		"ValidatingAdmissionPolicyBinding/kmaint-events",
+		"ValidatingAdmissionPolicy/kmaint-hook-acknowledgements",
+		"ValidatingAdmissionPolicyBinding/kmaint-hook-acknowledgements",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",
