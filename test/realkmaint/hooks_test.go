@@ -3,6 +3,7 @@ package realkmaint
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -203,8 +206,9 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 
 // aGateHoldsTheDrain: a beforeDrain acknowledgement held by the test, as
 // another controller would hold it, keeps the node's drain from starting:
-// its pod stays, its reboot waits; the acknowledgement of this admission's
-// token lets it go, and the node reboots once.
+// its pod stays, its reboot waits. A user who may patch Nodes cannot
+// acknowledge it; the controller RBAC lets acknowledge it writes this
+// admission's token, and the node reboots once.
 func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -236,11 +240,24 @@ func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 		g.Expect(readNode(g, kc, target.Name()).Approved).To(BeEmpty())
 	}, 15*time.Second, time.Second).Should(Succeed())
 
-	var node corev1.Node
-	g.Expect(kc.Get(ctx, client.ObjectKey{Name: target.Name()}, &node)).To(Succeed())
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Annotations[protocol.AckPrefix+"db-stepdown"] = token
-	g.Expect(kc.Patch(ctx, &node, patch)).To(Succeed())
+	// Only the hook's owner may acknowledge it: a user who may patch Nodes
+	// is refused; the controller RBAC lets acknowledge db-stepdown may.
+	ack := func(c client.Client) error {
+		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{protocol.AckPrefix + "db-stepdown": token}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: target.Name()}}, client.RawPatch(types.MergePatchType, raw))
+	}
+	err = ack(nodePatcher(t, g, c, "hook-mallory"))
+	g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'kmaint-hook-acknowledgements'")))
+	owner := nodePatcher(t, g, c, "db-controller")
+	g.Expect(kc.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "db-controller-acknowledges"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: []string{"db-stepdown"}, Verbs: []string{"update"},
+	}}})).To(Succeed())
+	g.Expect(kc.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "db-controller-acknowledges"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "db-controller-acknowledges"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "db-controller"}},
+	})).To(Succeed())
+	g.Eventually(func() error { return ack(owner) }, timeout, time.Second).Should(Succeed(), "the hook's owner acknowledges")
 	expectSucceeded(g, kc, nm)
 	g.Eventually(func(g Gomega) { settledNode(g, kc, target.Name()) }, timeout, time.Second).Should(Succeed())
 	expectRebootedOnce(g, c, bootsBefore, target)
