@@ -6,10 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -29,10 +27,7 @@ func TestHookAcknowledgementsNeedTheirRBAC(t *testing.T) {
 	const policy = "kmaint-hook-acknowledgements"
 	node := "hook-acknowledgements"
 	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node))).To(Succeed())
-	patchAs := func(c client.Client, annotations map[string]any) error {
-		p := map[string]any{"metadata": map[string]any{"annotations": annotations}}
-		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, mustJSON(t, p)))
-	}
+	patchAs := func(c client.Client, annotations map[string]any) error { return annotateNode(t, c, node, annotations) }
 	nodes := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}
 	mallory := userWith(t, "hook-mallory", nodes)
 	dba := userWith(t, "hook-dba", nodes)

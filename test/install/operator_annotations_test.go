@@ -67,10 +67,7 @@ func TestOnlyTheOperatorWritesItsAnnotations(t *testing.T) {
 	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node, gen.Admitted("boot-0", time.Now(), "r1")))).To(Succeed())
 	// A user who may get, patch and create Nodes, as many add-ons may.
 	mallory := userWith(t, "mallory", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "create"}})
-	patch := func(c client.Client, annotations map[string]any) error {
-		p := map[string]any{"metadata": map[string]any{"annotations": annotations}}
-		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, mustJSON(t, p)))
-	}
+	patch := func(c client.Client, annotations map[string]any) error { return annotateNode(t, c, node, annotations) }
 	refused := func(what string, err error, names string) {
 		t.Helper()
 		expectRefusedBy(t, policy, what, err, "kmaint: "+names+" on a Node")
@@ -105,6 +102,14 @@ func TestOnlyTheOperatorWritesItsAnnotations(t *testing.T) {
 	admin := impersonating(t, "kim", "system:masters")
 	g.Expect(patch(admin, map[string]any{protocol.AdmissionHeld: protocol.Encode(protocol.Held{})})).To(Succeed())
 	g.Expect(patch(admin, map[string]any{protocol.AdmissionHeld: nil})).To(Succeed())
+}
+
+// annotateNode merges annotations into the node's as c; a nil value
+// removes one.
+func annotateNode(t *testing.T, c client.Client, node string, annotations map[string]any) error {
+	t.Helper()
+	p := map[string]any{"metadata": map[string]any{"annotations": annotations}}
+	return c.Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, mustJSON(t, p)))
 }
 
 func mustJSON(t *testing.T, v any) []byte {
