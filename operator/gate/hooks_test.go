@@ -30,13 +30,18 @@ func hookRecord(g Gomega, node string) *protocol.HookRecord {
 	return s.Hook
 }
 
+// editNode changes the node as a person or another controller would.
+func editNode(g Gomega, node string, change func(*corev1.Node)) {
+	n := getNode(g, node)
+	patch := client.MergeFrom(n.DeepCopy())
+	change(n)
+	g.Expect(bed.Client.Patch(context.Background(), n, patch)).To(Succeed())
+}
+
 // acknowledge writes a hook's acknowledgement on the node, as the hook's
 // owner would.
 func acknowledge(g Gomega, node, hook, token string) {
-	n := getNode(g, node)
-	patch := client.MergeFrom(n.DeepCopy())
-	n.Annotations[protocol.AckPrefix+hook] = token
-	g.Expect(bed.Client.Patch(context.Background(), n, patch)).To(Succeed())
+	editNode(g, node, func(n *corev1.Node) { n.Annotations[protocol.AckPrefix+hook] = token })
 }
 
 // startOperatorWithHooks starts the operator with a hooks namespace of the
@@ -73,6 +78,13 @@ func newHeldJob(t *testing.T, name string) heldJob {
 	harness.Create(t, bed, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})
 	h.jobs = harness.RunJobs(t, bed, h.ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{Hold: true} })
 	return h
+}
+
+// started asks for the node's reboot and waits until its Job is made.
+func (h heldJob) started(t *testing.T, g Gomega) {
+	t.Helper()
+	request(t, h.node, "r", time.Now())
+	g.Eventually(func(g Gomega) { g.Expect(h.jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
 }
 
 // finish ends the Job well: the node reboots once, and no other Job was
@@ -400,12 +412,8 @@ func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
 	node, jobs := h.node, h.jobs
 	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 
-	request(t, node, "r", time.Now())
-	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
-	n := getNode(g, node)
-	patch := client.MergeFrom(n.DeepCopy())
-	delete(n.Annotations, protocol.RebootRequested)
-	g.Expect(bed.Client.Patch(ctx, n, patch)).To(Succeed())
+	h.started(t, g)
+	editNode(g, node, func(n *corev1.Node) { delete(n.Annotations, protocol.RebootRequested) })
 	g.Eventually(func(g Gomega) {
 		n := getNode(g, node)
 		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
@@ -424,15 +432,11 @@ func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	h := newHeldJob(t, "hookuncordon")
-	node, jobs := h.node, h.jobs
+	node := h.node
 	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 
-	request(t, node, "r", time.Now())
-	g.Eventually(func(g Gomega) { g.Expect(jobs.Made()).To(HaveLen(1)) }, timeout).Should(Succeed())
-	n := getNode(g, node)
-	patch := client.MergeFrom(n.DeepCopy())
-	n.Spec.Unschedulable = false
-	g.Expect(bed.Client.Patch(ctx, n, patch)).To(Succeed())
+	h.started(t, g)
+	editNode(g, node, func(n *corev1.Node) { n.Spec.Unschedulable = false })
 	// A pod lands on it meanwhile: the drain that follows evicts it before
 	// the node is approved.
 	pod := gen.Pod("default", "landed-"+node, node, map[string]string{"app": "landed"})
