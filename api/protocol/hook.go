@@ -32,6 +32,21 @@ const (
 	AfterReboot HookPoint = "afterReboot"
 )
 
+// Before reports whether p comes before q on the path.
+func (p HookPoint) Before(q HookPoint) bool { return p.order() < q.order() }
+
+func (p HookPoint) order() int {
+	switch p {
+	case BeforeDrain:
+		return 1
+	case BeforeReboot:
+		return 2
+	case AfterReboot:
+		return 3
+	}
+	return 4
+}
+
 // Hook (operator) is where the node stands in the hooks of one point of
 // its admission, a HookRecord. The gate writes it before it waits for a
 // hook or starts one, so that an operator restarted at any moment finds
@@ -51,6 +66,48 @@ type HookRecord struct {
 	Since time.Time `json:"since"`
 	// Hooks are the pool's hooks at the point, in its order.
 	Hooks []HookProgress `json:"hooks"`
+	// Earlier are the points of the same admission the node passed before
+	// this one, in path order: the record of a point replaces the last
+	// one's, and the NodeMaintenance keeps their stretches (its
+	// status.hookTimes) even when its controller saw only the later point.
+	Earlier []HookStretch `json:"earlier,omitempty"`
+}
+
+// HookStretch is the time a node spent at a point's hooks.
+type HookStretch struct {
+	Point HookPoint `json:"point"`
+	// BootID is the boot the point was for.
+	BootID string `json:"bootID"`
+	// Hooks names the hooks of the point.
+	Hooks []string `json:"hooks"`
+	// Since is when the node reached the point; Passed when its last hook
+	// passed, zero while one has not.
+	Since  time.Time `json:"since"`
+	Passed time.Time `json:"passed,omitzero"`
+}
+
+// Stretch is the time the node has spent at the record's point so far.
+func (r HookRecord) Stretch() HookStretch {
+	s := HookStretch{Point: r.Point, BootID: r.BootID, Since: r.Since}
+	passed := len(r.Hooks) > 0
+	for _, h := range r.Hooks {
+		s.Hooks = append(s.Hooks, h.Name)
+		if h.Passed.IsZero() {
+			passed = false
+		} else if h.Passed.After(s.Passed) {
+			s.Passed = h.Passed
+		}
+	}
+	if !passed {
+		s.Passed = time.Time{}
+	}
+	return s
+}
+
+// Stretches are the stretches of the record's admission: the earlier
+// points' and this one's.
+func (r HookRecord) Stretches() []HookStretch {
+	return append(append([]HookStretch(nil), r.Earlier...), r.Stretch())
 }
 
 // HookProgress is where one hook stands.

@@ -214,6 +214,30 @@ func (t *PhaseTimes) field(p Phase) **metav1.Time {
 	return nil
 }
 
+// HookTime is the stretch a request's node spent at one point's hooks.
+type HookTime struct {
+	// Point is where on the path: beforeDrain, beforeReboot or afterReboot.
+	// +kubebuilder:validation:Enum=beforeDrain;beforeReboot;afterReboot
+	// +required
+	Point string `json:"point"`
+	// Hooks names the hooks at the point.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Hooks []string `json:"hooks,omitempty"`
+	// Started is when the node reached the point.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	Started metav1.Time `json:"started"`
+	// Passed is when the last of its hooks passed; unset while one has not.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Passed *metav1.Time `json:"passed,omitempty"`
+}
+
 // NodeMaintenanceStatus is where the request is.
 type NodeMaintenanceStatus struct {
 	// Phase is where the request is on the reboot path.
@@ -254,6 +278,16 @@ type NodeMaintenanceStatus struct {
 	// PhaseTimes is when each phase was entered.
 	// +optional
 	PhaseTimes PhaseTimes `json:"phaseTimes,omitempty"`
+
+	// HookTimes are the stretches the node spent at its pool's hooks
+	// (spec.hooks of its MaintenancePool) on the way: when it reached each
+	// point and when the point's hooks had all passed. The operator writes
+	// them from the node's record.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=map
+	// +listMapKey=point
+	// +optional
+	HookTimes []HookTime `json:"hookTimes,omitempty"`
 
 	// Message says, for a person, what is happening or what went wrong.
 	// +kubebuilder:validation:MaxLength=32768

@@ -115,11 +115,18 @@ func Decide(in Input) Decision {
 	fresh := in.Record == nil || in.Record.Token != in.Token || in.Record.Point != in.Point
 	rec := protocol.HookRecord{Point: in.Point, BootID: in.BootID, Token: in.Token, Since: in.Now}
 	had := map[string]protocol.HookProgress{}
-	if !fresh {
-		rec.Since = in.Record.Since
+	switch {
+	case !fresh:
+		rec.Since, rec.Earlier = in.Record.Since, in.Record.Earlier
 		for _, p := range in.Record.Hooks {
 			had[p.Name] = p
 		}
+	case in.Record != nil && in.Record.Point.Before(in.Point) && in.Record.Passed() && len(in.Record.Earlier) < 2:
+		// The node moved on from a point of its admission it passed (a
+		// record left from another admission is removed when it ends):
+		// its stretch is kept for the NodeMaintenance. There are three
+		// points, so never more than two before this one.
+		rec.Earlier = in.Record.Stretches()
 	}
 	for i := range in.Hooks {
 		h := &in.Hooks[i]

@@ -141,3 +141,38 @@ func TestDecideFailures(t *testing.T) {
 	g.Expect(out.Failed).NotTo(BeNil())
 	g.Expect(out.Failed.Failure.Halts()).To(BeFalse())
 }
+
+// The record of a point replaces the last one's; the stretches of the
+// admission's earlier points go with it, so that its NodeMaintenance
+// keeps them even when its controller saw only the later point.
+func TestDecideKeepsTheEarlierPointsStretches(t *testing.T) {
+	g := NewWithT(t)
+	drain := input(t0, []v1alpha1.Hook{ack("db")}, nil, nil)
+	drain.Point = protocol.BeforeDrain
+	drain.Acked = func(string) bool { return true }
+	drained := hooks.Decide(drain)
+	g.Expect(drained.Passed).To(BeTrue())
+	g.Expect(drained.Record.Earlier).To(BeEmpty())
+
+	reboot := hooks.Decide(input(t0.Add(time.Minute), []v1alpha1.Hook{job("stage")}, &drained.Record, nil))
+	g.Expect(reboot.Record.Point).To(Equal(protocol.BeforeReboot))
+	g.Expect(reboot.Record.Earlier).To(Equal([]protocol.HookStretch{{Point: protocol.BeforeDrain, BootID: "boot-0", Hooks: []string{"db"}, Since: t0, Passed: t0}}))
+	// Later decisions at the point keep them.
+	rec := reboot.Started([]v1alpha1.Hook{job("stage")}, map[string]string{"stage": "uid-1"}, nil, t0.Add(time.Minute))
+	passed := hooks.Decide(input(t0.Add(2*time.Minute), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobSucceeded}}))
+	g.Expect(passed.Record.Earlier).To(HaveLen(1))
+	g.Expect(passed.Record.Stretches()).To(Equal([]protocol.HookStretch{
+		{Point: protocol.BeforeDrain, BootID: "boot-0", Hooks: []string{"db"}, Since: t0, Passed: t0},
+		{Point: protocol.BeforeReboot, BootID: "boot-0", Hooks: []string{"stage"}, Since: t0.Add(time.Minute), Passed: t0.Add(2 * time.Minute)},
+	}))
+
+	// A point not passed, or one that does not come before (a record left
+	// from another admission), is not carried.
+	waiting := hooks.Decide(input(t0.Add(time.Minute), []v1alpha1.Hook{job("stage")}, &reboot.Record, nil))
+	after := input(t0.Add(3*time.Minute), []v1alpha1.Hook{job("check")}, &waiting.Record, nil)
+	after.Point, after.Token = protocol.AfterReboot, "tok-after"
+	g.Expect(hooks.Decide(after).Record.Earlier).To(BeEmpty(), "beforeReboot did not pass")
+	back := input(t0.Add(3*time.Minute), []v1alpha1.Hook{ack("db")}, &passed.Record, nil)
+	back.Point, back.Token = protocol.BeforeDrain, "tok-next"
+	g.Expect(hooks.Decide(back).Record.Earlier).To(BeEmpty(), "beforeDrain does not follow beforeReboot")
+}

@@ -157,6 +157,7 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 	}
 	nm.Status.RequestID = nm.RequestID()
 	apply(&nm.Status, v, now)
+	recordHookTimes(&nm.Status, hookStretches(v.bootIDBefore, f), now)
 	if equality.Semantic.DeepEqual(base.Status, nm.Status) {
 		return time.Time{}, nil
 	}

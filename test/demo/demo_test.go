@@ -65,6 +65,8 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	g.Expect(text).To(MatchRegexp(`(?m)^batch\s+2\s+1 \(50%\)\s+2\s+1s$`), "batch: 2 nodes rebooted, maxUnavailable 50% of 2, 2 waves")
 	g.Expect(text).To(MatchRegexp(`makespan \d+\.\ds, ideal 1s, ratio \d+\.\d\d`))
 	g.Expect(text).To(MatchRegexp(`waiting for admission\s+requested → draining\s+\S+\s+\S+`))
+	g.Expect(text).To(MatchRegexp(`at hooks\s+beforeReboot\s+\S+\s+\S+`), "the stage Jobs' stretch")
+	g.Expect(text).To(MatchRegexp(`at hooks\s+afterReboot\s+\S+\s+\S+`), "the check Jobs' stretch")
 
 	// The report is written and its path printed; its content is
 	// cmd/kubectl-kmaint/report's to test (down to a render in Chromium).
@@ -74,12 +76,24 @@ func TestDemoRunsEveryRequestThroughTheGateAndSummarizes(t *testing.T) {
 	for _, node := range []string{"web-000", "batch-000", "batch-001"} {
 		g.Expect(string(html)).To(ContainSubstring(`data-node="`+node+`"`), "a timeline row for %s", node)
 	}
+	g.Expect(string(html)).To(ContainSubstring(`[stage-config]`), "the report names the hooks of a stretch at them")
+	g.Expect(string(html)).To(ContainSubstring(`class="bar k-after-reboot"`), "the report draws the stretches at hooks")
 
 	var list v1alpha1.NodeMaintenanceList
 	g.Expect(bed.Client.List(ctx, &list)).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(3), "1 host and 2 config requests")
 	for _, nm := range list.Items {
 		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
+		if nm.Spec.Source != v1alpha1.SourceConfig {
+			g.Expect(nm.Status.HookTimes).To(BeEmpty(), "pool web has no hooks")
+			continue
+		}
+		g.Expect(nm.Status.HookTimes).To(HaveLen(2), nm.Name)
+		g.Expect(nm.Status.HookTimes[0].Point).To(Equal("beforeReboot"))
+		g.Expect(nm.Status.HookTimes[0].Passed).NotTo(BeNil(), "%s: the stage Job passed before the reboot", nm.Name)
+		g.Expect(nm.Status.HookTimes[0].Passed.After(nm.Status.PhaseTimes.Approved.Time)).To(BeFalse(), "%s: staged before the approval (times by the second)", nm.Name)
+		g.Expect(nm.Status.HookTimes[1].Point).To(Equal("afterReboot"))
+		g.Expect(nm.Status.HookTimes[1].Hooks).To(Equal([]string{"check-config"}))
 	}
 }
 

@@ -103,7 +103,36 @@ func summarize(v view, nms []v1alpha1.NodeMaintenance, makespan, rebootTime time
 		}
 		s.latencies = append(s.latencies, l)
 	}
+	s.latencies = append(s.latencies, hookLatencies(succeeded)...)
 	return s
+}
+
+// hookLatencies are the stretches at each point's hooks (status.hookTimes)
+// over the succeeded requests that had them: from reaching the point to
+// its last hook's pass, or for afterReboot to the completion when the pass
+// went unseen (the node is completed the moment they pass).
+func hookLatencies(succeeded []v1alpha1.NodeMaintenance) []latency {
+	var out []latency
+	for _, point := range []string{"beforeDrain", "beforeReboot", "afterReboot"} {
+		var ds []time.Duration
+		for _, nm := range succeeded {
+			for _, h := range nm.Status.HookTimes {
+				end := h.Passed
+				if end == nil && point == "afterReboot" {
+					end = nm.Status.PhaseTimes.Succeeded
+				}
+				if h.Point == point && end != nil {
+					ds = append(ds, end.Sub(h.Started.Time))
+				}
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		out = append(out, latency{name: "at hooks", span: point, n: len(ds), p50: ds[(len(ds)+1)/2-1], max: ds[len(ds)-1]})
+	}
+	return out
 }
 
 // medianDrainAndReboot is the median time from draining to succeeded of

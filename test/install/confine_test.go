@@ -107,6 +107,7 @@ func TestDaemonWritesOnlyItsStatusFields(t *testing.T) {
 		"bootIDBefore": "boot-0",
 		"bootIDAfter":  "boot-1",
 		"phaseTimes":   v1alpha1.PhaseTimes{Succeeded: &in2099},
+		"hookTimes":    []v1alpha1.HookTime{{Point: "afterReboot", Hooks: []string{"check"}, Started: in2099, Passed: &in2099}},
 		"message":      "rebooted, trust me",
 		"conditions": []metav1.Condition{{Type: v1alpha1.SucceededCondition, Status: metav1.ConditionTrue,
 			Reason: v1alpha1.RebootedReason, LastTransitionTime: in2099}},

@@ -133,6 +133,7 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	for _, j := range jobs {
 		g.Expect(j.Status.Succeeded).To(BeEquivalentTo(1), "Job %s (%s on %s)", j.Name, harness.JobEnv(&j, "KMAINT_HOOK"), j.Annotations[hooks.NodeAnnotation])
 	}
+	expectHookTimes(g, kc, began, c.Nodes())
 	expectOperatorAvailable(g, cs)
 
 	// A config whose stage does not take: the first node's check fails
@@ -281,4 +282,30 @@ func hostFile(g Gomega, n *realcluster.Node, name string) string {
 	out, err := n.Exec(context.Background(), "cat", hookHostDir+"/"+name)
 	g.Expect(err).NotTo(HaveOccurred(), "%s on %s", name, n.Name())
 	return strings.TrimSpace(string(out))
+}
+
+// expectHookTimes: each node's config request of the rollout begun at
+// began keeps when its node reached its hooks and when they passed, for
+// the rollout report.
+func expectHookTimes(g Gomega, kc client.Client, began time.Time, nodes []*realcluster.Node) {
+	var list v1alpha1.NodeMaintenanceList
+	g.Expect(kc.List(context.Background(), &list)).To(Succeed())
+	seen := map[string]bool{}
+	for _, nm := range list.Items {
+		if nm.Spec.Source != v1alpha1.SourceConfig || nm.CreationTimestamp.Time.Before(began.Truncate(time.Second)) {
+			continue
+		}
+		seen[nm.Spec.NodeName] = true
+		g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), nm.Name)
+		g.Expect(nm.Status.HookTimes).To(HaveLen(2), "%s: %+v", nm.Name, nm.Status.HookTimes)
+		stage, check := nm.Status.HookTimes[0], nm.Status.HookTimes[1]
+		g.Expect(stage.Point).To(Equal("beforeReboot"))
+		g.Expect(stage.Passed).NotTo(BeNil(), "%s: the stage Job passed", nm.Name)
+		g.Expect(stage.Passed.Sub(stage.Started.Time)).To(BeNumerically(">=", 5*time.Second), "%s: the stage Job sleeps 6 s", nm.Name)
+		g.Expect(check.Point).To(Equal("afterReboot"))
+		g.Expect(check.Started.After(stage.Passed.Time)).To(BeTrue(), "%s: checked after the reboot", nm.Name)
+	}
+	for _, n := range nodes {
+		g.Expect(seen).To(HaveKey(n.Name()), "a config request of the rollout on %s", n.Name())
+	}
 }

@@ -81,15 +81,18 @@ type Summary struct {
 	// when some maintenance is still open, so it is still growing.
 	Makespan time.Duration
 	Running  bool
-	// Phases are percentiles of the time spent in each kind of stretch,
-	// then of Unavailable (admission to the end) and Total (first phase to
-	// back), over finished maintenances.
+	// Phases are percentiles of the time spent in each kind of stretch
+	// (those at hooks only when some maintenance had one), then of
+	// Unavailable (admission to the end) and Total (first phase to back),
+	// over finished maintenances.
 	Phases []PhaseStat
 	// Failures lists the failed maintenances, in time order.
 	Failures []Timeline
 	// CheckFailures lists the maintenances whose node failed a health
 	// check after its reboot, in time order.
 	CheckFailures []Timeline
+	// Hooks is true when some maintenance spent time at hooks.
+	Hooks bool
 	// Halted counts the pools halted now.
 	Halted int
 }
@@ -283,6 +286,9 @@ func summarize(timelines []Timeline) Summary {
 		if !t.CheckFailed.IsZero() {
 			s.CheckFailures = append(s.CheckFailures, t)
 		}
+		for _, seg := range t.Segments {
+			s.Hooks = s.Hooks || seg.Kind.Hooks()
+		}
 		if i == 0 || t.Start().Before(first) {
 			first = t.Start()
 		}
@@ -305,7 +311,14 @@ func summarize(timelines []Timeline) Summary {
 		}
 	}
 	s.Makespan = last.Sub(first)
-	for _, name := range []string{string(KindDaemon), string(KindGate), string(KindDraining), string(KindRebooting), string(KindSettling), "unavailable", "total"} {
+	var names []string
+	for _, k := range Kinds() {
+		// A cluster without hooks has no stretches at them to sum up.
+		if !k.Hooks() || len(durations[string(k)]) > 0 {
+			names = append(names, string(k))
+		}
+	}
+	for _, name := range append(names, "unavailable", "total") {
 		ds := durations[name]
 		st := PhaseStat{Name: name, N: len(ds)}
 		if len(ds) > 0 {

@@ -56,6 +56,9 @@ svg text { font-family: "DejaVu Sans", Arial, sans-serif; }
 .k-draining, .sw.k-draining { fill: #f97316; background: #f97316; }
 .k-rebooting, .sw.k-rebooting { fill: #3b82f6; background: #3b82f6; }
 .k-settling, .sw.k-settling { fill: #14b8a6; background: #14b8a6; }
+.k-before-drain, .sw.k-before-drain { fill: #c084fc; background: #c084fc; }
+.k-before-reboot, .sw.k-before-reboot { fill: #9333ea; background: #9333ea; }
+.k-after-reboot, .sw.k-after-reboot { fill: #6b21a8; background: #6b21a8; }
 .sw.check { background: #d97706; }
 path.check { fill: #d97706; stroke: #fff; stroke-width: 1; }
 text.check { fill: #b45309; font-size: 11px; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }

@@ -31,15 +31,29 @@ const (
 	// and health checks (Settling), until it passed them or the pool's
 	// halt was resumed.
 	KindSettling Kind = "settling"
+	// KindBeforeDrain, KindBeforeReboot and KindAfterReboot: at the pool's
+	// hooks of that point (status.hookTimes), until they all passed: a
+	// stretch of the drain, of the wait for the approval, and of the node's
+	// return.
+	KindBeforeDrain  Kind = "before-drain"
+	KindBeforeReboot Kind = "before-reboot"
+	KindAfterReboot  Kind = "after-reboot"
 )
 
-// Kinds lists the kinds in phase order.
-func Kinds() []Kind { return []Kind{KindDaemon, KindGate, KindDraining, KindRebooting, KindSettling} }
+// Kinds lists the kinds in path order.
+func Kinds() []Kind {
+	return []Kind{KindDaemon, KindGate, KindBeforeDrain, KindDraining, KindBeforeReboot, KindRebooting, KindAfterReboot, KindSettling}
+}
+
+// Hooks reports whether the kind is a stretch at a pool's hooks.
+func (k Kind) Hooks() bool {
+	return k == KindBeforeDrain || k == KindBeforeReboot || k == KindAfterReboot
+}
 
 // Unavailable reports whether a node in a stretch of this kind counts
-// against its pool's budget, as the gate counts it: a settling node keeps
-// its slot.
-func (k Kind) Unavailable() bool { return k == KindDraining || k == KindRebooting || k == KindSettling }
+// against its pool's budget, as the gate counts it: from its admission on,
+// hooks and settling included, it keeps its slot.
+func (k Kind) Unavailable() bool { return k != KindDaemon && k != KindGate }
 
 // Interval is a span of time, [Start, End).
 type Interval struct {
@@ -57,6 +71,8 @@ type Segment struct {
 	// Open is true when the maintenance is still in this phase: End is the
 	// report's now.
 	Open bool
+	// Hooks names the hooks of a stretch at hooks.
+	Hooks []string
 }
 
 // Timeline is one NodeMaintenance's path through its phases.
@@ -135,11 +151,30 @@ func (t *Timeline) Unavailable() (Interval, bool) {
 	return Interval{}, false
 }
 
-// mark is a recorded phase time and the kind of stretch it starts; a zero
-// kind ends the timeline.
+// mark is a recorded phase time and the kind of stretch it starts, and
+// the hooks of a stretch at hooks.
 type mark struct {
-	kind Kind
-	at   *metav1.Time
+	kind  Kind
+	at    *metav1.Time
+	hooks []string
+}
+
+// hookMarks are the marks of a point's hooks: the stretch at them from
+// when the node reached the point, and, unless then is empty, the kind
+// after it from when they passed. Nothing for a point the node did not
+// reach.
+func hookMarks(s *v1alpha1.NodeMaintenanceStatus, point string, kind, then Kind) []mark {
+	for _, h := range s.HookTimes {
+		if h.Point != point {
+			continue
+		}
+		marks := []mark{{kind: kind, at: &h.Started, hooks: h.Hooks}}
+		if then != "" {
+			marks = append(marks, mark{kind: then, at: h.Passed})
+		}
+		return marks
+	}
+	return nil
 }
 
 // timelineOf reads a NodeMaintenance's phase times into a Timeline. A phase
@@ -161,10 +196,18 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 	if approved != nil && pt.Draining != nil && !approved.After(pt.Draining.Time) {
 		approved = nil
 	}
-	marks := []mark{
-		{KindDaemon, pt.Pending}, {KindGate, pt.Requested}, {KindDraining, pt.Draining},
-		{KindRebooting, approved}, {KindRebooting, pt.Rebooting}, {KindSettling, pt.Settling},
-	}
+	// Stretches at hooks lie within the phases: beforeDrain at the start
+	// of the drain, beforeReboot at its end, afterReboot once the node is
+	// back and before it settles.
+	var marks []mark
+	marks = append(marks, mark{kind: KindDaemon, at: pt.Pending}, mark{kind: KindGate, at: pt.Requested}, mark{kind: KindDraining, at: pt.Draining})
+	marks = append(marks, hookMarks(&s, "beforeDrain", KindBeforeDrain, KindDraining)...)
+	marks = append(marks, hookMarks(&s, "beforeReboot", KindBeforeReboot, KindDraining)...)
+	marks = append(marks, mark{kind: KindRebooting, at: approved}, mark{kind: KindRebooting, at: pt.Rebooting})
+	// The node is completed (or settles) the moment its afterReboot hooks
+	// pass: the next phase ends their stretch.
+	marks = append(marks, hookMarks(&s, "afterReboot", KindAfterReboot, "")...)
+	marks = append(marks, mark{kind: KindSettling, at: pt.Settling})
 	var end *metav1.Time
 	switch s.Phase {
 	case v1alpha1.PhaseSucceeded:
@@ -194,11 +237,11 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 			at = last
 		}
 		last = at
-		known = append(known, mark{m.kind, &metav1.Time{Time: at}})
+		known = append(known, mark{kind: m.kind, at: &metav1.Time{Time: at}, hooks: m.hooks})
 	}
 	if len(known) == 0 && !s.Phase.Done() && !nm.CreationTimestamp.IsZero() {
 		// Nothing stamped yet: it waits from the moment it was created.
-		known = append(known, mark{KindDaemon, &nm.CreationTimestamp})
+		known = append(known, mark{kind: KindDaemon, at: &nm.CreationTimestamp})
 		last = nm.CreationTimestamp.Time
 	}
 
@@ -223,14 +266,20 @@ func timelineOf(nm *v1alpha1.NodeMaintenance, now time.Time) Timeline {
 		if i+1 < len(known) {
 			until = known[i+1].at.Time
 		}
-		seg := Segment{Kind: m.kind, Interval: Interval{Start: m.at.Time, End: until}, Open: i+1 == len(known) && !s.Phase.Done()}
-		if n := len(t.Segments); n > 0 && t.Segments[n-1].Kind == m.kind {
-			t.Segments[n-1].End, t.Segments[n-1].Open = until, seg.Open
-			continue
-		}
-		t.Segments = append(t.Segments, seg)
+		t.Segments = append(t.Segments, Segment{Kind: m.kind, Interval: Interval{Start: m.at.Time, End: until}, Open: i+1 == len(known) && !s.Phase.Done(), Hooks: m.hooks})
 	}
 	t.Segments = slices.DeleteFunc(t.Segments, func(s Segment) bool { return !s.End.After(s.Start) && !s.Open })
+	// Stretches of one kind in a row (a drain cut by its beforeDrain
+	// hooks that took no time) are one.
+	merged := t.Segments[:0]
+	for _, seg := range t.Segments {
+		if n := len(merged); n > 0 && merged[n-1].Kind == seg.Kind {
+			merged[n-1].End, merged[n-1].Open = seg.End, seg.Open
+			continue
+		}
+		merged = append(merged, seg)
+	}
+	t.Segments = merged
 
 	switch s.Phase {
 	case v1alpha1.PhaseSucceeded:

@@ -14,6 +14,28 @@ func seg(k Kind, from, to int) Segment {
 	return Segment{Kind: k, Interval: Interval{Start: at(from), End: at(to)}}
 }
 
+func hookSeg(k Kind, from, to int, hooks ...string) Segment {
+	s := seg(k, from, to)
+	s.Hooks = hooks
+	return s
+}
+
+// hookTime is a point's stretch at hooks, in seconds after t0; passed -1
+// for one not passed.
+func hookTime(point string, started, passed int, hooks ...string) v1alpha1.HookTime {
+	h := v1alpha1.HookTime{Point: point, Hooks: hooks, Started: metav1.NewTime(at(started))}
+	if passed >= 0 {
+		p := metav1.NewTime(at(passed))
+		h.Passed = &p
+	}
+	return h
+}
+
+func hooked(m v1alpha1.NodeMaintenance, times ...v1alpha1.HookTime) v1alpha1.NodeMaintenance {
+	m.Status.HookTimes = times
+	return m
+}
+
 func TestTimelineOf(t *testing.T) {
 	type P = map[v1alpha1.Phase]int
 	now := at(1000)
@@ -113,6 +135,34 @@ func TestTimelineOf(t *testing.T) {
 			segments: []Segment{seg(KindDraining, 10, 20)},
 			back:     20, failed: -1,
 			unavailable: &[2]int{10, 20},
+		},
+		"hooks at every point: stretches within the drain and the return": {
+			nm: hooked(nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 10, v1alpha1.PhaseApproved: 60, v1alpha1.PhaseRebooting: 61, v1alpha1.PhaseSucceeded: 150}),
+				hookTime("beforeDrain", 10, 20, "db"), hookTime("beforeReboot", 30, 60, "stage"), hookTime("afterReboot", 100, 149, "check")),
+			segments: []Segment{seg(KindGate, 5, 10), hookSeg(KindBeforeDrain, 10, 20, "db"), seg(KindDraining, 20, 30), hookSeg(KindBeforeReboot, 30, 60, "stage"),
+				seg(KindRebooting, 60, 100), hookSeg(KindAfterReboot, 100, 150, "check")},
+			back: 150, failed: -1,
+			unavailable: &[2]int{10, 150},
+		},
+		"a hook that passes at once cuts nothing": {
+			nm:       hooked(nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseSucceeded, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 10, v1alpha1.PhaseRebooting: 30, v1alpha1.PhaseSucceeded: 50}), hookTime("beforeDrain", 10, 10, "db")),
+			segments: []Segment{seg(KindGate, 5, 10), seg(KindDraining, 10, 30), seg(KindRebooting, 30, 50)},
+			back:     50, failed: -1,
+			unavailable: &[2]int{10, 50},
+		},
+		"released by a failed hook before the reboot: the stretch runs to the failure": {
+			nm: hooked(failedWith(nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseFailed, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 10, v1alpha1.PhaseFailed: 400}), "HookFailed", "stage failed"),
+				hookTime("beforeReboot", 30, -1, "stage")),
+			segments: []Segment{seg(KindGate, 5, 10), seg(KindDraining, 10, 30), hookSeg(KindBeforeReboot, 30, 400, "stage")},
+			back:     -1, failed: 400, reason: "HookFailed",
+			unavailable: &[2]int{10, 400},
+		},
+		"waiting at its hooks after the reboot now, then settling": {
+			nm: hooked(nm("m", "n", v1alpha1.SourceConfig, v1alpha1.PhaseRebooting, P{v1alpha1.PhaseRequested: 5, v1alpha1.PhaseDraining: 10, v1alpha1.PhaseRebooting: 20}),
+				hookTime("afterReboot", 900, -1, "check", "smoke")),
+			segments: []Segment{seg(KindGate, 5, 10), seg(KindDraining, 10, 20), seg(KindRebooting, 20, 900), {Kind: KindAfterReboot, Interval: Interval{Start: at(900), End: now}, Open: true, Hooks: []string{"check", "smoke"}}},
+			back:     -1, failed: -1,
+			unavailable: &[2]int{10, 1000},
 		},
 		"nothing stamped yet: waits from its creation": {
 			nm:       noTimes,

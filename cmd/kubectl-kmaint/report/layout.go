@@ -108,6 +108,12 @@ func kindLabel(k string) string {
 		return "rebooting"
 	case KindSettling:
 		return "settling (back, checks running)"
+	case KindBeforeDrain:
+		return "at hooks before the drain"
+	case KindBeforeReboot:
+		return "at hooks before the reboot"
+	case KindAfterReboot:
+		return "at hooks after the reboot"
 	case "unavailable":
 		return "unavailable (admitted → back)"
 	case "total":
@@ -128,6 +134,9 @@ func describe(t *Timeline) string {
 	fmt.Fprintf(&b, "\nreason: %s\n", t.Reason)
 	for _, s := range t.Segments {
 		fmt.Fprintf(&b, "%s %s (%s–%s)", kindLabel(string(s.Kind)), human(s.Duration()), clock(s.Start), clock(s.End))
+		if len(s.Hooks) > 0 {
+			fmt.Fprintf(&b, " [%s]", strings.Join(s.Hooks, ", "))
+		}
 		if s.Open {
 			b.WriteString(", still")
 		}

@@ -146,7 +146,9 @@ func (r *Report) page() page {
 			Phase: string(t.Phase), Reason: t.CheckReason, Message: t.CheckMessage})
 	}
 	for _, k := range Kinds() {
-		p.Legend = append(p.Legend, legendItem{"k-" + string(k), kindLabel(string(k))})
+		if !k.Hooks() || s.Hooks {
+			p.Legend = append(p.Legend, legendItem{"k-" + string(k), kindLabel(string(k))})
+		}
 	}
 	p.Legend = append(p.Legend, legendItem{"back", "back (new boot, Ready)"}, legendItem{"fail", "failed"})
 	if len(s.CheckFailures) > 0 {
