@@ -187,35 +187,7 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 // polls, except a drain in progress and a wait for a daemon or a node's
 // return, which requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.DrainPollInterval == 0 {
-		r.DrainPollInterval = 2 * time.Second
-	}
-	if r.BlockingQueryInterval == 0 {
-		r.BlockingQueryInterval = 30 * time.Second
-	}
-	if r.BlockingPodInterval == 0 {
-		r.BlockingPodInterval = 30 * time.Second
-	}
-	if r.StatusInterval == 0 {
-		r.StatusInterval = poolstatus.DefaultInterval
-	}
-	r.status = poolstatus.NewWriter(r.Client, mgr.GetAPIReader(), r.Recorder, r.StatusInterval)
-	r.events = poolnodes.Events{Recorder: r.Recorder}
-	r.cache = mgr.GetCache()
-	r.apiReader = mgr.GetAPIReader()
-	if r.Pods == nil {
-		r.Pods = mgr.GetAPIReader()
-	}
-	r.podChecks = recent.New[string, podCheck]()
-	r.blocks = recent.New[types.UID, blockResult]()
-	r.inflight = newInflight()
-	if r.Decoded == nil {
-		r.Decoded = poolnodes.NewDecoded()
-	}
-	r.steps = drain.NewSteps(r.Drainer, r.DrainPollInterval)
+	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gate").
 		WithOptions(opts).
@@ -256,4 +228,39 @@ func wakePool(q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(st
 	return func(pool string) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: pool}})
 	}
+}
+
+// prepare sets the defaults and what a reconcile needs besides the client:
+// the informers whose Node store observe reads in place, and a reader that
+// goes to the API server past the cache.
+func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader) {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.DrainPollInterval == 0 {
+		r.DrainPollInterval = 2 * time.Second
+	}
+	if r.BlockingQueryInterval == 0 {
+		r.BlockingQueryInterval = 30 * time.Second
+	}
+	if r.BlockingPodInterval == 0 {
+		r.BlockingPodInterval = 30 * time.Second
+	}
+	if r.StatusInterval == 0 {
+		r.StatusInterval = poolstatus.DefaultInterval
+	}
+	r.status = poolstatus.NewWriter(r.Client, apiReader, r.Recorder, r.StatusInterval)
+	r.events = poolnodes.Events{Recorder: r.Recorder}
+	r.cache = informers
+	r.apiReader = apiReader
+	if r.Pods == nil {
+		r.Pods = apiReader
+	}
+	r.podChecks = recent.New[string, podCheck]()
+	r.blocks = recent.New[types.UID, blockResult]()
+	r.inflight = newInflight()
+	if r.Decoded == nil {
+		r.Decoded = poolnodes.NewDecoded()
+	}
+	r.steps = drain.NewSteps(r.Drainer, r.DrainPollInterval)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/kmaint/kmaint/operator/notify"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/node"
+	"github.com/kmaint/kmaint/test/shape"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -397,7 +398,7 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	kn := gen.Node(name, gen.Labels("pool", pool), gen.BootID(boot))
 	kn.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}, {Type: corev1.NodeHostName, Address: name}}
 	if c.Config.Realistic {
-		kn = RealisticNode(name, pool, i, addr, boot)
+		kn = shape.RealisticNode(name, pool, i, addr, boot)
 	}
 	if err := gen.CreateNode(c.ctx, c.Bed.Client, kn); err != nil {
 		return nil, err
@@ -539,7 +540,7 @@ func (c *Cluster) createPods(node string) error {
 	namespace, apps := c.workload()
 	first := 0
 	if c.Config.Realistic {
-		first = int(nodeRand(node).Uint32() % uint32(len(apps)))
+		first = int(shape.NodeRand(node).Uint32() % uint32(len(apps)))
 	}
 	var errs []error
 	for i := range c.Config.PodsPerNode {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/test/gen"
+	"github.com/kmaint/kmaint/test/shape"
 )
 
 // nodeAgent is a DaemonSet every node of a cloud cluster runs: a drain
@@ -89,7 +90,7 @@ func (a nodeAgent) template() corev1.PodTemplateSpec {
 			Args: []string{"--v=2", "--hostname-override=$(NODE_NAME)"},
 			Env: []corev1.EnvVar{
 				{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}},
-				{Name: "AWS_REGION", Value: realisticRegion},
+				{Name: "AWS_REGION", Value: shape.Region},
 			},
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(c.cpu), corev1.ResourceMemory: resource.MustParse(c.memory)},
@@ -149,7 +150,7 @@ func (c *Cluster) createAgentPods(node, hostIP string) error {
 		t := ds.Spec.Template.DeepCopy()
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
-				Namespace: ds.Namespace, Name: ds.Name + "-" + hexOf(node+"/"+ds.Name, 10),
+				Namespace: ds.Namespace, Name: ds.Name + "-" + shape.Hex(node+"/"+ds.Name, 10),
 				Labels: t.Labels, Annotations: map[string]string{"kubectl.kubernetes.io/default-container": t.Spec.Containers[0].Name},
 				OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
@@ -158,7 +159,7 @@ func (c *Cluster) createAgentPods(node, hostIP string) error {
 			},
 			Spec: t.Spec,
 		}
-		p.Labels["controller-revision-hash"] = hexOf("rev/"+ds.Name, 10)
+		p.Labels["controller-revision-hash"] = shape.Hex("rev/"+ds.Name, 10)
 		p.Labels["pod-template-generation"] = "1"
 		p.Spec.NodeName = node
 		// The DaemonSet controller pins each pod to its node.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/retention"
+	"github.com/kmaint/kmaint/test/shape"
 )
 
 // HistoryPolicy is the RebootPolicy the seeded history says raised it: a
@@ -99,7 +100,7 @@ func (c *Cluster) SeedHistory(ctx context.Context, months int, now time.Time) (i
 
 // seedNode creates one node's history, oldest first.
 func (c *Cluster) seedNode(ctx context.Context, n Node, months int, now time.Time) (int, error) {
-	r := nodeRand("history/" + n.Name())
+	r := shape.NodeRand("history/" + n.Name())
 	// The boots the node went through: boots[k] is the one it had k
 	// months ago, boots[0] the current.
 	boots := []string{n.BootID()}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kmaint/kmaint/test/shape"
 )
 
 // Realistic pods are shaped like a Deployment's pod as the API server
@@ -24,7 +26,7 @@ import (
 // shapeWorkloadPod dresses a workload pod (gen.Pod's) of app on the node
 // at hostIP.
 func shapeWorkloadPod(p *corev1.Pod, app, hostIP string) {
-	hash := hexOf("rs/"+app, 10)
+	hash := shape.Hex("rs/"+app, 10)
 	p.Labels["pod-template-hash"] = hash
 	p.Labels["app.kubernetes.io/name"] = app
 	p.Labels["app.kubernetes.io/version"] = "2.14.3"
@@ -35,7 +37,7 @@ func shapeWorkloadPod(p *corev1.Pod, app, hostIP string) {
 		"prometheus.io/port":                "9090",
 	}
 	p.OwnerReferences[0].Name = app + "-" + hash
-	image := "123456789012.dkr.ecr.us-east-1.amazonaws.com/shop/" + app + ":v2.14.3-" + hexOf(app, 7)
+	image := "123456789012.dkr.ecr.us-east-1.amazonaws.com/shop/" + app + ":v2.14.3-" + shape.Hex(app, 7)
 	env := []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
@@ -154,8 +156,8 @@ func runningStatus(p *corev1.Pod, hostIP string, hostNetwork bool) corev1.PodSta
 			Ready:        true,
 			Started:      ptr.To(true),
 			Image:        c.Image,
-			ImageID:      c.Image[:strings.LastIndexByte(c.Image, ':')] + "@sha256:" + hexOf(c.Image, 64),
-			ContainerID:  "containerd://" + hexOf(p.Name+"/"+c.Name, 64),
+			ImageID:      c.Image[:strings.LastIndexByte(c.Image, ':')] + "@sha256:" + shape.Hex(c.Image, 64),
+			ContainerID:  "containerd://" + shape.Hex(p.Name+"/"+c.Name, 64),
 			RestartCount: 0,
 		})
 	}

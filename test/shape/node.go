@@ -1,4 +1,4 @@
-package sim
+package shape
 
 import (
 	"cmp"
@@ -43,24 +43,25 @@ import (
 const (
 	realisticMaxImages   = 50
 	realisticCatalogSize = 80
-	realisticRegion      = "us-east-1"
-	realisticInstance    = "m5.2xlarge"
-	realisticKubelet     = "v1.29.3-eks-ae9a62a"
+	// Region is the cloud region the nodes (and the pods' images) are in.
+	Region            = "us-east-1"
+	realisticInstance = "m5.2xlarge"
+	realisticKubelet  = "v1.29.3-eks-ae9a62a"
 )
 
 var realisticZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 
-// nodeRand is a node's own random source: the same name gives the same
+// NodeRand is a node's own random source: the same name gives the same
 // node, so a test sees what a bench sees.
-func nodeRand(name string) *rand.Rand {
+func NodeRand(name string) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	return rand.New(rand.NewPCG(h.Sum64(), 0x6b6d61696e74))
 }
 
-// hexOf is n hex digits derived from s, for digests and ids that look real
+// Hex is n hex digits derived from s, for digests and ids that look real
 // and stay the same for one name.
-func hexOf(s string, n int) string {
+func Hex(s string, n int) string {
 	sum := sha256.Sum256([]byte(s))
 	out := hex.EncodeToString(sum[:])
 	for len(out) < n {
@@ -85,9 +86,9 @@ func RealisticNode(name, pool string, i int, addr, bootID string) *corev1.Node {
 // InternalIP; the boot ID and the pool label are the simulation's and are
 // not touched.
 func shapeNode(n *corev1.Node, i int, addr string) {
-	r := nodeRand(n.Name)
+	r := NodeRand(n.Name)
 	zone := realisticZones[i%len(realisticZones)]
-	instanceID := "i-0" + hexOf("instance/"+n.Name, 16)
+	instanceID := "i-0" + Hex("instance/"+n.Name, 16)
 	internalDNS := fmt.Sprintf("ip-%s.ec2.internal", dashed(addr))
 	external := fmt.Sprintf("198.18.%d.%d", i>>8&255, i&255)
 	externalDNS := fmt.Sprintf("ec2-%s.compute-1.amazonaws.com", dashed(external))
@@ -99,19 +100,19 @@ func shapeNode(n *corev1.Node, i int, addr string) {
 		"beta.kubernetes.io/os":                         "linux",
 		"eks.amazonaws.com/capacityType":                "ON_DEMAND",
 		"eks.amazonaws.com/nodegroup":                   pool,
-		"eks.amazonaws.com/nodegroup-image":             "ami-0" + hexOf("ami/"+pool, 16),
-		"eks.amazonaws.com/sourceLaunchTemplateId":      "lt-0" + hexOf("lt/"+pool, 16),
+		"eks.amazonaws.com/nodegroup-image":             "ami-0" + Hex("ami/"+pool, 16),
+		"eks.amazonaws.com/sourceLaunchTemplateId":      "lt-0" + Hex("lt/"+pool, 16),
 		"eks.amazonaws.com/sourceLaunchTemplateVersion": "7",
-		"failure-domain.beta.kubernetes.io/region":      realisticRegion,
+		"failure-domain.beta.kubernetes.io/region":      Region,
 		"failure-domain.beta.kubernetes.io/zone":        zone,
-		"k8s.io/cloud-provider-aws":                     hexOf("cluster", 32),
+		"k8s.io/cloud-provider-aws":                     Hex("cluster", 32),
 		"kubernetes.io/arch":                            "amd64",
 		"kubernetes.io/hostname":                        n.Name,
 		"kubernetes.io/os":                              "linux",
 		"node.kubernetes.io/instance-type":              realisticInstance,
 		"topology.ebs.csi.aws.com/zone":                 zone,
 		"topology.k8s.aws/zone-id":                      fmt.Sprintf("use1-az%d", i%len(realisticZones)+1),
-		"topology.kubernetes.io/region":                 realisticRegion,
+		"topology.kubernetes.io/region":                 Region,
 		"topology.kubernetes.io/zone":                   zone,
 		"alpha.eksctl.io/cluster-name":                  "prod-main",
 		"alpha.eksctl.io/nodegroup-name":                pool,
@@ -166,8 +167,8 @@ func shapeNode(n *corev1.Node, i int, addr string) {
 	s.Conditions = realisticConditions(s.Conditions, time.Now())
 	s.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}
 	s.NodeInfo = corev1.NodeSystemInfo{
-		MachineID:               "ec2" + hexOf("machine/"+n.Name, 29),
-		SystemUUID:              "ec2" + hexOf("uuid/"+n.Name, 5) + "-" + hexOf("uuid2/"+n.Name, 4) + "-" + hexOf("uuid3/"+n.Name, 4) + "-" + hexOf("uuid4/"+n.Name, 4) + "-" + hexOf("uuid5/"+n.Name, 12),
+		MachineID:               "ec2" + Hex("machine/"+n.Name, 29),
+		SystemUUID:              "ec2" + Hex("uuid/"+n.Name, 5) + "-" + Hex("uuid2/"+n.Name, 4) + "-" + Hex("uuid3/"+n.Name, 4) + "-" + Hex("uuid4/"+n.Name, 4) + "-" + Hex("uuid5/"+n.Name, 12),
 		BootID:                  s.NodeInfo.BootID,
 		KernelVersion:           "5.10.217-205.860.amzn2.x86_64",
 		OSImage:                 "Amazon Linux 2",
@@ -181,7 +182,7 @@ func shapeNode(n *corev1.Node, i int, addr string) {
 	s.RuntimeHandlers = []corev1.NodeRuntimeHandler{
 		{Name: "runc", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: ptr.To(true), UserNamespaces: ptr.To(false)}},
 	}
-	vol := corev1.UniqueVolumeName("kubernetes.io/csi/ebs.csi.aws.com^vol-0" + hexOf("vol/"+n.Name, 16))
+	vol := corev1.UniqueVolumeName("kubernetes.io/csi/ebs.csi.aws.com^vol-0" + Hex("vol/"+n.Name, 16))
 	s.VolumesInUse = []corev1.UniqueVolumeName{vol}
 	s.VolumesAttached = []corev1.AttachedVolume{{Name: vol}}
 }
@@ -250,7 +251,7 @@ var systemImages = []struct {
 func imageCatalog() []corev1.ContainerImage {
 	out := make([]corev1.ContainerImage, 0, realisticCatalogSize)
 	add := func(repo, tag string, size int64) {
-		digest := repo + "@sha256:" + hexOf(repo+":"+tag, 64)
+		digest := repo + "@sha256:" + Hex(repo+":"+tag, 64)
 		names := []string{digest, repo + ":" + tag}
 		if len(out)%2 == 1 {
 			names = names[:1]
@@ -264,7 +265,7 @@ func imageCatalog() []corev1.ContainerImage {
 		"inventory", "shipping", "auth-gateway", "reporting-worker", "image-resizer", "pricing", "session-store", "audit-log"}
 	for i := 0; len(out) < realisticCatalogSize; i++ {
 		svc := services[i%len(services)]
-		tag := fmt.Sprintf("v2.%d.%d-%s", 10+i/len(services), i%9, hexOf(fmt.Sprint(svc, i), 7))
+		tag := fmt.Sprintf("v2.%d.%d-%s", 10+i/len(services), i%9, Hex(fmt.Sprint(svc, i), 7))
 		add("123456789012.dkr.ecr.us-east-1.amazonaws.com/shop/"+svc, tag, 60_000_000+int64(i)*7_919_113%400_000_000)
 	}
 	return out

@@ -1,0 +1,185 @@
+package memcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
+)
+
+// Cluster is the objects, by kind, each kind in an indexer as an
+// informer keeps it: a write stores a new object, never changes the one
+// stored, so that what a reader holds stays as it read it.
+type Cluster struct {
+	scheme *runtime.Scheme
+
+	mu     sync.Mutex
+	stores map[schema.GroupVersionKind]toolscache.Indexer
+	// version is the last resourceVersion given out.
+	version int64
+}
+
+// New returns an empty cluster of the scheme's kinds.
+func New(scheme *runtime.Scheme) *Cluster {
+	return &Cluster{scheme: scheme, stores: map[schema.GroupVersionKind]toolscache.Indexer{}}
+}
+
+// fieldIndex names an index as controller-runtime's cache names it.
+func fieldIndex(field string) string { return "field:" + field }
+
+func (c *Cluster) store(gvk schema.GroupVersionKind) toolscache.Indexer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.stores[gvk]
+	if ok {
+		return s
+	}
+	indexers := toolscache.Indexers{}
+	if gvk.Kind == "NodeMaintenance" {
+		for field, values := range index.Fields() {
+			indexers[fieldIndex(field)] = func(obj any) ([]string, error) {
+				return values(obj.(*v1alpha1.NodeMaintenance)), nil
+			}
+		}
+	}
+	if gvk.Kind == "Pod" {
+		// What the API server selects pods by for a drain and for the
+		// gate's look at a node's pods.
+		indexers[fieldIndex("spec.nodeName")] = func(obj any) ([]string, error) {
+			return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+		}
+	}
+	s = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	c.stores[gvk] = s
+	return s
+}
+
+func (c *Cluster) nextVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	return strconv.FormatInt(c.version, 10)
+}
+
+func (c *Cluster) gvk(obj runtime.Object) (schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return gvk, fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	return gvk, nil
+}
+
+// Add stores objects as they are, each with a new resourceVersion; the
+// cluster owns them from then on.
+func (c *Cluster) Add(objs ...client.Object) error {
+	for _, obj := range objs {
+		gvk, err := c.gvk(obj)
+		if err != nil {
+			return err
+		}
+		obj.SetResourceVersion(c.nextVersion())
+		if obj.GetUID() == "" {
+			obj.SetUID(types.UID("uid-" + obj.GetResourceVersion()))
+		}
+		if err := c.store(gvk).Add(obj); err != nil {
+			return fmt.Errorf("add %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Set stores obj in place of the object of its name, as another writer
+// (a kubelet, a daemon) would: with a new resourceVersion, whatever it
+// carried.
+func (c *Cluster) Set(obj client.Object) error {
+	gvk, err := c.gvk(obj)
+	if err != nil {
+		return err
+	}
+	obj.SetResourceVersion(c.nextVersion())
+	return c.store(gvk).Update(obj)
+}
+
+// Object returns the stored object of the kind of example and key; the
+// caller must not change it (Set a copy).
+func (c *Cluster) Object(example client.Object, key client.ObjectKey) (client.Object, error) {
+	gvk, err := c.gvk(example)
+	if err != nil {
+		return nil, err
+	}
+	item, ok, err := c.store(gvk).GetByKey(storeKey(key))
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"}, key.Name)
+	}
+	return item.(client.Object), nil
+}
+
+func storeKey(key client.ObjectKey) string {
+	if key.Namespace == "" {
+		return key.Name
+	}
+	return key.Namespace + "/" + key.Name
+}
+
+// copyInto sets out to a deep copy of in, both of one type.
+func copyInto(out client.Object, in runtime.Object) error {
+	src := reflect.ValueOf(in.DeepCopyObject())
+	dst := reflect.ValueOf(out)
+	if src.Type() != dst.Type() {
+		return fmt.Errorf("a %s cannot be read into a %s", src.Type(), dst.Type())
+	}
+	dst.Elem().Set(src.Elem())
+	return nil
+}
+
+// Informers returns the cache.Informers whose stores the controllers read
+// in place (package cacheread); only GetInformer is served.
+func (c *Cluster) Informers() cache.Informers { return informers{c: c} }
+
+type informers struct {
+	cache.Informers
+	c *Cluster
+}
+
+func (i informers) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk, err := i.c.gvk(obj)
+	if err != nil {
+		return nil, err
+	}
+	return informer{store: i.c.store(gvk)}, nil
+}
+
+type informer struct {
+	cache.Informer
+	store toolscache.Store
+}
+
+func (i informer) GetStore() toolscache.Store { return i.store }
+
+// decode turns JSON into a new object of the kind of like.
+func decode(data []byte, like runtime.Object) (client.Object, error) {
+	out := reflect.New(reflect.TypeOf(like).Elem()).Interface().(client.Object)
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
