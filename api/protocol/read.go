@@ -56,6 +56,10 @@ type NodeState struct {
 	// Settle says the node is back from its reboot and keeps its slot for
 	// its pool's settle time and health checks; nil when it does not.
 	Settle *Settle
+	// settleAnnotated is whether the node carries a settle record, read or
+	// not: asked of every node at every count of a pool's budget, it is
+	// found once, when the node is read.
+	settleAnnotated bool
 	// Hook is where the node stands in the hooks of a point of its
 	// admission; nil when it waits for none.
 	Hook *HookRecord
@@ -105,6 +109,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.Unconfirmed = decode[UnconfirmedReboot](node, RebootUnconfirmed, &errs)
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
 	s.Settle = decode[Settle](node, Settling, &errs)
+	_, s.settleAnnotated = node.Annotations[Settling]
 	s.Hook = decode[HookRecord](node, Hook, &errs)
 	s.Held = readHeld(node)
 	s.Unreadable = errors.Join(errs...)

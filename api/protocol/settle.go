@@ -72,13 +72,7 @@ func (s NodeState) HealthCheckFailed() bool { return s.Settle != nil && s.Settle
 // SettleUnreadable reports whether the node has a settle record that cannot
 // be read: it keeps its slot and never passes, until a person fixes or
 // removes the annotation.
-func (s NodeState) SettleUnreadable() bool {
-	if s.Node == nil {
-		return false
-	}
-	_, ok := s.Node.Annotations[Settling]
-	return ok && s.Settle == nil
-}
+func (s NodeState) SettleUnreadable() bool { return s.settleAnnotated && s.Settle == nil }
 
 // SettleOnCompletion is the record that the patch completing the node's
 // reboot writes in a guarded pool (one with a settle time or health

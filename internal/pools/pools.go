@@ -168,10 +168,30 @@ func Settings(items []v1alpha1.NodeMaintenance) map[string]map[string]RequestSet
 			node = map[string]RequestSettings{}
 			out[nm.Spec.NodeName] = node
 		}
-		node[nm.RequestID()] = RequestSettings{
-			IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy,
-			Recorded: nm.CreationTimestamp.Time, RaisedOnNode: nm.Spec.Source.RaisedOnNode(),
+		node[nm.RequestID()] = settingsOf(nm)
+	}
+	return out
+}
+
+func settingsOf(nm *v1alpha1.NodeMaintenance) RequestSettings {
+	return RequestSettings{
+		IgnoreWindows: nm.Spec.IgnoreWindows, IgnoreFreezes: nm.Spec.IgnoreFreezes, Policy: nm.Spec.Policy,
+		Recorded: nm.CreationTimestamp.Time, RaisedOnNode: nm.Spec.Source.RaisedOnNode(),
+	}
+}
+
+// NodeSettings is Settings of one node's open NodeMaintenances, read in
+// place (package cacheread): by request id; nil for none.
+func NodeSettings(open []*v1alpha1.NodeMaintenance) map[string]RequestSettings {
+	var out map[string]RequestSettings
+	for _, nm := range open {
+		if nm.Status.Phase.Done() {
+			continue
 		}
+		if out == nil {
+			out = make(map[string]RequestSettings, len(open))
+		}
+		out[nm.RequestID()] = settingsOf(nm)
 	}
 	return out
 }

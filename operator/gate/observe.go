@@ -105,6 +105,10 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	openOnNode, err := cacheread.IndexOf(ctx, r.cache, &v1alpha1.NodeMaintenance{}, index.OpenOnNode)
+	if err != nil {
+		return nil, err
+	}
 	st.views = make([]nodeView, 0, viewsCapacity(pool, len(nodes)))
 	var lookupErr error
 	r.Decoded.Walk(nodes, pool.Name, st.selection, func(s protocol.NodeState, otherPools []string, member bool) {
@@ -119,7 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v.inflight = r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil {
-			settings, err := r.requestSettings(ctx, v.Node.Name)
+			settings, err := r.requestSettingsOf(openOnNode, v.Node.Name)
 			if err != nil {
 				lookupErr = err
 				return
@@ -138,6 +142,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if lookupErr != nil {
 		return nil, lookupErr
 	}
+	r.settings.forgetGone(nodes)
 	// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
 	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
@@ -155,17 +160,6 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 // two billion.
 func viewsCapacity(pool *v1alpha1.MaintenancePool, nodes int) int {
 	return min(max(int(pool.Status.Nodes), 0), nodes)
-}
-
-// requestSettings returns, by request id, what the node's open
-// NodeMaintenances say of its requests: their windows, freezes and policy,
-// and when each was made, which bounds the node's place in the queue.
-func (r *Reconciler) requestSettings(ctx context.Context, node string) (map[string]pools.RequestSettings, error) {
-	var list v1alpha1.NodeMaintenanceList
-	if err := r.List(ctx, &list, client.MatchingFields{index.OpenOnNode: node}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list the open maintenances of node %s: %w", node, err)
-	}
-	return pools.Settings(list.Items)[node], nil
 }
 
 // unreadableRequests returns, by request id, the NodeMaintenances that

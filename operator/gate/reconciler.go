@@ -85,6 +85,9 @@ type Reconciler struct {
 	status *poolstatus.Writer
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
 	blocks *recent.Cache[types.UID, blockResult]
+	// settings keeps what nodes' open NodeMaintenances say of their
+	// requests.
+	settings *requestSettings
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
 	// cache is the manager's cache, whose Nodes observe reads in place.
@@ -257,6 +260,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.Pods = apiReader
 	}
 	r.podChecks = recent.New[string, podCheck]()
+	r.settings = newRequestSettings()
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
 	if r.Decoded == nil {

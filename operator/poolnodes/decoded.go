@@ -75,16 +75,24 @@ func (d *Decoded) ForgetGone(nodes []*corev1.Node) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.byNode) <= len(nodes) {
+	ForgetGone(d.byNode, nodes)
+}
+
+// ForgetGone deletes from byNode, kept by node name, the nodes not among
+// nodes, every node the cache holds, once it holds more than that: nodes
+// deleted. A map of what is known per node then never grows past the
+// cluster, and is not walked at every reconcile.
+func ForgetGone[V any](byNode map[string]V, nodes []*corev1.Node) {
+	if len(byNode) <= len(nodes) {
 		return
 	}
 	live := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		live[n.Name] = true
 	}
-	for name := range d.byNode {
+	for name := range byNode {
 		if !live[name] {
-			delete(d.byNode, name)
+			delete(byNode, name)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (m *memClient) List(_ context.Context, list client.ObjectList, opts ...clie
 		if len(reqs) > 1 && gvk.Kind != "Pod" {
 			return fmt.Errorf("list %s: only one field is indexed at a time, not %s", gvk.Kind, lo.FieldSelector)
 		}
-		if items, err = store.ByIndex(fieldIndex(reqs[0].Field), reqs[0].Value); err != nil {
+		if items, err = store.ByIndex(fieldIndex(reqs[0].Field), namespacedKey(lo.Namespace, reqs[0].Value)); err != nil {
 			return fmt.Errorf("list %s by %s: %w", gvk.Kind, reqs[0].Field, err)
 		}
 		byFields = len(reqs) > 1

@@ -43,6 +43,34 @@ func New(scheme *runtime.Scheme) *Cluster {
 // fieldIndex names an index as controller-runtime's cache names it.
 func fieldIndex(field string) string { return "field:" + field }
 
+// indexValues makes an index's function keep its values as
+// controller-runtime's cache keeps them: under the object's namespace, and
+// under allNamespaces, so that package cacheread reads either the same way.
+func indexValues(values func(obj any) []string) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		ns := obj.(client.Object).GetNamespace()
+		var out []string
+		for _, v := range values(obj) {
+			out = append(out, namespacedKey("", v))
+			if ns != "" {
+				out = append(out, namespacedKey(ns, v))
+			}
+		}
+		return out, nil
+	}
+}
+
+// allNamespaces is controller-runtime's namespace for an index's values
+// across namespaces.
+const allNamespaces = "__all_namespaces"
+
+func namespacedKey(ns, v string) string {
+	if ns == "" {
+		ns = allNamespaces
+	}
+	return ns + "/" + v
+}
+
 func (c *Cluster) store(gvk schema.GroupVersionKind) toolscache.Indexer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -53,17 +81,13 @@ func (c *Cluster) store(gvk schema.GroupVersionKind) toolscache.Indexer {
 	indexers := toolscache.Indexers{}
 	if gvk.Kind == "NodeMaintenance" {
 		for field, values := range index.Fields() {
-			indexers[fieldIndex(field)] = func(obj any) ([]string, error) {
-				return values(obj.(*v1alpha1.NodeMaintenance)), nil
-			}
+			indexers[fieldIndex(field)] = indexValues(func(obj any) []string { return values(obj.(*v1alpha1.NodeMaintenance)) })
 		}
 	}
 	if gvk.Kind == "Pod" {
 		// What the API server selects pods by for a drain and for the
 		// gate's look at a node's pods.
-		indexers[fieldIndex("spec.nodeName")] = func(obj any) ([]string, error) {
-			return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
-		}
+		indexers[fieldIndex("spec.nodeName")] = indexValues(func(obj any) []string { return []string{obj.(*corev1.Pod).Spec.NodeName} })
 	}
 	s = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
 	c.stores[gvk] = s
@@ -170,10 +194,12 @@ func (i informers) GetInformer(_ context.Context, obj client.Object, _ ...cache.
 
 type informer struct {
 	cache.Informer
-	store toolscache.Store
+	store toolscache.Indexer
 }
 
 func (i informer) GetStore() toolscache.Store { return i.store }
+
+func (i informer) GetIndexer() toolscache.Indexer { return i.store }
 
 // decode turns JSON into a new object of the kind of like.
 func decode(data []byte, like runtime.Object) (client.Object, error) {
