@@ -192,14 +192,19 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 	KMAINT_BENCH="$(BENCH)" KMAINT_BENCH_COMMAND="make bench$(if $(BENCH), BENCH=$(BENCH))" KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench . -benchtime 1x -timeout 180m ./test/bench/
 	go run ./test/bench/plot
 
-.PHONY: bench-gate
-# One event of a rollout costs the gate (observe, decide, act) in pools of
-# 500, 5000 and 20000 realistic nodes, without an API server (package
-# test/memcluster): allocations and the reconcile's p50 and p99. The
-# package's TestMain wants an API server, which the benchmark never asks.
-bench-gate: mod-download envtest ## Benchmark the gate's cost per event at 500, 5000 and 20000 nodes, without an API server
+.PHONY: bench-controllers
+# What one event costs each controller (observe, decide, act: one
+# reconcile) in pools of 500, 5000 and 20000 realistic nodes, without an API
+# server (package test/memcluster): the gate, aftercare and maintenance.
+# test/bench/perevent saves the figures (reconcile p50 and p99, bytes and
+# allocations) to test/bench/results/event-*.json, and test/bench/plot
+# draws them. The packages' TestMains want an API server, which the
+# benchmarks never ask.
+bench-controllers: mod-download envtest ## Benchmark each controller's cost per event at 500, 5000 and 20000 nodes, without an API server
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench BenchmarkGateEvent -benchtime 40x -timeout 30m ./operator/gate/
+	set -o pipefail; KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
+		./operator/gate/ ./operator/aftercare/ ./operator/maintenance/ | go run ./test/bench/perevent
+	go run ./test/bench/plot
 
 # The files controller-gen writes. An untracked one is a generated file
 # nobody committed; other untracked files (a test being written) are not

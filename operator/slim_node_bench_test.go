@@ -15,12 +15,12 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/operator"
-	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/shape"
 )
 
 // BenchmarkCachedNode reports what one Node costs the operator's cache, in
 // heap bytes held: a cloud node as the simulated cluster's realistic mode
-// shapes it (sim.RealisticNode) with the annotations kmaint's daemon writes,
+// shapes it (shape.RealisticNode) with the annotations kmaint's daemon writes,
 // served as protobuf and decoded as the informer does, transformed and
 // stored. "stripped" drops only managed fields (the cache's default
 // transform), "slim" is what the operator runs on Nodes.
@@ -38,7 +38,7 @@ func BenchmarkCachedNode(b *testing.B) {
 	for i := range nodes {
 		name := fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", i/62500, i/250%250, i%250)
 		boot := uuid.NewString()
-		n := sim.RealisticNode(name, fmt.Sprint("pool-", i%20), i, fmt.Sprintf("10.%d.%d.%d", i/62500, i/250%250, i%250), boot)
+		n := shape.RealisticNode(name, fmt.Sprint("pool-", i%20), i, fmt.Sprintf("10.%d.%d.%d", i/62500, i/250%250, i%250), boot)
 		n.Annotations[protocol.State] = protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: boot, Since: since})
 		var buf bytes.Buffer
 		if err := encoder.Encode(n, &buf); err != nil {

@@ -228,6 +228,22 @@ func (st *poolState) wakeAt(t time.Time) {
 // that matters to the protocol trigger reconciles; the waits and settle
 // times requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("aftercare").
+		WithOptions(opts).
+		// Every update of a pool, its status too: the gate writes the
+		// status's other fields, and a write of it from an old copy puts
+		// back a halt this controller changed, which it then writes again.
+		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
+		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(false))).
+		Complete(r)
+}
+
+// prepare sets the defaults and what a reconcile needs besides the client:
+// the informers whose Node store it reads in place, and a reader that goes
+// to the API server past the cache.
+func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader) {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -238,24 +254,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.NodeReturnTimeout = defaultNodeReturnTimeout
 	}
 	if r.Pods == nil {
-		r.Pods = mgr.GetAPIReader()
+		r.Pods = apiReader
 	}
 	if r.Decoded == nil {
 		r.Decoded = poolnodes.NewDecoded()
 	}
 	r.events = poolnodes.Events{Recorder: r.Recorder}
-	r.cache = mgr.GetCache()
+	r.cache = informers
 	r.healthChecks = recent.New[types.UID, healthResult]()
 	r.backSightings = recent.New[string, backSighting]()
 	r.clearedDaemonPods = recent.New[string, clearedDaemonPods]()
 	r.looked = newLookedPools()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("aftercare").
-		WithOptions(opts).
-		// Every update of a pool, its status too: the gate writes the
-		// status's other fields, and a write of it from an old copy puts
-		// back a halt this controller changed, which it then writes again.
-		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
-		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(false))).
-		Complete(r)
 }

@@ -2,14 +2,13 @@ package bench
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/kmaint/kmaint/test/bench/provenance"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -89,34 +88,9 @@ func clientRequests(url string) (float64, error) {
 }
 
 // machine describes where the benchmark ran.
-type machine struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	MemoryGiB int64  `json:"memoryGiB"`
-	Kernel    string `json:"kernel"`
-	Go        string `json:"go"`
-}
+type machine = provenance.Machine
 
-func describeMachine() machine {
-	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "model name") {
-				m.CPU = strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
-		m.MemoryGiB = (kb + 512*1024) / 1024 / 1024
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
-}
+func describeMachine() machine { return provenance.ThisMachine() }
 
 // childCPUSeconds is the CPU time of this process's child named comm, e.g.
 // the test bed's kube-apiserver, to tell what the bench costs it.

@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 
+	"github.com/kmaint/kmaint/test/bench/provenance"
 	"github.com/kmaint/kmaint/test/testbed"
 )
 
@@ -27,21 +26,5 @@ func benchCommand() string {
 }
 
 // sourceCommit is the commit the benchmark's code comes from, with "-dirty"
-// when the work tree differs from it. Results themselves are left out of
-// the comparison: writing one must not make the next scenario's "dirty".
-func sourceCommit() (string, error) {
-	root := testbed.RepoRoot()
-	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse HEAD: %w", err)
-	}
-	status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", ".", ":(exclude)test/bench/results").Output()
-	if err != nil {
-		return "", fmt.Errorf("git status: %w", err)
-	}
-	commit := strings.TrimSpace(string(head))
-	if len(strings.TrimSpace(string(status))) > 0 {
-		commit += "-dirty"
-	}
-	return commit, nil
-}
+// when the work tree differs from it.
+func sourceCommit() (string, error) { return provenance.Commit(testbed.RepoRoot()) }

@@ -36,6 +36,22 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The per-event figures of two controllers (make bench-controllers).
+	for controller, p50s := range map[string][]float64{"gate": {3.4, 28.8, 164}, "aftercare": {1.1, 17.8, 112.7}} {
+		e := map[string]any{"controller": controller, "command": "make bench-controllers", "commit": "eeee", "date": "2026-12-05T12:00:00Z"}
+		var pts []map[string]any
+		for i, n := range []int{500, 5000, 20000} {
+			pts = append(pts, map[string]any{"nodes": n, "reconcileP50Ms": p50s[i]})
+		}
+		e["points"] = pts
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "event-"+controller+".json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := run(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +169,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		"slot":     "0@1",
 		"rss":      "2000@150 5000@250",
 		"requests": "0@15",
+		"event":    "5000@20 20000@50",
 	}
 	for p, want := range wantGoals {
 		if got := strings.Join(goals[p], " "); got != want {
@@ -188,8 +205,15 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		size, _ := strconv.Atoi(l.attrs["font-size"])
 		return labelBox(x, y, l.attrs["text-anchor"], size, l.content)
 	}
-	if len(goalLabels) != 6 {
-		t.Errorf("%d goal labels, want one per goal (6)", len(goalLabels))
+	if len(goalLabels) != 8 {
+		t.Errorf("%d goal labels, want one per goal (8)", len(goalLabels))
+	}
+	// One point per size of each controller measured, none of one not.
+	if got := points["event"]; got["gate"] != 3 || got["aftercare"] != 3 || got["maintenance"] != 0 {
+		t.Errorf("panel event: points %v, want 3 of the gate, 3 of aftercare, none of maintenance", got)
+	}
+	if !slices.Contains(texts, "20000 nodes, one event's reconcile per controller, no API server: commit eeee, 2026-12-05T12:00:00Z") {
+		t.Error("no line under the panels names the per-event figures' commit")
 	}
 	for i, a := range allLabels {
 		for _, b := range allLabels[i+1:] {

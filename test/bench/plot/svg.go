@@ -88,6 +88,15 @@ func panels() []panel {
 			},
 			goals: []goal{{0, 15, "sum ≤ 15"}},
 		},
+		{
+			id: "event", title: "One event's reconcile, p50, no API server", unit: "ms", digits: 1,
+			series: []series{
+				{name: "gate", color: "#1f77b4", value: func(r result) float64 { return r.GateEventP50Ms }},
+				{name: "aftercare", color: "#ff7f0e", value: func(r result) float64 { return r.AftercareEventP50Ms }},
+				{name: "maintenance", color: "#2ca02c", value: func(r result) float64 { return r.MaintenanceEventP50Ms }},
+			},
+			goals: []goal{{5000, 20, "gate < 20 at 5000"}, {20000, 50, "gate < 50 at 20000"}},
+		},
 	}
 }
 
@@ -129,7 +138,7 @@ func draw(results []result) string {
 		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), xTicks)
 	}
 	y := marginTop + rows*panelH + 20
-	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issue 16 (r = 10 s). Lines join results of one r; hollow: unfinished. Results:")
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issues 16 and 44 (r = 10 s). Lines join results of one r; hollow: unfinished. Results:")
 	for i, r := range results {
 		unfinished := ""
 		if r.Unfinished {
@@ -139,6 +148,10 @@ func draw(results []result) string {
 		// --abbrev=12 would; the JSON keeps the whole hash.
 		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, unfinished,
 			abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
+		if r.Event {
+			line = fmt.Sprintf("%d nodes, one event's reconcile per controller, no API server: commit %s, %s", r.Nodes,
+				abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
+		}
 		text(&b, 16, float64(y+footerLine*(2*i+1)), "start", 11, "normal", line)
 		text(&b, 32, float64(y+footerLine*(2*i+2)), "start", 11, "normal", orUnknown(r.Command))
 	}
