@@ -60,6 +60,9 @@ type NodeState struct {
 	// not: asked of every node at every count of a pool's budget, it is
 	// found once, when the node is read.
 	settleAnnotated bool
+	// DoNotDisrupt is the opt-out the node's own annotations say
+	// (NodeOptOut); nil when they say none.
+	DoNotDisrupt *OptOut
 	// Hook is where the node stands in the hooks of a point of its
 	// admission; nil when it waits for none.
 	Hook *HookRecord
@@ -110,6 +113,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.NotBack = decode[NotBack](node, NodeNotBack, &errs)
 	s.Settle = decode[Settle](node, Settling, &errs)
 	_, s.settleAnnotated = node.Annotations[Settling]
+	s.DoNotDisrupt = NodeOptOut(node)
 	s.Hook = decode[HookRecord](node, Hook, &errs)
 	s.Held = readHeld(node)
 	s.Unreadable = errors.Join(errs...)

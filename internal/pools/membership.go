@@ -3,6 +3,7 @@ package pools
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,14 @@ import (
 type Selection struct {
 	selectors map[string]labels.Selector
 	invalid   map[string]invalidSelector
+	// key names the selection (Key).
+	key string
 }
+
+// Key is the same for two selections that put every node in the same
+// pools: each pool's name and what its selector selects (or might). What a
+// node's pools are can be kept, by the node's version, while it stays.
+func (s Selection) Key() string { return s.key }
 
 // invalidSelector is a pool's selector that cannot be parsed.
 type invalidSelector struct {
@@ -52,6 +60,17 @@ func Selectors(pools []v1alpha1.MaintenancePool) Selection {
 		}
 		s.selectors[p.Name] = sel
 	}
+	// A selector's type too: one that selects nothing and one that
+	// selects everything both print as "".
+	var parts []string
+	for name, sel := range s.selectors {
+		parts = append(parts, fmt.Sprintf("%s\x00%T\x00%s", name, sel, sel))
+	}
+	for name, inv := range s.invalid {
+		parts = append(parts, fmt.Sprintf("%s\x01%T\x01%s", name, inv.mightSelect, inv.mightSelect))
+	}
+	slices.Sort(parts)
+	s.key = strings.Join(parts, "\x02")
 	return s
 }
 

@@ -39,8 +39,9 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	var errs []error
 	started := false
 	for _, v := range st.views {
-		have, ok := v.Node.Annotations[protocol.DesiredConfig]
-		if len(v.otherPools) > 0 || have == want && (ok || want == "") {
+		// Read from the annotation: with want set, equal means it is there;
+		// with none wanted, absent or empty is the same.
+		if len(v.otherPools) > 0 || v.DesiredConfig == want {
 			continue
 		}
 		_, err := r.patchNode(ctx, st, v, false, protocol.SetDesiredConfig(want))

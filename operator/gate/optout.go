@@ -50,7 +50,7 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 	for i := range st.views {
 		v := &st.views[i]
 		if v.WantsAdmission() {
-			v.optOut = protocol.NodeOptOut(v.Node)
+			v.optOut = v.DoNotDisrupt
 		}
 	}
 	return nil
@@ -145,7 +145,7 @@ func podHold(bounds *v1alpha1.PodOptOuts, held *protocol.Held, check podCheck, n
 func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, v := range st.views {
-		o := protocol.NodeOptOut(v.Node)
+		o := v.DoNotDisrupt
 		if o == nil || !v.Draining() || v.Unreadable != nil {
 			continue
 		}

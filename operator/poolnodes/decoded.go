@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/internal/pools"
 )
 
 // Decoded keeps each Node's protocol state as last decoded, by the
@@ -32,6 +33,10 @@ type decodedState struct {
 	uid             types.UID
 	resourceVersion string
 	state           protocol.NodeState
+	// pools are the pools the node is in by the selection of selection,
+	// a pools.Selection's Key; empty selection when not found yet.
+	selection string
+	pools     []string
 }
 
 // NewDecoded returns an empty store.
@@ -64,6 +69,32 @@ func (d *Decoded) State(node *corev1.Node) protocol.NodeState {
 	d.byNode[node.Name] = decodedState{uid: node.UID, resourceVersion: node.ResourceVersion, state: keep}
 	d.mu.Unlock()
 	return st
+}
+
+// StateAndPools returns protocol.Read(node) as State does, and the pools
+// the node is in (pools.Of), found again only for a version of the node
+// or a selection it has not been found for. The pools are shared: read
+// them, never change them.
+func (d *Decoded) StateAndPools(node *corev1.Node, sel pools.Selection) (protocol.NodeState, []string) {
+	st := d.State(node)
+	if d == nil || node.ResourceVersion == "" {
+		return st, pools.Of(node, sel)
+	}
+	key := sel.Key()
+	d.mu.Lock()
+	kept, ok := d.byNode[node.Name]
+	d.mu.Unlock()
+	if ok && kept.uid == node.UID && kept.resourceVersion == node.ResourceVersion && kept.selection == key && key != "" {
+		return st, kept.pools
+	}
+	in := pools.Of(node, sel)
+	d.mu.Lock()
+	if kept, ok := d.byNode[node.Name]; ok && kept.uid == node.UID && kept.resourceVersion == node.ResourceVersion {
+		kept.selection, kept.pools = key, in
+		d.byNode[node.Name] = kept
+	}
+	d.mu.Unlock()
+	return st, in
 }
 
 // ForgetGone drops the states of nodes not among nodes, every node the

@@ -40,16 +40,19 @@ func (d *Decoded) Walk(nodes []*corev1.Node, pool string, sel pools.Selection, v
 	// struct, a tenth of a reconcile at 500 nodes.
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	for _, node := range nodes {
-		in := pools.Of(node, sel)
+		st, in := d.StateAndPools(node, sel)
 		if !slices.Contains(in, pool) {
-			// Only its admission is looked at first: this runs for every
-			// node the pool does not select.
-			if AdmittedBy(node) == pool {
-				visit(d.State(node), in, false)
+			if admittedBy(st) == pool {
+				visit(st, in, false)
 			}
 			continue
 		}
-		visit(d.State(node), slices.DeleteFunc(in, func(p string) bool { return p == pool }), true)
+		var others []string
+		if len(in) > 1 {
+			// A copy: the pools found are kept for the next reconcile.
+			others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
+		}
+		visit(st, others, true)
 	}
 	d.ForgetGone(nodes)
 }
@@ -65,6 +68,17 @@ func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection) N
 		}
 	})
 	return out
+}
+
+// admittedBy is AdmittedBy of a node read already.
+func admittedBy(st protocol.NodeState) string {
+	switch {
+	case st.Admission != nil:
+		return st.Admission.Pool
+	case st.Settle != nil:
+		return st.Settle.Pool
+	}
+	return ""
 }
 
 // AdmittedBy names the pool that admitted the node, or whose slot it holds
