@@ -2,19 +2,12 @@ package aftercare
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kmaint/kmaint/api/scheme"
-	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/test/memcluster"
 )
 
@@ -24,61 +17,37 @@ import (
 // memcluster), as BenchmarkGateEvent does the gate's: every node of the
 // pool asking, a twentieth of them approved and rebooting. Each op is one
 // of those nodes back from its reboot before its daemon is, whose return
-// aftercare notes: the start of its bound on the daemon's confirmation. Reported besides: the reconcile's p50 and
-// p99.
-func BenchmarkAftercareEvent(b *testing.B) {
-	for _, n := range []int{500, 5000, 20000} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchmarkAftercareEvent(b, n) })
-	}
-}
+// aftercare notes: the start of its bound on the daemon's confirmation.
+// Reported besides: the reconcile's p50 and p99.
+func BenchmarkAftercareEvent(b *testing.B) { memcluster.RunSizes(b, benchmarkAftercareEvent) }
 
 func benchmarkAftercareEvent(b *testing.B, n int) {
-	s, err := scheme.New()
-	if err != nil {
-		b.Fatal(err)
-	}
 	const pool = "bench"
-	ro, err := memcluster.NewRollout(memcluster.New(s), pool, n, max(n/20, 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rec, err := metrics.NewRecorder(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
+	ro, rec := memcluster.BenchRollout(b, pool, n)
 	r := &Reconciler{Client: ro.Client(), Recorder: &events.FakeRecorder{}, Metrics: rec}
 	r.prepare(ro.Informers(), ro.Client())
 	// The nodes in flight as they were approved: once each came back,
 	// they are put back, to come back again.
-	var approved []*corev1.Node
-	for _, name := range ro.InFlight {
-		node, err := ro.Node(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		approved = append(approved, node)
+	if err := ro.KeepInFlight(); err != nil {
+		b.Fatal(err)
 	}
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	var took []time.Duration
+	var took memcluster.Latencies
 	event := func() string {
-		if len(ro.InFlight) == 0 {
-			for _, node := range approved {
-				if err := ro.Set(node.DeepCopy()); err != nil {
-					b.Fatal(err)
-				}
-				ro.InFlight = append(ro.InFlight, node.Name)
-			}
+		if err := ro.Refill(); err != nil {
+			b.Fatal(err)
 		}
 		name, err := ro.BackBeforeItsDaemon()
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		began := time.Now()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}}); err != nil {
+		if err := took.Time(func() error {
+			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
+			return err
+		}); err != nil {
 			b.Fatal(err)
 		}
-		took = append(took, time.Since(began))
 		return name
 	}
 	b.StopTimer()
@@ -95,11 +64,7 @@ func benchmarkAftercareEvent(b *testing.B, n int) {
 		b.StopTimer()
 		event()
 	}
-	slices.Sort(took)
-	if len(took) > 0 {
-		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/reconcile-p50")
-		b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "ms/reconcile-p99")
-	}
+	took.Report(b)
 }
 
 // noted reports whether aftercare noted the node back from its reboot.

@@ -2,23 +2,19 @@ package gate
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/protocol"
-	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/drain"
-	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/test/memcluster"
 )
 
@@ -33,11 +29,7 @@ import (
 // drain's end, which the gate approves. Completed nodes ask again, so the
 // queue stays as long. Reported besides the usual: the reconcile's p50 and
 // p99 (ms/reconcile-p50, -p99).
-func BenchmarkGateEvent(b *testing.B) {
-	for _, n := range []int{500, 5000, 20000} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchmarkGateEvent(b, n) })
-	}
-}
+func BenchmarkGateEvent(b *testing.B) { memcluster.RunSizes(b, benchmarkGateEvent) }
 
 // benchPool is the pool every benchmark's nodes are in.
 const benchPool = "bench"
@@ -58,15 +50,16 @@ type rollout struct {
 }
 
 func benchmarkGateEvent(b *testing.B, n int) {
-	ro := newRollout(b, n, max(n/20, 1))
+	ro := newRollout(b, n)
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	var took []time.Duration
+	var took memcluster.Latencies
 	reconcile := func() {
-		began := time.Now()
-		if _, err := ro.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: benchPool}}); err != nil {
+		if err := took.Time(func() error {
+			_, err := ro.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: benchPool}})
+			return err
+		}); err != nil {
 			b.Fatal(err)
 		}
-		took = append(took, time.Since(began))
 	}
 	// One turn first, outside the measure: the first reconcile decodes
 	// every node.
@@ -84,35 +77,16 @@ func benchmarkGateEvent(b *testing.B, n int) {
 		ro.drained(b, reconcile)
 	}
 	b.StopTimer()
-	reportLatency(b, took)
+	took.Report(b)
 }
 
-// reportLatency reports the p50 and p99 of the reconciles.
-func reportLatency(b *testing.B, took []time.Duration) {
-	slices.Sort(took)
-	if len(took) > 0 {
-		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms/reconcile-p50")
-		b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "ms/reconcile-p99")
-	}
-}
-
-// newRollout makes a pool of n realistic nodes under a rollout, budget of
-// them in flight, and a gate whose drains are done at their first step.
-func newRollout(b testing.TB, n, budget int) *rollout {
+// newRollout makes a pool of n realistic nodes under a rollout, a
+// twentieth of them in flight, and a gate whose drains are done at their
+// first step.
+func newRollout(b testing.TB, n int) *rollout {
 	b.Helper()
-	s, err := scheme.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	mr, err := memcluster.NewRollout(memcluster.New(s), benchPool, n, budget)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mr, rec := memcluster.BenchRollout(b, benchPool, n)
 	ro := &rollout{Rollout: mr, drain: make(chan string, 16)}
-	rec, err := metrics.NewRecorder(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
 	ro.r = &Reconciler{Client: ro.Client(), Drainer: doneDrainer{}, Recorder: &events.FakeRecorder{}, Metrics: rec, DrainPollInterval: time.Hour}
 	ro.r.prepare(ro.Informers(), ro.Client())
 	ctx, cancel := context.WithCancel(context.Background())

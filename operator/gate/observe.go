@@ -123,7 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		v.inflight = r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil {
-			settings, err := r.requestSettingsOf(openOnNode, v.Node.Name)
+			settings, err := r.requestSettingsOf(openOnNode, v)
 			if err != nil {
 				lookupErr = err
 				return

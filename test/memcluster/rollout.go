@@ -1,7 +1,9 @@
 package memcluster
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/shape"
 )
@@ -30,6 +33,9 @@ type Rollout struct {
 	// were admitted.
 	InFlight []string
 	asked    int
+	// kept and keptInFlight are what KeepInFlight kept.
+	kept         []client.Object
+	keptInFlight []string
 }
 
 // NewRollout fills c with a pool of n realistic nodes (shape.RealisticNode)
@@ -117,4 +123,41 @@ func (ro *Rollout) back(daemon bool) (string, error) {
 		delete(node.Annotations, protocol.RebootRequested)
 	}
 	return name, ro.Set(node)
+}
+
+// KeepInFlight remembers the nodes in flight and their open
+// NodeMaintenances as they are now; Refill puts them back once none is left
+// in flight, so that a benchmark's events, each of which takes one, never
+// run out.
+func (ro *Rollout) KeepInFlight() error {
+	ro.kept, ro.keptInFlight = nil, slices.Clone(ro.InFlight)
+	for _, name := range ro.InFlight {
+		node, err := ro.Node(name)
+		if err != nil {
+			return err
+		}
+		var open v1alpha1.NodeMaintenanceList
+		if err := ro.Client().List(context.Background(), &open, client.MatchingFields{index.OpenOnNode: name}); err != nil {
+			return err
+		}
+		ro.kept = append(ro.kept, node)
+		for i := range open.Items {
+			ro.kept = append(ro.kept, &open.Items[i])
+		}
+	}
+	return nil
+}
+
+// Refill puts back what KeepInFlight kept, once no node is in flight.
+func (ro *Rollout) Refill() error {
+	if len(ro.InFlight) > 0 {
+		return nil
+	}
+	for _, obj := range ro.kept {
+		if err := ro.Set(obj.DeepCopyObject().(client.Object)); err != nil {
+			return err
+		}
+	}
+	ro.InFlight = slices.Clone(ro.keptInFlight)
+	return nil
 }

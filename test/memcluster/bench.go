@@ -1,0 +1,66 @@
+package memcluster
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kmaint/kmaint/api/scheme"
+	"github.com/kmaint/kmaint/operator/metrics"
+)
+
+// Sizes are the pool sizes the per-event benchmarks run at: the end to
+// end bench's smallest, its largest, and four times that.
+var Sizes = []int{500, 5000, 20000}
+
+// RunSizes runs bench at each of Sizes, as sub-benchmarks nodes=N.
+func RunSizes(b *testing.B, bench func(b *testing.B, nodes int)) {
+	for _, n := range Sizes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { bench(b, n) })
+	}
+}
+
+// BenchRollout is NewRollout in a new Cluster of the operator's scheme,
+// with a twentieth of the pool in flight (25 of 500, as the end to end
+// bench), and a metrics recorder of its own for the controller under test.
+func BenchRollout(b testing.TB, pool string, n int) (*Rollout, *metrics.Recorder) {
+	b.Helper()
+	s, err := scheme.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ro, err := NewRollout(New(s), pool, n, max(n/20, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec, err := metrics.NewRecorder(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ro, rec
+}
+
+// Latencies are the durations of a benchmark's reconciles.
+type Latencies []time.Duration
+
+// Time runs f and keeps how long it took.
+func (l *Latencies) Time(f func() error) error {
+	began := time.Now()
+	err := f()
+	*l = append(*l, time.Since(began))
+	return err
+}
+
+// Report reports their p50 and p99 as ms/reconcile-p50 and -p99, which
+// test/bench/perevent saves.
+func (l Latencies) Report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, "ms/reconcile-p50")
+	b.ReportMetric(float64(l[len(l)*99/100].Microseconds())/1000, "ms/reconcile-p99")
+}
