@@ -196,7 +196,8 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 # What one event costs each controller (observe, decide, act: one
 # reconcile) in pools of 500, 5000 and 20000 realistic nodes, without an API
 # server (package test/memcluster): the gate, aftercare and maintenance.
-# test/bench/perevent saves the figures (reconcile p50 and p99, bytes and
+# test/bench/perevent saves the figures (reconcile p50 and p99 less the
+# memory cluster's serving of the writes, an API server's work; bytes and
 # allocations) to test/bench/results/event-*.json, and test/bench/plot
 # draws them. The packages' TestMains want an API server, which the
 # benchmarks never ask.

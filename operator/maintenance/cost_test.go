@@ -42,7 +42,7 @@ func benchmarkMaintenanceEvent(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := took.Time(func() error {
+		if err := took.Time(ro.Cluster, func() error {
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
 			return err
 		}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
@@ -90,14 +91,17 @@ func (m *memClient) List(_ context.Context, list client.ObjectList, opts ...clie
 // with a conflict when it carries another resourceVersion (an optimistic
 // lock), and leaves obj as written.
 func (m *memClient) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+	defer m.c.serving(time.Now())
 	return m.c.patch(obj, patch)
 }
 
 func (m *memClient) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	defer m.c.serving(time.Now())
 	return m.c.update(obj)
 }
 
 func (m *memClient) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	defer m.c.serving(time.Now())
 	if _, err := m.c.Object(obj, client.ObjectKeyFromObject(obj)); err == nil {
 		return apierrors.NewAlreadyExists(schema.GroupResource{}, obj.GetName())
 	}
@@ -109,6 +113,7 @@ func (m *memClient) Create(_ context.Context, obj client.Object, _ ...client.Cre
 }
 
 func (m *memClient) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+	defer m.c.serving(time.Now())
 	gvk, err := m.c.gvk(obj)
 	if err != nil {
 		return err
@@ -130,10 +135,12 @@ type statusWriter struct {
 }
 
 func (s statusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+	defer s.c.serving(time.Now())
 	return s.c.patch(obj, patch)
 }
 
 func (s statusWriter) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
+	defer s.c.serving(time.Now())
 	return s.c.update(obj)
 }
 

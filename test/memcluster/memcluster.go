@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +35,18 @@ type Cluster struct {
 	stores map[schema.GroupVersionKind]toolscache.Indexer
 	// version is the last resourceVersion given out.
 	version int64
+	// served is how long the cluster has spent applying writes, in
+	// nanoseconds: an API server's work, which Latencies leaves out.
+	served atomic.Int64
 }
+
+// Served is how long the cluster has spent applying the client's writes
+// (patches, updates, creations and deletions): what an API server would
+// do, not the controller.
+func (c *Cluster) Served() time.Duration { return time.Duration(c.served.Load()) }
+
+// serving counts the time from began as the cluster's.
+func (c *Cluster) serving(began time.Time) { c.served.Add(int64(time.Since(began))) }
 
 // New returns an empty cluster of the scheme's kinds.
 func New(scheme *runtime.Scheme) *Cluster {

@@ -45,6 +45,7 @@ func TestClusterServesReadsAndPatches(t *testing.T) {
 	node.Spec.Unschedulable = true
 	g.Expect(cl.Patch(ctx, &node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))).To(Succeed())
 	g.Expect(node.ResourceVersion).NotTo(Equal(base.ResourceVersion))
+	g.Expect(c.Served()).To(BeNumerically(">", 0), "the time spent applying it is counted as the cluster's")
 	again := stale.DeepCopy()
 	again.Labels = map[string]string{"a": "b"}
 	err = cl.Patch(ctx, again, client.MergeFromWithOptions(stale, client.MergeFromWithOptimisticLock{}))
