@@ -22,6 +22,9 @@ func hookStretches(boot string, f *protocol.NodeState) []protocol.HookStretch {
 	var out []protocol.HookStretch
 	for _, s := range f.Hook.Stretches() {
 		switch {
+		case s.Point != protocol.BeforeDrain && s.Point != protocol.BeforeReboot && s.Point != protocol.AfterReboot:
+			// Not the operator's (a hand-written record): the API refuses
+			// other points, and a refused status would stop the request's.
 		case s.Point != protocol.AfterReboot && s.BootID == boot,
 			s.Point == protocol.AfterReboot && s.BootID != boot && s.BootID == f.BootID && f.Approved == boot:
 			out = append(out, s)
@@ -49,7 +52,14 @@ func recordHookTimes(s *v1alpha1.NodeMaintenanceStatus, stretches []protocol.Hoo
 			i = len(s.HookTimes) - 1
 		}
 		h := &s.HookTimes[i]
-		h.Hooks = slices.Clone(st.Hooks)
+		// At most the API's bound of names, each within its bound: a
+		// status the API refuses would stop the request's.
+		h.Hooks = slices.Clone(st.Hooks[:min(len(st.Hooks), 8)])
+		for j, name := range h.Hooks {
+			if len(name) > 63 {
+				h.Hooks[j] = name[:63]
+			}
+		}
 		switch {
 		case !st.Passed.IsZero():
 			if h.Passed == nil {

@@ -1,6 +1,8 @@
 package maintenance
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +88,30 @@ func TestHookTimesFromAnotherClockAreNotAhead(t *testing.T) {
 	recordHookTimes(&s, []protocol.HookStretch{{Point: protocol.BeforeDrain, Hooks: []string{"db"}, Since: now.Add(time.Minute)}}, now.Add(time.Minute))
 	g.Expect(s.HookTimes[0].Passed).To(BeNil())
 	g.Expect(s.HookTimes[0].Started).To(Equal(metav1.NewTime(now)))
+}
+
+// A record written by hand (the operator's own is kept to its writer by
+// admission) never makes a status the API would refuse: that would stop
+// every write of the request's status.
+func TestHookTimesStayWithinTheAPIsBounds(t *testing.T) {
+	g := NewWithT(t)
+	admitted := t0.Add(time.Minute)
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("hook-%02d-%s", i, strings.Repeat("x", 70)))
+	}
+	var hooks []protocol.HookProgress
+	for _, n := range names {
+		hooks = append(hooks, protocol.HookProgress{Name: n, Since: admitted})
+	}
+	rec := protocol.HookRecord{Point: protocol.BeforeReboot, BootID: "boot-0", Since: admitted, Hooks: hooks,
+		Earlier: []protocol.HookStretch{{Point: "sideways", BootID: "boot-0", Since: admitted}}}
+	f := read(gen.Node("n1", gen.BootID("boot-0"), gen.Admitted("boot-0", admitted, reqID), hooked(rec)))
+	var s v1alpha1.NodeMaintenanceStatus
+	recordHookTimes(&s, hookStretches("boot-0", f), admitted)
+	g.Expect(s.HookTimes).To(HaveLen(1), "the unknown point is left out")
+	g.Expect(s.HookTimes[0].Hooks).To(HaveLen(8))
+	for _, n := range s.HookTimes[0].Hooks {
+		g.Expect(len(n)).To(BeNumerically("<=", 63))
+	}
 }
