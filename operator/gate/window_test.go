@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -52,6 +53,43 @@ func TestClosedWindowHoldsRequestsUnlessTheyIgnoreWindows(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, timeout).Should(Succeed())
 	g.Expect(daemons.Count(nodes[0])).To(Equal(0), "the routine request still waits for its window")
 	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
+}
+
+// A NodeMaintenance changed while its node waits is read again, though the
+// node does not change: the gate keeps what a node's NodeMaintenances say
+// until one of them does.
+func TestARequestMadeToIgnoreWindowsWhileItWaitsIsAdmitted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pool := gen.Pool("window-edit", intstr.FromInt32(1))
+	pool.Spec.Windows = []v1alpha1.MaintenanceWindow{closedWindow()}
+	createPool(t, pool)
+	nodes := createNodes(t, "window-edit", "window-edit", 1)
+	daemons := runDaemons(t, "window-edit", false)
+	startOperator(t)
+
+	nm := &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "window-edit-kernel"},
+		Spec:       v1alpha1.NodeMaintenanceSpec{NodeName: nodes[0], Reason: "kernel"},
+	}
+	g.Expect(bed.Client.Create(ctx, nm)).To(Succeed())
+	g.Expect(gen.Request(ctx, bed.Client, nodes[0], string(nm.UID), v1alpha1.SourceAPI, time.Now())).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getPool(g, "window-edit").Status.Conditions, v1alpha1.BlockedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal("OutsideWindow"))
+	}, timeout).Should(Succeed())
+	node := getNode(g, nodes[0])
+	g.Expect(node.Annotations).NotTo(HaveKey(protocol.Admitted))
+
+	// It turns out to be an emergency: the request may ignore windows now.
+	g.Eventually(func(g Gomega) {
+		g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(nm), nm)).To(Succeed())
+		nm.Spec.IgnoreWindows = true
+		g.Expect(bed.Client.Update(ctx, nm)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
+	g.Expect(daemons.Count(nodes[0])).To(Equal(1))
 }
 
 func TestOpenWindowAdmits(t *testing.T) {
