@@ -157,7 +157,7 @@ func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, erro
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	st.nodes = r.Decoded.Read(nodes, pool.Name, sel)
+	st.nodes = r.Decoded.Read(nodes, pool.Name, sel, poolnodes.Capacity(pool, len(nodes)))
 	return st, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/index"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -109,7 +110,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, err
 	}
-	st.views = make([]nodeView, 0, viewsCapacity(pool, len(nodes)))
+	st.views = make([]nodeView, 0, poolnodes.Capacity(pool, len(nodes)))
 	var lookupErr error
 	r.Decoded.Walk(nodes, pool.Name, st.selection, func(s protocol.NodeState, otherPools []string, member bool) {
 		v := viewOf(s)
@@ -150,16 +151,6 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		return nil, err
 	}
 	return st, nil
-}
-
-// viewsCapacity is how many views to make room for at once: as many as the
-// pool last counted nodes, when that is no more than the nodes there are.
-// Grown one append at a time, the views of 2000 nodes cost 2.4 MB of
-// allocations per reconcile, a fifth of the operator's at that size; the
-// status is only a hint, which anyone who may write it could set to -1 or
-// two billion.
-func viewsCapacity(pool *v1alpha1.MaintenancePool, nodes int) int {
-	return min(max(int(pool.Status.Nodes), 0), nodes)
 }
 
 // unreadableRequests returns, by request id, the NodeMaintenances that

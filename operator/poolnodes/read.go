@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 )
 
@@ -57,9 +58,20 @@ func (d *Decoded) Walk(nodes []*corev1.Node, pool string, sel pools.Selection, v
 	d.ForgetGone(nodes)
 }
 
-// Read is Walk, collected.
-func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection) Nodes {
-	var out Nodes
+// Capacity is how many members of a pool to make room for at once, of
+// nodes there are: as many as the pool last counted. Grown one append at
+// a time, the members of thousands of nodes (a few hundred bytes each)
+// were copied again at every doubling, most of a reconcile's allocations;
+// the status is only a hint, which anyone who may write it could set to -1
+// or two billion.
+func Capacity(pool *v1alpha1.MaintenancePool, nodes int) int {
+	return min(max(int(pool.Status.Nodes), 0), nodes)
+}
+
+// Read is Walk, collected; capacity is how many members to make room
+// for at once (Capacity).
+func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
+	out := Nodes{Members: make([]Member, 0, capacity)}
 	d.Walk(nodes, pool, sel, func(s protocol.NodeState, others []string, member bool) {
 		if member {
 			out.Members = append(out.Members, Member{NodeState: s, OtherPools: others})

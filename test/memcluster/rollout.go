@@ -46,6 +46,8 @@ func NewRollout(c *Cluster, pool string, n, budget int) (*Rollout, error) {
 	ro := &Rollout{Cluster: c, Pool: pool, Config: "os-2", Start: time.Now().Add(-time.Hour)}
 	p := gen.Pool(pool, intstr.FromInt32(int32(budget)))
 	p.Spec.DesiredConfig = ro.Config
+	// As the gate counted them when the rollout began.
+	p.Status.Nodes = int32(n)
 	if err := c.Add(p); err != nil {
 		return nil, err
 	}

@@ -1,16 +1,17 @@
-package gate
+package poolnodes_test
 
 import (
 	"math"
 	"testing"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
-// The pool's status only hints at how many views to make room for: a
-// forged or stale count never makes the gate reserve more than the nodes
-// there are, nor panic on a negative one.
-func TestViewsCapacityTrustsThePoolsCountOnlyWithinTheNodes(t *testing.T) {
+// The pool's status only hints at how many members to make room for: a
+// forged or stale count never makes the gate or aftercare reserve more
+// than the nodes there are, nor panic on a negative one.
+func TestCapacityTrustsThePoolsCountOnlyWithinTheNodes(t *testing.T) {
 	for name, tc := range map[string]struct {
 		counted int32
 		nodes   int
@@ -24,8 +25,8 @@ func TestViewsCapacityTrustsThePoolsCountOnlyWithinTheNodes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			pool := &v1alpha1.MaintenancePool{Status: v1alpha1.MaintenancePoolStatus{Nodes: tc.counted}}
-			if got := viewsCapacity(pool, tc.nodes); got != tc.want {
-				t.Errorf("viewsCapacity(nodes %d counted, %d there) = %d, want %d", tc.counted, tc.nodes, got, tc.want)
+			if got := poolnodes.Capacity(pool, tc.nodes); got != tc.want {
+				t.Errorf("Capacity(nodes %d counted, %d there) = %d, want %d", tc.counted, tc.nodes, got, tc.want)
 			}
 		})
 	}
