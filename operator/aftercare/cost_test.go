@@ -27,45 +27,17 @@ func benchmarkAftercareEvent(b *testing.B, n int) {
 	ro, rec := memcluster.BenchRollout(b, pool, n)
 	r := &Reconciler{Client: ro.Client(), Recorder: &events.FakeRecorder{}, Metrics: rec}
 	r.prepare(ro.Informers(), ro.Client())
-	// The nodes in flight as they were approved: once each came back,
-	// they are put back, to come back again.
-	if err := ro.KeepInFlight(); err != nil {
-		b.Fatal(err)
-	}
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	var took memcluster.Latencies
-	event := func() string {
-		if err := ro.Refill(); err != nil {
-			b.Fatal(err)
+	ro.NodeEvents(b, ro.BackBeforeItsDaemon, func(string) error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
+		return err
+	}, func(first string) {
+		// Aftercare notes when the node came back without its daemon's
+		// word: the start of the bound on that wait.
+		if !r.noted(first) {
+			b.Fatalf("node %s came back and aftercare did not note it", first)
 		}
-		name, err := ro.BackBeforeItsDaemon()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if err := took.Time(ro.Cluster, func() error {
-			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		return name
-	}
-	b.StopTimer()
-	// The first reconcile decodes every node. The event is what it claims:
-	// aftercare notes when the node came back without its daemon's word,
-	// the start of the bound on that wait.
-	if first := event(); !r.noted(first) {
-		b.Fatalf("node %s came back and aftercare did not note it", first)
-	}
-	took = took[:0]
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		b.StopTimer()
-		event()
-	}
-	took.Report(b)
+	})
 }
 
 // noted reports whether aftercare noted the node back from its reboot.

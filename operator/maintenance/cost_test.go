@@ -26,48 +26,20 @@ func BenchmarkMaintenanceEvent(b *testing.B) { memcluster.RunSizes(b, benchmarkM
 func benchmarkMaintenanceEvent(b *testing.B, n int) {
 	ro, rec := memcluster.BenchRollout(b, "bench", n)
 	r := &Reconciler{Client: ro.Client(), Recorder: &events.FakeRecorder{}, Clock: clock.RealClock{}, Metrics: rec, writes: newWritten()}
-	// The nodes in flight and their requests as they were approved: once
-	// each came back, they are put back, to come back again.
-	if err := ro.KeepInFlight(); err != nil {
-		b.Fatal(err)
-	}
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	var took memcluster.Latencies
-	event := func() string {
-		if err := ro.Refill(); err != nil {
+	ro.NodeEvents(b, ro.BackFromReboot, func(node string) error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: node}})
+		return err
+	}, func(first string) {
+		// The node's request succeeds.
+		var its v1alpha1.NodeMaintenanceList
+		if err := ro.Client().List(ctx, &its, client.MatchingFields{index.NodeName: first}); err != nil {
 			b.Fatal(err)
 		}
-		name, err := ro.BackFromReboot()
-		if err != nil {
-			b.Fatal(err)
+		if len(its.Items) != 1 || its.Items[0].Status.Phase != v1alpha1.PhaseSucceeded {
+			b.Fatalf("node %s back from its reboot: its requests are %+v, want one Succeeded", first, its.Items)
 		}
-		b.StartTimer()
-		if err := took.Time(ro.Cluster, func() error {
-			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		return name
-	}
-	b.StopTimer()
-	// The event is what it claims: the node's request succeeds.
-	first := event()
-	var its v1alpha1.NodeMaintenanceList
-	if err := ro.Client().List(ctx, &its, client.MatchingFields{index.NodeName: first}); err != nil {
-		b.Fatal(err)
-	}
-	if len(its.Items) != 1 || its.Items[0].Status.Phase != v1alpha1.PhaseSucceeded {
-		b.Fatalf("node %s back from its reboot: its requests are %+v, want one Succeeded", first, its.Items)
-	}
-	took = took[:0]
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		b.StopTimer()
-		event()
-	}
-	took.Report(b)
+	})
 	var list v1alpha1.NodeMaintenanceList
 	if err := ro.Client().List(ctx, &list, client.MatchingFields{index.State: index.Open}); err != nil {
 		b.Fatal(err)
