@@ -36,7 +36,10 @@ func All[T client.Object](ctx context.Context, informers cache.Informers, exampl
 // reconcile, where a List's reflection, slice and informer lookup were most
 // of what it spent on a node. The index's names are controller-runtime's:
 // "field:" and the field, values prefixed with their namespace, or
-// "__all_namespaces/" for all (its cache_reader.go).
+// "__all_namespaces/" for all (its cache_reader.go). A controller-runtime
+// that named them otherwise would find nothing here, silently: the gate's
+// tests of policy windows and ignoreWindows (which need a node's
+// NodeMaintenances found) fail then, against a real cache.
 type Index[T client.Object] struct {
 	indexer toolscache.Indexer
 	name    string
