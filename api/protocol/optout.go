@@ -153,6 +153,11 @@ func (s NodeState) OptOut() *OptOut {
 	return nil
 }
 
+// HeldAnnotated reports whether the node carries the gate's note of why it
+// holds the node (AdmissionHeld), whether it can be read or not: the gate
+// removes it from every node nothing holds, and asks at every reconcile.
+func (s NodeState) HeldAnnotated() bool { return s.heldAnnotated }
+
 // readHeld decodes AdmissionHeld. It is the operator's report, not a
 // decision: one that cannot be read is taken for absent (the gate writes
 // it again from the pods), never for a reason to hold the node's other

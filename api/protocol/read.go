@@ -60,6 +60,16 @@ type NodeState struct {
 	// not: asked of every node at every count of a pool's budget, it is
 	// found once, when the node is read.
 	settleAnnotated bool
+	// heldAnnotated is whether the node carries the gate's note of why it
+	// holds the node (AdmissionHeld), read or not (HeldAnnotated).
+	heldAnnotated bool
+	// current is Current as Read found it, when read is true: the gate
+	// asks it of every node of a pool several times per reconcile, and
+	// working it out reads the decoded record, in memory scattered over
+	// thousands of nodes. A NodeState made otherwise than by Read works it
+	// out at each call.
+	current *Requested
+	read    bool
 	// DoNotDisrupt is the opt-out the node's own annotations say
 	// (NodeOptOut); nil when they say none.
 	DoNotDisrupt *OptOut
@@ -116,8 +126,41 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.DoNotDisrupt = NodeOptOut(node)
 	s.Hook = decode[HookRecord](node, Hook, &errs)
 	s.Held = readHeld(node)
+	_, s.heldAnnotated = node.Annotations[AdmissionHeld]
 	s.Unreadable = errors.Join(errs...)
+	s.shareBootIDs()
+	s.current, s.read = s.findCurrent(), true
 	return s, s.Unreadable
+}
+
+// shareBootIDs makes every record's boot ID that is the node's the node's
+// own string. The predicates compare them many times per node at every
+// reconcile of its pool; two equal strings from different decodings are
+// compared byte by byte, in memory scattered over thousands of nodes, and
+// that was a tenth of the gate's reconcile at 20000 nodes. The same string
+// compares equal at once.
+func (s *NodeState) shareBootIDs() {
+	share := func(id *string) {
+		if *id == s.BootID {
+			*id = s.BootID
+		}
+	}
+	share(&s.Approved)
+	if s.Requested != nil {
+		share(&s.Requested.BootID)
+	}
+	if s.Admission != nil {
+		share(&s.Admission.BootID)
+	}
+	if s.Daemon != nil {
+		share(&s.Daemon.BootID)
+	}
+	if s.DrainRetry != nil {
+		share(&s.DrainRetry.BootID)
+	}
+	if s.DrainFailure != nil {
+		share(&s.DrainFailure.BootID)
+	}
 }
 
 // checkApproval says what is wrong with an approval that is not the gate's:
@@ -170,6 +213,13 @@ func (s NodeState) Name() string { return s.Node.Name }
 // Current returns the requests the node made in its current boot; nil when
 // there are none. Requests of an earlier boot were satisfied by its reboot.
 func (s NodeState) Current() *Requested {
+	if s.read {
+		return s.current
+	}
+	return s.findCurrent()
+}
+
+func (s NodeState) findCurrent() *Requested {
 	if s.Requested == nil || s.Requested.BootID != s.BootID || len(s.Requested.Requests) == 0 {
 		return nil
 	}

@@ -99,6 +99,14 @@ func (w *Windows) Pool() policies.WindowState {
 	return policies.AnyOpen(w.windows, w.now)
 }
 
+// Timeless reports whether Node says the same at every moment: open for
+// every request, since neither the pool nor any policy has windows or
+// freezes, and the pool's can be read. What it says of a node may then be
+// kept until the node's requests change.
+func (w *Windows) Timeless() bool {
+	return w.poolErr == nil && w.freezeErr == nil && len(w.windows) == 0 && len(w.freezes) == 0 && len(w.policies) == 0
+}
+
 // PolicyWindows reports whether any policy has windows, i.e. whether a
 // request's policy can matter.
 func (w *Windows) PolicyWindows() bool { return len(w.policies) > 0 }

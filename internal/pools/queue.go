@@ -63,3 +63,16 @@ func within(t, lo, hi time.Time) time.Time {
 	}
 	return t
 }
+
+// QueueTimeMoves reports whether QueueTime of reqs changes with now: when
+// one of them has no NodeMaintenance that dates it, it counts from a time
+// bounded by now. Otherwise QueueTime is the same at every moment, and
+// may be kept until the requests or their NodeMaintenances change.
+func QueueTimeMoves(reqs []protocol.Request, settings map[string]RequestSettings) bool {
+	for _, req := range reqs {
+		if s, ok := settings[req.ID]; !ok || s.Recorded.IsZero() {
+			return true
+		}
+	}
+	return false
+}

@@ -76,6 +76,25 @@ func TestQueueTime(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(QueueTime(tc.reqs, tc.settings, now)).To(Equal(tc.want))
+			// What does not move may be kept: a day later it is the same.
+			if !QueueTimeMoves(tc.reqs, tc.settings) {
+				g.Expect(QueueTime(tc.reqs, tc.settings, now.Add(24*time.Hour))).To(Equal(tc.want), "a queue time said not to move moved")
+			}
 		})
 	}
+}
+
+// A request no NodeMaintenance dates counts from a time bounded by now:
+// its queue time moves, and the gate works it out again at each reconcile.
+func TestQueueTimeMovesWithoutARecord(t *testing.T) {
+	g := NewWithT(t)
+	recorded := time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC)
+	host := protocol.Request{ID: "h", Source: v1alpha1.SourceHost, Time: recorded}
+	api := protocol.Request{ID: "uid", Source: v1alpha1.SourceAPI, Time: recorded}
+	both := map[string]RequestSettings{"h": {Recorded: recorded, RaisedOnNode: true}, "uid": {Recorded: recorded}}
+	g.Expect(QueueTimeMoves([]protocol.Request{host, api}, both)).To(BeFalse(), "every request dated")
+	g.Expect(QueueTimeMoves([]protocol.Request{host}, nil)).To(BeTrue(), "a host request not recorded yet")
+	g.Expect(QueueTimeMoves([]protocol.Request{host, api}, map[string]RequestSettings{"h": both["h"]})).To(BeTrue(), "one of two not recorded")
+	g.Expect(QueueTimeMoves([]protocol.Request{api}, map[string]RequestSettings{"uid": {}})).To(BeTrue(), "a record without a creation time")
+	g.Expect(QueueTimeMoves(nil, nil)).To(BeFalse(), "no requests")
 }

@@ -85,3 +85,37 @@ func TestWindowsPool(t *testing.T) {
 
 	g.Expect(NewWindows(t0, nil, nil).Pool().Open).To(BeTrue(), "the default pool without an object has no windows")
 }
+
+// Without windows or freezes anywhere, every request is open at every
+// moment: the gate keeps what windows say of a node. Any window or freeze,
+// the pool's or a policy's, or a pool's that cannot be read, makes time
+// matter.
+func TestWindowsTimeless(t *testing.T) {
+	g := NewWithT(t)
+	bare := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	reqs := []protocol.Request{{ID: "a", Source: v1alpha1.SourceAPI, Time: t0}, {ID: "h", Source: v1alpha1.SourceHost, Time: t0}}
+	settings := map[string]RequestSettings{"a": {Policy: "windowless"}}
+	windowless := v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: "windowless"}}
+	for _, pool := range []*v1alpha1.MaintenancePool{nil, bare} {
+		wins := NewWindows(t0, pool, []v1alpha1.RebootPolicy{windowless})
+		g.Expect(wins.Timeless()).To(BeTrue())
+		for _, at := range []time.Time{t0, t0.Add(7 * time.Hour), t0.Add(-300 * 24 * time.Hour)} {
+			g.Expect(NewWindows(at, pool, []v1alpha1.RebootPolicy{windowless}).Node(reqs, settings)).To(BeZero(), "open at %s", at)
+		}
+	}
+
+	window := []v1alpha1.MaintenanceWindow{{Schedule: "0 1 * * *", Duration: metav1.Duration{Duration: time.Hour}}}
+	start, end := metav1.NewTime(t0), metav1.NewTime(t0.Add(time.Hour))
+	freeze := []v1alpha1.FreezePeriod{{Name: "quiet", Start: &start, End: &end}}
+	timed := map[string]*Windows{
+		"pool windows": NewWindows(t0, &v1alpha1.MaintenancePool{Spec: v1alpha1.MaintenancePoolSpec{Windows: window}}, nil),
+		"pool freezes": NewWindows(t0, &v1alpha1.MaintenancePool{Spec: v1alpha1.MaintenancePoolSpec{Freezes: freeze}}, nil),
+		"pool windows that cannot be read": NewWindows(t0, &v1alpha1.MaintenancePool{Spec: v1alpha1.MaintenancePoolSpec{
+			Windows: []v1alpha1.MaintenanceWindow{{Schedule: "61 * * * *", Duration: metav1.Duration{Duration: time.Hour}}}}}, nil),
+		"a policy's windows": NewWindows(t0, bare, []v1alpha1.RebootPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: v1alpha1.RebootPolicySpec{Windows: window}}}),
+		"a policy's freezes": NewWindows(t0, bare, []v1alpha1.RebootPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "f"}, Spec: v1alpha1.RebootPolicySpec{Freezes: freeze}}}),
+	}
+	for name, wins := range timed {
+		g.Expect(wins.Timeless()).To(BeFalse(), name)
+	}
+}

@@ -62,6 +62,8 @@ type Reconciler struct {
 	Decoded *poolnodes.Decoded
 
 	events poolnodes.Events
+	// kept keeps each pool's members between reconciles.
+	kept *poolnodes.KeptPools[poolnodes.Member]
 	// healthChecks keeps each pool's last health-check evaluation, by UID.
 	healthChecks *recent.Cache[types.UID, healthResult]
 	// backSightings keeps, per node, when it was first seen back from its
@@ -137,6 +139,7 @@ func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, erro
 		// The built-in default pool exists without an object.
 		pool = &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	case apierrors.IsNotFound(err):
+		r.kept.Forget(name)
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("get pool %s: %w", name, err)
@@ -157,7 +160,7 @@ func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, erro
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	st.nodes = r.Decoded.Read(nodes, pool.Name, sel, poolnodes.Capacity(pool, len(nodes)))
+	st.nodes = poolnodes.ReadKept(r.kept.Of(pool.Name), r.Decoded, nodes, pool.Name, sel, poolnodes.Capacity(pool, len(nodes)))
 	return st, nil
 }
 
@@ -260,6 +263,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.Decoded = poolnodes.NewDecoded()
 	}
 	r.events = poolnodes.Events{Recorder: r.Recorder}
+	r.kept = poolnodes.NewKeptPools[poolnodes.Member]()
 	r.cache = informers
 	r.healthChecks = recent.New[types.UID, healthResult]()
 	r.backSightings = recent.New[string, backSighting]()

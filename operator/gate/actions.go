@@ -23,7 +23,7 @@ const defaultDrainTimeout = 10 * time.Minute
 // patchNode applies a protocol transition to the node (poolnodes.Patch)
 // and puts the node as written back into the state, so that later phases and
 // the status see the write.
-func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
 	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func report(p drain.Progress, err error) drainReport {
 // last step before the daemon reboots. forced is the forced drain that
 // approves it, nil for a drain that finished; a forced drain's record stays
 // on the node, an earlier one's goes.
-func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, forced *protocol.DrainForcing) error {
+func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, forced *protocol.DrainForcing) error {
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
 		return nil // finish releases it on the next pass
 	}
@@ -263,7 +263,7 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v nodeView, for
 // uncordoned and unmarked if kmaint did those, and its current requests
 // are marked as failed so the same requests do not start the same drain
 // again.
-func (r *Reconciler) abandon(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, msg string) error {
+func (r *Reconciler) abandon(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration, msg string) error {
 	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.DrainTimeoutReason, Message: msg}
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		failure.Requests = cur.IDs()

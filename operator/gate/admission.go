@@ -64,17 +64,7 @@ type verdict struct {
 // holdInput is what the pool-wide holds read: what observe found, and the
 // halt through its one accessor.
 func (st *poolState) holdInput() policies.WaitInput {
-	a := &st.admission
-	in := policies.WaitInput{
-		Pool:            st.pool.Name,
-		UnreadablePools: st.unreadablePools,
-		SelectorErr:     st.selectorErr,
-		WindowErr:       a.windowErr,
-		Paused:          st.pool.Spec.Paused,
-		Stop:            a.stop,
-		PodSelectorErr:  a.podSelectorErr,
-		Halt:            st.haltWait(),
-	}
+	in := st.holdBase()
 	// Held, every waiting node waits; the holds' messages count them.
 	if st.selectorErr == nil {
 		for _, v := range st.views {
@@ -84,6 +74,22 @@ func (st *poolState) holdInput() policies.WaitInput {
 		}
 	}
 	return in
+}
+
+// holdBase is holdInput without the nodes that wait, which the plan
+// tells once made.
+func (st *poolState) holdBase() policies.WaitInput {
+	a := &st.admission
+	return policies.WaitInput{
+		Pool:            st.pool.Name,
+		UnreadablePools: st.unreadablePools,
+		SelectorErr:     st.selectorErr,
+		WindowErr:       a.windowErr,
+		Paused:          st.pool.Spec.Paused,
+		Stop:            a.stop,
+		PodSelectorErr:  a.podSelectorErr,
+		Halt:            st.haltWait(),
+	}
 }
 
 // poolHold runs the pool-wide holds, once, and returns the first that
@@ -114,7 +120,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	budget, passed, want, limited := canaryBudget(st, a.budget)
 	pods, asked := podPass{}, false
 	for {
-		a.plan = planAdmissions(st.views, len(st.elsewhere), budget, a.hold != nil, a.block.blocks())
+		a.plan = planAdmissions(st.views, r.queues.of(st.pool.Name), len(st.elsewhere), budget, a.hold != nil, a.block.blocks())
 		if len(a.plan.admit) == 0 {
 			break
 		}
@@ -150,7 +156,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 func (st *poolState) waitInput() policies.WaitInput {
 	a := &st.admission
 	p := a.plan
-	in := st.holdInput()
+	in := st.holdBase()
 	in.Windows = policies.WindowWait{
 		// Nodes an opt-out holds wait whatever the windows say.
 		Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),

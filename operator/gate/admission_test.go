@@ -11,7 +11,7 @@ import (
 // that waits, as the plan it holds leaves them all waiting; the planner
 // acts on it and the status says it unchanged.
 func TestPoolHoldCountsEveryWaitingNode(t *testing.T) {
-	asking := func(name string) nodeView {
+	asking := func(name string) *nodeView {
 		v := frozenView(name, nil, nil)
 		v.Requested = &protocol.Requested{BootID: "b", Requests: []protocol.Request{req("r-"+name, 0)}}
 		v.Ready, v.BootID = true, "b"
@@ -19,7 +19,7 @@ func TestPoolHoldCountsEveryWaitingNode(t *testing.T) {
 	}
 	st := &poolState{
 		pool:  &v1alpha1.MaintenancePool{},
-		views: []nodeView{asking("a"), asking("b"), frozenView("c", nil, nil)},
+		views: []*nodeView{asking("a"), asking("b"), frozenView("c", nil, nil)},
 	}
 	st.pool.Name, st.pool.Spec.Paused = "p", true
 
@@ -27,7 +27,7 @@ func TestPoolHoldCountsEveryWaitingNode(t *testing.T) {
 	if hold == nil || hold.reason != v1alpha1.PausedReason || hold.message != "The pool is paused; 2 nodes waiting" {
 		t.Fatalf("hold = %+v, want Paused with 2 nodes waiting", hold)
 	}
-	p := planAdmissions(st.views, 0, 3, hold != nil, false)
+	p := planAdmissions(st.views, nil, 0, 3, hold != nil, false)
 	if len(p.admit) != 0 || len(p.waiting) != 2 {
 		t.Errorf("plan admits %v and leaves %v waiting, want none admitted and 2 waiting", p.admit, p.waiting)
 	}

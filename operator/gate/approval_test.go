@@ -67,7 +67,7 @@ func TestApprovable(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var views []nodeView
+			var views []*nodeView
 			for _, n := range tc.nodes {
 				views = append(views, newNodeView(n))
 			}

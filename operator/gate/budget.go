@@ -36,9 +36,9 @@ type plan struct {
 // Ready) costs nothing, as at admission, unless the pool is over budget.
 // Nodes the pool admitted that another pool selects now (elsewhere) count
 // too. It also returns how many nodes count against the budget.
-func approvable(views []nodeView, elsewhere, maxUnavailable int) (ok map[string]bool, used int) {
+func approvable(views []*nodeView, elsewhere, maxUnavailable int) (ok map[string]bool, used int) {
 	used = elsewhere
-	var draining []nodeView
+	var draining []*nodeView
 	for _, v := range views {
 		switch {
 		case v.Draining() && !v.inflight && !approvalFree(v):
@@ -47,7 +47,7 @@ func approvable(views []nodeView, elsewhere, maxUnavailable int) (ok map[string]
 			used++
 		}
 	}
-	slices.SortFunc(draining, func(a, b nodeView) int {
+	slices.SortFunc(draining, func(a, b *nodeView) int {
 		if c := a.Admission.Time.Compare(b.Admission.Time); c != 0 {
 			return c
 		}
@@ -70,7 +70,7 @@ func approvable(views []nodeView, elsewhere, maxUnavailable int) (ok map[string]
 
 // approvalFree reports whether approving a draining node costs the budget
 // nothing: it was unavailable whatever kmaint did.
-func approvalFree(v nodeView) bool {
+func approvalFree(v *nodeView) bool {
 	return !v.Ready || v.Unschedulable && !v.Cordoned
 }
 
@@ -91,26 +91,16 @@ func approvalFree(v nodeView) bool {
 // Nodes the pool admitted that another pool selects now (elsewhere: a
 // person relabelled them in flight) count against the budget until their
 // reboot completes, so that moving a node out frees no slot early.
-func planAdmissions(views []nodeView, elsewhere, maxUnavailable int, hold, held bool) plan {
+//
+// q keeps the waiting nodes' order between plans (queue); nil sorts them.
+func planAdmissions(views []*nodeView, q *queue, elsewhere, maxUnavailable int, hold, held bool) plan {
 	p := plan{maxUnavailable: maxUnavailable, unavailable: elsewhere}
-	// Pointers, not copies: at the start of a rollout every node of the
-	// pool waits, and a view is a few hundred bytes.
-	var waiting []*nodeView
-	for i := range views {
-		v := &views[i]
+	for _, v := range views {
 		if v.unavailable() {
 			p.unavailable++
 		}
-		if v.waiting() {
-			waiting = append(waiting, v)
-		}
 	}
-	slices.SortFunc(waiting, func(a, b *nodeView) int {
-		if c := a.requestTime().Compare(b.requestTime()); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Node.Name, b.Node.Name)
-	})
+	waiting := q.order(views)
 	free := maxUnavailable - p.unavailable
 	blocked := hold || maxUnavailable == 0
 	for _, v := range waiting {

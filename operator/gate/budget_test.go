@@ -24,7 +24,7 @@ func req(id string, d time.Duration) protocol.Request {
 
 // queuedAsAsked is v queued by the times its requests carry, as when
 // kmaint recorded each the moment it was made.
-func queuedAsAsked(v nodeView) nodeView {
+func queuedAsAsked(v *nodeView) *nodeView {
 	cur := v.Current()
 	if cur == nil {
 		return v
@@ -338,7 +338,7 @@ func TestPlanAdmissions(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			views := make([]nodeView, 0, len(tc.nodes))
+			views := make([]*nodeView, 0, len(tc.nodes))
 			for _, n := range tc.nodes {
 				v := queuedAsAsked(newNodeView(n))
 				v.otherPools = tc.otherPools[n.Name]
@@ -353,7 +353,7 @@ func TestPlanAdmissions(t *testing.T) {
 				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, tc.elsewhere, tc.maxUnavailable, tc.paused, tc.held)
+			got := planAdmissions(views, nil, tc.elsewhere, tc.maxUnavailable, tc.paused, tc.held)
 			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
 			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
 			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")

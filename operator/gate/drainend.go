@@ -66,7 +66,7 @@ func decideDeadline(opts v1alpha1.DrainOptions, prev *protocol.DrainRetrying, bo
 // atDeadline acts on a drain past its timeout, as decideDeadline says.
 // A forced drain waits, cordoned, while approving it would take the pool
 // past its budget.
-func (r *Reconciler) atDeadline(ctx context.Context, st *poolState, v nodeView, timeout time.Duration, progress drain.Progress, stepErr error, mayApprove bool) error {
+func (r *Reconciler) atDeadline(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration, progress drain.Progress, stepErr error, mayApprove bool) error {
 	var refused string
 	if dr := st.drains[v.Node.Name]; dr.markingRefused {
 		refused = dr.message
@@ -90,7 +90,7 @@ func (r *Reconciler) atDeadline(ctx context.Context, st *poolState, v nodeView, 
 }
 
 // deadlineMessage says what kept a drain from finishing.
-func deadlineMessage(v nodeView, timeout time.Duration, blockers []string, stepErr error, markingRefused string) string {
+func deadlineMessage(v *nodeView, timeout time.Duration, blockers []string, stepErr error, markingRefused string) string {
 	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.Node.Name, timeout)
 	switch {
 	case markingRefused != "":
@@ -107,7 +107,7 @@ func deadlineMessage(v nodeView, timeout time.Duration, blockers []string, stepE
 // (if kmaint did those), its admission released, and the attempt recorded
 // on the node with when the next may start. Its requests stay open and
 // wait (DrainRetryBackoff).
-func (r *Reconciler) retry(ctx context.Context, st *poolState, v nodeView, d deadlineDecision, msg string) error {
+func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d deadlineDecision, msg string) error {
 	retrying := protocol.DrainRetrying{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Attempts: d.attempts,
 		MaxAttempts: d.maxAttempts, NextAt: d.nextAt, Message: v1alpha1.FitReason(msg)}
 	if _, err := r.patchNode(ctx, st, v, true, protocol.Retry(retrying)); err != nil {
@@ -126,7 +126,7 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v nodeView, d dea
 // node first, and approves the reboot in the same pass. The record names
 // the boot and requests, so that the NodeMaintenance controller tells the
 // request it was forced whenever it looks, before or after the reboot.
-func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeout time.Duration) error {
+func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration) error {
 	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: timeout.String()}
 	// A forcing of this admission, recorded by a pass that then failed,
 	// keeps the pods it named.
@@ -163,7 +163,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v nodeView, timeo
 
 // forcedThisAdmission reports whether the node's forced-drain record is
 // that of its current admission.
-func forcedThisAdmission(v nodeView) bool {
+func forcedThisAdmission(v *nodeView) bool {
 	f := v.DrainForced
 	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
 }

@@ -22,9 +22,8 @@ func (st *poolState) haltWait() *policies.Halt {
 	if h := policies.PoolHalt(st.pool); h != nil {
 		return h
 	}
-	for _, views := range [][]nodeView{st.views, st.elsewhere} {
-		for i := range views {
-			v := &views[i]
+	for _, views := range [][]*nodeView{st.views, st.elsewhere} {
+		for _, v := range views {
 			if v.HealthCheckFailed() {
 				return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
 					Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}

@@ -40,7 +40,7 @@ const (
 // failure, then makes the Jobs the point asks for, and tells the events.
 // bootID is the boot the point is for: the admitted one before the reboot,
 // the new one after it.
-func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID string) (hookOutcome, error) {
+func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID string) (hookOutcome, error) {
 	specs := st.pool.Spec.Hooks.At(string(point))
 	if len(specs) == 0 {
 		// The pool has none (any longer): a record of the point waits for
@@ -126,7 +126,7 @@ func (r *Reconciler) hookJob(ctx context.Context, name, uid string) (hooks.Job, 
 // already is the one an earlier operator made and died before it
 // recorded: only the operator may make Jobs in the hooks namespace
 // (config/README.md). Any other error is returned, to try again.
-func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started, refused map[string]string, err error) {
+func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started, refused map[string]string, err error) {
 	started, refused = map[string]string{}, map[string]string{}
 	var errs []error
 	for _, name := range d.Start {
@@ -169,7 +169,7 @@ func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v nodeView, p
 
 // tellHooks tells what happened to the node's hooks: events, a log line
 // and the metrics.
-func (r *Reconciler) tellHooks(ctx context.Context, st *poolState, v nodeView, point protocol.HookPoint, events []hooks.Event) {
+func (r *Reconciler) tellHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, events []hooks.Event) {
 	log := ctrl.LoggerFrom(ctx).WithValues("node", v.Node.Name, "point", point)
 	for _, e := range events {
 		switch e.Kind {
@@ -228,7 +228,7 @@ func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress 
 
 // hookPassedAt is when the node passed its beforeDrain hooks for its
 // admission, from when its drain is timed; zero when it has none.
-func (st *poolState) hookPassedAt(v nodeView) time.Time {
+func (st *poolState) hookPassedAt(v *nodeView) time.Time {
 	if v.Hook == nil || v.Hook.Point != protocol.BeforeDrain || v.Admission == nil ||
 		v.Hook.Token != protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeDrain) {
 		return time.Time{}
@@ -244,7 +244,7 @@ func (st *poolState) hookPassedAt(v nodeView) time.Time {
 
 // drainStart is when the node's drain began: at its admission, or once
 // its beforeDrain hooks passed.
-func (st *poolState) drainStart(v nodeView) time.Time {
+func (st *poolState) drainStart(v *nodeView) time.Time {
 	if t := st.hookPassedAt(v); t.After(v.Admission.Time) {
 		return t
 	}
@@ -253,14 +253,14 @@ func (st *poolState) drainStart(v nodeView) time.Time {
 
 // drained reports whether the node reached its beforeReboot hooks for its
 // admission: its drain is done, and is not stepped again.
-func drainedForHooks(v nodeView) bool {
+func drainedForHooks(v *nodeView) bool {
 	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
 		v.Hook.Token == protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeReboot)
 }
 
 // beforeReboot runs the beforeReboot hooks of a drained node, and approves
 // its reboot once they passed and its approval fits the budget.
-func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v nodeView, mayApprove bool, used int) error {
+func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) error {
 	outcome, err := r.atHooks(ctx, st, v, protocol.BeforeReboot, v.Admission.BootID)
 	if err != nil {
 		return err
@@ -281,7 +281,7 @@ func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v nodeView
 // pool's Draining condition, and releases one whose hook's failure lets it
 // go: uncordoned, its requests failed with the hook's reason (as an
 // abandoned drain fails them), so that they are not admitted again.
-func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v nodeView, outcome hookOutcome) error {
+func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v *nodeView, outcome hookOutcome) error {
 	msg := "its hooks have not passed"
 	if v.Hook != nil {
 		msg = v.Hook.Describe()

@@ -33,6 +33,14 @@ func (f *inflight) add(node, resourceVersion string, now time.Time) {
 	f.since[node] = now
 }
 
+// any reports whether some admission is remembered: when none is, no
+// node is pending.
+func (f *inflight) any() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.written) > 0
+}
+
 // pending reports whether the cache's copy of the node (at cachedVersion)
 // predates the admission written for it. Entries the cache has caught up with
 // are forgotten.

@@ -20,7 +20,7 @@ import (
 // the node: the marking does not pass the API's rules (a pool stored
 // before them), or its labels would move the node into another pool, or
 // out of this one, in the middle of its reboot. Empty when they can.
-func markingProblem(st *poolState, v nodeView) string {
+func markingProblem(st *poolState, v *nodeView) string {
 	m := st.pool.Spec.NodeMarking
 	if err := m.Check(); err != nil {
 		return fmt.Sprintf("the pool's nodeMarking cannot be used: %v", err)
@@ -50,7 +50,7 @@ func markingProblem(st *poolState, v nodeView) string {
 // done. It reports false when the node may not be drained yet, because the
 // marks were refused (the node's drainReport says why) or could not be
 // written.
-func (r *Reconciler) mark(ctx context.Context, st *poolState, v nodeView) (bool, error) {
+func (r *Reconciler) mark(ctx context.Context, st *poolState, v *nodeView) (bool, error) {
 	m := st.pool.Spec.NodeMarking
 	if v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0 {
 		return true, nil

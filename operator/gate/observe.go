@@ -3,6 +3,8 @@ package gate
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +26,7 @@ import (
 // what the phases learned and did.
 type poolState struct {
 	pool  *v1alpha1.MaintenancePool
-	views []nodeView
+	views []*nodeView
 	now   time.Time
 
 	// unreadablePools say which MaintenancePools cannot be read (this one
@@ -40,7 +42,7 @@ type poolState struct {
 	// elsewhere holds the nodes this pool admitted that another pool
 	// selects now, still in flight: they count against this pool's budget
 	// until their reboot completes, and the pool they are in drives them.
-	elsewhere []nodeView
+	elsewhere []*nodeView
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
@@ -110,38 +112,48 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, err
 	}
-	st.views = make([]nodeView, 0, poolnodes.Capacity(pool, len(nodes)))
-	var lookupErr error
-	r.Decoded.Walk(nodes, pool.Name, st.selection, func(s protocol.NodeState, otherPools []string, member bool) {
-		v := viewOf(s)
-		v.otherPools = otherPools
-		if !member {
-			// A node of another pool that this one admitted, still in
-			// flight.
-			st.elsewhere = append(st.elsewhere, v)
-			return
-		}
-		v.inflight = r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
-		v.backingOff = v.BackingOff(st.now)
-		if cur := v.Current(); cur != nil {
-			settings, err := r.requestSettingsOf(openOnNode, v)
-			if err != nil {
-				lookupErr = err
+	st.views = make([]*nodeView, 0, poolnodes.Capacity(pool, len(nodes)))
+	// What is kept of a node depends, besides the node, on these; what
+	// changes with time alone is worked out here, at each reconcile.
+	context := strings.Join([]string{string(pool.UID), pool.Spec.DesiredConfig, st.selection.Key(), unreadableKey(unreadable)}, "\x00")
+	timeless := st.admission.windowErr != nil || wins.Timeless()
+	anyInflight := r.inflight.any()
+	err = r.kept.Of(pool.Name).Walk(r.Decoded, nodes, pool.Name, st.selection, context,
+		func(s protocol.NodeState, others []string, member bool) (keptView, error) {
+			return r.keep(openOnNode, pool, unreadable, st.now, s, others, member)
+		},
+		func(k *keptView, member bool) {
+			// The views are the kept ones, not copies: at thousands of
+			// nodes a copy of each was most of a reconcile's
+			// allocations. What the phases find of a node in one
+			// reconcile starts afresh here (startPass).
+			v := &k.view
+			if !member {
+				// A node of another pool that this one admitted, still in
+				// flight.
+				st.elsewhere = append(st.elsewhere, v)
 				return
 			}
-			v.queuedAt = pools.QueueTime(cur.Requests, settings, st.now)
-			v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
-			if st.admission.windowErr == nil {
-				reqs := v.holdUnreadable(cur.Requests, unreadable)
-				ww := wins.Node(reqs, settings)
-				v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
-				v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
+			v.startPass()
+			v.inflight = anyInflight && r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
+			v.backingOff = v.BackingOff(st.now)
+			if cur := v.Current(); cur != nil {
+				if v.queueMoves {
+					v.queuedAt = pools.QueueTime(cur.Requests, k.settings, st.now)
+				}
+				// Without windows or freezes anywhere, or with the pool's
+				// unreadable (nothing is admitted then), the defaults
+				// stand.
+				if !timeless {
+					ww := wins.Node(k.requests, k.settings)
+					v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
+					v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
+				}
 			}
-		}
-		st.views = append(st.views, v)
-	})
-	if lookupErr != nil {
-		return nil, lookupErr
+			st.views = append(st.views, v)
+		})
+	if err != nil {
+		return nil, err
 	}
 	r.settings.forgetGone(nodes)
 	// The budget is resolved once: the plan, the approvals and the status
@@ -168,6 +180,54 @@ func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string,
 	return ids, nil
 }
 
+// keptView is what observe keeps of a node between reconciles
+// (poolnodes.Kept): its view as far as the node, its NodeMaintenances and
+// the pool's spec tell it, and what the parts of it that change with time
+// are worked out from at each reconcile.
+type keptView struct {
+	view nodeView
+	// requests are the node's current requests that can be read
+	// (holdUnreadable), and settings what its NodeMaintenances say of
+	// them: its windows are found from both.
+	requests []protocol.Request
+	settings map[string]pools.RequestSettings
+}
+
+// keep makes what observe keeps of a node: member when the pool selects
+// it, else one it admitted that another pool selects now, of which only
+// the view counts.
+func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, unreadable map[string]string,
+	now time.Time, s protocol.NodeState, others []string, member bool) (keptView, error) {
+	v := viewOf(s)
+	v.otherPools = others
+	k := keptView{}
+	if cur := v.Current(); member && cur != nil {
+		settings, err := r.requestSettingsOf(open, &v)
+		if err != nil {
+			return keptView{}, err
+		}
+		k.settings = settings
+		v.queueMoves = pools.QueueTimeMoves(cur.Requests, settings)
+		v.queuedAt = pools.QueueTime(cur.Requests, settings, now)
+		v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
+		k.requests = v.holdUnreadable(cur.Requests, unreadable)
+	}
+	k.view = v
+	return k, nil
+}
+
+// unreadableKey names the set of unreadable requests (unreadableRequests)
+// in a kept view's context: a request that turns unreadable holds its
+// node, wherever it is.
+func unreadableKey(unreadable map[string]string) string {
+	ids := make([]string, 0, len(unreadable))
+	for id := range unreadable {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
+}
+
 // replace puts a node the gate just wrote back into the state, so that later
 // phases and the status see the write.
 func (st *poolState) replace(node *corev1.Node) {
@@ -178,7 +238,11 @@ func (st *poolState) replace(node *corev1.Node) {
 			// the node's requests it was found from. A fresh view would
 			// take a node outside its window, or frozen, for one free to
 			// go, in the rest of this pass.
-			st.views[i].NodeState = newNodeView(node).NodeState
+			// A copy: the view the reconcile started from is kept for the
+			// next (poolnodes.Kept), with the node the cache holds.
+			written := *st.views[i]
+			written.NodeState = newNodeView(node).NodeState
+			st.views[i] = &written
 			return
 		}
 	}
@@ -203,13 +267,11 @@ func (st *poolState) index(name string) int {
 }
 
 // view is the named node's view; a zero view when the pool has none.
-func (st *poolState) view(name string) nodeView {
-	for _, v := range st.views {
-		if v.Node.Name == name {
-			return v
-		}
+func (st *poolState) view(name string) *nodeView {
+	if i := st.index(name); i >= 0 {
+		return st.views[i]
 	}
-	return nodeView{}
+	return &nodeView{}
 }
 
 // unavailable counts the nodes against the pool's budget: its own that are

@@ -48,7 +48,7 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 		st.admission.podSelector, st.admission.podSelectorErr = sel.AsSelector()
 	}
 	for i := range st.views {
-		v := &st.views[i]
+		v := st.views[i]
 		if v.WantsAdmission() {
 			v.optOut = v.DoNotDisrupt
 		}
@@ -63,9 +63,8 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, v := range st.views {
 		want := heldNote(v, st.now)
-		have := v.Node.Annotations[protocol.AdmissionHeld]
 		switch {
-		case want == nil && have == "":
+		case want == nil && !v.HeldAnnotated():
 			continue
 		case want == nil && !v.checked && v.WantsAdmission() && v.optOut == nil && v.Held != nil:
 			continue // not looked at this time: the last finding stands
@@ -89,7 +88,7 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 // finding, whatever the pods say since: it is what the pool's
 // podOptOuts.maxHold counts from, and a pod that swapped its annotation
 // for a blockingPodSelector label must not start the count again.
-func heldNote(v nodeView, now time.Time) *protocol.Held {
+func heldNote(v *nodeView, now time.Time) *protocol.Held {
 	if !v.podHeld || v.optOut == nil {
 		return nil
 	}

@@ -60,7 +60,7 @@ func (st *poolState) countedNodes() []string {
 }
 
 // unavailableBecause says why a node counts against its pool's budget.
-func unavailableBecause(v nodeView, pool string) string {
+func unavailableBecause(v *nodeView, pool string) string {
 	var why string
 	switch {
 	case v.inflight:

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -84,7 +83,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 	}
 	var admit []string
 	for _, name := range p.admit {
-		v := &st.views[slices.IndexFunc(st.views, func(v nodeView) bool { return v.Node.Name == name })]
+		v := st.views[st.index(name)]
 		check, fresh := r.freshPodCheck(st, name)
 		if !fresh {
 			var ok bool

@@ -88,6 +88,10 @@ type Reconciler struct {
 	// settings keeps what nodes' open NodeMaintenances say of their
 	// requests.
 	settings *requestSettings
+	// kept keeps each pool's views of its nodes between reconciles.
+	kept *poolnodes.KeptPools[keptView]
+	// queues keeps the order of each pool's waiting nodes between plans.
+	queues *queues
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
 	// cache is the manager's cache, whose Nodes observe reads in place.
@@ -112,6 +116,10 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	pool, err := r.getPool(ctx, req.Name)
 	if err != nil || pool == nil {
+		if pool == nil && err == nil {
+			r.kept.Forget(req.Name)
+			r.queues.forget(req.Name)
+		}
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pool", pool.Name))
@@ -261,6 +269,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	}
 	r.podChecks = recent.New[string, podCheck]()
 	r.settings = newRequestSettings()
+	r.kept = poolnodes.NewKeptPools[keptView]()
+	r.queues = newQueues()
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
 	if r.Decoded == nil {

@@ -120,7 +120,7 @@ next:
 // NodeMaintenances (found by open) say of its requests: their windows,
 // freezes and policy, and when each was made, which bounds the node's
 // place in the queue.
-func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v nodeView) (map[string]pools.RequestSettings, error) {
+func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (map[string]pools.RequestSettings, error) {
 	return r.settings.of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
 		nms, err := open.By(v.Node.Name)
 		if err != nil {

@@ -109,7 +109,7 @@ func count(n *int32, ok bool) {
 	}
 }
 
-func degradedMessage(v nodeView) string {
+func degradedMessage(v *nodeView) string {
 	switch {
 	case v.DaemonDegraded():
 		return fmt.Sprintf("%s: %s", v.Node.Name, v.Daemon.Message)

@@ -57,13 +57,19 @@ type nodeView struct {
 	// the queue: the times its daemon wrote, bounded by what kmaint saw
 	// (pools.QueueTime).
 	queuedAt time.Time
+	// queueMoves is true when queuedAt depends on the time
+	// (pools.QueueTimeMoves): it is worked out at each reconcile, and the
+	// node's place in the queue too. queueMark is the queue's mark.
+	queueMoves bool
+	queueMark  uint64
 }
 
-func newNodeView(node *corev1.Node) nodeView {
+func newNodeView(node *corev1.Node) *nodeView {
 	// An unreadable node is kept, with its error: protocol.NodeState's
 	// predicates keep it from being admitted, approved or completed.
 	st, _ := protocol.Read(node)
-	return viewOf(st)
+	v := viewOf(st)
+	return &v
 }
 
 // viewOf is the view of a node read already.
@@ -72,12 +78,21 @@ func viewOf(st protocol.NodeState) nodeView {
 	return nodeView{NodeState: st, windowOpen: true}
 }
 
+// startPass forgets what a reconcile found of the node on its own (its
+// opt-outs, its pods, its windows): a view is kept between reconciles
+// (poolnodes.Kept), and each finds these again.
+func (v *nodeView) startPass() {
+	v.inflight, v.backingOff = false, false
+	v.windowOpen, v.nextOpening, v.windowProblems, v.frozen, v.freezeProblems = true, time.Time{}, nil, nil, nil
+	v.optOut, v.podHeld, v.overdue, v.overridden, v.checked = nil, false, false, nil, false
+}
+
 // unavailable reports whether the node counts against its pool's budget.
-func (v nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v.SettleUnreadable() }
+func (v *nodeView) unavailable() bool { return v.inflight || v.Unavailable() || v.SettleUnreadable() }
 
 // waiting reports whether the node asks to be admitted and nothing only the
 // gate knows makes it ineligible.
-func (v nodeView) waiting() bool {
+func (v *nodeView) waiting() bool {
 	return v.WantsAdmission() && !v.inflight && len(v.otherPools) == 0 && !v.heldUnreadable && !v.backingOff && !v.staleConfig
 }
 
@@ -101,4 +116,4 @@ func (v *nodeView) holdUnreadable(reqs []protocol.Request, unreadable map[string
 
 // requestTime is when the node's oldest outstanding request counts as
 // made.
-func (v nodeView) requestTime() time.Time { return v.queuedAt }
+func (v *nodeView) requestTime() time.Time { return v.queuedAt }

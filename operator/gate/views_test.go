@@ -14,8 +14,8 @@ import (
 // What each reconcile does with every view of a pool, at the scale of
 // thousands of nodes.
 
-func frozenView(name string, frozen, problems []string) nodeView {
-	v := nodeView{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
+func frozenView(name string, frozen, problems []string) *nodeView {
+	v := &nodeView{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
 	v.frozen, v.freezeProblems = frozen, problems
 	return v
 }
@@ -25,7 +25,7 @@ func frozenView(name string, frozen, problems []string) nodeView {
 // ignoreFreezes, say).
 func TestAddFreezesNamesTheFreezesOfWaitingNodesOnce(t *testing.T) {
 	st := &poolState{
-		views: []nodeView{
+		views: []*nodeView{
 			frozenView("a", []string{"pool p: freeze release"}, nil),
 			frozenView("b", []string{"pool p: freeze release"}, []string{"RebootPolicy q: freeze x cannot be read"}),
 			frozenView("c", []string{"pool p: freeze audit"}, nil),

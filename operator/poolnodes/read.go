@@ -1,9 +1,6 @@
 package poolnodes
 
 import (
-	"cmp"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -30,34 +27,6 @@ type Nodes struct {
 	Elsewhere []Member
 }
 
-// Walk sorts nodes, every Node the cache holds, by name, and calls visit
-// with each node of the pool: member when the pool selects it, else one it
-// admitted that another pool selects now (otherPools names the pools the
-// node is in besides this one, or all of them). It only reads the cached
-// objects: a write copies first.
-func (d *Decoded) Walk(nodes []*corev1.Node, pool string, sel pools.Selection, visit func(s protocol.NodeState, otherPools []string, member bool)) {
-	// Sorted by name as pointers, the nodes come out in the order the gate
-	// plans in; sorting what the callers build of them moved each whole
-	// struct, a tenth of a reconcile at 500 nodes.
-	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
-	for _, node := range nodes {
-		st, in := d.StateAndPools(node, sel)
-		if !slices.Contains(in, pool) {
-			if admittedBy(st) == pool {
-				visit(st, in, false)
-			}
-			continue
-		}
-		var others []string
-		if len(in) > 1 {
-			// A copy: the pools found are kept for the next reconcile.
-			others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
-		}
-		visit(st, others, true)
-	}
-	d.ForgetGone(nodes)
-}
-
 // Capacity is how many members of a pool to make room for at once, of
 // nodes there are: as many as the pool last counted. Grown one append at
 // a time, the members of thousands of nodes (a few hundred bytes each)
@@ -68,15 +37,20 @@ func Capacity(pool *v1alpha1.MaintenancePool, nodes int) int {
 	return min(max(int(pool.Status.Nodes), 0), nodes)
 }
 
-// Read is Walk, collected; capacity is how many members to make room
-// for at once (Capacity).
-func (d *Decoded) Read(nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
+// ReadKept reads the pool's nodes (Nodes) as Kept.Walk finds them, in name
+// order: the members kept between reconciles in k, made again only for
+// the nodes that changed. A Member depends on nothing but its node and
+// the selection.
+func ReadKept(k *Kept[Member], d *Decoded, nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
 	out := Nodes{Members: make([]Member, 0, capacity)}
-	d.Walk(nodes, pool, sel, func(s protocol.NodeState, others []string, member bool) {
+	// Making a Member never fails.
+	_ = k.Walk(d, nodes, pool, sel, sel.Key(), func(s protocol.NodeState, others []string, _ bool) (Member, error) {
+		return Member{NodeState: s, OtherPools: others}, nil
+	}, func(m *Member, member bool) {
 		if member {
-			out.Members = append(out.Members, Member{NodeState: s, OtherPools: others})
+			out.Members = append(out.Members, *m)
 		} else {
-			out.Elsewhere = append(out.Elsewhere, Member{NodeState: s, OtherPools: others})
+			out.Elsewhere = append(out.Elsewhere, *m)
 		}
 	})
 	return out

@@ -1,0 +1,224 @@
+package poolnodes
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/internal/pools"
+)
+
+// Kept keeps what a controller made of each node of one pool (the gate's
+// view of it, say) between reconciles, and makes it again only for a node
+// whose object changed, or that the controller says changed (Changed).
+// Reading a pool's nodes afresh at every reconcile made every node's value
+// again and sorted every node by name: at 5000 nodes most of what one
+// node's event cost the gate, although one node had changed.
+//
+// A node's object changes with every write: the cache replaces the pointer
+// it holds, so the pointer a value was made from says whether it is still
+// the node's. What a value depends on besides its node (the pool's spec,
+// which pools select what, which requests cannot be read) is the context
+// the caller passes to Walk: another context makes every value again. What
+// changes with time alone is not kept: the caller works it out at each
+// reconcile from the value.
+//
+// Nothing is kept that the API does not hold: an operator started afresh
+// makes every value again from its cache, as Walk did.
+type Kept[T any] struct {
+	// mu guards what Changed writes, from the watches' goroutines.
+	mu    sync.Mutex
+	dirty map[string]struct{}
+	all   bool
+
+	// The rest is used by one Walk at a time: a workqueue hands a pool to
+	// one reconcile at a time.
+	context string
+	byName  map[string]*keptNode[T]
+	// byObject finds an entry by the object it was made from, without
+	// reading the object: at thousands of nodes, reading each node's name
+	// to find its entry was most of a walk in which nothing changed.
+	byObject map[*corev1.Node]*keptNode[T]
+	// order holds byName by name; nil when a node came or went since it
+	// was sorted.
+	order []*keptNode[T]
+	pass  uint64
+}
+
+type keptNode[T any] struct {
+	name string
+	// node is the object value was made from; nil when it must be made
+	// again.
+	node *corev1.Node
+	// value is what was made of a node of the pool; nil for a node that is
+	// not the pool's, which costs an entry, not a value.
+	value  *T
+	member bool
+	pass   uint64
+}
+
+// NewKept returns an empty Kept.
+func NewKept[T any]() *Kept[T] {
+	return &Kept[T]{byName: map[string]*keptNode[T]{}, byObject: map[*corev1.Node]*keptNode[T]{}, dirty: map[string]struct{}{}}
+}
+
+// Changed says that something a node's value depends on changed that its
+// object does not show (one of its NodeMaintenances): the next Walk makes
+// it again. An empty name makes every node's again.
+func (k *Kept[T]) Changed(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if node == "" {
+		k.all = true
+		return
+	}
+	k.dirty[node] = struct{}{}
+}
+
+// Walk calls visit, in name order, with each node of the pool among nodes
+// (every Node the cache holds) and what build made of it: a member when the
+// pool selects the node, else one the pool admitted, or whose slot it holds
+// while it settles, that another pool selects now. build runs only for a node whose
+// object changed since its value was made, that Changed named since, or
+// when context differs from the last Walk's; others names the pools the
+// node is in besides this one (all of them for one elsewhere). A node build
+// fails for is made again at the next Walk; Walk returns the errors.
+//
+// visit may change the value it is given: the change is kept. Copy what a
+// reconcile changes on its own.
+func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.Selection, context string,
+	build func(s protocol.NodeState, others []string, member bool) (T, error), visit func(v *T, member bool)) error {
+	k.takeChanged(context)
+	k.pass++
+	var errs []error
+	for _, node := range nodes {
+		if e := k.byObject[node]; e != nil {
+			e.pass = k.pass
+			continue
+		}
+		e := k.byName[node.Name]
+		if e == nil {
+			e = &keptNode[T]{name: node.Name}
+			k.byName[node.Name] = e
+			k.order = nil
+		}
+		e.pass = k.pass
+		delete(k.byObject, e.node)
+		e.node, e.value = node, nil
+		k.byObject[node] = e
+		st, in := d.StateAndPools(node, sel)
+		member := slices.Contains(in, pool)
+		var others []string
+		switch {
+		case member && len(in) > 1:
+			// A copy: the pools found are kept for the next reconcile.
+			others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
+		case member:
+		case admittedBy(st) == pool:
+			others = in
+		default:
+			continue
+		}
+		v, err := build(st, others, member)
+		if err != nil {
+			delete(k.byObject, node)
+			e.node = nil
+			errs = append(errs, err)
+			continue
+		}
+		e.value, e.member = &v, member
+	}
+	if len(k.byName) > len(nodes) {
+		for name, e := range k.byName {
+			if e.pass != k.pass {
+				delete(k.byName, name)
+				delete(k.byObject, e.node)
+				k.order = nil
+			}
+		}
+	}
+	if k.order == nil {
+		k.order = make([]*keptNode[T], 0, len(k.byName))
+		for _, e := range k.byName {
+			k.order = append(k.order, e)
+		}
+		slices.SortFunc(k.order, func(a, b *keptNode[T]) int { return cmp.Compare(a.name, b.name) })
+	}
+	d.ForgetGone(nodes)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, e := range k.order {
+		if e.value != nil {
+			visit(e.value, e.member)
+		}
+	}
+	return nil
+}
+
+// takeChanged forgets the values of the nodes Changed named, or all of
+// them when it named every node or the context is another.
+func (k *Kept[T]) takeChanged(context string) {
+	k.mu.Lock()
+	dirty, all := k.dirty, k.all
+	if len(dirty) > 0 {
+		k.dirty = map[string]struct{}{}
+	}
+	k.all = false
+	k.mu.Unlock()
+	if all || context != k.context {
+		clear(k.byName)
+		clear(k.byObject)
+		k.order, k.context = nil, context
+		return
+	}
+	for name := range dirty {
+		if e := k.byName[name]; e != nil {
+			delete(k.byObject, e.node)
+			e.node, e.value = nil, nil
+		}
+	}
+}
+
+// KeptPools holds a Kept per pool.
+type KeptPools[T any] struct {
+	mu     sync.Mutex
+	byPool map[string]*Kept[T]
+}
+
+// NewKeptPools returns an empty KeptPools.
+func NewKeptPools[T any]() *KeptPools[T] {
+	return &KeptPools[T]{byPool: map[string]*Kept[T]{}}
+}
+
+// Of returns the pool's Kept, made empty when there is none yet.
+func (p *KeptPools[T]) Of(pool string) *Kept[T] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := p.byPool[pool]
+	if k == nil {
+		k = NewKept[T]()
+		p.byPool[pool] = k
+	}
+	return k
+}
+
+// Changed is Kept.Changed on every pool's: a node may be in any.
+func (p *KeptPools[T]) Changed(node string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range p.byPool {
+		k.Changed(node)
+	}
+}
+
+// Forget drops a pool's Kept: the pool is gone.
+func (p *KeptPools[T]) Forget(pool string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byPool, pool)
+}
