@@ -1,0 +1,197 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/index"
+)
+
+// A gate keeps its views of a pool's nodes, and its queue's order, between
+// reconciles; nothing of it is not in the API (invariant 5). So after any
+// run of events, a gate started afresh on the same cache sees the same
+// views and plans the same admissions as the gate that kept them: nodes
+// back from their reboot and drained (the gate's own writes), a
+// NodeMaintenance made again with an earlier record (its node moves to the
+// head of the queue: only the NodeMaintenance watch tells the kept views),
+// a node relabelled out of the pool and back.
+func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
+	ro := newRollout(t, 120)
+	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("kept"))
+	warm := ro.r
+	reconcile := func(step string) {
+		t.Helper()
+		if _, err := warm.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: benchPool}}); err != nil {
+			t.Fatalf("%s: reconcile: %v", step, err)
+		}
+	}
+	pool := &v1alpha1.MaintenancePool{}
+	if err := ro.Client().Get(ctx, client.ObjectKey{Name: benchPool}, pool); err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(5, 12))
+	waitingNode := func() *corev1.Node {
+		t.Helper()
+		for {
+			node, err := ro.Node(fmt.Sprintf("node-%05d", rnd.IntN(120)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, _ := protocol.Read(node); st.WantsAdmission() && node.Labels["pool"] == benchPool {
+				return node
+			}
+		}
+	}
+	for turn := range 30 {
+		var step string
+		switch rnd.IntN(3) {
+		case 0:
+			step = "a node back and the next one drained"
+			if _, err := ro.BackFromReboot(); err != nil {
+				t.Fatal(err)
+			}
+			reconcile(step)
+			select {
+			case <-ro.drain:
+			case <-time.After(time.Minute):
+				t.Fatalf("turn %d: no drain step in a minute", turn)
+			}
+			reconcile(step)
+			ro.InFlight = append(ro.InFlight, approvedNotInFlight(t, ro)...)
+		case 1:
+			node := waitingNode()
+			step = "the NodeMaintenance of " + node.Name + " made again, recorded earlier"
+			var open v1alpha1.NodeMaintenanceList
+			if err := ro.Client().List(ctx, &open, client.MatchingFields{index.OpenOnNode: node.Name}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range open.Items {
+				nm := open.Items[i].DeepCopy()
+				if err := ro.Client().Delete(ctx, nm); err != nil {
+					t.Fatal(err)
+				}
+				warm.maintenancePools(ctx, nm)
+				nm.ResourceVersion = ""
+				nm.CreationTimestamp = metav1.NewTime(ro.Start.Add(-time.Duration(turn+1) * time.Hour))
+				if err := ro.Add(nm); err != nil {
+					t.Fatal(err)
+				}
+				warm.maintenancePools(ctx, nm)
+			}
+		case 2:
+			node := waitingNode()
+			step = node.Name + " relabelled out of the pool"
+			node.Labels["pool"] = "elsewhere"
+			if err := ro.Set(node); err != nil {
+				t.Fatal(err)
+			}
+			reconcile(step)
+			back, err := ro.Node(node.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back.Labels["pool"] = benchPool
+			if err := ro.Set(back); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reconcile(step)
+
+		fresh := &Reconciler{Client: ro.Client(), Drainer: doneDrainer{}, Recorder: &events.FakeRecorder{}, DrainPollInterval: time.Hour}
+		fresh.prepare(ro.Informers(), ro.Client())
+		kept, err := warm.observe(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := fresh.observe(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := describeViews(kept), describeViews(found); got != want {
+			t.Fatalf("turn %d, after %s: the kept views differ from a fresh gate's:\n%s", turn, step, lineDiff(got, want))
+		}
+		budget := kept.admission.budget
+		keptPlan := planAdmissions(kept.views, warm.queues.of(benchPool), len(kept.elsewhere), budget, false, false)
+		freshPlan := planAdmissions(found.views, nil, len(found.elsewhere), budget, false, false)
+		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) {
+			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v, a fresh gate %v then %v",
+				turn, step, keptPlan.admit, head(keptPlan.waiting), freshPlan.admit, head(freshPlan.waiting))
+		}
+	}
+}
+
+// approvedNotInFlight names the nodes approved that the rollout does not
+// count in flight yet, and has each node its reboot completed ask again.
+func approvedNotInFlight(t *testing.T, ro *rollout) []string {
+	t.Helper()
+	var approved []string
+	for i := range 120 {
+		node, err := ro.Node(fmt.Sprintf("node-%05d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := protocol.Read(node)
+		switch {
+		case st.Approved != "" && !slices.Contains(ro.InFlight, node.Name):
+			approved = append(approved, node.Name)
+		case st.Requested == nil && st.Admission == nil && st.Approved == "":
+			nm := ro.Ask(node)
+			if err := ro.Set(node); err != nil {
+				t.Fatal(err)
+			}
+			if err := ro.Add(nm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return approved
+}
+
+// describeViews is what a reconcile knows of each node of the pool, one
+// line a node.
+func describeViews(st *poolState) string {
+	var b strings.Builder
+	for _, v := range st.views {
+		fmt.Fprintf(&b, "%s rv=%s queued=%s waiting=%t unavailable=%t window=%t stale=%t held=%t others=%v optOut=%v\n",
+			v.Node.Name, v.Node.ResourceVersion, v.queuedAt.Format(time.RFC3339Nano), v.waiting(), v.unavailable(), v.windowOpen,
+			v.staleConfig, v.heldUnreadable, v.otherPools, v.optOut)
+	}
+	for _, v := range st.elsewhere {
+		fmt.Fprintf(&b, "elsewhere %s rv=%s\n", v.Node.Name, v.Node.ResourceVersion)
+	}
+	return b.String()
+}
+
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var out []string
+	for i := range max(len(g), len(w)) {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			out = append(out, "kept:  "+a, "fresh: "+b)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func head(names []string) []string { return names[:min(len(names), 5)] }
