@@ -210,7 +210,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	// Every controller reads the open records and the finished ones as one.
 	c := &history.Client{Client: mgr.GetClient(), History: finished, APIReader: mgr.GetAPIReader()}
-	clientset, err := kubernetes.NewForConfig(cfg)
+	// The drains' pod lists and evictions, and the notifier's Events, are
+	// built-in kinds: asked for in protobuf, as controller-runtime's client
+	// asks for them, a list of a node's pods costs the operator and the API
+	// server a fraction of its JSON's encoding and decoding, several times
+	// per reboot.
+	protoCfg := rest.CopyConfig(cfg)
+	protoCfg.ContentType = runtime.ContentTypeProtobuf
+	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	clientset, err := kubernetes.NewForConfig(protoCfg)
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
