@@ -210,15 +210,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	// Every controller reads the open records and the finished ones as one.
 	c := &history.Client{Client: mgr.GetClient(), History: finished, APIReader: mgr.GetAPIReader()}
-	// The drains' pod lists and evictions, and the notifier's Events, are
-	// built-in kinds: asked for in protobuf, as controller-runtime's client
-	// asks for them, a list of a node's pods costs the operator and the API
-	// server a fraction of its JSON's encoding and decoding, several times
-	// per reboot.
-	protoCfg := rest.CopyConfig(cfg)
-	protoCfg.ContentType = runtime.ContentTypeProtobuf
-	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	clientset, err := kubernetes.NewForConfig(protoCfg)
+	clientset, err := kubernetes.NewForConfig(builtinKinds(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
@@ -541,6 +533,18 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%s: choose one way to serve the alert webhook", strings.Join(ways, " and "))
 	}
 	return o.Notify.Validate()
+}
+
+// builtinKinds is cfg for a clientset that reads and writes built-in kinds
+// only (the drains' pod lists and evictions, the notifier's Events): in
+// protobuf, as controller-runtime's client asks for them. A list of a
+// node's pods, several per reboot, costs the operator and the API server a
+// fraction of its JSON's encoding and decoding.
+func builtinKinds(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.ContentType = runtime.ContentTypeProtobuf
+	out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return out
 }
 
 // Run runs the operator until ctx is done.
