@@ -45,6 +45,9 @@ type Point struct {
 	P99Ms       float64 `json:"reconcileP99Ms"`
 	BytesPerOp  float64 `json:"bytesPerOp"`
 	AllocsPerOp float64 `json:"allocsPerOp"`
+	// KeptMiB is the heap the controller holds between reconciles, when
+	// its benchmark says (MiB-kept).
+	KeptMiB float64 `json:"keptMiB,omitempty"`
 }
 
 // line is a benchmark's result line, e.g.
@@ -98,6 +101,8 @@ func parse(r io.Reader) (map[string][]Point, error) {
 				p.BytesPerOp = v
 			case "allocs/op":
 				p.AllocsPerOp = v
+			case "MiB-kept":
+				p.KeptMiB = v
 			}
 		}
 		controller := strings.ToLower(m[1])
