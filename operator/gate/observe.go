@@ -115,10 +115,10 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	st.views = make([]*nodeView, 0, poolnodes.Capacity(pool, len(nodes)))
 	// What is kept of a node depends, besides the node, on these; what
 	// changes with time alone is worked out here, at each reconcile.
-	context := strings.Join([]string{string(pool.UID), pool.Spec.DesiredConfig, st.selection.Key(), unreadableKey(unreadable)}, "\x00")
+	keptFor := strings.Join([]string{string(pool.UID), pool.Spec.DesiredConfig, st.selection.Key(), unreadableKey(unreadable)}, "\x00")
 	timeless := st.admission.windowErr != nil || wins.Timeless()
 	anyInflight := r.inflight.any()
-	err = r.kept.Of(pool.Name).Walk(r.Decoded, nodes, pool.Name, st.selection, context,
+	err = r.kept.Of(pool.Name).Walk(r.Decoded, nodes, pool.Name, st.selection, keptFor,
 		func(s protocol.NodeState, others []string, member bool) (keptView, error) {
 			return r.keep(openOnNode, pool, unreadable, st.now, s, others, member)
 		},
