@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -35,6 +36,7 @@ import (
 	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/daemon/rebooter"
 	"github.com/kmaint/kmaint/daemon/sentinel"
+	"github.com/kmaint/kmaint/internal/eventrec"
 	"github.com/kmaint/kmaint/internal/watcherr"
 )
 
@@ -250,12 +252,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 	if err != nil {
 		return fmt.Errorf("new manager: %w", err)
 	}
+	eventsClient, err := eventsv1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("events client: %w", err)
+	}
+	sender := eventrec.New(eventsClient, s, log.WithName("events"))
 	a := &agent{
 		client:         mgr.GetClient(),
 		reader:         mgr.GetAPIReader(),
 		journal:        opts.Journal,
 		rebooter:       opts.Rebooter,
-		recorder:       mgr.GetEventRecorder("kmaint-daemon"),
+		recorder:       sender.Recorder("kmaint-daemon"),
 		clock:          opts.Clock,
 		metrics:        m,
 		nodeName:       opts.NodeName,
@@ -303,11 +310,23 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, hooks ...Hook) err
 		return fmt.Errorf("add readyz: %w", err)
 	}
 	log.Info("Starting")
-	if err := mgr.Start(ctx); err != nil {
+	// The events are written until after the manager stops: the one that
+	// says the node is rebooting is recorded just before the reboot stops
+	// the daemon.
+	sender.Start()
+	err = mgr.Start(ctx)
+	if serr := sender.Stop(eventGrace); serr != nil {
+		log.Error(serr, "Events lost at the stop")
+	}
+	if err != nil {
 		return fmt.Errorf("run daemon: %w", err)
 	}
 	return nil
 }
+
+// eventGrace bounds what the daemon spends at its stop writing the events
+// still queued: short, since a node shutting down waits for it.
+const eventGrace = 5 * time.Second
 
 // mapperProvider returns the shared mapper, or nil for controller-runtime's
 // own.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/eventrec"
 	"github.com/kmaint/kmaint/internal/watcherr"
 	"github.com/kmaint/kmaint/operator/aftercare"
 	"github.com/kmaint/kmaint/operator/alertwebhook"
@@ -214,6 +215,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
+	sender := eventrec.New(clientset.EventsV1(), s, mgr.GetLogger().WithName("events"))
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -248,7 +250,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Client:            c,
 		Decoded:           decoded,
 		Drainer:           &drain.Drainer{Client: clientset},
-		Recorder:          mgr.GetEventRecorder("kmaint-gate"),
+		Recorder:          sender.Recorder("kmaint-gate"),
 		Clock:             clk,
 		DrainPollInterval: opts.DrainPollInterval,
 		Metrics:           rec,
@@ -267,7 +269,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	ac := &aftercare.Reconciler{
 		Client:               c,
-		Recorder:             mgr.GetEventRecorder("kmaint-aftercare"),
+		Recorder:             sender.Recorder("kmaint-aftercare"),
 		Clock:                clk,
 		Metrics:              rec,
 		Pods:                 mgr.GetAPIReader(),
@@ -281,7 +283,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := ac.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up aftercare: %w", err)
 	}
-	m := &maintenance.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
+	m := &maintenance.Reconciler{Client: c, Recorder: sender.Recorder("kmaint-maintenance"), Clock: clk, Metrics: rec}
 	// The maintenance controller works one node per reconcile, and a
 	// rollout changes thousands of nodes at once: with one worker its
 	// records lagged minutes behind at 2000 nodes, each reconcile waiting
@@ -292,7 +294,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err := m.SetupWithManager(ctx, mgr, mopts); err != nil {
 		return nil, fmt.Errorf("set up maintenance: %w", err)
 	}
-	pc := &policy.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("kmaint-policy"), Clock: clk, Metrics: rec}
+	pc := &policy.Reconciler{Client: c, Recorder: sender.Recorder("kmaint-policy"), Clock: clk, Metrics: rec}
 	if prom != nil {
 		pc.Prometheus = prom
 	}
@@ -305,12 +307,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		return nil, fmt.Errorf("set up retention: %w", err)
 	}
 	for _, kind := range unreadable.Kinds() {
-		u := &unreadable.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kmaint-unreadable"), Clock: clk, Kind: kind}
+		u := &unreadable.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: sender.Recorder("kmaint-unreadable"), Clock: clk, Kind: kind}
 		if err := u.SetupWithManager(mgr, copts); err != nil {
 			return nil, fmt.Errorf("set up the report of unreadable %ss: %w", kind.Name, err)
 		}
 	}
-	if err := addAlertWebhook(mgr, opts, clk); err != nil {
+	if err := addAlertWebhook(mgr, sender, opts, clk); err != nil {
 		return nil, err
 	}
 	if err := addNotifier(mgr, clientset, opts.Notify); err != nil {
@@ -330,7 +332,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}); err != nil {
 		return nil, fmt.Errorf("add readyz: %w", err)
 	}
-	return mgr, nil
+	return withEvents{Manager: mgr, events: sender}, nil
 }
 
 // The secure metrics ask the API server who the caller is and whether it
@@ -375,7 +377,7 @@ func AlertCAConfigMap(secret string) string { return strings.TrimSuffix(secret, 
 const alertService = "kmaint-operator"
 
 // addAlertWebhook adds the Alertmanager webhook receiver, when asked for.
-func addAlertWebhook(mgr manager.Manager, opts Options, clk clock.PassiveClock) error {
+func addAlertWebhook(mgr manager.Manager, sender *eventrec.Sender, opts Options, clk clock.PassiveClock) error {
 	if opts.AlertWebhookAddr == "" || opts.AlertWebhookAddr == "0" {
 		return nil
 	}
@@ -403,7 +405,7 @@ func addAlertWebhook(mgr manager.Manager, opts Options, clk clock.PassiveClock) 
 			Sink: &policy.AlertSink{
 				Client:    mgr.GetClient(),
 				APIReader: mgr.GetAPIReader(),
-				Recorder:  mgr.GetEventRecorder("kmaint-alert-webhook"),
+				Recorder:  sender.Recorder("kmaint-alert-webhook"),
 				Clock:     clk,
 			},
 			Metrics:   m,
