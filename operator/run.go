@@ -215,6 +215,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
+	// The drains and the gate's pod checks share their reads of the pods'
+	// version: each is a consistent read.
+	podsVersions := drain.NewVersions(clientset)
 	sender := eventrec.New(clientset.EventsV1(), s, mgr.GetLogger().WithName("events"))
 	clk := opts.Clock
 	if clk == nil {
@@ -249,7 +252,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	g := &gate.Reconciler{
 		Client:            c,
 		Decoded:           decoded,
-		Drainer:           &drain.Drainer{Client: clientset},
+		Drainer:           &drain.Drainer{Client: clientset, Versions: podsVersions},
+		PodsVersions:      podsVersions,
 		Recorder:          sender.Recorder("kmaint-gate"),
 		Clock:             clk,
 		DrainPollInterval: opts.DrainPollInterval,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -40,12 +41,25 @@ type Drainer struct {
 	// Client reaches the API server.
 	Client kubernetes.Interface
 
+	// Versions shares the reads of the pods' resource version with other
+	// drains and the gate's pod checks; nil reads one for each drain.
+	Versions *Versions
+
 	// daemonSets are the DaemonSets found to exist, so that a drain step
 	// does not ask again for every agent pod of the node.
 	daemonSets knownDaemonSets
 	// workloads let one eviction at a time through per workload, across
 	// the drains of every node (lanes.go).
 	workloads workloadLanes
+}
+
+// PodsVersionAfter returns the pods' resource version as read by a List
+// that began at or after t: shared through Versions, or read now.
+func (d *Drainer) PodsVersionAfter(ctx context.Context, t time.Time) (string, error) {
+	if d.Versions == nil {
+		return PodsVersion(ctx, d.Client)
+	}
+	return d.Versions.After(ctx, t)
 }
 
 // Step evicts every pod on the node that must leave and is not already

@@ -67,10 +67,17 @@ type followedDrain struct {
 	// podsVersion is what the drain's first step read of the pods'
 	// resource version: every later step lists at least as new.
 	podsVersion string
+	// followed is when the gate first asked for the drain, after the
+	// node's cordon: the pods' version the drain lists from must have been
+	// read since (real time, as Versions compares).
+	followed time.Time
 }
 
 // Stepper takes one step of a node's drain; *Drainer is the real one.
 type Stepper interface {
+	// PodsVersionAfter returns the pods' resource version as read by a
+	// List that began at or after t.
+	PodsVersionAfter(ctx context.Context, t time.Time) (string, error)
 	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (Progress, error)
 }
 
@@ -116,7 +123,7 @@ func (s *Steps) Follow(key Key, pool string, opts v1alpha1.DrainOptions) (StepRe
 	defer s.mu.Unlock()
 	d := s.drains[key.node]
 	if d == nil || d.key != key {
-		d = &followedDrain{key: key}
+		d = &followedDrain{key: key, followed: time.Now()}
 		s.drains[key.node] = d
 		s.queue.Add(key.node)
 	}
@@ -194,11 +201,22 @@ func (s *Steps) next(ctx context.Context) bool {
 		return true
 	}
 	d.asked = false
-	key, opts, since := d.key, d.opts, d.podsVersion
+	key, opts, since, followed := d.key, d.opts, d.podsVersion, d.followed
 	s.mu.Unlock()
 
 	stepCtx, cancel := context.WithTimeout(ctx, StepTimeout)
-	progress, err := s.drainer.Step(stepCtx, node, opts, since)
+	var progress Progress
+	var err error
+	if since == "" {
+		// A version read for another drain or a pod check since the
+		// cordon serves this one too.
+		if since, err = s.drainer.PodsVersionAfter(stepCtx, followed); err == nil {
+			progress.PodsVersion = since
+		}
+	}
+	if err == nil {
+		progress, err = s.drainer.Step(stepCtx, node, opts, since)
+	}
 	cancel()
 
 	s.mu.Lock()

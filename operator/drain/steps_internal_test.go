@@ -20,6 +20,29 @@ type gatedDrainer struct {
 	since   map[string][]string
 	answer  map[string]Progress
 	blocked map[string]chan struct{}
+	// version is the pods' version PodsVersionAfter reads; afters are the
+	// times it was asked for a read after.
+	version string
+	afters  []time.Time
+}
+
+func (f *gatedDrainer) PodsVersionAfter(_ context.Context, t time.Time) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.afters = append(f.afters, t)
+	return f.version, nil
+}
+
+func (f *gatedDrainer) setVersion(v string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version = v
+}
+
+func (f *gatedDrainer) readsAfter() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.afters)
 }
 
 func newGatedDrainer() *gatedDrainer {
@@ -41,7 +64,11 @@ func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOp
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.answer[node], nil
+	p := f.answer[node]
+	if p.PodsVersion == "" {
+		p.PodsVersion = since // as a real step
+	}
+	return p, nil
 }
 
 func (f *gatedDrainer) Force(context.Context, string, v1alpha1.DrainOptions, func([]string) error) ([]string, error) {
@@ -182,20 +209,27 @@ func TestAStepFoundForAnEarlierAdmissionIsNotReadForALaterOne(t *testing.T) {
 	g.Expect(last.Progress.Done).To(BeTrue())
 }
 
-// A drain's first step reads the pods' version (after the cordon), and
-// every later step lists the node's pods no older than it; a retried drain
-// (a new admission, a new cordon) reads it again.
-func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
+// A drain's first step is given the pods' version as read after the gate
+// first followed the drain (after the cordon), and every later step lists
+// the node's pods no older than it, without reading it again; a retried
+// drain (a new admission, a new cordon) asks for a read after its own
+// start.
+func TestEveryStepOfADrainListsNoOlderThanAVersionReadAfterItBegan(t *testing.T) {
 	g := NewWithT(t)
 	d := newGatedDrainer()
-	d.set("n", Progress{Remaining: 1, PodsVersion: "41"})
+	d.setVersion("41")
+	d.set("n", Progress{Remaining: 1})
 	s, _ := startSteps(t, d, 10*time.Millisecond)
-	first := KeyOf("n", "b", time.Now())
+	cordoned := time.Now()
+	first := KeyOf("n", "b", cordoned)
 	g.Eventually(func() int { s.Follow(first, "p", v1alpha1.DrainOptions{}); return d.count("n") }, 10*time.Second).Should(BeNumerically(">=", 3))
-	g.Expect(d.sinces("n")[:3]).To(Equal([]string{"", "41", "41"}))
+	g.Expect(d.sinces("n")[:3]).To(Equal([]string{"41", "41", "41"}))
+	g.Expect(d.readsAfter()).To(HaveLen(1), "one read of the version per drain")
+	g.Expect(d.readsAfter()[0]).NotTo(BeTemporally("<", cordoned), "a version read before the cordon would miss pods bound since")
 
 	s.Stop("n")
-	d.set("n", Progress{Remaining: 1, PodsVersion: "97"})
+	d.setVersion("97")
+	recordoned := time.Now()
 	retried := first
 	retried.admitted = first.admitted + int64(time.Minute)
 	steps := d.count("n")
@@ -210,7 +244,9 @@ func TestEveryStepOfADrainListsNoOlderThanItsFirst(t *testing.T) {
 		return got
 	}
 	g.Eventually(func() int { s.Follow(retried, "p", v1alpha1.DrainOptions{}); return len(retriedSinces()) }, 10*time.Second).Should(BeNumerically(">=", 2))
-	g.Expect(retriedSinces()[:2]).To(Equal([]string{"", "97"}))
+	g.Expect(retriedSinces()[:2]).To(Equal([]string{"97", "97"}))
+	g.Expect(d.readsAfter()).To(HaveLen(2))
+	g.Expect(d.readsAfter()[1]).NotTo(BeTemporally("<", recordoned))
 }
 
 func TestDrainsNoLongerFollowedByTheirPoolAreStopped(t *testing.T) {

@@ -40,6 +40,8 @@ const benchPool = "bench"
 // doneDrainer finds every drain done at its first step.
 type doneDrainer struct{ Drainer }
 
+func (doneDrainer) PodsVersionAfter(context.Context, time.Time) (string, error) { return "1", nil }
+
 func (doneDrainer) Step(context.Context, string, v1alpha1.DrainOptions, string) (drain.Progress, error) {
 	return drain.Progress{Done: true}, nil
 }

@@ -131,16 +131,33 @@ type podsVersion struct {
 	err     error
 }
 
+// podsVersionReuse is how old a read of the pods' version a pass may list
+// from: one a drain or another pool's pass made within it serves. A pod
+// bound to the node in that second may go unseen by the check, as one
+// bound between the check and the cordon always could; the drain, listing
+// from a version read after the cordon, sees it.
+const podsVersionReuse = time.Second
+
 // readPodsVersion reads the pods' current resource version with a
-// consistent List of one pod, as drain.PodsVersion does for a drain: the
-// nodes' pods are then listed no older than it, from the API server's
-// watch cache, never from etcd (operator/drain/podsince.go says why).
+// consistent List of one pod, as drain.PodsVersion does for a drain, or
+// takes one read since podsVersionReuse ago: the nodes' pods are then
+// listed no older than it, from the API server's watch cache, never from
+// etcd (operator/drain/podsince.go says why).
 func (r *Reconciler) readPodsVersion(ctx context.Context) *podsVersion {
+	version, err := r.PodsVersions.After(ctx, r.PodsVersions.Now().Add(-podsVersionReuse))
+	if err != nil {
+		return &podsVersion{err: err}
+	}
+	return &podsVersion{version: version}
+}
+
+// readPodsVersionFromPods reads the pods' resource version through Pods.
+func (r *Reconciler) readPodsVersionFromPods(ctx context.Context) (string, error) {
 	var one corev1.PodList
 	if err := r.Pods.List(ctx, &one, client.Limit(1)); err != nil {
-		return &podsVersion{err: fmt.Errorf("read the resource version of pods: %w", err)}
+		return "", fmt.Errorf("read the resource version of pods: %w", err)
 	}
-	return &podsVersion{version: one.ResourceVersion}
+	return one.ResourceVersion, nil
 }
 
 // checkPodsOf checks the pods of the nodes, podListParallelism at a time,

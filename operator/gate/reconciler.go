@@ -64,6 +64,10 @@ type Reconciler struct {
 	// holds its admission; it must not be a cached client (a cluster-wide
 	// pod cache is what it avoids). Nil uses the manager's API reader.
 	Pods client.Reader
+	// PodsVersions reads the pods' resource version the pod checks list
+	// from, shared with the drains (drain.Drainer's Versions). Nil reads
+	// it through Pods.
+	PodsVersions *drain.Versions
 	// BlockingPodInterval is how long a node its pods hold waits before
 	// its pods are looked at again (30s if zero).
 	BlockingPodInterval time.Duration
@@ -268,6 +272,9 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.Pods = apiReader
 	}
 	r.podChecks = recent.New[string, podCheck]()
+	if r.PodsVersions == nil {
+		r.PodsVersions = drain.NewVersionsReading(r.readPodsVersionFromPods)
+	}
 	r.settings = newRequestSettings()
 	r.kept = poolnodes.NewKeptPools[keptView]()
 	r.queues = newQueues()
