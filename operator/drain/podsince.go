@@ -29,7 +29,8 @@ import (
 // answers with an error after a few seconds, and the step fails and is
 // taken again; it never reads every pod. The version is read after the
 // cordon, so every step sees each pod bound to the node before the cordon,
-// as a consistent read would.
+// as a consistent read would. Drains and the gate's pod checks share these
+// reads where one serves several (Versions).
 
 // PodsVersion reads the current resource version of the cluster's pods.
 func PodsVersion(ctx context.Context, c kubernetes.Interface) (string, error) {
