@@ -13,8 +13,9 @@
 // A Sender queues the events its recorders make and writes them with a few
 // workers. Its Stop, called once the controllers have stopped, writes what
 // is still queued, for at most a grace period, and says how many it could
-// not write. An event is written as it was recorded: no series, no
-// aggregation, since kmaint's controllers tell a thing once themselves.
-// What a process killed outright (SIGKILL) had queued is lost, as with any
-// recorder.
+// not write. The same event recorded again within RepeatWindow (the same
+// object at the same version, reason, action and note) is not written
+// again: client-go's recorder made it a series of the first, and the
+// people the notifier tells heard of it once. What a process killed
+// outright (SIGKILL) had queued is lost, as with any recorder.
 package eventrec

@@ -41,6 +41,9 @@ const (
 	maxBackoff   = 15 * time.Second
 	// maxNote is the API's limit on an event's note, in bytes.
 	maxNote = 1024
+	// RepeatWindow is how long after an event the same one is folded into
+	// it rather than written again: client-go's series last as long.
+	RepeatWindow = 6 * time.Minute
 )
 
 // Sender writes the events its recorders make. Make it with New, start it
@@ -60,6 +63,20 @@ type Sender struct {
 	once     sync.Once
 	// abandoned counts the events whose write the stop's grace cut short.
 	abandoned atomic.Int64
+
+	mu sync.Mutex
+	// told is when each event was last recorded, to fold a repeat into
+	// the first (fold); swept is when told was last swept of old ones.
+	told  map[eventKey]time.Time
+	swept time.Time
+}
+
+// eventKey is what makes two events the same, as client-go's series have
+// it: the object (at its version), the related one, the reason, action,
+// note and reporting controller.
+type eventKey struct {
+	regarding, related       corev1.ObjectReference
+	reason, action, note, by string
 }
 
 // Option changes a Sender from its defaults.
@@ -81,6 +98,7 @@ func New(client eventsv1client.EventsGetter, scheme *runtime.Scheme, log logr.Lo
 	s := &Sender{
 		client: client, scheme: scheme, log: log, clock: clock.RealClock{}, host: host,
 		workers: DefaultWorkers, queue: make(chan *eventsv1.Event, DefaultQueue), stopping: make(chan struct{}),
+		told: map[eventKey]time.Time{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -240,11 +258,40 @@ func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 		Note:                truncate(message, maxNote),
 		Type:                eventtype,
 	}
+	key := eventKey{regarding: e.Regarding, reason: reason, action: action, note: e.Note, by: r.controller}
+	if relatedRef != nil {
+		key.related = *relatedRef
+	}
+	if s.fold(key, now) {
+		return
+	}
 	select {
 	case s.queue <- e:
 	default:
 		s.log.Error(nil, "Event dropped: too many waiting to be written", "reason", reason, "regarding", ref.Kind+"/"+ref.Name, "note", message)
 	}
+}
+
+// fold reports whether the same event was recorded within RepeatWindow,
+// and notes this one. A controller that tells a thing once by what it reads
+// (a condition, an annotation) may tell it again before its own write
+// reaches its cache; with client-go's recorder the repeat became the
+// first's series, and people were told once. A repeat keeps the first one
+// standing: the window runs from the last.
+func (s *Sender) fold(key eventKey, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.swept) > RepeatWindow {
+		for k, at := range s.told {
+			if now.Sub(at) > RepeatWindow {
+				delete(s.told, k)
+			}
+		}
+		s.swept = now
+	}
+	last, seen := s.told[key]
+	s.told[key] = now
+	return seen && now.Sub(last) <= RepeatWindow
 }
 
 // truncate cuts s to at most n bytes, on a character's boundary.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/internal/eventrec"
@@ -90,8 +91,8 @@ func TestAStopGivesUpAfterItsGrace(t *testing.T) {
 	s := eventrec.New(cs.EventsV1(), bed.Scheme, logr.Discard(), eventrec.WithWorkers(2))
 	rec := s.Recorder("kmaint-test-grace")
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "grace-000"}}
-	for range 5 {
-		rec.Eventf(node, nil, corev1.EventTypeNormal, "Rebooting", "Reboot", "now")
+	for i := range 5 {
+		rec.Eventf(node, nil, corev1.EventTypeNormal, "Rebooting", "Reboot", "boot %d", i)
 	}
 	s.Start()
 	g.Eventually(calls.Load).Should(BeNumerically(">=", 2), "the workers are writing")
@@ -113,11 +114,49 @@ func TestAFullQueueDropsRatherThanBlocks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 10 {
-			rec.Eventf(node, nil, corev1.EventTypeNormal, "Admitted", "Admit", "now")
+		for i := range 10 {
+			rec.Eventf(node, nil, corev1.EventTypeNormal, "Admitted", "Admit", "request %d", i)
 		}
 	}()
 	g.Eventually(done).Should(BeClosed())
 	// Never started: nothing was written, and the stop says so at once.
 	g.Expect(s.Stop(time.Hour)).To(MatchError(ContainSubstring("3 events not written")))
+}
+
+// The same event told again within the window is written once, as
+// client-go's series folded it: a controller that tells a thing once by
+// what it reads may tell it again before its own write reaches its cache,
+// and people would be notified twice. Another note, another version of the
+// object, or the window passed, and it is written.
+func TestARepeatWithinTheWindowIsWrittenOnce(t *testing.T) {
+	g := NewWithT(t)
+	cs, err := kubernetes.NewForConfig(bed.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	s := eventrec.New(cs.EventsV1(), bed.Scheme, logr.Discard(), eventrec.WithClock(clk))
+	s.Start()
+	rec := s.Recorder("kmaint-test-repeat")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "repeat-000", UID: "uid-repeat-000", ResourceVersion: "7"}}
+	tell := func(note string) {
+		rec.Eventf(node, nil, corev1.EventTypeWarning, "NodeMarkingRefused", "Mark", "%s", note)
+		clk.SetTime(clk.Now().Add(time.Second)) // events a nanosecond apart would share a name
+	}
+	tell("refused")
+	tell("refused") // folded
+	tell("refused for another reason")
+	node.ResourceVersion = "8"
+	tell("refused")
+	clk.SetTime(clk.Now().Add(eventrec.RepeatWindow))
+	tell("refused")
+	g.Expect(s.Stop(time.Minute)).To(Succeed())
+
+	var list eventsv1.EventList
+	g.Expect(bed.Client.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+	var notes []string
+	for _, e := range list.Items {
+		if e.ReportingController == "kmaint-test-repeat" {
+			notes = append(notes, e.Note+"@"+e.Regarding.ResourceVersion)
+		}
+	}
+	g.Expect(notes).To(ConsistOf("refused@7", "refused for another reason@7", "refused@8", "refused@8"))
 }
