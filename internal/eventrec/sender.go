@@ -268,6 +268,8 @@ func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 	select {
 	case s.queue <- e:
 	default:
+		// Not told: a repeat is not folded into it.
+		s.forget(key)
 		s.log.Error(nil, "Event dropped: too many waiting to be written", "reason", reason, "regarding", ref.Kind+"/"+ref.Name, "note", message)
 	}
 }
@@ -292,6 +294,13 @@ func (s *Sender) fold(key eventKey, now time.Time) bool {
 	last, seen := s.told[key]
 	s.told[key] = now
 	return seen && now.Sub(last) <= RepeatWindow
+}
+
+// forget forgets that an event was told: it was dropped, not queued.
+func (s *Sender) forget(key eventKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.told, key)
 }
 
 // truncate cuts s to at most n bytes, on a character's boundary.

@@ -2,10 +2,14 @@ package eventrec_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -40,7 +45,7 @@ func TestAStopWritesWhatWasJustRecorded(t *testing.T) {
 	s := eventrec.New(cs.EventsV1(), bed.Scheme, logr.Discard())
 	s.Start()
 	rec := s.Recorder("kmaint-test-stop")
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "stop-000", UID: types.UID("uid-stop-000")}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "stop-000", UID: types.UID(uuid.NewUUID())}}
 	const n = 300
 	for i := range n {
 		rec.Eventf(node, nil, corev1.EventTypeWarning, "DrainForced", "Drain", "event %d", i)
@@ -54,7 +59,7 @@ func TestAStopWritesWhatWasJustRecorded(t *testing.T) {
 	g.Expect(bed.Client.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
 	seen := map[string]bool{}
 	for _, e := range list.Items {
-		if e.ReportingController != "kmaint-test-stop" {
+		if e.Regarding.UID != node.UID {
 			continue
 		}
 		g.Expect(e.Regarding.Kind).To(Equal("Node"))
@@ -123,6 +128,51 @@ func TestAFullQueueDropsRatherThanBlocks(t *testing.T) {
 	g.Expect(s.Stop(time.Hour)).To(MatchError(ContainSubstring("3 events not written")))
 }
 
+// An event dropped for a full queue was never told: the same one recorded
+// again is queued, not folded into it.
+func TestADroppedEventIsNotFoldedInto(t *testing.T) {
+	g := NewWithT(t)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var notes []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var e eventsv1.Event
+		_ = json.Unmarshal(body, &e)
+		mu.Lock()
+		notes = append(notes, e.Note)
+		mu.Unlock()
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the server's Close, which waits for its handlers
+	written := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(notes)
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	s := eventrec.New(cs.EventsV1(), bed.Scheme, logr.Discard(), eventrec.WithQueue(1), eventrec.WithWorkers(1))
+	s.Start()
+	rec := s.Recorder("kmaint-test-dropped")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dropped-000"}}
+	rec.Eventf(node, nil, corev1.EventTypeNormal, "Admitted", "Admit", "a")
+	g.Eventually(written, 10*time.Second).Should(Equal([]string{"a"}), "the worker holds a")
+	rec.Eventf(node, nil, corev1.EventTypeNormal, "Admitted", "Admit", "b")     // queued
+	rec.Eventf(node, nil, corev1.EventTypeWarning, "DrainForced", "Drain", "c") // dropped: the queue is full
+	open()
+	g.Eventually(written).Should(Equal([]string{"a", "b"}))
+	rec.Eventf(node, nil, corev1.EventTypeWarning, "DrainForced", "Drain", "c")
+	g.Expect(s.Stop(time.Minute)).To(Succeed())
+	g.Expect(written()).To(Equal([]string{"a", "b", "c"}))
+}
+
 // The same event told again within the window is written once, as
 // client-go's series folded it: a controller that tells a thing once by
 // what it reads may tell it again before its own write reaches its cache,
@@ -136,7 +186,8 @@ func TestARepeatWithinTheWindowIsWrittenOnce(t *testing.T) {
 	s := eventrec.New(cs.EventsV1(), bed.Scheme, logr.Discard(), eventrec.WithClock(clk))
 	s.Start()
 	rec := s.Recorder("kmaint-test-repeat")
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "repeat-000", UID: "uid-repeat-000", ResourceVersion: "7"}}
+	// A UID of its own: the events of an earlier run of the test stay.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "repeat-000", UID: types.UID(uuid.NewUUID()), ResourceVersion: "7"}}
 	tell := func(note string) {
 		rec.Eventf(node, nil, corev1.EventTypeWarning, "NodeMarkingRefused", "Mark", "%s", note)
 		clk.SetTime(clk.Now().Add(time.Second)) // events a nanosecond apart would share a name
@@ -154,7 +205,7 @@ func TestARepeatWithinTheWindowIsWrittenOnce(t *testing.T) {
 	g.Expect(bed.Client.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
 	var notes []string
 	for _, e := range list.Items {
-		if e.ReportingController == "kmaint-test-repeat" {
+		if e.Regarding.UID == node.UID {
 			notes = append(notes, e.Note+"@"+e.Regarding.ResourceVersion)
 		}
 	}
