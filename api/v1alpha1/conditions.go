@@ -13,11 +13,19 @@ func FitMessage(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return CutAt(s, limit) + "…"
+}
+
+// CutAt returns s cut to at most n bytes on a character's boundary: the
+// longest prefix of whole characters that fits.
+func CutAt(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "…"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MaintenancePool condition types.

@@ -125,11 +125,7 @@ func FitReason(s string) string {
 		return s
 	}
 	const ellipsis = "…"
-	cut := MaxReasonLength - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
+	return CutAt(s, MaxReasonLength-len(ellipsis)) + ellipsis
 }
 
 // ObjectName joins parts with "-" into a name for a kmaint object, the same

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/utils/clock"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
 // Defaults of a Sender.
@@ -255,7 +256,7 @@ func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 		Reason:              reason,
 		Regarding:           *ref,
 		Related:             relatedRef,
-		Note:                truncate(message, maxNote),
+		Note:                v1alpha1.CutAt(message, maxNote),
 		Type:                eventtype,
 	}
 	key := eventKey{regarding: e.Regarding, reason: reason, action: action, note: e.Note, by: r.controller}
@@ -301,15 +302,4 @@ func (s *Sender) forget(key eventKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.told, key)
-}
-
-// truncate cuts s to at most n bytes, on a character's boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
