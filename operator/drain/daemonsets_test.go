@@ -49,10 +49,9 @@ func TestStepAsksOnceWhetherADaemonSetExists(t *testing.T) {
 	orphan.OwnerReferences[0].Kind, orphan.OwnerReferences[0].Name = "DaemonSet", "deleted-agent"
 	g.Expect(gen.CreatePod(ctx, bed.Client, orphan)).To(Succeed())
 
-	since := ""
+	pods := drain.NewNodePods(t.Context(), "")
 	for range 5 {
-		p, err := d.Step(ctx, node, v1alpha1.DrainOptions{}, since)
-		since = p.PodsVersion
+		p, err := d.Step(ctx, node, v1alpha1.DrainOptions{}, pods)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p.Done).To(BeFalse())
 		g.Expect(p.Blockers).To(ContainElement(ContainSubstring("deleted-agent")), "the orphan blocks the drain (no force) at every step")

@@ -9,6 +9,8 @@
 //
 // Steps (steps.go) takes those steps outside the controller's reconcile: a
 // pool of workers steps every drain a controller follows, once per poll
-// interval, and wakes the controller with each result, so that a reconcile
-// never waits on a drain.
+// interval and as soon as the pods its last step left are gone, and wakes
+// the controller with each result, so that a reconcile never waits on a
+// drain. A drain lists its node's pods once, at its first step, and
+// watches them from there (nodepods.go).
 package drain

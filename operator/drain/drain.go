@@ -29,11 +29,6 @@ type Progress struct {
 	// Blockers say what keeps the drain from finishing: evictions a
 	// PodDisruptionBudget refused, or pods the options do not allow to evict.
 	Blockers []string
-	// PodsVersion is the resource version of pods the step listed the
-	// node's pods at least as new as: the next step of the same drain is
-	// given it. It is set whenever the step read it, even if the step
-	// failed later.
-	PodsVersion string
 }
 
 // Drainer drains nodes through the eviction API, so PodDisruptionBudgets hold.
@@ -63,38 +58,39 @@ func (d *Drainer) PodsVersionAfter(ctx context.Context, t time.Time) (string, er
 }
 
 // Step evicts every pod on the node that must leave and is not already
-// terminating, once, and reports what is left. It never waits. since is
-// the PodsVersion of the drain's last step, "" at its first: the node's
-// pods are listed at least as new as it (podsince.go).
-func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (Progress, error) {
-	if since == "" {
-		var err error
-		if since, err = PodsVersion(ctx, d.Client); err != nil {
-			return Progress{}, err
-		}
+// terminating, once, and reports what is left. It never waits. pods is
+// what the drain's steps know of the node's pods (nodepods.go): they are
+// listed no older than its version (podsince.go), read now if it has none,
+// and watched from that List on.
+func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, pods *NodePods) (Progress, error) {
+	since, err := pods.sinceOrRead(ctx, d.Client)
+	if err != nil {
+		return Progress{}, err
 	}
 	helper := d.helper(ctx, opts, since)
+	helper.Client = pods.client(helper.Client)
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {
-		return Progress{PodsVersion: since}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
+		return Progress{}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
 	}
-	pods := list.Pods()
+	left := list.Pods()
+	pods.await(left)
 	if len(errs) > 0 {
 		// Pods the options do not let us evict (unmanaged pods, emptyDir data)
 		// block the whole drain, as they do for kubectl: evicting the others
 		// would disturb workloads for a drain that cannot finish.
-		p := Progress{Remaining: len(pods), PodsVersion: since}
+		p := Progress{Remaining: len(left)}
 		for _, err := range errs {
 			p.Blockers = append(p.Blockers, err.Error())
 		}
 		return p, nil
 	}
 
-	p := Progress{Remaining: len(pods), Done: len(pods) == 0, PodsVersion: since}
-	outcomes := d.evict(helper, pods)
+	p := Progress{Remaining: len(left), Done: len(left) == 0}
+	outcomes := d.evict(helper, left)
 	var failed []error
 	for i, err := range outcomes {
-		pod := pods[i]
+		pod := left[i]
 		switch {
 		case pod.DeletionTimestamp != nil:
 			// already terminating: its kubelet finishes it

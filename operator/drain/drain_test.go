@@ -124,9 +124,9 @@ func TestStepFollowsTheDrainOptions(t *testing.T) {
 				all = append(all, p.Name)
 			}
 
-			p, err := d.Step(ctx, node, tc.opts, "")
+			pods := drain.NewNodePods(t.Context(), "")
+			p, err := d.Step(ctx, node, tc.opts, pods)
 			g.Expect(err).NotTo(HaveOccurred())
-			since := p.PodsVersion
 			if tc.wantBlocker != "" {
 				g.Expect(p.Done).To(BeFalse())
 				g.Expect(p.Blockers).To(ContainElement(ContainSubstring(tc.wantBlocker)))
@@ -138,7 +138,7 @@ func TestStepFollowsTheDrainOptions(t *testing.T) {
 			// The simulated kubelets finish the deletions; the next step sees
 			// the node drained.
 			g.Eventually(func(g Gomega) bool {
-				p, err := d.Step(ctx, node, tc.opts, since)
+				p, err := d.Step(ctx, node, tc.opts, pods)
 				g.Expect(err).NotTo(HaveOccurred())
 				return p.Done
 			}).Should(BeTrue())

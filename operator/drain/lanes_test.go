@@ -105,7 +105,9 @@ func TestEvictionsOfOneWorkloadGoOneAtATime(t *testing.T) {
 	steps := make([]drain.Progress, len(nodes))
 	errs := make([]error, len(nodes))
 	for i, node := range nodes {
-		wg.Go(func() { steps[i], errs[i] = d.Step(ctx, node, v1alpha1.DrainOptions{}, "") })
+		wg.Go(func() {
+			steps[i], errs[i] = d.Step(ctx, node, v1alpha1.DrainOptions{}, drain.NewNodePods(t.Context(), ""))
+		})
 	}
 	wg.Wait()
 	for i := range nodes {
@@ -119,7 +121,7 @@ func TestEvictionsOfOneWorkloadGoOneAtATime(t *testing.T) {
 
 	for _, node := range nodes {
 		g.Eventually(func(g Gomega) {
-			p, err := d.Step(ctx, node, v1alpha1.DrainOptions{}, "")
+			p, err := d.Step(ctx, node, v1alpha1.DrainOptions{}, drain.NewNodePods(t.Context(), ""))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(p.Done).To(BeTrue())
 		}).WithTimeout(30 * time.Second).Should(Succeed())
@@ -162,12 +164,12 @@ func TestAnEvictionWaitingForItsWorkloadStopsWithItsDrain(t *testing.T) {
 	}
 
 	// The first node's eviction is held in flight; the second's waits for it.
-	go func() { _, _ = d.Step(ctx, nodes[0], v1alpha1.DrainOptions{}, "") }()
+	go func() { _, _ = d.Step(ctx, nodes[0], v1alpha1.DrainOptions{}, drain.NewNodePods(t.Context(), "")) }()
 	g.Eventually(held).WithTimeout(30 * time.Second).Should(Receive())
 	stepCtx, stop := context.WithCancel(ctx)
 	result := make(chan error, 1)
 	go func() {
-		_, err := d.Step(stepCtx, nodes[1], v1alpha1.DrainOptions{}, "")
+		_, err := d.Step(stepCtx, nodes[1], v1alpha1.DrainOptions{}, drain.NewNodePods(t.Context(), ""))
 		result <- err
 	}()
 	// Stopped once it listed its node's pods: its eviction waits, or is

@@ -23,8 +23,9 @@ import (
 // ConsistentListFromCacheSkipTimeoutFallback, for the same reason.)
 //
 // So a drain reads the pods' resource version once, at its first step,
-// with a consistent List of one pod (its fallback reads one key), and every
-// step lists the node's pods not older than that version. Such a List is
+// with a consistent List of one pod (its fallback reads one key), and lists
+// the node's pods not older than that version (then watches them from that
+// List, nodepods.go; a step lists again only when the watch ended). Such a List is
 // always served from the watch cache: when the cache lags, the API server
 // answers with an error after a few seconds, and the step fails and is
 // taken again; it never reads every pod. The version is read after the

@@ -41,10 +41,10 @@ func (p podLists) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // A List of a node's pods without a resourceVersion is a consistent read:
 // when the API server's watch cache lags, it reads every pod of the cluster
-// from etcd. A drain makes one consistent read, of a single pod, and lists
-// the node's pods at every step from the watch cache, no older than what
-// that read saw.
-func TestADrainListsItsNodesPodsFromTheWatchCache(t *testing.T) {
+// from etcd. A drain makes one consistent read, of a single pod, lists the
+// node's pods once from the watch cache, no older than what that read saw,
+// and watches them from that List's version: its later steps list nothing.
+func TestADrainListsItsNodesPodsOnceFromTheWatchCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -59,35 +59,44 @@ func TestADrainListsItsNodesPodsFromTheWatchCache(t *testing.T) {
 	g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod(ns, "web", node, nil))).To(Succeed())
 	opts := v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}
 
-	first, err := d.Step(ctx, node, opts, "")
+	pods := drain.NewNodePods(t.Context(), "")
+	first, err := d.Step(ctx, node, opts, pods)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.Evicted).To(Equal(1), "the pod bound before the drain began is seen at its first step")
-	g.Expect(first.PodsVersion).NotTo(BeEmpty())
+	since := pods.Since()
+	g.Expect(since).NotTo(BeEmpty())
+	steps := 0
 	g.Eventually(func(g Gomega) bool {
-		p, err := d.Step(ctx, node, opts, first.PodsVersion)
+		steps++
+		p, err := d.Step(ctx, node, opts, pods)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(p.PodsVersion).To(Equal(first.PodsVersion))
 		return p.Done
 	}).Should(BeTrue())
+	g.Expect(pods.Since()).To(Equal(since))
 	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &corev1.Pod{})).NotTo(Succeed(), "the pod was evicted")
 
 	mu.Lock()
 	defer mu.Unlock()
-	consistent, ofNode := 0, 0
+	consistent, ofNode, watches := 0, 0, 0
 	for _, q := range queries {
-		if q.Get("resourceVersion") == "" {
+		switch {
+		case q.Get("watch") == "true":
+			watches++
+			g.Expect(q.Get("fieldSelector")).To(Equal("spec.nodeName="+node), "%v", q)
+		case q.Get("resourceVersion") == "":
 			consistent++
 			g.Expect(q.Get("limit")).To(Equal("1"), "a consistent read reads one pod: %v", q)
 			g.Expect(q.Get("fieldSelector")).To(BeEmpty(), "a consistent read reads one pod: %v", q)
-			continue
+		default:
+			ofNode++
+			g.Expect(q.Get("fieldSelector")).To(Equal("spec.nodeName="+node), "%v", q)
+			g.Expect(q.Get("resourceVersion")).To(Equal(since), "%v", q)
+			g.Expect(q.Get("resourceVersionMatch")).To(Equal(string(metav1.ResourceVersionMatchNotOlderThan)), "%v", q)
 		}
-		ofNode++
-		g.Expect(q.Get("fieldSelector")).To(Equal("spec.nodeName="+node), "%v", q)
-		g.Expect(q.Get("resourceVersion")).To(Equal(first.PodsVersion), "%v", q)
-		g.Expect(q.Get("resourceVersionMatch")).To(Equal(string(metav1.ResourceVersionMatchNotOlderThan)), "%v", q)
 	}
 	g.Expect(consistent).To(Equal(1), "one consistent read for the whole drain")
-	g.Expect(ofNode).To(BeNumerically(">=", 2), "every step listed the node's pods")
+	g.Expect(ofNode).To(Equal(1), "the node's pods listed once in %d steps", steps+1)
+	g.Expect(watches).To(Equal(1), "and watched since")
 }
 
 // A step given a version its API server cannot serve (the watch cache has
@@ -125,7 +134,7 @@ func TestAStepOnAVersionTheCacheCannotServeFails(t *testing.T) {
 			g := NewWithT(t)
 			stepCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			p, err := d.Step(stepCtx, node, v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}, since)
+			p, err := d.Step(stepCtx, node, v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}, drain.NewNodePods(stepCtx, since))
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(p.Done).To(BeFalse())
 			g.Expect(p.Evicted).To(BeZero())

@@ -64,9 +64,13 @@ type followedDrain struct {
 	asked, idle bool
 	// last is the last step's result, nil before the first step ends.
 	last *StepResult
-	// podsVersion is what the drain's first step read of the pods'
-	// resource version: every later step lists at least as new.
-	podsVersion string
+	// pods is what the drain's steps know of the node's pods, from the
+	// first step on: the version they list from and the watch that
+	// follows them (nodepods.go).
+	pods *NodePods
+	// waking is the Gone channel a goroutine waits on to step the drain
+	// at once, nil when none does.
+	waking <-chan struct{}
 	// followed is when the gate first asked for the drain, after the
 	// node's cordon: the pods' version the drain lists from must have been
 	// read since (real time, as Versions compares).
@@ -78,7 +82,7 @@ type Stepper interface {
 	// PodsVersionAfter returns the pods' resource version as read by a
 	// List that began at or after t.
 	PodsVersionAfter(ctx context.Context, t time.Time) (string, error)
-	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (Progress, error)
+	Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, pods *NodePods) (Progress, error)
 }
 
 // Steps steps drains outside the pool's reconcile. A step waits on the
@@ -123,6 +127,7 @@ func (s *Steps) Follow(key Key, pool string, opts v1alpha1.DrainOptions) (StepRe
 	defer s.mu.Unlock()
 	d := s.drains[key.node]
 	if d == nil || d.key != key {
+		d.stop()
 		d = &followedDrain{key: key, followed: time.Now()}
 		s.drains[key.node] = d
 		s.queue.Add(key.node)
@@ -145,7 +150,15 @@ func (s *Steps) Follow(key Key, pool string, opts v1alpha1.DrainOptions) (StepRe
 func (s *Steps) Stop(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drains[node].stop()
 	delete(s.drains, node)
+}
+
+// stop ends the watch of the drain's pods; nil stops nothing.
+func (d *followedDrain) stop() {
+	if d != nil && d.pods != nil {
+		d.pods.Close()
+	}
 }
 
 // stopOthers ends the drains of pool whose nodes are not in following:
@@ -155,6 +168,7 @@ func (s *Steps) StopOthers(pool string, following map[string]bool) {
 	defer s.mu.Unlock()
 	for node, d := range s.drains {
 		if d.pool == pool && !following[node] {
+			d.stop()
 			delete(s.drains, node)
 		}
 	}
@@ -201,21 +215,21 @@ func (s *Steps) next(ctx context.Context) bool {
 		return true
 	}
 	d.asked = false
-	key, opts, since, followed := d.key, d.opts, d.podsVersion, d.followed
+	key, opts, pods, followed := d.key, d.opts, d.pods, d.followed
 	s.mu.Unlock()
 
 	stepCtx, cancel := context.WithTimeout(ctx, StepTimeout)
-	var progress Progress
-	var err error
-	if since == "" {
+	progress, err := Progress{}, error(nil)
+	if pods == nil {
 		// A version read for another drain or a pod check since the
 		// cordon serves this one too.
+		var since string
 		if since, err = s.drainer.PodsVersionAfter(stepCtx, followed); err == nil {
-			progress.PodsVersion = since
+			pods = s.keepPods(node, d, NewNodePods(ctx, since))
 		}
 	}
-	if err == nil {
-		progress, err = s.drainer.Step(stepCtx, node, opts, since)
+	if err == nil && pods != nil {
+		progress, err = s.drainer.Step(stepCtx, node, opts, pods)
 	}
 	cancel()
 
@@ -225,10 +239,8 @@ func (s *Steps) next(ctx context.Context) bool {
 		return true // stopped while it stepped
 	}
 	d.last = &StepResult{Progress: progress, Err: err, At: s.now()}
-	if d.podsVersion == "" {
-		d.podsVersion = progress.PodsVersion
-	}
 	pool, wake := d.pool, s.wake
+	s.wakeWhenGone(node, d)
 	s.mu.Unlock()
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Drain step failed", "node", node, "error", err.Error())
@@ -238,4 +250,41 @@ func (s *Steps) next(ctx context.Context) bool {
 		wake(pool)
 	}
 	return true
+}
+
+// keepPods makes pods the drain's, unless the drain was stopped while its
+// version was read: then it returns nil, and closes pods.
+func (s *Steps) keepPods(node string, d *followedDrain, pods *NodePods) *NodePods {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drains[node] != d {
+		pods.Close()
+		return nil
+	}
+	d.pods = pods
+	return pods
+}
+
+// wakeWhenGone steps the drain as soon as the pods its last step left are
+// gone, rather than at its next poll: a drain is done the moment its last
+// pod goes. Called with s.mu held.
+func (s *Steps) wakeWhenGone(node string, d *followedDrain) {
+	if d.pods == nil {
+		return
+	}
+	gone := d.pods.Gone()
+	if gone == nil || gone == d.waking {
+		return
+	}
+	d.waking = gone
+	go func() {
+		<-gone
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.drains[node] != d {
+			return
+		}
+		d.waking = nil
+		s.queue.Add(node)
+	}()
 }

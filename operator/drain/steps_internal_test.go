@@ -49,10 +49,10 @@ func newGatedDrainer() *gatedDrainer {
 	return &gatedDrainer{steps: map[string]int{}, since: map[string][]string{}, answer: map[string]Progress{}, blocked: map[string]chan struct{}{}}
 }
 
-func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions, since string) (Progress, error) {
+func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOptions, pods *NodePods) (Progress, error) {
 	f.mu.Lock()
 	f.steps[node]++
-	f.since[node] = append(f.since[node], since)
+	f.since[node] = append(f.since[node], pods.Since())
 	gate := f.blocked[node]
 	f.mu.Unlock()
 	if gate != nil {
@@ -64,11 +64,7 @@ func (f *gatedDrainer) Step(ctx context.Context, node string, _ v1alpha1.DrainOp
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := f.answer[node]
-	if p.PodsVersion == "" {
-		p.PodsVersion = since // as a real step
-	}
-	return p, nil
+	return f.answer[node], nil
 }
 
 func (f *gatedDrainer) Force(context.Context, string, v1alpha1.DrainOptions, func([]string) error) ([]string, error) {

@@ -42,7 +42,7 @@ type doneDrainer struct{ Drainer }
 
 func (doneDrainer) PodsVersionAfter(context.Context, time.Time) (string, error) { return "1", nil }
 
-func (doneDrainer) Step(context.Context, string, v1alpha1.DrainOptions, string) (drain.Progress, error) {
+func (doneDrainer) Step(context.Context, string, v1alpha1.DrainOptions, *drain.NodePods) (drain.Progress, error) {
 	return drain.Progress{Done: true}, nil
 }
 

@@ -302,7 +302,7 @@ type hangingDrainer struct {
 	release chan struct{}
 }
 
-func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, since string) (drain.Progress, error) {
+func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOptions, pods *drain.NodePods) (drain.Progress, error) {
 	if node == h.node {
 		select {
 		case <-h.release:
@@ -310,7 +310,7 @@ func (h *hangingDrainer) Step(ctx context.Context, node string, opts v1alpha1.Dr
 			return drain.Progress{}, ctx.Err()
 		}
 	}
-	return h.Drainer.Step(ctx, node, opts, since)
+	return h.Drainer.Step(ctx, node, opts, pods)
 }
 
 func TestADrainThatHangsHoldsUpNoOtherNode(t *testing.T) {
