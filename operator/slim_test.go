@@ -39,8 +39,8 @@ func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 	}
 	got := out.(*corev1.Node)
 	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" ||
-		len(got.Annotations) != 2 || len(got.Status.Conditions) != 1 {
-		t.Errorf("kept what the operator never reads: %+v", got)
+		len(got.Annotations) != 2 || len(got.Status.Conditions) != 1 || cap(got.Status.Conditions) != 1 {
+		t.Errorf("kept what the operator never reads (the Ready condition in the decoded slice of all): %+v", got)
 	}
 	if got.Labels["pool"] != "a" || got.Annotations["kmaint.io/state"] != "{}" || got.Annotations[protocol.KarpenterDoNotDisrupt] != "true" ||
 		!got.Spec.Unschedulable || len(got.Spec.Taints) != 1 || len(got.Status.Addresses) != 1 ||
@@ -49,6 +49,11 @@ func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 	}
 	if opt := protocol.NodeOptOut(got); opt == nil {
 		t.Error("the cached node lost its do-not-disrupt opt-out")
+	}
+	notReady := n.DeepCopy()
+	notReady.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}}
+	if out, _ := newSlimmer().node(notReady); protocol.Ready(out.(*corev1.Node)) {
+		t.Error("a node without a Ready condition reads Ready once cached")
 	}
 }
 

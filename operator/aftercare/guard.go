@@ -143,9 +143,8 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	var out []v1alpha1.HaltedNode
 	// Each of the two read in place: a joined copy of them was a copy of
 	// every view of the pool at every reconcile (670 KB at 2000 nodes).
-	for _, views := range [][]poolnodes.Member{st.nodes.Members, st.nodes.Elsewhere} {
-		for i := range views {
-			v := &views[i]
+	for _, views := range [][]*poolnodes.Member{st.nodes.Members, st.nodes.Elsewhere} {
+		for _, v := range views {
 			if v.HookHalts() {
 				out = append(out, hookHalt(v.NodeState))
 			}

@@ -12,8 +12,8 @@ import (
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
-func member(name string, failedAt time.Time) poolnodes.Member {
-	m := poolnodes.Member{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
+func member(name string, failedAt time.Time) *poolnodes.Member {
+	m := &poolnodes.Member{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
 	if !failedAt.IsZero() {
 		m.Settle = &protocol.Settle{Failure: &protocol.HealthCheckFailure{Check: "errors", Value: "7", Time: failedAt}}
 	}
@@ -25,8 +25,8 @@ func member(name string, failedAt time.Time) poolnodes.Member {
 func TestHaltedNodesListsThePoolsAndThoseElsewhereOldestFirst(t *testing.T) {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	st := &poolState{nodes: poolnodes.Nodes{
-		Members:   []poolnodes.Member{member("here", at.Add(time.Minute)), member("healthy", time.Time{})},
-		Elsewhere: []poolnodes.Member{member("moved", at)},
+		Members:   []*poolnodes.Member{member("here", at.Add(time.Minute)), member("healthy", time.Time{})},
+		Elsewhere: []*poolnodes.Member{member("moved", at)},
 	}}
 	var got []string
 	for _, n := range haltedNodes(st) {

@@ -173,13 +173,13 @@ func (r *Reconciler) awaitNodes(ctx context.Context, st *poolState) error {
 	for _, m := range st.nodes.Members {
 		switch {
 		case m.AwaitingDaemon():
-			errs = append(errs, r.awaitDaemon(ctx, st, m))
+			errs = append(errs, r.awaitDaemon(ctx, st, *m))
 		case m.UnconfirmedStale():
-			errs = append(errs, r.forgetUnconfirmed(ctx, st, m))
+			errs = append(errs, r.forgetUnconfirmed(ctx, st, *m))
 		case m.AwaitingReturn():
-			errs = append(errs, r.awaitReturn(ctx, st, m))
+			errs = append(errs, r.awaitReturn(ctx, st, *m))
 		case m.NotBackStale():
-			errs = append(errs, r.forgetNotBack(ctx, st, m))
+			errs = append(errs, r.forgetNotBack(ctx, st, *m))
 		}
 	}
 	return errors.Join(errs...)
@@ -200,10 +200,12 @@ func (r *Reconciler) patchNode(ctx context.Context, st *poolState, m poolnodes.M
 // replace puts a node just written back into the state, so that later
 // phases and the status see the write.
 func (st *poolState) replace(node *corev1.Node) {
-	for i := range st.nodes.Members {
-		if st.nodes.Members[i].Node.Name == node.Name {
+	for i, m := range st.nodes.Members {
+		if m.Node.Name == node.Name {
+			// A new member: the one read is kept for the next reconcile,
+			// with the node the cache holds.
 			s, _ := protocol.Read(node)
-			st.nodes.Members[i].NodeState = s
+			st.nodes.Members[i] = &poolnodes.Member{NodeState: s, OtherPools: m.OtherPools}
 			return
 		}
 	}
@@ -213,7 +215,7 @@ func (st *poolState) replace(node *corev1.Node) {
 func (st *poolState) member(name string) poolnodes.Member {
 	for _, m := range st.nodes.Members {
 		if m.Node.Name == name {
-			return m
+			return *m
 		}
 	}
 	return poolnodes.Member{}

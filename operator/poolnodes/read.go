@@ -18,13 +18,15 @@ type Member struct {
 
 // Nodes are a pool's nodes at one reconcile.
 type Nodes struct {
-	// Members are the nodes the pool selects, by name.
-	Members []Member
+	// Members are the nodes the pool selects, by name. They are the
+	// entries Kept keeps between reconciles, not copies: read them, and
+	// replace one rather than change it.
+	Members []*Member
 	// Elsewhere are the nodes the pool admitted, or whose slot they hold
 	// while they settle, that another pool selects now: they count against
 	// this pool's budget until they are done, and the pool they are in
 	// drives them. OtherPools names the pools they are in.
-	Elsewhere []Member
+	Elsewhere []*Member
 }
 
 // Capacity is how many members of a pool to make room for at once, of
@@ -42,15 +44,18 @@ func Capacity(pool *v1alpha1.MaintenancePool, nodes int) int {
 // the nodes that changed. A Member depends on nothing but its node and
 // the selection.
 func ReadKept(k *Kept[Member], d *Decoded, nodes []*corev1.Node, pool string, sel pools.Selection, capacity int) Nodes {
-	out := Nodes{Members: make([]Member, 0, capacity)}
+	// The members are the kept entries: a copy of each (a few hundred
+	// bytes) at every reconcile was a third of the operator's allocations
+	// at 5000 nodes.
+	out := Nodes{Members: make([]*Member, 0, capacity)}
 	// Making a Member never fails.
 	_ = k.Walk(d, nodes, pool, sel, sel.Key(), func(s protocol.NodeState, others []string, _ bool) (Member, error) {
 		return Member{NodeState: s, OtherPools: others}, nil
 	}, func(m *Member, member bool) {
 		if member {
-			out.Members = append(out.Members, *m)
+			out.Members = append(out.Members, m)
 		} else {
-			out.Elsewhere = append(out.Elsewhere, *m)
+			out.Elsewhere = append(out.Elsewhere, m)
 		}
 	})
 	return out
