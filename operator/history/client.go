@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,10 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 	for i := range nms.Items {
 		at[nms.Items[i].Name] = i
 	}
+	// Room for every record at once: a NodeMaintenance is a kilobyte,
+	// and a list grown one append at a time copied them all again at
+	// every doubling.
+	nms.Items = slices.Grow(nms.Items, len(records))
 	for _, rec := range records {
 		if i, ok := at[rec.Name]; ok {
 			rec.Into(&nms.Items[i])
