@@ -186,7 +186,7 @@ func (p *NodePods) listed(c kubernetes.Interface, opts metav1.ListOptions, list 
 	p.watched, p.selector = true, opts.LabelSelector
 	p.pods = make(map[types.NamespacedName]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		pod := &list.Items[i]
+		pod := slimPod(&list.Items[i])
 		p.pods[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
 	}
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -231,6 +231,7 @@ func (p *NodePods) apply(t watch.EventType, pod *corev1.Pod) {
 	if !p.watched {
 		return
 	}
+	pod = slimPod(pod)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if t == watch.Deleted {
 		delete(p.pods, key)
@@ -292,8 +293,42 @@ func (o nodePodsOf) List(ctx context.Context, opts metav1.ListOptions) (*corev1.
 		return list, nil
 	}
 	list, err := o.PodInterface.List(ctx, opts)
-	if err == nil {
-		o.client.pods.listed(o.client.Interface, opts, list)
+	if err != nil {
+		return nil, err
 	}
-	return list, err
+	o.client.pods.listed(o.client.Interface, opts, list)
+	// The step reads the pods as the watch keeps them, from the first:
+	// every step sees the same fields of them.
+	if kept, ok := o.client.pods.list(opts); ok {
+		return kept, nil
+	}
+	return list, nil
+}
+
+// slimPod is what a drain reads of a pod: what kubectl's drain filters
+// look at (its owners, the mirror pod annotation, its emptyDir volumes,
+// its phase, its deletion), what selects it (labels) and what evicts it
+// (name and namespace). A whole pod is several kilobytes, most of them its
+// containers and status; a drain of each of 250 nodes at once held 43 MB
+// of them in a 5000-node rollout.
+func slimPod(pod *corev1.Pod) *corev1.Pod {
+	slim := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
+			DeletionTimestamp: pod.DeletionTimestamp, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+		},
+		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if v, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		slim.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir != nil {
+			slim.Spec.Volumes = append(slim.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: v.EmptyDir}})
+		}
+	}
+	return slim
 }
