@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -189,35 +186,36 @@ func (p *NodePods) listed(c kubernetes.Interface, opts metav1.ListOptions, list 
 		pod := slimPod(&list.Items[i])
 		p.pods[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
 	}
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		o.LabelSelector, o.FieldSelector = opts.LabelSelector, opts.FieldSelector
-		return c.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
-	}}
-	// The retry watcher logs as errors what follow logs (the watch's
-	// end) and what is no error (its context cancelled by Close).
-	w, err := watchtools.NewRetryWatcherWithContext(logr.NewContext(p.ctx, logr.Discard()), list.ResourceVersion, lw)
-	if err != nil {
-		p.stopLocked()
-		return
-	}
-	go p.follow(w)
+	go p.follow(c, metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, ResourceVersion: list.ResourceVersion})
 }
 
-// follow applies the watch's events until it ends.
-func (p *NodePods) follow(w *watchtools.RetryWatcher) {
-	defer w.Stop()
+// follow watches the pods from the List's version and applies the events
+// until the watch ends, however it ends: the API server's timeout, too old
+// a version, a refusal, Close. The next step then lists, and watches from
+// there. A watch that took up where one ended would be cheaper, but one
+// that cannot (client-go's RetryWatcher asks again, forever, when the
+// version is too old to start from) would leave the drain reading pods
+// that no longer change; a List per watch timeout (half an hour or more)
+// costs nothing in a drain.
+func (p *NodePods) follow(c kubernetes.Interface, opts metav1.ListOptions) {
 	refused := false
-	for ev := range w.ResultChan() {
-		pod, ok := ev.Object.(*corev1.Pod)
-		if !ok || ev.Type == watch.Error {
-			// Too old a version, or no right to watch: the retry watcher
-			// gives up, and the next step lists.
-			err := apierrors.FromObject(ev.Object)
-			ctrl.LoggerFrom(p.ctx).V(1).Info("Watch of a draining node's pods ended; its next step lists them", "error", err.Error())
-			refused = apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
-			break
+	w, err := c.CoreV1().Pods(metav1.NamespaceAll).Watch(p.ctx, opts)
+	if err == nil {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if ev.Type == watch.Error || !ok {
+				err = apierrors.FromObject(ev.Object)
+				break
+			}
+			if ev.Type != watch.Bookmark {
+				p.apply(ev.Type, pod)
+			}
 		}
-		p.apply(ev.Type, pod)
+		w.Stop()
+	}
+	if err != nil && p.ctx.Err() == nil {
+		ctrl.LoggerFrom(p.ctx).V(1).Info("Watch of a draining node's pods ended; its next step lists them", "error", err.Error())
+		refused = apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

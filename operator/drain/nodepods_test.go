@@ -2,6 +2,7 @@ package drain_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -86,10 +87,12 @@ func TestGoneClosesWhenTheLastPodLeft(t *testing.T) {
 	g.Expect(p.Done).To(BeTrue(), "what the watch saw leave, the next step finds gone")
 }
 
-// refusedWatches answers every watch of pods with 403, as an API server
-// does for an operator whose role lacks the verb, and counts them.
+// refusedWatches answers every watch of pods with code (403 as an API
+// server does for an operator whose role lacks the verb, 410 for a version
+// too old to watch from), and counts them.
 type refusedWatches struct {
 	next    http.RoundTripper
+	code    int
 	watches *atomic.Int64
 	lists   *atomic.Int64
 }
@@ -103,8 +106,9 @@ func (r refusedWatches) RoundTrip(req *http.Request) (*http.Response, error) {
 		return r.next.RoundTrip(req)
 	}
 	r.watches.Add(1)
-	body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods is forbidden: cannot watch","reason":"Forbidden","code":403}`
-	return &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"Content-Type": {"application/json"}},
+	reason := map[int]string{http.StatusForbidden: "Forbidden", http.StatusGone: "Expired"}[r.code]
+	body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"refused","reason":%q,"code":%d}`, reason, r.code)
+	return &http.Response{StatusCode: r.code, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
@@ -118,7 +122,7 @@ func TestADrainThatMayNotWatchListsAtEveryStep(t *testing.T) {
 	var watches, lists atomic.Int64
 	cfg := rest.CopyConfig(bed.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return refusedWatches{next: rt, watches: &watches, lists: &lists}
+		return refusedWatches{next: rt, code: http.StatusForbidden, watches: &watches, lists: &lists}
 	})
 	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}
 	pods := drain.NewNodePods(t.Context(), "")
@@ -137,6 +141,36 @@ func TestADrainThatMayNotWatchListsAtEveryStep(t *testing.T) {
 	}).Should(BeTrue())
 	g.Expect(watches.Load()).To(BeEquivalentTo(1), "a refused watch is not asked for again")
 	g.Expect(lists.Load()).To(BeNumerically(">=", steps-1), "the steps after the refusal list")
+}
+
+// A watch that cannot start from the List's version (too old) is no
+// refusal: each step lists, and tries to watch from its List again.
+func TestADrainWhoseWatchCannotStartListsAtEveryStep(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	node := "drain-gonewatch"
+	drainNode(t, node, "web")
+	var watches, lists atomic.Int64
+	cfg := rest.CopyConfig(bed.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return refusedWatches{next: rt, code: http.StatusGone, watches: &watches, lists: &lists}
+	})
+	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}
+	pods := drain.NewNodePods(t.Context(), "")
+	opts := v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}
+
+	steps := int64(0)
+	g.Eventually(func(g Gomega) bool {
+		steps++
+		// One step at a time after the last one's watch ended, as the
+		// poll interval spaces them.
+		g.Eventually(watches.Load).Should(BeNumerically(">=", lists.Load()))
+		p, err := d.Step(ctx, node, opts, pods)
+		g.Expect(err).NotTo(HaveOccurred())
+		return p.Done
+	}).Should(BeTrue())
+	g.Expect(lists.Load()).To(Equal(steps), "every step listed")
+	g.Eventually(watches.Load).Should(Equal(steps), "and tried to watch again")
 }
 
 // The steps of a drain whose last pod goes are taken at once, not at the
