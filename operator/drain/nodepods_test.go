@@ -112,6 +112,18 @@ func (r refusedWatches) RoundTrip(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
+// drainerWithWatchesAnswered is a Drainer whose watches of pods are all
+// answered with code, and the counts of its watches and its Lists of a
+// node's pods.
+func drainerWithWatchesAnswered(code int) (d *drain.Drainer, watches, lists *atomic.Int64) {
+	watches, lists = &atomic.Int64{}, &atomic.Int64{}
+	cfg := rest.CopyConfig(bed.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return refusedWatches{next: rt, code: code, watches: watches, lists: lists}
+	})
+	return &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}, watches, lists
+}
+
 // An operator whose role does not let it watch pods (a cluster role from
 // before the watch) drains as it did before: listing at every step.
 func TestADrainThatMayNotWatchListsAtEveryStep(t *testing.T) {
@@ -119,12 +131,7 @@ func TestADrainThatMayNotWatchListsAtEveryStep(t *testing.T) {
 	ctx := context.Background()
 	node := "drain-nowatch"
 	drainNode(t, node, "web")
-	var watches, lists atomic.Int64
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return refusedWatches{next: rt, code: http.StatusForbidden, watches: &watches, lists: &lists}
-	})
-	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}
+	d, watches, lists := drainerWithWatchesAnswered(http.StatusForbidden)
 	pods := drain.NewNodePods(t.Context(), "")
 	opts := v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}
 
@@ -150,12 +157,7 @@ func TestADrainWhoseWatchCannotStartListsAtEveryStep(t *testing.T) {
 	ctx := context.Background()
 	node := "drain-gonewatch"
 	drainNode(t, node, "web")
-	var watches, lists atomic.Int64
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return refusedWatches{next: rt, code: http.StatusGone, watches: &watches, lists: &lists}
-	})
-	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(cfg)}
+	d, watches, lists := drainerWithWatchesAnswered(http.StatusGone)
 	pods := drain.NewNodePods(t.Context(), "")
 	opts := v1alpha1.DrainOptions{GracePeriodSeconds: ptr.To[int64](0)}
 
