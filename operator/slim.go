@@ -63,7 +63,9 @@ func (s *slimmer) node(obj any) (any, error) {
 // ready returns a Node's Ready condition alone, in a slice of its own: the
 // one decoding made has room for all of a node's conditions (eight or
 // sixteen, 112 bytes each), which kept for the one was a third of a cached
-// Node. Its type, status and reason repeat on every node and are shared.
+// Node. Its type, status and reason repeat on every node and are shared;
+// its message is not: a kubelet writes what it likes there, and a new one
+// at every heartbeat would churn the table every node shares.
 func (s *slimmer) ready(conditions []corev1.NodeCondition) []corev1.NodeCondition {
 	i := slices.IndexFunc(conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })
 	if i < 0 {
@@ -72,7 +74,7 @@ func (s *slimmer) ready(conditions []corev1.NodeCondition) []corev1.NodeConditio
 	c := conditions[i]
 	c.Type = corev1.NodeConditionType(s.shared.str(string(c.Type)))
 	c.Status = corev1.ConditionStatus(s.shared.str(string(c.Status)))
-	c.Reason, c.Message = s.shared.str(c.Reason), s.shared.str(c.Message)
+	c.Reason = s.shared.str(c.Reason)
 	return []corev1.NodeCondition{c}
 }
 
