@@ -165,7 +165,7 @@ func (r *Reconciler) act(ctx context.Context, nm *v1alpha1.NodeMaintenance, f *p
 	// retry, rather than stamp a phase twice or step back.
 	if err := r.Status().Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.writes.forget(nm.Name)
+			r.writes.forget(nm.Spec.NodeName, nm.Name)
 		}
 		return time.Time{}, fmt.Errorf("patch status of maintenance %s: %w", nm.Name, err)
 	}
@@ -221,6 +221,9 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 			if nm.Unreadable() != nil {
 				return nil // its node is unknown; package unreadable reports it
 			}
+			// The cache holds nm now: a copy of an older write of it is
+			// done with.
+			r.writes.seen(nm)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}}}
 		})).
 		Watches(&corev1.Node{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(protocolChanged())).
