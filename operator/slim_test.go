@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -80,5 +81,45 @@ func TestSlimmerSharesRepeatedStrings(t *testing.T) {
 				t.Errorf("label %s=%s is not shared", k, v)
 			}
 		}
+	}
+}
+
+// A cached open NodeMaintenance reads as it was served, with the strings it
+// repeats (its boot id, its message) stored once, and its conditions in a
+// slice of their own length.
+func TestSlimMaintenanceKeepsEveryFieldAndSharesWhatItRepeats(t *testing.T) {
+	own := func(s string) string { return string([]byte(s)) } // as a decoder gives each field its own copy
+	boot, message := "5d5c3f8e-0c1e-4e53-9d0b-8a6f7c2b1a90", "waiting: pool a has 1 of 1 nodes unavailable"
+	at := metav1.NewTime(metav1.Now().Rfc3339Copy().Time)
+	conditions := make([]metav1.Condition, 2, 4)
+	conditions[0] = metav1.Condition{Type: own(v1alpha1.SucceededCondition), Status: metav1.ConditionUnknown, Reason: own("Requested"), Message: own(message), LastTransitionTime: at}
+	conditions[1] = metav1.Condition{Type: own(v1alpha1.WaitingCondition), Status: metav1.ConditionTrue, Reason: own("Budget"), Message: own(message), LastTransitionTime: at}
+	nm := &v1alpha1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "n-host-1", ResourceVersion: "7",
+			Labels:        map[string]string{v1alpha1.BootIDLabel: own(boot), v1alpha1.RequestIDLabel: own("req-1")},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kmaint-operator"}}},
+		Spec: v1alpha1.NodeMaintenanceSpec{NodeName: own("n"), Type: v1alpha1.RebootMaintenance, Source: v1alpha1.SourceHost, Reason: "kernel"},
+		Status: v1alpha1.NodeMaintenanceStatus{Phase: v1alpha1.PhaseRequested, RequestID: own("req-1"), BootIDBefore: own(boot), JournaledBootID: own(boot),
+			JournaledTime: &at, Message: own(message), Conditions: conditions},
+	}
+	want := nm.DeepCopy()
+	want.ManagedFields = nil
+	out, _ := newSlimmer().maintenance(nm)
+	got := out.(*v1alpha1.NodeMaintenance)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the cached record reads otherwise than it was served:\n got %+v\nwant %+v", got, want)
+	}
+	same := func(what, a, b string) {
+		if unsafe.StringData(a) != unsafe.StringData(b) {
+			t.Errorf("%s is stored twice", what)
+		}
+	}
+	same("the boot id (label, before)", got.Labels[v1alpha1.BootIDLabel], got.Status.BootIDBefore)
+	same("the boot id (label, journaled)", got.Labels[v1alpha1.BootIDLabel], got.Status.JournaledBootID)
+	same("the request id", got.Labels[v1alpha1.RequestIDLabel], got.Status.RequestID)
+	same("the message (Succeeded)", got.Status.Message, got.Status.Conditions[0].Message)
+	same("the message (Waiting)", got.Status.Message, got.Status.Conditions[1].Message)
+	if cap(got.Status.Conditions) != len(got.Status.Conditions) {
+		t.Errorf("conditions kept in a slice of %d for %d", cap(got.Status.Conditions), len(got.Status.Conditions))
 	}
 }
