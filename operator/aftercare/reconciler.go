@@ -242,6 +242,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		// back a halt this controller changed, which it then writes again.
 		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
 		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(false))).
+		Watches(&corev1.Node{}, poolnodes.ReleaseReplaced(r.kept)).
 		Complete(r)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -78,6 +79,27 @@ func NodeChanged(taints bool) predicate.Predicate {
 			}
 			return protocol.Changed(oldNode, newNode) || !maps.Equal(oldNode.Labels, newNode.Labels) ||
 				taints && !reflect.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
+		},
+	}
+}
+
+// ReleaseReplaced tells kept of every Node object the cache lets go of,
+// replaced by a newer version or deleted (Kept.Replaced), so that what a
+// controller keeps between reconciles does not keep old versions of nodes
+// alive. It enqueues nothing, and sees every change, the kubelet's
+// heartbeats too: each replaces the object.
+func ReleaseReplaced(kept interface{ Replaced(*corev1.Node) }) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	release := func(obj client.Object) {
+		if node, ok := obj.(*corev1.Node); ok {
+			kept.Replaced(node)
+		}
+	}
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			release(e.ObjectOld)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			release(e.Object)
 		},
 	}
 }
