@@ -57,6 +57,9 @@ type verdict struct {
 func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeState, older string, w waiting, g guard) verdict {
 	s := nm.Status
 	v := verdict{phase: s.Phase, bootIDBefore: s.BootIDBefore, bootIDAfter: s.BootIDAfter}
+	if w.reason == "" {
+		w = budgetWaitKept(s)
+	}
 	if s.Phase.Done() {
 		v.reason, v.message = "", s.Message
 		return v
@@ -168,6 +171,24 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.message = fmt.Sprintf("node %s requests a reboot and waits: %s", nm.Spec.NodeName, w.message)
 	}
 	return v
+}
+
+// budgetWaitKept is the wait for the budget a request showed, kept while
+// the pool has a slot free and the request is not admitted yet. In a
+// rollout a slot is free for the moment between one node's reboot
+// completing and the next node's admission, and a pool status written then
+// said so: every waiting request dropped its wait for the budget and took it
+// back at the next write, two status writes each per free slot seen, which
+// grew with the number waiting (5.1 status writes per record at 2000 nodes
+// against 3.1 at 500). The request still waits its turn in the queue; it
+// leaves Requested once admitted, and another reason to wait replaces this
+// one.
+func budgetWaitKept(s v1alpha1.NodeMaintenanceStatus) waiting {
+	c := meta.FindStatusCondition(s.Conditions, v1alpha1.WaitingCondition)
+	if s.Phase != v1alpha1.PhaseRequested || c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.BudgetExhaustedReason {
+		return waiting{}
+	}
+	return waiting{reason: c.Reason, message: c.Message}
 }
 
 // passingPhaseHold is how long a request must have been Draining or

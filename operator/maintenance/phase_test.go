@@ -696,3 +696,34 @@ func TestHoldUntil(t *testing.T) {
 		})
 	}
 }
+
+// A request waiting for its pool's budget keeps that wait through a slot
+// freed for a moment (a pool status written between one reboot completing
+// and the next admission): its status is not written again, and it stops
+// waiting once admitted. Another reason to wait replaces the budget's.
+func TestAWaitForTheBudgetOutlastsASlotFreedForAMoment(t *testing.T) {
+	g := NewWithT(t)
+	nm := maintenanceIn(v1alpha1.NodeMaintenanceStatus{})
+	requested := gen.Node("n1", gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID))
+	budget := waiting{reason: v1alpha1.BudgetExhaustedReason, message: "pool a has as many nodes unavailable as it allows (1); it waits its turn"}
+	apply(&nm.Status, decide(nm, reqID, read(requested), "", budget, guard{}), t0)
+	g.Expect(meta.IsStatusConditionTrue(nm.Status.Conditions, v1alpha1.WaitingCondition)).To(BeTrue())
+	waitingStatus := *nm.Status.DeepCopy()
+
+	// The pool shows a free slot: the wait chain finds nothing.
+	freed := *nm.Status.DeepCopy()
+	apply(&freed, decide(nm, reqID, read(requested), "", waiting{}, guard{}), t0.Add(time.Second))
+	g.Expect(freed).To(Equal(waitingStatus), "a free slot alone rewrites the waiting request")
+
+	// Another reason replaces it.
+	window := waiting{reason: v1alpha1.OutsideWindowReason, message: "outside its windows"}
+	other := *nm.Status.DeepCopy()
+	apply(&other, decide(nm, reqID, read(requested), "", window, guard{}), t0.Add(time.Second))
+	g.Expect(meta.FindStatusCondition(other.Conditions, v1alpha1.WaitingCondition).Reason).To(Equal(v1alpha1.OutsideWindowReason))
+
+	// Admitted, it waits no more.
+	admitted := gen.Node("n1", gen.Unschedulable(), gen.RequestedIDs("boot-0", v1alpha1.SourceAPI, t0, reqID), gen.Admitted("boot-0", t0, reqID))
+	apply(&nm.Status, decide(nm, reqID, read(admitted), "", waiting{}, guard{}), t0.Add(time.Minute))
+	g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseDraining))
+	g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)).To(BeNil())
+}
