@@ -305,14 +305,18 @@ func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v *nodeView
 
 // stopHookJobs deletes the Jobs a record made that may still run, once the
 // node they ran for was released: their work is for a reboot that is not
-// coming. Their pods go with them.
+// coming. Their pods go with them. An attempt the record began but shows no
+// Job for may have one all the same: the Job is made after the attempt is
+// written, and the write that says so can fail (the node changed meanwhile,
+// as when its request is withdrawn). Its name is the attempt's, so it is
+// deleted too; there may be none.
 func (r *Reconciler) stopHookJobs(ctx context.Context, rec *protocol.HookRecord) error {
 	if rec == nil || r.HooksNamespace == "" {
 		return nil
 	}
 	var errs []error
 	for _, h := range rec.Hooks {
-		if h.JobStarted.IsZero() || !h.Passed.IsZero() {
+		if h.Attempt == 0 || !h.Passed.IsZero() {
 			continue
 		}
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: r.HooksNamespace, Name: protocol.HookJobName(h.Name, rec.Token, h.Attempt)}}

@@ -424,6 +424,36 @@ func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
 	}, timeout).Should(Succeed())
 }
 
+// A request withdrawn in the moment between its hook's Job being made and
+// the record of it being written (the write then fails: the node changed)
+// still stops the Job: the record shows the attempt begun, and the Job's
+// name is the attempt's.
+func TestAWithdrawnRequestStopsAHookJobItsRecordDoesNotShow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	h := newHeldJob(t, "hookunrecorded")
+	node, jobs := h.node, h.jobs
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
+
+	h.started(t, g)
+	g.Eventually(func(g Gomega) { g.Expect(hookRecord(g, node).Hooks[0].JobStarted.IsZero()).To(BeFalse()) }, timeout).Should(Succeed())
+	editNode(g, node, func(n *corev1.Node) {
+		var rec protocol.HookRecord
+		_, err := protocol.Decode(n, protocol.Hook, &rec)
+		g.Expect(err).NotTo(HaveOccurred())
+		rec.Hooks[0].JobStarted, rec.Hooks[0].JobUID = time.Time{}, ""
+		n.Annotations[protocol.Hook] = protocol.Encode(rec)
+		delete(n.Annotations, protocol.RebootRequested)
+	})
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, node)
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+		g.Expect(n.Spec.Unschedulable).To(BeFalse())
+		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(jobs.Made()[0]), &batchv1.Job{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job is deleted: %v", err)
+	}, timeout).Should(Succeed())
+}
+
 // A person who uncordons a node while it waits at its beforeReboot hooks
 // gets the cordon back, and the node drains again before it meets them
 // again: pods may have landed on it. Its Job, the same one, is not made a
