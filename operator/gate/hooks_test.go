@@ -414,14 +414,18 @@ func TestAWithdrawnRequestStopsItsHookJob(t *testing.T) {
 
 	h.started(t, g)
 	editNode(g, node, func(n *corev1.Node) { delete(n.Annotations, protocol.RebootRequested) })
-	g.Eventually(func(g Gomega) {
-		n := getNode(g, node)
-		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
-		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Hook))
-		g.Expect(n.Spec.Unschedulable).To(BeFalse())
-		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(jobs.Made()[0]), &batchv1.Job{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job is deleted: %v", err)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectReleasedWithoutItsJob(ctx, g, node, jobs.Made()[0]) }, timeout).Should(Succeed())
+}
+
+// expectReleasedWithoutItsJob expects the node released (neither admitted
+// nor at a hook, schedulable) and its hook's Job deleted.
+func expectReleasedWithoutItsJob(ctx context.Context, g Gomega, node string, job *batchv1.Job) {
+	n := getNode(g, node)
+	g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+	g.Expect(n.Annotations).NotTo(HaveKey(protocol.Hook))
+	g.Expect(n.Spec.Unschedulable).To(BeFalse())
+	err := bed.Client.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job is deleted: %v", err)
 }
 
 // A request withdrawn in the moment between its hook's Job being made and
@@ -445,13 +449,7 @@ func TestAWithdrawnRequestStopsAHookJobItsRecordDoesNotShow(t *testing.T) {
 		n.Annotations[protocol.Hook] = protocol.Encode(rec)
 		delete(n.Annotations, protocol.RebootRequested)
 	})
-	g.Eventually(func(g Gomega) {
-		n := getNode(g, node)
-		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
-		g.Expect(n.Spec.Unschedulable).To(BeFalse())
-		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(jobs.Made()[0]), &batchv1.Job{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Job is deleted: %v", err)
-	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { expectReleasedWithoutItsJob(ctx, g, node, jobs.Made()[0]) }, timeout).Should(Succeed())
 }
 
 // A person who uncordons a node while it waits at its beforeReboot hooks
