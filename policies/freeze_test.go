@@ -255,11 +255,11 @@ func TestFrozenWait(t *testing.T) {
 			wantReason: v1alpha1.InvalidFreezeReason, wantMsg: []string{`freeze "x" of pool p cannot be read`},
 		},
 		"the pool counts its waiting nodes": {
-			in:         WaitInput{Pool: "p", Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze season until x"}}, Budget: Budget{Waiting: []string{"a", "b"}}},
+			in:         WaitInput{Pool: "p", Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze season until x"}}, Budget: Budget{Pending: 2, Waiting: []string{"a", "b"}}},
 			wantReason: v1alpha1.FrozenReason, wantMsg: []string{"Frozen by pool p's freeze season", "2 nodes waiting"},
 		},
 		"a pause comes first": {
-			in:         WaitInput{Pool: "p", Paused: true, Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze"}}, Budget: Budget{Waiting: []string{"a"}}},
+			in:         WaitInput{Pool: "p", Paused: true, Windows: WindowWait{Shut: true, Frozen: []string{"pool p's freeze"}}, Budget: Budget{Pending: 1, Waiting: []string{"a"}}},
 			wantReason: v1alpha1.PausedReason,
 		},
 	}

@@ -115,7 +115,10 @@ type Budget struct {
 	Unavailable int
 	// Nodes is how many nodes the pool has.
 	Nodes int
-	// Waiting names the nodes not admitted; for one node, just it.
+	// Pending is how many nodes are not admitted, and Waiting names them,
+	// or the first of them in the queue's order at thousands of nodes;
+	// for one node, just it.
+	Pending int
 	Waiting []string
 	// Elsewhere names the nodes the pool admitted that another pool
 	// selects now: they count in Unavailable until their reboot completes.
@@ -261,7 +264,7 @@ func Paused(in WaitInput) (string, string, bool) {
 	if in.forNode() {
 		return v1alpha1.PausedReason, fmt.Sprintf("pool %s is paused", in.Pool), true
 	}
-	return v1alpha1.PausedReason, fmt.Sprintf("The pool is paused; %d nodes waiting", len(in.Budget.Waiting)), true
+	return v1alpha1.PausedReason, fmt.Sprintf("The pool is paused; %d nodes waiting", in.Budget.Pending), true
 }
 
 // Halted: a pool whose health checks failed for a node it holds, or
@@ -316,7 +319,7 @@ func OptedOut(in WaitInput) (string, string, bool) {
 		}
 		return in.OptOut.Reason, in.OptOut.Message, true
 	}
-	if len(in.OptedOut) == 0 || len(in.OptedOut) < len(in.Budget.Waiting) {
+	if len(in.OptedOut) == 0 || len(in.OptedOut) < in.Budget.Pending {
 		return "", "", false
 	}
 	return v1alpha1.OptedOutReason, fmt.Sprintf("every waiting node is opted out: %s", strings.Join(in.OptedOut, "; ")), true
@@ -334,7 +337,7 @@ func OutsideWindow(in WaitInput) (string, string, bool) {
 		if !w.Next.IsZero() {
 			msg = "No maintenance window is open until " + w.Next.UTC().Format(time.RFC3339)
 		}
-		msg += fmt.Sprintf("; %d nodes waiting", len(in.Budget.Waiting))
+		msg += fmt.Sprintf("; %d nodes waiting", in.Budget.Pending)
 		if len(w.Problems) > 0 {
 			msg += "; requests of these policies are not admitted until their windows can be read: " + strings.Join(w.Problems, "; ")
 		}
@@ -376,13 +379,16 @@ func BlockingQuery(in WaitInput) (string, string, bool) {
 // waiting nodes wait their turn.
 func BudgetExhausted(in WaitInput) (string, string, bool) {
 	b := in.Budget
-	if len(b.Waiting) == 0 || b.Unavailable < b.Max {
+	if b.Pending == 0 || b.Unavailable < b.Max {
 		return "", "", false
 	}
 	if in.forNode() {
 		return v1alpha1.BudgetExhaustedReason, fmt.Sprintf("pool %s has as many nodes unavailable as it allows (%d); it waits its turn", in.Pool, b.Max), true
 	}
 	msg := fmt.Sprintf("%d of %d nodes may be unavailable and %d are; waiting: %s", b.Max, b.Nodes, b.Unavailable, strings.Join(b.Waiting, ", "))
+	if more := b.Pending - len(b.Waiting); more > 0 {
+		msg += fmt.Sprintf(" and %d more", more)
+	}
 	if len(b.Elsewhere) > 0 {
 		msg += "; counted until their reboot completes, though in another pool now: " + strings.Join(b.Elsewhere, ", ")
 	}
@@ -405,7 +411,7 @@ func Frozen(in WaitInput) (string, string, bool) {
 	parts := append(append([]string{}, w.Frozen...), w.FreezeProblems...)
 	msg := "frozen by " + strings.Join(parts, "; and by ")
 	if !in.forNode() {
-		msg = "Frozen by " + strings.Join(parts, "; and by ") + fmt.Sprintf("; %d nodes waiting", len(in.Budget.Waiting))
+		msg = "Frozen by " + strings.Join(parts, "; and by ") + fmt.Sprintf("; %d nodes waiting", in.Budget.Pending)
 		return reason, msg, true
 	}
 	if len(w.Closed) > 0 {

@@ -18,7 +18,7 @@ func TestWait(t *testing.T) {
 	next := time.Date(2025, 3, 1, 5, 0, 0, 0, time.UTC)
 	n, _ := protocol.Read(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	node := &n
-	budgetFull := policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Waiting: []string{"n1", "n2"}}
+	budgetFull := policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Pending: 2, Waiting: []string{"n1", "n2"}}
 	blocking := &policies.Blocking{Reason: v1alpha1.BlockingQueryReason, Message: `Blocking query "alerts" returns 1 series`}
 	unreadable, _ := protocol.Read(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{protocol.State: "{"}}})
 	cases := map[string]struct {
@@ -28,7 +28,7 @@ func TestWait(t *testing.T) {
 		wantReason  string
 		wantMessage string
 	}{
-		"nothing holds":                      {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 2, Unavailable: 1, Waiting: []string{"n1"}}}},
+		"nothing holds":                      {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 2, Unavailable: 1, Pending: 1, Waiting: []string{"n1"}}}},
 		"no one waits: the budget is silent": {in: policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1}}},
 		"a node whose annotations cannot be read, before anything else": {
 			in:         policies.WaitInput{Pool: "a", Node: &unreadable, Pools: []string{"a", "b"}, Paused: true},
@@ -84,8 +84,12 @@ func TestWait(t *testing.T) {
 			wantReason: v1alpha1.InvalidSelectorReason, wantMessage: "pool broken might select the node and its spec.nodeSelector cannot be parsed: bad; no pool admits the node until that selector can be parsed",
 		},
 		"the budget counts nodes admitted here that are in another pool now": {
-			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 2, Waiting: []string{"n1"}, Elsewhere: []string{"n0 (in q)"}}},
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 2, Pending: 1, Waiting: []string{"n1"}, Elsewhere: []string{"n0 (in q)"}}},
 			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 2 nodes may be unavailable and 1 are; waiting: n1; counted until their reboot completes, though in another pool now: n0 (in q)",
+		},
+		"thousands waiting: the first are named, the others counted": {
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 250, Unavailable: 250, Nodes: 5000, Pending: 4750, Waiting: []string{"n1", "n2"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "250 of 5000 nodes may be unavailable and 250 are; waiting: n1, n2 and 4748 more",
 		},
 		"an invalid window comes before a pause": {
 			in:         policies.WaitInput{Pool: "p", Node: node, WindowErr: errors.New("spec.windows[0]: bad"), Paused: true},
@@ -140,15 +144,15 @@ func TestWait(t *testing.T) {
 			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 3 nodes may be unavailable and 1 are; waiting: n1, n2",
 		},
 		"the budget, for a node": {
-			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 1, Waiting: []string{"n1"}}},
+			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 1, Pending: 1, Waiting: []string{"n1"}}},
 			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "pool p has as many nodes unavailable as it allows (1); it waits its turn",
 		},
 		"a pool over its budget": {
-			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 3, Waiting: []string{"n1"}}},
+			in:         policies.WaitInput{Pool: "p", Node: node, Budget: policies.Budget{Max: 1, Unavailable: 3, Pending: 1, Waiting: []string{"n1"}}},
 			wantReason: v1alpha1.BudgetExhaustedReason,
 		},
 		"a budget of zero admits nothing": {
-			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 0, Unavailable: 0, Waiting: []string{"n1"}}},
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 0, Unavailable: 0, Pending: 1, Waiting: []string{"n1"}}},
 			wantReason: v1alpha1.BudgetExhaustedReason,
 		},
 	}
@@ -169,7 +173,7 @@ func TestWait(t *testing.T) {
 func TestHoldsComeBeforeTurns(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(policies.WaitChain()).To(HaveLen(len(policies.Holds()) + len(policies.Turns())))
-	in := policies.WaitInput{Pool: "p", Paused: true, Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Waiting: []string{"n1", "n2"}}}
+	in := policies.WaitInput{Pool: "p", Paused: true, Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 3, Pending: 2, Waiting: []string{"n1", "n2"}}}
 
 	reason, message, held := policies.First(policies.Holds(), in)
 	g.Expect(held).To(BeTrue())

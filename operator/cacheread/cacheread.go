@@ -78,6 +78,29 @@ func (x Index[T]) By(value string) ([]T, error) {
 	return out, nil
 }
 
+// Getter returns a function that reads a cluster-scoped object of
+// example's kind by name, as the pointer the cache keeps (nil when the cache
+// holds none): read it, never change it. It waits, as a cached List does,
+// until the cache has synced that kind.
+func Getter[T client.Object](ctx context.Context, informers cache.Informers, example T) (func(name string) (T, error), error) {
+	store, err := storeOf(ctx, informers, example)
+	if err != nil {
+		return nil, err
+	}
+	return func(name string) (T, error) {
+		var none T
+		item, ok, err := store.GetByKey(name)
+		if err != nil || !ok {
+			return none, err
+		}
+		obj, isT := item.(T)
+		if !isT {
+			return none, fmt.Errorf("the cache of %T holds a %T", example, item)
+		}
+		return obj, nil
+	}, nil
+}
+
 // Count returns how many objects of example's kind the cache holds.
 func Count(ctx context.Context, informers cache.Informers, example client.Object) (int, error) {
 	store, err := storeOf(ctx, informers, example)

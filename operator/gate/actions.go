@@ -49,13 +49,14 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 		started = started || err == nil && want != "" && v.CurrentConfig != want
 	}
 	if started && st.pool.UID != "" {
-		outdated := 0
+		// The quiet members not among the views are in no other pool.
+		outdated := st.quiet.nodes - st.quiet.current
 		for _, v := range st.views {
 			if len(v.otherPools) == 0 && v.CurrentConfig != want {
 				outdated++
 			}
 		}
-		r.status.RolloutStarted(ctx, st.pool, outdated, len(st.views))
+		r.status.RolloutStarted(ctx, st.pool, outdated, st.memberCount())
 	}
 	return errors.Join(errs...)
 }
@@ -118,7 +119,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
-	mayApprove, used := approvable(st.views, len(st.elsewhere), st.admission.budget)
+	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
 	// Put the cordon back where someone lifted it, and the pool's marks on
 	// nodes that lack them; then read what each drain's last step found
 	// (drainSteps steps them outside this reconcile) and act on it.

@@ -67,13 +67,43 @@ func (st *poolState) holdInput() policies.WaitInput {
 	in := st.holdBase()
 	// Held, every waiting node waits; the holds' messages count them.
 	if st.selectorErr == nil {
-		for _, v := range st.views {
-			if v.waiting() {
-				in.Budget.Waiting = append(in.Budget.Waiting, v.Node.Name)
+		in.Budget.Waiting, in.Budget.Pending = st.waitingHead(waitingNamed)
+	}
+	return in
+}
+
+// waitingNamed is how many waiting nodes a pool's messages name.
+const waitingNamed = 20
+
+// waitingHead names the first n waiting nodes in the queue's order, and
+// counts them all, without making the ordinary members' views ready: the
+// holds hold every one of them alike.
+func (st *poolState) waitingHead(n int) (names []string, count int) {
+	order := newWaitOrder(st.views, st.queue)
+	count = len(order.others)
+	var queue []*keptView
+	if st.queue != nil {
+		queue = st.queue.queue
+		count += len(queue)
+		for _, v := range st.pulled {
+			if v.queued && !v.waiting() {
+				count--
 			}
 		}
 	}
-	return in
+	i, j := 0, 0
+	for len(names) < n && (i < len(queue) || j < len(order.others)) {
+		if i < len(queue) && (j == len(order.others) || before(&queue[i].view, order.others[j]) < 0) {
+			if v := &queue[i].view; v.pass != st.queue.pass || v.waiting() {
+				names = append(names, v.Node.Name)
+			}
+			i++
+			continue
+		}
+		names = append(names, order.others[j].Node.Name)
+		j++
+	}
+	return names, count
 }
 
 // holdBase is holdInput without the nodes that wait, which the plan
@@ -120,7 +150,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	budget, passed, want, limited := canaryBudget(st, a.budget)
 	pods, asked := podPass{}, false
 	for {
-		a.plan = planAdmissions(st.views, r.queues.of(st.pool.Name), len(st.elsewhere), budget, a.hold != nil, a.block.blocks())
+		a.plan = planAdmissions(st.views, st.queue, st.counted(), budget, a.hold != nil, a.block.blocks())
 		if len(a.plan.admit) == 0 {
 			break
 		}
@@ -159,10 +189,11 @@ func (st *poolState) waitInput() policies.WaitInput {
 	in := st.holdBase()
 	in.Windows = policies.WindowWait{
 		// Nodes an opt-out holds wait whatever the windows say.
-		Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == len(p.waiting),
+		Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == p.pending(),
 		Next: p.nextOpening,
 	}
-	in.Budget = policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: len(st.views), Waiting: p.waiting}
+	in.Budget = policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: st.memberCount(), Pending: p.pending(),
+		Waiting: p.waiting[:min(len(p.waiting), waitingNamed)]}
 	for _, v := range st.elsewhere {
 		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
 	}

@@ -10,8 +10,11 @@ import (
 type plan struct {
 	// admit lists the nodes to admit now, in the order they asked.
 	admit []string
-	// waiting lists the nodes that asked and were not admitted, in order.
-	waiting []string
+	// waiting lists the nodes that asked and were not admitted, in order,
+	// as far as the plan read them; unlisted counts those it did not read
+	// (planAdmissions), which wait too.
+	waiting  []string
+	unlisted int
 	// unavailable is the number of unavailable nodes before admitting.
 	unavailable int
 	// maxUnavailable is the pool's resolved budget.
@@ -27,6 +30,9 @@ type plan struct {
 	optedOut int
 }
 
+// pending is how many nodes asked and were not admitted.
+func (p plan) pending() int { return len(p.waiting) + p.unlisted }
+
 // approvable picks which drained nodes may be approved now. The budget is
 // checked again at approval, as planAdmissions checked it at admission, so
 // that a budget lowered while nodes drain (or nodes gone NotReady meanwhile)
@@ -34,10 +40,12 @@ type plan struct {
 // approved first, the others wait, cordoned, holding their slot. A node that
 // was unavailable before kmaint touched it (cordoned by someone else, or not
 // Ready) costs nothing, as at admission, unless the pool is over budget.
-// Nodes the pool admitted that another pool selects now (elsewhere) count
-// too. It also returns how many nodes count against the budget.
-func approvable(views []*nodeView, elsewhere, maxUnavailable int) (ok map[string]bool, used int) {
-	used = elsewhere
+// counted are the nodes that count against the budget besides the views:
+// those the pool admitted that another pool selects now, and its quiet
+// members rebooting (poolState.counted). It also returns how many nodes
+// count against the budget.
+func approvable(views []*nodeView, counted, maxUnavailable int) (ok map[string]bool, used int) {
+	used = counted
 	var draining []*nodeView
 	for _, v := range views {
 		switch {
@@ -92,18 +100,33 @@ func approvalFree(v *nodeView) bool {
 // person relabelled them in flight) count against the budget until their
 // reboot completes, so that moving a node out frees no slot early.
 //
-// q keeps the waiting nodes' order between plans (queue); nil sorts them.
-func planAdmissions(views []*nodeView, q *queue, elsewhere, maxUnavailable int, hold, held bool) plan {
-	p := plan{maxUnavailable: maxUnavailable, unavailable: elsewhere}
+// q holds the pool's ordinary waiting members in the queue's order
+// (members), read with the waiting nodes among views; nil plans for views
+// alone. Past the budget, and without windows (q.counted), the ordinary
+// members left are counted, not read: each would wait for the budget.
+//
+// counted are the nodes that count against the budget besides the views
+// (poolState.counted).
+func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable int, hold, held bool) plan {
+	p := plan{maxUnavailable: maxUnavailable, unavailable: counted}
 	for _, v := range views {
 		if v.unavailable() {
 			p.unavailable++
 		}
 	}
-	waiting := q.order(views)
+	order := newWaitOrder(views, q)
 	free := maxUnavailable - p.unavailable
 	blocked := hold || maxUnavailable == 0
-	for _, v := range waiting {
+	for v, ordinary := order.next(); v != nil; v, ordinary = order.next() {
+		if ordinary && q.counted && (blocked || free <= 0) {
+			// An ordinary member costs a slot, has no opt-out and no
+			// window: it and every one after it waits. The first are
+			// named, as the pool's messages name them.
+			named, more := order.skipOrdinary(waitingNamed - 1 - len(p.waiting))
+			p.waiting = append(append(p.waiting, v.Node.Name), named...)
+			p.unlisted += more
+			continue
+		}
 		if v.optOut != nil {
 			// Held by an opt-out: it costs nothing and its turn passes on.
 			p.waiting = append(p.waiting, v.Node.Name)

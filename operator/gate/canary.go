@@ -16,7 +16,10 @@ func canaryBudget(st *poolState, maxUnavailable int) (budget, passed, want int, 
 	if want <= 0 || config == "" {
 		return maxUnavailable, 0, want, false
 	}
-	outdated := false
+	// The quiet members not among the views have no settle record: those
+	// that run the config have passed.
+	outdated := st.quiet.current < st.quiet.nodes
+	passed = st.quiet.current
 	for _, v := range st.views {
 		switch {
 		case v.CurrentConfig != config:
@@ -34,5 +37,5 @@ func canaryBudget(st *poolState, maxUnavailable int) (budget, passed, want int, 
 // canariesHold reports whether the canaries' budget is what holds the
 // plan's waiting nodes: the pool's own budget would admit one of them.
 func canariesHold(p plan, budget int) bool {
-	return len(p.admit) == 0 && len(p.waiting) > p.optedOut+p.outsideWindow && p.unavailable >= budget && p.unavailable < p.maxUnavailable
+	return len(p.admit) == 0 && p.pending() > p.optedOut+p.outsideWindow && p.unavailable >= budget && p.unavailable < p.maxUnavailable
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -98,6 +99,19 @@ func newRollout(b testing.TB, n int) *rollout {
 	ro.r.prepare(ro.Informers(), ro.Client())
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
+	// What SetupWithManager's Node watch tells the kept views
+	// (poolnodes.TrackNodes), before anything reconciles.
+	nodes, err := ro.Informers().GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { ro.r.kept.Added(obj.(*corev1.Node)) },
+		UpdateFunc: func(old, _ any) { ro.r.kept.Replaced(old.(*corev1.Node)) },
+		DeleteFunc: func(obj any) { ro.r.kept.Replaced(obj.(*corev1.Node)) },
+	}); err != nil {
+		b.Fatal(err)
+	}
 	ro.r.steps.Start(ctx, func(string) { ro.drain <- "" })
 	return ro
 }

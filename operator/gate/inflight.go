@@ -41,6 +41,17 @@ func (f *inflight) any() bool {
 	return len(f.written) > 0
 }
 
+// names returns the nodes whose admissions are remembered.
+func (f *inflight) names() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := make([]string, 0, len(f.written))
+	for name := range f.written {
+		names = append(names, name)
+	}
+	return names
+}
+
 // pending reports whether the cache's copy of the node (at cachedVersion)
 // predates the admission written for it. Entries the cache has caught up with
 // are forgotten.

@@ -125,11 +125,17 @@ func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
 			t.Fatalf("turn %d, after %s: the kept views differ from a fresh gate's:\n%s", turn, step, lineDiff(got, want))
 		}
 		budget := kept.admission.budget
-		keptPlan := planAdmissions(kept.views, warm.queues.of(benchPool), len(kept.elsewhere), budget, false, false)
-		freshPlan := planAdmissions(found.views, nil, len(found.elsewhere), budget, false, false)
-		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) {
-			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v, a fresh gate %v then %v",
-				turn, step, keptPlan.admit, head(keptPlan.waiting), freshPlan.admit, head(freshPlan.waiting))
+		keptPlan := planAdmissions(kept.views, kept.queue, len(kept.elsewhere), budget, false, false)
+		freshPlan := planAdmissions(found.views, found.queue, len(found.elsewhere), budget, false, false)
+		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) || keptPlan.unlisted != freshPlan.unlisted {
+			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v (%d more), a fresh gate %v then %v (%d more)",
+				turn, step, keptPlan.admit, head(keptPlan.waiting), keptPlan.unlisted, freshPlan.admit, head(freshPlan.waiting), freshPlan.unlisted)
+		}
+		// And as a plan that reads every node, sorted afresh, would.
+		every := planAdmissions(everyView(found), nil, len(found.elsewhere), budget, false, false)
+		if !slices.Equal(keptPlan.admit, every.admit) || keptPlan.pending() != every.pending() {
+			t.Fatalf("turn %d, after %s: the kept queue plans %v with %d waiting, a plan of every node %v with %d",
+				turn, step, keptPlan.admit, keptPlan.pending(), every.admit, every.pending())
 		}
 	}
 }
@@ -173,7 +179,20 @@ func describeViews(st *poolState) string {
 	for _, v := range st.elsewhere {
 		fmt.Fprintf(&b, "elsewhere %s rv=%s\n", v.Node.Name, v.Node.ResourceVersion)
 	}
+	fmt.Fprintf(&b, "ordinary: %d nodes, %d on the desired config\n", st.quiet.nodes, st.quiet.current)
+	for _, k := range st.queue.queue {
+		fmt.Fprintf(&b, "queued %s rv=%s queued=%s\n", k.view.Node.Name, k.view.Node.ResourceVersion, k.view.queuedAt.Format(time.RFC3339Nano))
+	}
 	return b.String()
+}
+
+// everyView pulls every ordinary member of the pool among st's views, as a
+// gate that read every node at every reconcile had them, and returns them.
+func everyView(st *poolState) []*nodeView {
+	for _, k := range st.queue.queue {
+		st.pull(k)
+	}
+	return st.views
 }
 
 func lineDiff(got, want string) string {

@@ -48,6 +48,16 @@ type poolState struct {
 	admission admission
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
+	// members is what the gate keeps of the pool's nodes; views holds its
+	// active members and those pulled in this pass (pass.go). quiet
+	// counts the ordinary members not among the views, queue the ones
+	// that wait, which the plan reads; prepare makes a member's view
+	// ready for this pass, and pulled lists the ordinary ones made so.
+	members *members
+	quiet   tally
+	queue   *ordinaryQueue
+	prepare func(*keptView) *nodeView
+	pulled  []*nodeView
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time
@@ -100,65 +110,48 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	if err != nil {
 		return nil, err
 	}
-	// Every reconcile of every pool reads every node: a copy of each, at
-	// thousands of nodes, was most of the gate's time and allocations. The
-	// views only read the cached objects; a write goes through patchNode,
-	// which copies.
-	nodes, err := cacheread.All(ctx, r.cache, &corev1.Node{})
+	getNode, err := cacheread.Getter(ctx, r.cache, &corev1.Node{})
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	openOnNode, err := cacheread.IndexOf(ctx, r.cache, &v1alpha1.NodeMaintenance{}, index.OpenOnNode)
 	if err != nil {
 		return nil, err
 	}
-	st.views = make([]*nodeView, 0, poolnodes.Capacity(pool, len(nodes)))
 	// What is kept of a node depends, besides the node, on these; what
 	// changes with time alone is worked out here, at each reconcile.
 	keptFor := strings.Join([]string{string(pool.UID), pool.Spec.DesiredConfig, st.selection.Key(), unreadableKey(unreadable)}, "\x00")
-	timeless := st.admission.windowErr != nil || wins.Timeless()
-	anyInflight := r.inflight.any()
-	err = r.kept.Of(pool.Name).Walk(r.Decoded, nodes, pool.Name, st.selection, keptFor,
-		func(s protocol.NodeState, others []string, member bool) (keptView, error) {
-			return r.keep(openOnNode, pool, unreadable, st.now, s, others, member)
+	m := r.members.of(pool.Name)
+	// The views only read the cached objects; a write goes through
+	// patchNode, which copies.
+	err = r.kept.Of(pool.Name).Sync(poolnodes.Sync[keptView]{
+		Decoded: r.Decoded,
+		List: func() ([]*corev1.Node, error) {
+			nodes, err := cacheread.All(ctx, r.cache, &corev1.Node{})
+			if err != nil {
+				return nil, fmt.Errorf("list nodes: %w", err)
+			}
+			r.settings.forgetGone(nodes)
+			return nodes, nil
 		},
-		func(k *keptView, member bool) {
-			// The views are the kept ones, not copies: at thousands of
-			// nodes a copy of each was most of a reconcile's
-			// allocations. What the phases find of a node in one
-			// reconcile starts afresh here (startPass).
-			v := &k.view
-			if !member {
-				// A node of another pool that this one admitted, still in
-				// flight.
-				st.elsewhere = append(st.elsewhere, v)
-				return
-			}
-			v.startPass()
-			v.inflight = anyInflight && r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
-			v.backingOff = v.BackingOff(st.now)
-			if cur := v.Current(); cur != nil {
-				if v.queueMoves {
-					v.queuedAt = pools.QueueTime(cur.Requests, k.settings, st.now)
-				}
-				// Without windows or freezes anywhere, or with the pool's
-				// unreadable (nothing is admitted then), the defaults
-				// stand.
-				if !timeless {
-					ww := wins.Node(k.requests, k.settings)
-					v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
-					v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
-				}
-			}
-			st.views = append(st.views, v)
-		})
+		Get:       getNode,
+		Pool:      pool.Name,
+		Selection: st.selection,
+		Context:   keptFor,
+		Build: func(s protocol.NodeState, others []string, member bool) (keptView, error) {
+			return r.keep(openOnNode, pool, st.selectorErr == nil, unreadable, st.now, s, others, member)
+		},
+		Reset: m.reset,
+		Set:   m.set,
+		Gone:  r.settings.forget,
+	})
 	if err != nil {
 		return nil, err
 	}
-	r.settings.forgetGone(nodes)
-	// The budget is resolved once: the plan, the approvals and the status
+	r.pass(st, m, wins)
+		// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
-	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, len(st.views))
+	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, st.memberCount())
 	if err := r.observeOptOuts(ctx, st); err != nil {
 		return nil, err
 	}
@@ -191,13 +184,18 @@ type keptView struct {
 	// them: its windows are found from both.
 	requests []protocol.Request
 	settings map[string]pools.RequestSettings
+	// quiet is true for a member that is ordinary or quietly rebooting
+	// (nodeView.ordinary, quietlyRebooting): its members count it, and
+	// the phases read it only when its turn comes. current is true when
+	// the node runs the config its pool wants.
+	quiet, current bool
 }
 
 // keep makes what observe keeps of a node: member when the pool selects
 // it, else one it admitted that another pool selects now, of which only
 // the view counts.
-func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, unreadable map[string]string,
-	now time.Time, s protocol.NodeState, others []string, member bool) (keptView, error) {
+func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, selectable bool,
+	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string, member bool) (keptView, error) {
 	v := viewOf(s)
 	v.otherPools = others
 	k := keptView{}
@@ -212,6 +210,10 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 		v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
 		k.requests = v.holdUnreadable(cur.Requests, unreadable)
 	}
+	ordinary := member && v.ordinary(pool.Spec.DesiredConfig, selectable)
+	k.quiet = ordinary || member && v.quietlyRebooting(pool.Spec.DesiredConfig, selectable)
+	k.current = v.CurrentConfig == pool.Spec.DesiredConfig
+	v.queued = ordinary && v.WantsAdmission()
 	k.view = v
 	return k, nil
 }
@@ -275,9 +277,10 @@ func (st *poolState) view(name string) *nodeView {
 }
 
 // unavailable counts the nodes against the pool's budget: its own that are
-// unavailable, and those it admitted that are in another pool now.
+// unavailable, quiet or not, and those it admitted that are in another
+// pool now.
 func (st *poolState) unavailable() int {
-	n := len(st.elsewhere)
+	n := st.counted()
 	for _, v := range st.views {
 		if v.unavailable() {
 			n++

@@ -53,6 +53,9 @@ func (st *poolState) countedNodes() []string {
 			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v, st.pool.Name)))
 		}
 	}
+	for _, k := range st.members.rebooting {
+		names = append(names, fmt.Sprintf("%s (%s)", k.view.Node.Name, unavailableBecause(&k.view, st.pool.Name)))
+	}
 	for _, v := range st.elsewhere {
 		names = append(names, fmt.Sprintf("%s (%s, admitted by this pool and now in %s)", v.Node.Name, unavailableBecause(v, st.pool.Name), strings.Join(v.otherPools, ", ")))
 	}

@@ -13,58 +13,106 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 )
 
-// The queue kept between plans orders the waiting nodes as sorting them
-// all would, whatever changed in between: nodes written (a new view, maybe
-// asked later), gone, new, admitted, or whose place moves with the time.
-func TestAKeptQueueOrdersAsASortWould(t *testing.T) {
+// What a pool's members keep, node by node, is what reading and sorting
+// every node would find, whatever changed in between: nodes written (a new
+// view, maybe asked later), gone, new, admitted, or no longer ordinary.
+func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 	base := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
 	rnd := rand.New(rand.NewPCG(7, 44))
-	waitingView := func(name string, at time.Time, moves bool) *nodeView {
+	view := func(name string, at time.Time, kind int) *keptView {
 		st := protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, BootID: "b", Ready: true,
 			Requested: &protocol.Requested{BootID: "b", Requests: []protocol.Request{{ID: "r-" + name, Source: "host", Time: at}}}}
-		return &nodeView{NodeState: st, windowOpen: true, queuedAt: at, queueMoves: moves}
+		switch kind {
+		case 1: // admitted
+			st.Admission = &protocol.Admission{BootID: "b"}
+		case 2: // asks nothing
+			st.Requested = nil
+		case 3: // cordoned by a person
+			st.Unschedulable = true
+		case 4: // runs another config
+			st.CurrentConfig = "old"
+		case 5: // rebooting
+			st.Admission, st.Approved, st.Unschedulable, st.Cordoned = &protocol.Admission{BootID: "b"}, "b", true, true
+		case 6: // back from its reboot
+			st.Admission, st.Approved, st.BootID = &protocol.Admission{BootID: "b"}, "b", "c"
+		}
+		k := &keptView{view: nodeView{NodeState: st, windowOpen: true, queuedAt: at}}
+		ordinary := k.view.ordinary("", true)
+		k.quiet = ordinary || k.view.quietlyRebooting("", true)
+		k.current = st.CurrentConfig == ""
+		k.view.queued = ordinary && k.view.WantsAdmission()
+		return k
 	}
-	var views []*nodeView
-	for i := range 200 {
-		// Many ask in the same second: the names order them.
-		views = append(views, waitingView(fmt.Sprintf("n-%03d", i), base.Add(time.Duration(rnd.IntN(50))*time.Second), i%17 == 0))
-	}
-	names := func(vs []*nodeView) []string {
+	names := func(ks []*keptView) []string {
 		var out []string
-		for _, v := range vs {
-			out = append(out, v.Node.Name)
+		for _, k := range ks {
+			out = append(out, k.view.Node.Name)
 		}
 		return out
 	}
-	q := &queue{}
+	m := newMembers()
+	all := map[string]*keptView{}
+	put := func(k *keptView) {
+		all[k.view.Node.Name] = k
+		m.set(k.view.Node.Name, k, true)
+	}
+	for i := range 300 {
+		// Many ask in the same second: the names order them.
+		put(view(fmt.Sprintf("n-%03d", i), base.Add(time.Duration(rnd.IntN(50))*time.Second), rnd.IntN(8)))
+	}
 	for round := range 60 {
-		got, want := names(q.order(views)), names((*queue)(nil).order(views))
-		if len(want) < 50 {
-			t.Fatalf("round %d: only %d nodes wait", round, len(want))
+		var queue, active, rebooting []*keptView
+		var want tally
+		for _, k := range all {
+			switch {
+			case !k.quiet:
+				active = append(active, k)
+			default:
+				want.nodes++
+				if k.current {
+					want.current++
+				}
+				if k.view.Ready {
+					want.ready++
+				}
+				if k.view.Rebooting() {
+					want.rebooting++
+					rebooting = append(rebooting, k)
+				}
+				if k.view.WantsAdmission() {
+					queue = append(queue, k)
+				}
+			}
 		}
-		if !slices.Equal(got, want) {
+		slices.SortFunc(queue, inQueue)
+		slices.SortFunc(active, byName)
+		slices.SortFunc(rebooting, byName)
+		if len(queue) < 30 || len(active) < 20 {
+			t.Fatalf("round %d: only %d nodes wait and %d are active", round, len(queue), len(active))
+		}
+		if got, want := names(m.queue), names(queue); !slices.Equal(got, want) {
 			t.Fatalf("round %d: the kept queue is %v, a sort says %v", round, got, want)
 		}
-		next := views[:0:0]
-		for _, v := range views {
-			switch r := rnd.IntN(20); {
+		if got, want := names(m.active), names(active); !slices.Equal(got, want) {
+			t.Fatalf("round %d: the active members are %v, a sort says %v", round, got, want)
+		}
+		if got, want := names(m.rebooting), names(rebooting); !slices.Equal(got, want) || len(want) < 10 {
+			t.Fatalf("round %d: the quiet members rebooting are %v, a sort says %v", round, got, want)
+		}
+		if m.tally != want {
+			t.Fatalf("round %d: the tally is %+v, a count says %+v", round, m.tally, want)
+		}
+		for name, k := range all {
+			switch r := rnd.IntN(40); {
 			case r == 0: // gone
-			case r == 1: // written: a new view, maybe asking later
-				next = append(next, waitingView(v.Node.Name, v.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), v.queueMoves))
-			case r == 2: // admitted: it waits no more
-				w := *v
-				w.Admission = &protocol.Admission{BootID: "b"}
-				next = append(next, &w)
-			case v.queueMoves: // its place moves with the time
-				v.queuedAt = base.Add(time.Duration(rnd.IntN(60)) * time.Second)
-				next = append(next, v)
-			default:
-				next = append(next, v)
+				delete(all, name)
+				m.set(name, nil, false)
+			case r <= 6: // written: a new view, maybe asking later, maybe another kind
+				put(view(name, k.view.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
 			}
 		}
 		for range rnd.IntN(12) {
-			next = append(next, waitingView(fmt.Sprintf("m-%03d-%d", round, rnd.IntN(1000)), base.Add(time.Duration(rnd.IntN(60))*time.Second), false))
+			put(view(fmt.Sprintf("m-%03d-%d", round, rnd.IntN(1000)), base.Add(time.Duration(rnd.IntN(60))*time.Second), rnd.IntN(8)))
 		}
-		views = next
 	}
 }

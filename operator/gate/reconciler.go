@@ -94,8 +94,9 @@ type Reconciler struct {
 	settings *requestSettings
 	// kept keeps each pool's views of its nodes between reconciles.
 	kept *poolnodes.KeptPools[keptView]
-	// queues keeps the order of each pool's waiting nodes between plans.
-	queues *queues
+	// members keeps what the gate made of each pool's nodes, and their
+	// queue, between reconciles.
+	members *poolMembers
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
 	// cache is the manager's cache, whose Nodes observe reads in place.
@@ -122,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil || pool == nil {
 		if pool == nil && err == nil {
 			r.kept.Forget(req.Name)
-			r.queues.forget(req.Name)
+			r.members.forget(req.Name)
 		}
 		return ctrl.Result{}, err
 	}
@@ -208,8 +209,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged()))).
-		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(true))).
-		Watches(&corev1.Node{}, poolnodes.ReleaseReplaced(r.kept)).
+		// The kept views learn of every change of a node before the
+		// reconcile it causes runs (poolnodes.Kept.Sync).
+		Watches(&corev1.Node{}, poolnodes.TrackNodes(r.kept, poolnodes.NodeHandler(r.Client), poolnodes.NodeChanged(true))).
 		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
 		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -278,7 +280,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	}
 	r.settings = newRequestSettings()
 	r.kept = poolnodes.NewKeptPools[keptView]()
-	r.queues = newQueues()
+	r.members = newPoolMembers()
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
 	if r.Decoded == nil {

@@ -89,6 +89,13 @@ func (s *requestSettings) of(node string, requested *protocol.Requested, find fu
 	return found.settings, nil
 }
 
+// forget drops the settings of a node the cache no longer holds.
+func (s *requestSettings) forget(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byNode, node)
+}
+
 // forgetGone drops the settings of nodes not among nodes, every node the
 // cache holds, once more are kept than that: nodes deleted with requests
 // open.

@@ -22,7 +22,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	s.Draining, s.Rebooting, s.Degraded, s.Conflicting, s.AtHooks = 0, 0, 0, 0, 0
 	a := &st.admission
 	s.MaxUnavailable = int32(a.plan.maxUnavailable)
-	s.PendingRequests = int32(len(a.plan.waiting))
+	s.PendingRequests = int32(a.plan.pending())
 	// What the decision found that the waiting requests quote (package
 	// maintenance reads it here rather than deciding it again).
 	s.BlockingQuery, s.Canaries = nil, nil
@@ -56,8 +56,19 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 			degraded = append(degraded, degradedMessage(v))
 		}
 	}
+	// The quiet members not among the views: ordinary, or rebooting and
+	// nothing else.
+	q := st.quiet
+	s.Nodes += int32(q.nodes)
+	s.Ready += int32(q.ready)
+	s.Rebooting += int32(q.rebooting)
+	if pool.Spec.DesiredConfig == "" {
+		s.Updated += int32(q.nodes)
+	} else {
+		s.Updated += int32(q.current)
+	}
 	// Nodes this pool admitted that are in another pool now still count.
-	s.Unavailable += int32(len(st.elsewhere))
+	s.Unavailable += int32(st.counted())
 
 	r.setBlocked(st, last)
 	setDraining(st)

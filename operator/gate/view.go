@@ -59,9 +59,15 @@ type nodeView struct {
 	queuedAt time.Time
 	// queueMoves is true when queuedAt depends on the time
 	// (pools.QueueTimeMoves): it is worked out at each reconcile, and the
-	// node's place in the queue too. queueMark is the queue's mark.
+	// node's place in the queue too.
 	queueMoves bool
-	queueMark  uint64
+	// queued is true when the node is an ordinary member that asks to be
+	// admitted (members): it is in its members' queue, which the plan
+	// reads, and not among the views unless its turn came (pulled).
+	queued bool
+	// pass is the pass of the pool's members (members.pass) that last
+	// made the view ready for the phases (poolState.prepare).
+	pass uint64
 }
 
 func newNodeView(node *corev1.Node) *nodeView {
@@ -85,6 +91,32 @@ func (v *nodeView) startPass() {
 	v.inflight, v.backingOff = false, false
 	v.windowOpen, v.nextOpening, v.windowProblems, v.frozen, v.freezeProblems = true, time.Time{}, nil, nil, nil
 	v.optOut, v.podHeld, v.overdue, v.overridden, v.checked = nil, false, false, nil, false
+}
+
+// ordinary reports whether nothing is under way on the node that a phase
+// acts on or reports node by node (members): the gate counts it, and reads
+// it when its turn comes. desired is its pool's desiredConfig, and
+// selectable false when its pool's selector cannot be parsed (every node
+// is then reported by name).
+func (v *nodeView) ordinary(desired string, selectable bool) bool {
+	return selectable && v.Unreadable == nil && !v.SettleUnreadable() && !v.HeldAnnotated() &&
+		v.Ready && !v.Unschedulable && !v.Cordoned &&
+		v.Admission == nil && v.Approved == "" && v.Settle == nil && v.DrainFailure == nil && v.DrainRetry == nil &&
+		v.Marks == nil && v.Unconfirmed == nil && v.NotBack == nil && v.DoNotDisrupt == nil && v.Hook == nil && v.Held == nil &&
+		!v.Degraded() && v.DesiredConfig == desired && len(v.otherPools) == 0 && !v.heldUnreadable && !v.staleConfig && !v.queueMoves
+}
+
+// quietlyRebooting reports whether the node is rebooting as approved and
+// nothing else is under way on it that a phase acts on or reports node by
+// node (members): it counts against its pool's budget until it is back,
+// and the gate reads it again when its object changes. In a rollout, most
+// of a pool's nodes in flight are.
+func (v *nodeView) quietlyRebooting(desired string, selectable bool) bool {
+	return selectable && v.Unreadable == nil && !v.SettleUnreadable() && !v.HeldAnnotated() &&
+		v.Approved != "" && !v.RebootDone() &&
+		v.Settle == nil && v.DrainFailure == nil && v.DrainRetry == nil &&
+		v.Unconfirmed == nil && v.NotBack == nil && v.DoNotDisrupt == nil && v.Hook == nil && v.Held == nil &&
+		!v.Degraded() && v.DesiredConfig == desired && len(v.otherPools) == 0 && !v.heldUnreadable && !v.staleConfig && !v.queueMoves
 }
 
 // unavailable reports whether the node counts against its pool's budget.

@@ -118,7 +118,7 @@ func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
 			_, in.PodSelectorErr = sel.AsSelector()
 		}
 		in.Budget = policies.Budget{Max: int(p.Status.MaxUnavailable), Unavailable: int(p.Status.Unavailable), Nodes: int(p.Status.Nodes),
-			Waiting: []string{node.Name()}}
+			Pending: 1, Waiting: []string{node.Name()}}
 		if b := p.Status.BlockingQuery; b != nil {
 			in.Blocking = &policies.Blocking{Reason: b.Reason, Message: b.Message}
 		}

@@ -97,6 +97,16 @@ func (d *Decoded) StateAndPools(node *corev1.Node, sel pools.Selection) (protoco
 	return st, in
 }
 
+// Forget drops the state of a node the cache no longer holds.
+func (d *Decoded) Forget(name string) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.byNode, name)
+}
+
 // ForgetGone drops the states of nodes not among nodes, every node the
 // cache holds, once more states are kept than that: nodes deleted. It keeps
 // no more states than the cache has nodes.

@@ -28,6 +28,11 @@ import (
 // changes with time alone is not kept: the caller works it out at each
 // reconcile from the value.
 //
+// Walk reads every node the cache holds and finds the changed ones by
+// their pointers; Sync (sync.go) reads only the nodes the Node watch named,
+// for a controller whose work per event must not grow with the pool (the
+// gate).
+//
 // Nothing is kept that the API does not hold: an operator started afresh
 // makes every value again from its cache, as Walk did.
 //
@@ -42,6 +47,10 @@ type Kept[T any] struct {
 	mu    sync.Mutex
 	dirty map[string]struct{}
 	all   bool
+	// stale names the nodes whose object the cache added, replaced or
+	// dropped since the last Sync (Added, Replaced): a Sync reads only
+	// those, and the ones dirty names.
+	stale map[string]struct{}
 
 	// entriesMu guards the rest: a Walk holds it throughout, and Replaced,
 	// called from the watches' goroutines, waits for the walk to end (a
@@ -58,6 +67,9 @@ type Kept[T any] struct {
 	// was sorted.
 	order []*keptNode[T]
 	pass  uint64
+	// synced is true once a Sync has read every node under context: the
+	// next reads only the nodes that changed.
+	synced bool
 }
 
 type keptNode[T any] struct {
@@ -74,7 +86,8 @@ type keptNode[T any] struct {
 
 // NewKept returns an empty Kept.
 func NewKept[T any]() *Kept[T] {
-	return &Kept[T]{byName: map[string]*keptNode[T]{}, byObject: map[*corev1.Node]*keptNode[T]{}, dirty: map[string]struct{}{}}
+	return &Kept[T]{byName: map[string]*keptNode[T]{}, byObject: map[*corev1.Node]*keptNode[T]{}, dirty: map[string]struct{}{},
+		stale: map[string]struct{}{}}
 }
 
 // Changed says that something a node's value depends on changed that its
@@ -113,37 +126,9 @@ func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.
 			e.pass = k.pass
 			continue
 		}
-		e := k.byName[node.Name]
-		if e == nil {
-			e = &keptNode[T]{name: node.Name}
-			k.byName[node.Name] = e
-			k.order = nil
-		}
-		e.pass = k.pass
-		delete(k.byObject, e.node)
-		e.node, e.value = node, nil
-		k.byObject[node] = e
-		st, in := d.StateAndPools(node, sel)
-		member := slices.Contains(in, pool)
-		var others []string
-		switch {
-		case member && len(in) > 1:
-			// A copy: the pools found are kept for the next reconcile.
-			others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
-		case member:
-		case admittedBy(st) == pool:
-			others = in
-		default:
-			continue
-		}
-		v, err := build(st, others, member)
-		if err != nil {
-			delete(k.byObject, node)
-			e.node = nil
+		if err := k.make(d, node, pool, sel, build); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		e.value, e.member = &v, member
 	}
 	if len(k.byName) > len(nodes) {
 		for name, e := range k.byName {
@@ -173,6 +158,44 @@ func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.
 	return nil
 }
 
+// make makes the node's entry again from node, and its value when the
+// node is of the pool; entriesMu is held. A node build fails for keeps no
+// value, and is made again at the next Walk or Sync.
+func (k *Kept[T]) make(d *Decoded, node *corev1.Node, pool string, sel pools.Selection,
+	build func(s protocol.NodeState, others []string, member bool) (T, error)) error {
+	e := k.byName[node.Name]
+	if e == nil {
+		e = &keptNode[T]{name: node.Name}
+		k.byName[node.Name] = e
+		k.order = nil
+	}
+	e.pass = k.pass
+	delete(k.byObject, e.node)
+	e.node, e.value, e.member = node, nil, false
+	k.byObject[node] = e
+	st, in := d.StateAndPools(node, sel)
+	member := slices.Contains(in, pool)
+	var others []string
+	switch {
+	case member && len(in) > 1:
+		// A copy: the pools found are kept for the next reconcile.
+		others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
+	case member:
+	case admittedBy(st) == pool:
+		others = in
+	default:
+		return nil
+	}
+	v, err := build(st, others, member)
+	if err != nil {
+		delete(k.byObject, node)
+		e.node = nil
+		return err
+	}
+	e.value, e.member = &v, member
+	return nil
+}
+
 // Replaced says that the cache no longer holds old, a node's object: it
 // was replaced by a newer version or deleted. The Kept lets go of it; the
 // next Walk makes the node's value again from the object the cache holds
@@ -184,30 +207,55 @@ func (k *Kept[T]) Replaced(old *corev1.Node) {
 		delete(k.byObject, old)
 		e.node, e.value = nil, nil
 	}
+	k.mu.Lock()
+	k.stale[old.Name] = struct{}{}
+	k.mu.Unlock()
+}
+
+// Added says that the cache holds a node it did not: the next Sync reads
+// it.
+func (k *Kept[T]) Added(node *corev1.Node) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stale[node.Name] = struct{}{}
 }
 
 // takeChanged forgets the values of the nodes Changed named, or all of
-// them when it named every node or the context is another; k.entriesMu is
-// held.
-func (k *Kept[T]) takeChanged(context string) {
+// them when it named every node or the context is another, and returns
+// the nodes Changed named and those whose object changed since it was last
+// called; k.entriesMu is held.
+func (k *Kept[T]) takeChanged(context string) (dirty, stale map[string]struct{}) {
 	k.mu.Lock()
-	dirty, all := k.dirty, k.all
+	dirty, stale, all := k.dirty, k.stale, k.all
 	if len(dirty) > 0 {
 		k.dirty = map[string]struct{}{}
+	}
+	if len(stale) > 0 {
+		k.stale = map[string]struct{}{}
 	}
 	k.all = false
 	k.mu.Unlock()
 	if all || context != k.context {
 		clear(k.byName)
 		clear(k.byObject)
-		k.order, k.context = nil, context
-		return
+		k.order, k.context, k.synced = nil, context, false
+		return dirty, stale
 	}
 	for name := range dirty {
 		if e := k.byName[name]; e != nil {
 			delete(k.byObject, e.node)
 			e.node, e.value = nil, nil
 		}
+	}
+	return dirty, stale
+}
+
+// Added is Kept.Added on every pool's.
+func (p *KeptPools[T]) Added(node *corev1.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range p.byPool {
+		k.Added(node)
 	}
 }
 

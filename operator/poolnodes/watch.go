@@ -103,3 +103,50 @@ func ReleaseReplaced(kept interface{ Replaced(*corev1.Node) }) handler.TypedEven
 		},
 	}
 }
+
+// NodeTracker is what TrackNodes tells of every change of a Node in the
+// cache (KeptPools, Kept).
+type NodeTracker interface {
+	Added(*corev1.Node)
+	Replaced(old *corev1.Node)
+}
+
+// TrackNodes tells kept of every Node the cache adds, replaces or drops,
+// and then hands the events that changed passes to next. One handler does
+// both, in that order: a Kept that Syncs reads only the nodes it was told
+// of, and a separate handler, on a goroutine of its own, might tell it
+// after the reconcile next enqueued had run, which would miss the change
+// that caused it.
+func TrackNodes(kept NodeTracker, next handler.TypedEventHandler[client.Object, reconcile.Request], changed predicate.Predicate) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if node, ok := e.Object.(*corev1.Node); ok {
+				kept.Added(node)
+			}
+			if changed.Create(e) {
+				next.Create(ctx, e, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if node, ok := e.ObjectOld.(*corev1.Node); ok {
+				kept.Replaced(node)
+			}
+			if changed.Update(e) {
+				next.Update(ctx, e, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if node, ok := e.Object.(*corev1.Node); ok {
+				kept.Replaced(node)
+			}
+			if changed.Delete(e) {
+				next.Delete(ctx, e, q)
+			}
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if changed.Generic(e) {
+				next.Generic(ctx, e, q)
+			}
+		},
+	}
+}

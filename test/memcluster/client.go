@@ -122,7 +122,7 @@ func (m *memClient) Delete(_ context.Context, obj client.Object, _ ...client.Del
 	if err != nil {
 		return err
 	}
-	return m.c.store(gvk).Delete(stored)
+	return m.c.remove(gvk, stored)
 }
 
 func (m *memClient) Status() client.SubResourceWriter { return statusWriter{c: m.c} }

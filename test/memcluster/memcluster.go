@@ -33,6 +33,9 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	stores map[schema.GroupVersionKind]toolscache.Indexer
+	// handlers are told of every change of their kind, after the store
+	// holds it, as an informer's are.
+	handlers map[schema.GroupVersionKind][]toolscache.ResourceEventHandler
 	// version is the last resourceVersion given out.
 	version int64
 	// served is how long the cluster has spent applying writes, in
@@ -50,7 +53,8 @@ func (c *Cluster) serving(began time.Time) { c.served.Add(int64(time.Since(began
 
 // New returns an empty cluster of the scheme's kinds.
 func New(scheme *runtime.Scheme) *Cluster {
-	return &Cluster{scheme: scheme, stores: map[schema.GroupVersionKind]toolscache.Indexer{}}
+	return &Cluster{scheme: scheme, stores: map[schema.GroupVersionKind]toolscache.Indexer{},
+		handlers: map[schema.GroupVersionKind][]toolscache.ResourceEventHandler{}}
 }
 
 // fieldIndex names an index as controller-runtime's cache names it.
@@ -137,8 +141,27 @@ func (c *Cluster) Add(objs ...client.Object) error {
 		if err := c.store(gvk).Add(obj); err != nil {
 			return fmt.Errorf("add %s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
+		c.tell(gvk, nil, obj)
 	}
 	return nil
+}
+
+// tell tells the kind's handlers of a change: old is nil for an object
+// added, obj nil for one deleted.
+func (c *Cluster) tell(gvk schema.GroupVersionKind, old, obj any) {
+	c.mu.Lock()
+	handlers := c.handlers[gvk]
+	c.mu.Unlock()
+	for _, h := range handlers {
+		switch {
+		case old == nil:
+			h.OnAdd(obj, false)
+		case obj == nil:
+			h.OnDelete(old)
+		default:
+			h.OnUpdate(old, obj)
+		}
+	}
 }
 
 // Set stores obj in place of the object of its name, as another writer
@@ -150,7 +173,28 @@ func (c *Cluster) Set(obj client.Object) error {
 		return err
 	}
 	obj.SetResourceVersion(c.nextVersion())
-	return c.store(gvk).Update(obj)
+	store := c.store(gvk)
+	old, found, err := store.Get(obj)
+	if err != nil {
+		return err
+	}
+	if err := store.Update(obj); err != nil {
+		return err
+	}
+	if !found {
+		old = nil
+	}
+	c.tell(gvk, old, obj)
+	return nil
+}
+
+// remove deletes the stored object obj.
+func (c *Cluster) remove(gvk schema.GroupVersionKind, obj client.Object) error {
+	if err := c.store(gvk).Delete(obj); err != nil {
+		return err
+	}
+	c.tell(gvk, obj, nil)
+	return nil
 }
 
 // Object returns the stored object of the kind of example and key; the
@@ -189,7 +233,8 @@ func copyInto(out client.Object, in runtime.Object) error {
 }
 
 // Informers returns the cache.Informers whose stores the controllers read
-// in place (package cacheread); only GetInformer is served.
+// in place (package cacheread); only GetInformer is served, and of an
+// informer its store and AddEventHandler.
 func (c *Cluster) Informers() cache.Informers { return informers{c: c} }
 
 type informers struct {
@@ -202,12 +247,23 @@ func (i informers) GetInformer(_ context.Context, obj client.Object, _ ...cache.
 	if err != nil {
 		return nil, err
 	}
-	return informer{store: i.c.store(gvk)}, nil
+	return informer{store: i.c.store(gvk), c: i.c, gvk: gvk}, nil
 }
 
 type informer struct {
 	cache.Informer
 	store toolscache.Indexer
+	c     *Cluster
+	gvk   schema.GroupVersionKind
+}
+
+// AddEventHandler has handler told of every change of the kind from now
+// on, in the writer's goroutine, after the store holds it.
+func (i informer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	i.c.handlers[i.gvk] = append(i.c.handlers[i.gvk], handler)
+	return nil, nil
 }
 
 func (i informer) GetStore() toolscache.Store { return i.store }
