@@ -149,7 +149,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		return nil, err
 	}
 	r.pass(st, m, wins)
-		// The budget is resolved once: the plan, the approvals and the status
+	// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
 	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, st.memberCount())
 	if err := r.observeOptOuts(ctx, st); err != nil {
