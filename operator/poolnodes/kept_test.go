@@ -35,20 +35,28 @@ func walkKept(t *testing.T, k *Kept[string], d *Decoded, nodes []*corev1.Node, s
 	return w, err
 }
 
+// labelled is a node asking for a reboot, labelled pool=pool.
+func labelled(name, rv, pool string) *corev1.Node {
+	n := requesting(name, "u-"+name, rv, "b")
+	n.Labels = map[string]string{"pool": pool}
+	return n
+}
+
+// poolsAAndB selects pools a and b by the label pool.
+func poolsAAndB() pools.Selection {
+	pool := func(name string) v1alpha1.MaintenancePool {
+		return v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.MaintenancePoolSpec{
+			NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": v1alpha1.SelectorValue(name)}}}}
+	}
+	return pools.Selectors([]v1alpha1.MaintenancePool{pool("a"), pool("b")})
+}
+
 // A node's value is made again only when its object changed, when it is
 // said to have changed, or when the context changed; the pool's nodes come
 // out in name order whatever the cache's order; deleted nodes are
 // forgotten; a node whose value could not be made is made at the next walk.
 func TestKeptMakesAgainOnlyWhatChanged(t *testing.T) {
-	labelled := func(name, rv, pool string) *corev1.Node {
-		n := requesting(name, "u-"+name, rv, "b")
-		n.Labels = map[string]string{"pool": pool}
-		return n
-	}
-	sel := pools.Selectors([]v1alpha1.MaintenancePool{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1alpha1.MaintenancePoolSpec{NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "a"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1alpha1.MaintenancePoolSpec{NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "b"}}}},
-	})
+	sel := poolsAAndB()
 	c, a, b, other := labelled("c", "1", "a"), labelled("a", "1", "a"), labelled("b", "1", "a"), labelled("x", "1", "b")
 	d, k := NewDecoded(), NewKept[string]()
 	check := func(step string, nodes []*corev1.Node, context, fail string, wantMade, wantVisited []string) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/api/protocol"
-	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 )
 
@@ -75,15 +73,7 @@ func (c *syncCluster) sync(t *testing.T, k *Kept[string], d *Decoded, sel pools.
 // out of the pool, deleted, new; a node build failed for is read again; a
 // new context reads every node again, after Reset.
 func TestSyncReadsOnlyWhatChangedAndTellsWhatAFullReadWould(t *testing.T) {
-	labelled := func(name, rv, pool string) *corev1.Node {
-		n := requesting(name, "u-"+name, rv, "b")
-		n.Labels = map[string]string{"pool": pool}
-		return n
-	}
-	sel := pools.Selectors([]v1alpha1.MaintenancePool{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1alpha1.MaintenancePoolSpec{NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "a"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1alpha1.MaintenancePoolSpec{NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"pool": "b"}}}},
-	})
+	sel := poolsAAndB()
 	c := &syncCluster{nodes: map[string]*corev1.Node{}, values: map[string]string{}}
 	for _, n := range []*corev1.Node{labelled("n1", "1", "a"), labelled("n2", "1", "a"), labelled("n3", "1", "a"), labelled("x", "1", "b")} {
 		c.nodes[n.Name] = n

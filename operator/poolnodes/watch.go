@@ -118,28 +118,24 @@ type NodeTracker interface {
 // after the reconcile next enqueued had run, which would miss the change
 // that caused it.
 func TrackNodes(kept NodeTracker, next handler.TypedEventHandler[client.Object, reconcile.Request], changed predicate.Predicate) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	tell := func(obj client.Object, f func(*corev1.Node)) {
+		if node, ok := obj.(*corev1.Node); ok {
+			f(node)
+		}
+	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if node, ok := e.Object.(*corev1.Node); ok {
-				kept.Added(node)
-			}
-			if changed.Create(e) {
+			if tell(e.Object, kept.Added); changed.Create(e) {
 				next.Create(ctx, e, q)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if node, ok := e.ObjectOld.(*corev1.Node); ok {
-				kept.Replaced(node)
-			}
-			if changed.Update(e) {
+			if tell(e.ObjectOld, kept.Replaced); changed.Update(e) {
 				next.Update(ctx, e, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if node, ok := e.Object.(*corev1.Node); ok {
-				kept.Replaced(node)
-			}
-			if changed.Delete(e) {
+			if tell(e.Object, kept.Replaced); changed.Delete(e) {
 				next.Delete(ctx, e, q)
 			}
 		},
