@@ -149,7 +149,7 @@ func selectionOf(lo *client.ListOptions) (selection, error) {
 			records: func(h *History) []*Record {
 				var out []*Record
 				for _, r := range h.All() {
-					if r.Readable() && r.Policy == value {
+					if r.Readable() && r.Policy() == value {
 						out = append(out, r)
 					}
 				}

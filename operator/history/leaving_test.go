@@ -100,7 +100,7 @@ func TestAReadAsksTheAPIServerAboutARecordTheStoresAreSlowToAccountFor(t *testin
 	if err != nil || asked != 1 {
 		t.Fatalf("await: %v, asked %d times, want once", err, asked)
 	}
-	if got := h.Node("n"); len(got) != 1 || got[0].Name != "finished" || got[0].Phase != v1alpha1.PhaseFailed {
+	if got := h.Node("n"); len(got) != 1 || got[0].Name != "finished" || got[0].Phase() != v1alpha1.PhaseFailed {
 		t.Fatalf("node n reads %v, want the finished record", got)
 	}
 	if err := h.stores[v1alpha1.PhaseFailed].Add(record("finished", "n", v1alpha1.PhaseFailed, "20")); err != nil {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,20 +28,25 @@ type Record struct {
 	Name            string
 	ResourceVersion string
 	Node            string
-	Policy          string
-	Source          v1alpha1.Source
-	Phase           v1alpha1.Phase
 	Value           string
+	// kind is the record's policy, source and phase, each followed by a
+	// NUL (Policy, Source, Phase): few combinations, one string each,
+	// shared through intern.
+	kind string
 	// uid, requestID and bootLabel are the record's UID, request id and
 	// boot id label, each nearly always a UUID (compactID).
 	uid, requestID, bootLabel compactID
-	// odd holds those that are not UUIDs in their canonical form; nil when
-	// none is.
-	odd *oddIDs
-	// unreadable is the whole object, for one that cannot be read.
-	unreadable *v1alpha1.NodeMaintenance
+	// rare holds what few records have; nil for most.
+	rare *rareParts
 	// Unix seconds (the API carries times to the second); noTime for none.
 	Created, Succeeded, Failed int64
+}
+
+// rareParts is what few records have: ids that are not UUIDs in their
+// canonical form, and the whole object of one that cannot be read.
+type rareParts struct {
+	odd        oddIDs
+	unreadable *v1alpha1.NodeMaintenance
 }
 
 // noTime stands for a time the record does not have.
@@ -55,15 +61,16 @@ func newRecord(nm *v1alpha1.NodeMaintenance, intern func(string) string) *Record
 		Succeeded:       noTime,
 		Failed:          noTime,
 	}
-	r.setIDs(string(nm.UID), "", "")
 	if nm.Unreadable() != nil {
-		r.unreadable = nm
+		r.setIDs(string(nm.UID), "", "")
+		if r.rare == nil {
+			r.rare = &rareParts{}
+		}
+		r.rare.unreadable = nm
 		return r
 	}
 	r.Node = intern(nm.Spec.NodeName)
-	r.Policy = intern(nm.Spec.Policy)
-	r.Source = v1alpha1.Source(intern(string(nm.Spec.Source)))
-	r.Phase = v1alpha1.Phase(intern(string(nm.Status.Phase)))
+	r.kind = intern(nm.Spec.Policy + "\x00" + string(nm.Spec.Source) + "\x00" + string(nm.Status.Phase) + "\x00")
 	r.setIDs(string(nm.UID), nm.RequestID(), nm.Labels[v1alpha1.BootIDLabel])
 	r.Value = nm.Annotations[v1alpha1.ValueAnnotation]
 	r.Succeeded = unixOf(nm.Status.PhaseTimes.Succeeded)
@@ -74,28 +81,28 @@ func newRecord(nm *v1alpha1.NodeMaintenance, intern func(string) string) *Record
 // Into writes the record into nm as the NodeMaintenance it stands for, with
 // only the fields the record keeps.
 func (r *Record) Into(nm *v1alpha1.NodeMaintenance) {
-	if r.unreadable != nil {
-		r.unreadable.DeepCopyInto(nm)
+	if !r.Readable() {
+		r.rare.unreadable.DeepCopyInto(nm)
 		return
 	}
 	*nm = v1alpha1.NodeMaintenance{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NodeMaintenance"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              r.Name,
-			UID:               types.UID(r.uid.string(r.odd, oddUID)),
+			UID:               types.UID(r.uid.string(r.rare.oddIDs(), oddUID)),
 			ResourceVersion:   r.ResourceVersion,
 			CreationTimestamp: *timeOf(r.Created),
 		},
 	}
-	if boot := r.bootLabel.string(r.odd, oddBoot); boot != "" {
+	if boot := r.bootLabel.string(r.rare.oddIDs(), oddBoot); boot != "" {
 		nm.Labels = map[string]string{v1alpha1.BootIDLabel: boot}
 	}
 	if r.Value != "" {
 		nm.Annotations = map[string]string{v1alpha1.ValueAnnotation: r.Value}
 	}
-	nm.Spec = v1alpha1.NodeMaintenanceSpec{NodeName: r.Node, Policy: r.Policy, Source: r.Source}
-	nm.Status.Phase = r.Phase
-	nm.Status.RequestID = r.requestID.string(r.odd, oddRequest)
+	nm.Spec = v1alpha1.NodeMaintenanceSpec{NodeName: r.Node, Policy: r.Policy(), Source: r.Source()}
+	nm.Status.Phase = r.Phase()
+	nm.Status.RequestID = r.requestID.string(r.rare.oddIDs(), oddRequest)
 	if r.Succeeded != noTime {
 		nm.Status.PhaseTimes.Succeeded = timeOf(r.Succeeded)
 	}
@@ -145,9 +152,16 @@ func (c compactID) string(odd *oddIDs, slot int) string {
 	return uuid.UUID(c).String()
 }
 
+// oddIDs returns the ids kept as they are; nil when none is.
+func (p *rareParts) oddIDs() *oddIDs {
+	if p == nil {
+		return nil
+	}
+	return &p.odd
+}
+
 // setIDs keeps the record's ids, compact where they are UUIDs.
 func (r *Record) setIDs(uid, requestID, bootLabel string) {
-	r.odd = nil
 	for slot, pair := range []struct {
 		s  string
 		to *compactID
@@ -155,17 +169,37 @@ func (r *Record) setIDs(uid, requestID, bootLabel string) {
 		c, ok := compact(pair.s)
 		*pair.to = c
 		if !ok {
-			if r.odd == nil {
-				r.odd = &oddIDs{}
+			if r.rare == nil {
+				r.rare = &rareParts{}
 			}
-			r.odd[slot] = pair.s
+			r.rare.odd[slot] = pair.s
 		}
 	}
 }
 
 // Readable says whether the record's body could be decoded; when it could
 // not, only its name, UID, resourceVersion and creation time are known.
-func (r *Record) Readable() bool { return r.unreadable == nil }
+func (r *Record) Readable() bool { return r.rare == nil || r.rare.unreadable == nil }
+
+// Policy, Source and Phase are the record's, from its kind.
+func (r *Record) Policy() string { return r.kindPart(0) }
+
+func (r *Record) Source() v1alpha1.Source { return v1alpha1.Source(r.kindPart(1)) }
+
+func (r *Record) Phase() v1alpha1.Phase { return v1alpha1.Phase(r.kindPart(2)) }
+
+// kindPart is the i-th NUL-terminated part of the record's kind; empty for
+// a record that cannot be read, which has none. A part holding a NUL of its
+// own (no policy name can; a source or phase the API refused could) would
+// read as two: such a record reads as another's kind, never as a panic.
+func (r *Record) kindPart(i int) string {
+	k := r.kind
+	for ; i > 0; i-- {
+		_, k, _ = strings.Cut(k, "\x00")
+	}
+	part, _, _ := strings.Cut(k, "\x00")
+	return part
+}
 
 func unixOf(t *metav1.Time) int64 {
 	if t == nil || t.IsZero() {
