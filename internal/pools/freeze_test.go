@@ -31,7 +31,7 @@ func TestFreezesHoldRequests(t *testing.T) {
 		Freezes: []v1alpha1.FreezePeriod{{Name: "mars", Schedule: "0 0 * * 5", Duration: &metav1.Duration{Duration: time.Hour}, TimeZone: "Mars/Olympus"}},
 	}}
 	unfrozen := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "q"}}
-	settings := map[string]RequestSettings{
+	settings := SettingsMap{
 		"api":        {},
 		"windowless": {IgnoreWindows: true},
 		"emergency":  {IgnoreFreezes: true},

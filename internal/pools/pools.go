@@ -159,13 +159,58 @@ type RequestSettings struct {
 	RaisedOnNode bool
 }
 
+// SettingsOf finds a request's settings by its id: SettingsMap, or
+// SettingsList for settings kept long.
+type SettingsOf interface {
+	Lookup(id string) (RequestSettings, bool)
+}
+
+// SettingsMap is request settings by request id.
+type SettingsMap map[string]RequestSettings
+
+// Lookup returns the settings of the request id.
+func (m SettingsMap) Lookup(id string) (RequestSettings, bool) {
+	s, ok := m[id]
+	return s, ok
+}
+
+// SettingsList is request settings by request id as a list: a node has
+// one open NodeMaintenance, or a few, and a map of one entry took some 700
+// bytes where its entry takes 80. The gate keeps one for every node with
+// requests, 5 MB of its heap at 5000 nodes as maps.
+type SettingsList []IDSettings
+
+// IDSettings are the settings of the request ID.
+type IDSettings struct {
+	ID string
+	RequestSettings
+}
+
+// Lookup returns the settings of the request id.
+func (l SettingsList) Lookup(id string) (RequestSettings, bool) {
+	for i := range l {
+		if l[i].ID == id {
+			return l[i].RequestSettings, true
+		}
+	}
+	return RequestSettings{}, false
+}
+
+// lookup is s.Lookup(id); nothing for a nil s.
+func lookup(s SettingsOf, id string) (RequestSettings, bool) {
+	if s == nil {
+		return RequestSettings{}, false
+	}
+	return s.Lookup(id)
+}
+
 // Settings returns, by node and then by request id, the window settings of
 // open NodeMaintenances. A request's settings are its own node's: a node
 // whose requests named another node's request id (its daemon's token may
 // read that node's api-requests) would otherwise borrow that request's
 // ignoreFreezes or ignoreWindows.
-func Settings(items []v1alpha1.NodeMaintenance) map[string]map[string]RequestSettings {
-	out := map[string]map[string]RequestSettings{}
+func Settings(items []v1alpha1.NodeMaintenance) map[string]SettingsMap {
+	out := map[string]SettingsMap{}
 	for i := range items {
 		nm := &items[i]
 		if nm.Status.Phase.Done() {
@@ -173,7 +218,7 @@ func Settings(items []v1alpha1.NodeMaintenance) map[string]map[string]RequestSet
 		}
 		node := out[nm.Spec.NodeName]
 		if node == nil {
-			node = map[string]RequestSettings{}
+			node = SettingsMap{}
 			out[nm.Spec.NodeName] = node
 		}
 		node[nm.RequestID()] = settingsOf(nm)
@@ -189,29 +234,30 @@ func settingsOf(nm *v1alpha1.NodeMaintenance) RequestSettings {
 }
 
 // NodeSettings is Settings of one node's open NodeMaintenances, read in
-// place (package cacheread): by request id; nil for none.
-func NodeSettings(open []*v1alpha1.NodeMaintenance) map[string]RequestSettings {
-	var out map[string]RequestSettings
+// place (package cacheread); nil for none. Of two with one request id (none
+// of kmaint's making), the last counts, as in Settings.
+func NodeSettings(open []*v1alpha1.NodeMaintenance) SettingsList {
+	var out SettingsList
 	for _, nm := range open {
 		if nm.Status.Phase.Done() {
 			continue
 		}
-		if out == nil {
-			out = make(map[string]RequestSettings, len(open))
-		}
-		out[nm.RequestID()] = settingsOf(nm)
+		id := nm.RequestID()
+		out = slices.DeleteFunc(out, func(s IDSettings) bool { return s.ID == id })
+		out = append(out, IDSettings{ID: id, RequestSettings: settingsOf(nm)})
 	}
-	return out
+	return slices.Clip(out)
 }
 
 // Node evaluates the windows of a node's requests: the node may be admitted
 // when any of its requests may be, since the one reboot satisfies them all.
 // A request without settings (no NodeMaintenance known) falls under the
 // pool's windows alone.
-func (w *Windows) Node(requests []protocol.Request, settings map[string]RequestSettings) policies.WindowWait {
+func (w *Windows) Node(requests []protocol.Request, settings SettingsOf) policies.WindowWait {
 	ww := policies.WindowWait{Shut: len(requests) > 0}
 	for _, req := range requests {
-		v := w.Request(settings[req.ID])
+		s, _ := lookup(settings, req.ID)
+		v := w.Request(s)
 		switch {
 		case v.Open:
 			return policies.WindowWait{}

@@ -23,7 +23,7 @@ import (
 //   - A request that says it comes from the API but has no NodeMaintenance
 //     of this node (one withdrawn a moment ago, or another node's id,
 //     borrowed) counts as made now.
-func QueueTime(reqs []protocol.Request, settings map[string]RequestSettings, now time.Time) time.Time {
+func QueueTime(reqs []protocol.Request, settings SettingsOf, now time.Time) time.Time {
 	var earliest time.Time
 	for _, req := range reqs {
 		t := requestQueueTime(req, settings, now)
@@ -34,8 +34,8 @@ func QueueTime(reqs []protocol.Request, settings map[string]RequestSettings, now
 	return earliest
 }
 
-func requestQueueTime(req protocol.Request, settings map[string]RequestSettings, now time.Time) time.Time {
-	s, recorded := settings[req.ID]
+func requestQueueTime(req protocol.Request, settings SettingsOf, now time.Time) time.Time {
+	s, recorded := lookup(settings, req.ID)
 	// The API server stamps every object it creates; a zero time is no
 	// record kmaint can date.
 	recorded = recorded && !s.Recorded.IsZero()
@@ -68,9 +68,9 @@ func within(t, lo, hi time.Time) time.Time {
 // one of them has no NodeMaintenance that dates it, it counts from a time
 // bounded by now. Otherwise QueueTime is the same at every moment, and
 // may be kept until the requests or their NodeMaintenances change.
-func QueueTimeMoves(reqs []protocol.Request, settings map[string]RequestSettings) bool {
+func QueueTimeMoves(reqs []protocol.Request, settings SettingsOf) bool {
 	for _, req := range reqs {
-		if s, ok := settings[req.ID]; !ok || s.Recorded.IsZero() {
+		if s, ok := lookup(settings, req.ID); !ok || s.Recorded.IsZero() {
 			return true
 		}
 	}

@@ -19,13 +19,13 @@ func TestQueueTime(t *testing.T) {
 	api := func(id string, at time.Time) protocol.Request {
 		return protocol.Request{ID: id, Source: v1alpha1.SourceAPI, Time: at}
 	}
-	onNode := map[string]RequestSettings{"h": {Recorded: recorded, RaisedOnNode: true}}
-	inAPI := map[string]RequestSettings{"uid": {Recorded: recorded}}
+	onNode := SettingsMap{"h": {Recorded: recorded, RaisedOnNode: true}}
+	inAPI := SettingsMap{"uid": {Recorded: recorded}}
 	epoch := time.Unix(0, 0).UTC()
 
 	cases := map[string]struct {
 		reqs     []protocol.Request
-		settings map[string]RequestSettings
+		settings SettingsMap
 		want     time.Time
 	}{
 		"a host request, as journaled": {
@@ -63,7 +63,7 @@ func TestQueueTime(t *testing.T) {
 			want: now,
 		},
 		"a record without a creation time is no record": {
-			reqs: []protocol.Request{api("uid", epoch)}, settings: map[string]RequestSettings{"uid": {}},
+			reqs: []protocol.Request{api("uid", epoch)}, settings: SettingsMap{"uid": {}},
 			want: now,
 		},
 		"the earliest of a node's requests": {
@@ -91,10 +91,10 @@ func TestQueueTimeMovesWithoutARecord(t *testing.T) {
 	recorded := time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC)
 	host := protocol.Request{ID: "h", Source: v1alpha1.SourceHost, Time: recorded}
 	api := protocol.Request{ID: "uid", Source: v1alpha1.SourceAPI, Time: recorded}
-	both := map[string]RequestSettings{"h": {Recorded: recorded, RaisedOnNode: true}, "uid": {Recorded: recorded}}
+	both := SettingsMap{"h": {Recorded: recorded, RaisedOnNode: true}, "uid": {Recorded: recorded}}
 	g.Expect(QueueTimeMoves([]protocol.Request{host, api}, both)).To(BeFalse(), "every request dated")
 	g.Expect(QueueTimeMoves([]protocol.Request{host}, nil)).To(BeTrue(), "a host request not recorded yet")
-	g.Expect(QueueTimeMoves([]protocol.Request{host, api}, map[string]RequestSettings{"h": both["h"]})).To(BeTrue(), "one of two not recorded")
-	g.Expect(QueueTimeMoves([]protocol.Request{api}, map[string]RequestSettings{"uid": {}})).To(BeTrue(), "a record without a creation time")
+	g.Expect(QueueTimeMoves([]protocol.Request{host, api}, SettingsMap{"h": both["h"]})).To(BeTrue(), "one of two not recorded")
+	g.Expect(QueueTimeMoves([]protocol.Request{api}, SettingsMap{"uid": {}})).To(BeTrue(), "a record without a creation time")
 	g.Expect(QueueTimeMoves(nil, nil)).To(BeFalse(), "no requests")
 }

@@ -30,7 +30,7 @@ func TestWindowsNode(t *testing.T) {
 		policy("never", "0 12 * * *"),                       // never inside the pool's window
 		{ObjectMeta: metav1.ObjectMeta{Name: "windowless"}}, // adds none
 	})
-	settings := map[string]RequestSettings{
+	settings := SettingsMap{
 		"open": {Policy: "open"}, "at3": {Policy: "at3"}, "at4": {Policy: "at4"}, "broken": {Policy: "broken"},
 		"never": {Policy: "never"}, "windowless": {Policy: "windowless"}, "gone": {Policy: "deleted"},
 		"emergency": {Policy: "broken", IgnoreWindows: true},
@@ -94,7 +94,7 @@ func TestWindowsTimeless(t *testing.T) {
 	g := NewWithT(t)
 	bare := &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	reqs := []protocol.Request{{ID: "a", Source: v1alpha1.SourceAPI, Time: t0}, {ID: "h", Source: v1alpha1.SourceHost, Time: t0}}
-	settings := map[string]RequestSettings{"a": {Policy: "windowless"}}
+	settings := SettingsMap{"a": {Policy: "windowless"}}
 	windowless := v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: "windowless"}}
 	for _, pool := range []*v1alpha1.MaintenancePool{nil, bare} {
 		wins := NewWindows(t0, pool, []v1alpha1.RebootPolicy{windowless})

@@ -29,7 +29,7 @@ func queuedAsAsked(v *nodeView) *nodeView {
 	if cur == nil {
 		return v
 	}
-	settings := map[string]pools.RequestSettings{}
+	settings := pools.SettingsMap{}
 	for _, r := range cur.Requests {
 		settings[r.ID] = pools.RequestSettings{Recorded: r.Time, RaisedOnNode: true}
 	}

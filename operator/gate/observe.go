@@ -183,7 +183,7 @@ type keptView struct {
 	// (holdUnreadable), and settings what its NodeMaintenances say of
 	// them: its windows are found from both.
 	requests []protocol.Request
-	settings map[string]pools.RequestSettings
+	settings pools.SettingsList
 	// quiet is true for a member that is ordinary or quietly rebooting
 	// (nodeView.ordinary, quietlyRebooting): its members count it, and
 	// the phases read it only when its turn comes. current is true when

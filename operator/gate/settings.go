@@ -38,7 +38,7 @@ type foundSettings struct {
 	changes   uint64
 	requested *protocol.Requested
 	open      []*v1alpha1.NodeMaintenance
-	settings  map[string]pools.RequestSettings
+	settings  pools.SettingsList
 }
 
 func newRequestSettings() *requestSettings {
@@ -63,7 +63,7 @@ func (s *requestSettings) changed(node string) {
 
 // of returns the node's settings by request id for its requests (the
 // node's decoded record): those kept, or found with find.
-func (s *requestSettings) of(node string, requested *protocol.Requested, find func() ([]*v1alpha1.NodeMaintenance, error)) (map[string]pools.RequestSettings, error) {
+func (s *requestSettings) of(node string, requested *protocol.Requested, find func() ([]*v1alpha1.NodeMaintenance, error)) (pools.SettingsList, error) {
 	s.mu.Lock()
 	n := s.byNode[node]
 	s.mu.Unlock()
@@ -127,7 +127,7 @@ next:
 // NodeMaintenances (found by open) say of its requests: their windows,
 // freezes and policy, and when each was made, which bounds the node's
 // place in the queue.
-func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (map[string]pools.RequestSettings, error) {
+func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (pools.SettingsList, error) {
 	return r.settings.of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
 		nms, err := open.By(v.Node.Name)
 		if err != nil {

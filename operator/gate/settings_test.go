@@ -26,7 +26,7 @@ func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 	open := []*v1alpha1.NodeMaintenance{nm("a", false), nm("b", false)}
 	finds := 0
 	find := func() ([]*v1alpha1.NodeMaintenance, error) { finds++; return open, nil }
-	of := func(req *protocol.Requested) map[string]pools.RequestSettings {
+	of := func(req *protocol.Requested) pools.SettingsList {
 		got, err := s.of("n1", req, find)
 		g.Expect(err).NotTo(HaveOccurred())
 		return got
@@ -46,7 +46,8 @@ func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 	// One of its NodeMaintenances changed: the cache holds a new object.
 	open = []*v1alpha1.NodeMaintenance{nm("a", true), open[1]}
 	s.changed("n1")
-	g.Expect(of(req)["a"].IgnoreWindows).To(BeTrue())
+	a, _ := of(req).Lookup("a")
+	g.Expect(a.IgnoreWindows).To(BeTrue())
 
 	// A change while a find runs: what it found is not kept.
 	raced := false

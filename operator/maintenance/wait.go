@@ -39,7 +39,7 @@ type poolFacts struct {
 	windows *pools.Windows
 	// settings gives, by request id, the node's NodeMaintenances' window
 	// settings.
-	settings map[string]pools.RequestSettings
+	settings pools.SettingsMap
 	// unreadable say which MaintenancePools cannot be read, and why.
 	unreadable []string
 	// stop is what the cluster's MaintenanceGate says when it stops every

@@ -86,7 +86,7 @@ func TestWaitOf(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			pf := &poolFacts{names: tc.names, settings: map[string]pools.RequestSettings{}}
+			pf := &poolFacts{names: tc.names, settings: pools.SettingsMap{}}
 			for id, spec := range tc.specs {
 				pf.settings[id] = pools.RequestSettings{IgnoreWindows: spec.IgnoreWindows, Policy: spec.Policy}
 			}
