@@ -85,6 +85,12 @@ func TestPersistentJournalIsNotCalledVolatile(t *testing.T) {
 	metrics := freeAddr(t)
 	n := startNode(t, "persistent", harness.NodeOptions{MetricsAddr: metrics})
 	first := n.BootID()
+	// A persistent journal keeps the boots it saw: the boot before must
+	// have left an entry. journald writes its own start first, but a
+	// reboot within moments of the node's start (CI's full run once)
+	// could come before it, and a boot the journal never saw is not one
+	// it lost.
+	g.Eventually(func(g Gomega) { g.Expect(journalOf(g, n, first)).NotTo(BeEmpty()) }, timeout).Should(Succeed())
 	g.Expect(n.Reboot(ctx)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(state(g, "persistent").BootID).To(Equal(n.BootID()))
