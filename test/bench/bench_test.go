@@ -167,7 +167,7 @@ func BenchmarkRollingReboot(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	operatorBin := buildOperator(b)
+	operatorBin := harness.BuildOperator(b)
 	daemonConfig := userConfig(b, daemonUser)
 	for _, sc := range scenarios(b) {
 		b.Run(fmt.Sprintf("N=%d/k=%d/r=%s", sc.N, sc.K, sc.R), func(b *testing.B) {
@@ -195,21 +195,6 @@ func BenchmarkRollingReboot(b *testing.B) {
 			}
 		})
 	}
-}
-
-// buildOperator builds kmaint-operator, which runs as its own process so
-// that its memory and CPU are its own.
-func buildOperator(b *testing.B) string {
-	out := filepath.Join(b.TempDir(), "kmaint-operator")
-	// Built as the image builds it (Dockerfile): its memory is the
-	// shipped binary's, whose symbol tables are not resident.
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/kmaint-operator")
-	cmd.Dir = testbed.RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build operator: %v\n%s", err, msg)
-	}
-	return out
 }
 
 func rollout(b *testing.B, sc scenario, operatorBin string, daemonConfig *rest.Config, pool string) result {

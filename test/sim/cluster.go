@@ -130,6 +130,11 @@ type Config struct {
 	// HooksNamespace, when set, is where the operator runs the pools' hook
 	// Jobs, and the cluster runs them (jobs.go).
 	HooksNamespace string
+	// OnReboot, when set, is told of every reboot of a memory node as it
+	// begins (and of a daemon's second ask in one boot), from the node's
+	// own goroutine: what a checker needs to hold every reboot against
+	// the approvals kmaint wrote.
+	OnReboot func(Reboot)
 }
 
 // Node is a simulated node.
@@ -174,6 +179,8 @@ type Cluster struct {
 	mu       sync.Mutex
 	operator *Operator
 	fast     map[string]bool
+	// delays keep nodes down longer than the Timing says (SetRebootDelay).
+	delays map[string]time.Duration
 	// mapper is the in-process daemons' REST mapper: one discovery for all.
 	mapper meta.RESTMapper
 	// scheme is the in-process daemons' scheme: one for all.
@@ -231,7 +238,7 @@ func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) 
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, addresses: map[string]string{}}
+	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, delays: map[string]time.Duration{}, addresses: map[string]string{}}
 	if err := c.start(); err != nil {
 		c.Stop()
 		return nil, err
@@ -412,7 +419,7 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	var n Node
 	switch c.Config.Journal {
 	case Memory:
-		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c.isFast, c.Config.Log, c.beforeReboot, c.afterReboot)
+		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c, c.Config.Log)
 		mn.mapper, mn.scheme = c.mapper, c.scheme
 		mn.sentinelFile = c.Config.SentinelFiles[name]
 		n = mn
@@ -685,4 +692,26 @@ func (c *Cluster) isFast(name string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.fast[name]
+}
+
+// SetRebootDelay keeps a memory node down this much longer than the
+// cluster's Timing at its reboots from now on (zero: as the Timing says):
+// a node slower than the operator's --node-return-timeout, or one that does
+// not come back for a while.
+func (c *Cluster) SetRebootDelay(name string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delays[name] = d
+}
+
+func (c *Cluster) rebootDelay(name string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.delays[name]
+}
+
+func (c *Cluster) rebooted(r Reboot) {
+	if c.Config.OnReboot != nil {
+		c.Config.OnReboot(r)
+	}
 }

@@ -28,7 +28,7 @@ type memNode struct {
 	kube    client.Client
 	journal *journal.Memory
 	timing  Timing
-	fast    func(name string) bool
+	host    nodeHost
 	log     logr.Logger
 
 	mu      sync.Mutex
@@ -46,8 +46,6 @@ type memNode struct {
 	// stop ends the running daemon; done is closed when it has ended.
 	stop func()
 	done chan struct{}
-	// onDown and onReboot observe reboots as they start and complete.
-	onDown, onReboot func(name string)
 	// mapper and scheme are shared by all in-process daemons.
 	mapper meta.RESTMapper
 	scheme *runtime.Scheme
@@ -61,8 +59,24 @@ type memNode struct {
 	bootTime time.Time
 }
 
-func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, fast func(string) bool, log logr.Logger, onDown, onReboot func(string)) *memNode {
-	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, fast: fast, log: log, bootID: bootID, onDown: onDown, onReboot: onReboot, bootTime: time.Now()}
+// nodeHost is what a memNode asks of the cluster it runs in: how its reboots
+// go, and who hears of them.
+type nodeHost interface {
+	// isFast reports whether the node's reboots never show NotReady.
+	isFast(name string) bool
+	// rebootDelay is how much longer than its Timing the node stays down.
+	rebootDelay(name string) time.Duration
+	// beforeReboot and afterReboot are called as the node goes down and
+	// once it is back.
+	beforeReboot(name string)
+	afterReboot(name string)
+	// rebooted is told of every reboot as it begins, and of every ask
+	// of a daemon that had asked already.
+	rebooted(r Reboot)
+}
+
+func newMemNode(name, bootID string, cfg *rest.Config, kube client.Client, timing Timing, host nodeHost, log logr.Logger) *memNode {
+	n := &memNode{name: name, cfg: cfg, kube: kube, timing: timing, host: host, log: log, bootID: bootID, bootTime: time.Now()}
 	n.journal = journal.NewMemory(n.BootID)
 	return n
 }
@@ -217,6 +231,9 @@ func (r *memRebooter) Reboot(ctx context.Context) error {
 		n.reboots++
 	}
 	n.mu.Unlock()
+	if again {
+		n.host.rebooted(Reboot{Node: n.name, From: r.boot, At: time.Now(), ByDaemon: true, Again: true})
+	}
 	if ignore || again {
 		return nil
 	}
@@ -231,7 +248,7 @@ func (r *memRebooter) Reboot(ctx context.Context) error {
 func (n *memNode) reboot(ctx context.Context, from string) {
 	// The reboot's duration counts from the moment it was asked for, as a
 	// real one's does: shutting the daemon down is part of it.
-	back := time.After(n.timing.jittered())
+	back := time.After(n.timing.jittered() + n.host.rebootDelay(n.name))
 	n.mu.Lock()
 	if n.down || from != "" && from != n.bootID {
 		n.mu.Unlock()
@@ -239,18 +256,18 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 	}
 	n.down = true
 	n.mu.Unlock()
-	if n.onDown != nil {
-		n.onDown(n.name)
-	}
+	n.host.beforeReboot(n.name)
 	n.KillDaemon()
 	n.mu.Lock()
 	n.reboots++
+	old := n.bootID
 	n.bootID = uuid.NewString()
 	n.bootTime = time.Now()
 	boot := n.bootID
 	n.mu.Unlock()
+	n.host.rebooted(Reboot{Node: n.name, From: old, To: boot, At: time.Now(), ByDaemon: from != ""})
 	n.journal.Boot()
-	if !n.fast(n.name) {
+	if !n.host.isFast(n.name) {
 		if err := gen.SetBoot(ctx, n.kube, n.name, boot, false); err != nil {
 			n.log.Error(err, "Simulated kubelet could not report NotReady", "node", n.name)
 		}
@@ -272,9 +289,21 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 		n.startDaemonLocked(ctx)
 	}
 	n.mu.Unlock()
-	if n.onReboot != nil {
-		n.onReboot(n.name)
-	}
+	n.host.afterReboot(n.name)
+}
+
+// Reboot is one reboot of a simulated node, as it began.
+type Reboot struct {
+	Node string
+	// From is the boot the node left, To the one it came back in.
+	From, To string
+	At       time.Time
+	// ByDaemon is true when the node's daemon asked for the reboot, false
+	// for one by hand (ForceReboot).
+	ByDaemon bool
+	// Again is true for a daemon that asked again in a boot it had asked
+	// to leave: the node does not reboot twice, but the ask is told.
+	Again bool
 }
 
 // Timing is how long simulated things take.

@@ -26,8 +26,7 @@ func TestStoppedNodeStaysDownAfterItsReboot(t *testing.T) {
 	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(name, gen.BootID("boot-1")))).To(Succeed())
 	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), gen.Node(name)) })
 
-	n := newMemNode(name, "boot-1", bed.Config, bed.Client, Timing{Reboot: 2 * time.Second},
-		func(string) bool { return false }, logr.Discard(), nil, nil)
+	n := newMemNode(name, "boot-1", bed.Config, bed.Client, Timing{Reboot: 2 * time.Second}, bareHost{}, logr.Discard())
 	rebooted := make(chan struct{})
 	go func() {
 		defer close(rebooted)
@@ -56,3 +55,12 @@ func TestStoppedNodeStaysDownAfterItsReboot(t *testing.T) {
 	defer n.mu.Unlock()
 	g.Expect(n.stop).To(BeNil(), "no daemon starts on a node stopped while down")
 }
+
+// bareHost is a cluster that asks nothing of a node's reboots.
+type bareHost struct{}
+
+func (bareHost) isFast(string) bool               { return false }
+func (bareHost) rebootDelay(string) time.Duration { return 0 }
+func (bareHost) beforeReboot(string)              {}
+func (bareHost) afterReboot(string)               {}
+func (bareHost) rebooted(Reboot)                  {}

@@ -1,0 +1,239 @@
+package soak_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/soak/checker"
+)
+
+// The kinds of what a soak does, as its results count them.
+const (
+	hostRequest    = "host-request"
+	apiRequest     = "api-request"
+	configRollout  = "config-rollout"
+	operatorKilled = "operator-killed"
+	daemonKilled   = "daemon-killed"
+	nodeRebooted   = "node-rebooted-by-hand"
+	nodeSlow       = "node-slow-to-return"
+	budgetChanged  = "budget-changed"
+	poolPaused     = "pool-paused"
+	nodeRelabelled = "node-relabelled"
+)
+
+// action is one thing the schedule may do, and how often against the rest.
+type action struct {
+	kind   string
+	weight int
+	do     func(s *soak) error
+}
+
+func actions() []action {
+	return []action{
+		{hostRequest, 30, (*soak).hostRequest},
+		{apiRequest, 15, (*soak).apiRequest},
+		{configRollout, 2, (*soak).configRollout},
+		{operatorKilled, 4, (*soak).killOperator},
+		{daemonKilled, 6, (*soak).killDaemon},
+		{nodeRebooted, 4, (*soak).rebootByHand},
+		{nodeSlow, 3, (*soak).slowNode},
+		{budgetChanged, 3, (*soak).changeBudget},
+		{poolPaused, 2, (*soak).pausePool},
+		{nodeRelabelled, 2, (*soak).relabelNode},
+	}
+}
+
+// soak is one run: its cluster, its replicas, its random schedule and what
+// it did.
+type soak struct {
+	ctx      context.Context
+	rng      *rand.Rand
+	cluster  *sim.Cluster
+	replicas *replicas
+	checker  *checker.Checker
+	pools    []string
+
+	// later are the undoings the faults scheduled (a replica started
+	// again, a pool resumed); quiesce runs those still pending at once.
+	mu    sync.Mutex
+	later []*time.Timer
+	undo  []func()
+	done  map[string]int
+	seq   int
+}
+
+// pick returns one of n, at random.
+func (s *soak) pick(n int) int { return s.rng.IntN(n) }
+
+// between returns a duration in [lo, hi), at random.
+func (s *soak) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)))
+}
+
+func (s *soak) node() sim.Node {
+	nodes := s.cluster.Nodes()
+	return nodes[s.pick(len(nodes))]
+}
+
+func (s *soak) pool() string { return s.pools[s.pick(len(s.pools))] }
+
+// after runs undo after d, or at quiesce, whichever comes first, once.
+func (s *soak) after(d time.Duration, undo func()) {
+	var once sync.Once
+	run := func() { once.Do(undo) }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.later = append(s.later, time.AfterFunc(d, run))
+	s.undo = append(s.undo, run)
+}
+
+func (s *soak) tag() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return fmt.Sprintf("soak-%d", s.seq)
+}
+
+func (s *soak) hostRequest() error {
+	n, tag := s.node(), s.tag()
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceHost, Tag: tag, At: time.Now()})
+	return n.RequestReboot("soak " + tag)
+}
+
+func (s *soak) apiRequest() error {
+	n, tag := s.node(), s.tag()
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceAPI, Tag: tag, At: time.Now()})
+	nm := &v1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: tag},
+		Spec: v1alpha1.NodeMaintenanceSpec{NodeName: n.Name(), Reason: "soak " + tag}}
+	return bed.Client.Create(s.ctx, nm)
+}
+
+// configRollout asks every node of a pool for a new config.
+func (s *soak) configRollout() error {
+	tag := s.tag()
+	return s.patchPool(s.pool(), func(p *v1alpha1.MaintenancePool) { p.Spec.DesiredConfig = tag })
+}
+
+// killOperator kills a running replica and starts it again a little later:
+// the leader's Lease runs out first when it was the leader.
+func (s *soak) killOperator() error {
+	running := s.replicas.running()
+	if len(running) == 0 {
+		return nil
+	}
+	i := running[s.pick(len(running))]
+	s.replicas.kill(i)
+	s.after(s.between(time.Second, 20*time.Second), func() { _ = s.replicas.start(i) })
+	return nil
+}
+
+func (s *soak) killDaemon() error {
+	n := s.node()
+	n.KillDaemon()
+	s.after(s.between(time.Second, 30*time.Second), func() { _ = n.StartDaemon(s.ctx) })
+	return nil
+}
+
+// rebootByHand reboots a node outside kmaint, as a person or a kernel
+// panic would.
+func (s *soak) rebootByHand() error {
+	n := s.node()
+	go func() { _ = n.ForceReboot(s.ctx) }()
+	return nil
+}
+
+// slowNode keeps a node's next reboots down past the operator's
+// --node-return-timeout for a while.
+func (s *soak) slowNode() error {
+	n := s.node()
+	s.cluster.SetRebootDelay(n.Name(), s.between(nodeReturnTimeout, 3*nodeReturnTimeout))
+	s.after(s.between(time.Minute, 3*time.Minute), func() { s.cluster.SetRebootDelay(n.Name(), 0) })
+	return nil
+}
+
+func (s *soak) changeBudget() error {
+	budget := intstr.FromInt32(int32(1 + s.pick(3)))
+	return s.patchPool(s.pool(), func(p *v1alpha1.MaintenancePool) { p.Spec.MaxUnavailable = &budget })
+}
+
+func (s *soak) pausePool() error {
+	pool := s.pool()
+	if err := s.patchPool(pool, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = true }); err != nil {
+		return err
+	}
+	s.after(s.between(5*time.Second, 40*time.Second), func() {
+		_ = s.patchPool(pool, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false })
+	})
+	return nil
+}
+
+// relabelNode moves a node into another pool, and back a little later.
+func (s *soak) relabelNode() error {
+	n, to := s.node(), s.pool()
+	from, err := s.relabel(n.Name(), to)
+	if err != nil || from == to {
+		return err
+	}
+	s.after(s.between(10*time.Second, time.Minute), func() { _, _ = s.relabel(n.Name(), from) })
+	return nil
+}
+
+func (s *soak) relabel(node, pool string) (from string, err error) {
+	return from, patchNode(s.ctx, node, func(n client.Object) {
+		labels := n.GetLabels()
+		from = labels[poolLabel]
+		labels[poolLabel] = pool
+		n.SetLabels(labels)
+	})
+}
+
+func (s *soak) patchPool(name string, change func(*v1alpha1.MaintenancePool)) error {
+	var p v1alpha1.MaintenancePool
+	if err := bed.Client.Get(s.ctx, client.ObjectKey{Name: name}, &p); err != nil {
+		return err
+	}
+	base := p.DeepCopy()
+	change(&p)
+	return bed.Client.Patch(s.ctx, &p, client.MergeFrom(base))
+}
+
+// quiesce ends every fault: pending undoings run now, every replica and
+// daemon runs, no node is slow and no pool paused.
+func (s *soak) quiesce() error {
+	s.mu.Lock()
+	for _, t := range s.later {
+		t.Stop()
+	}
+	undo := s.undo
+	s.later, s.undo = nil, nil
+	s.mu.Unlock()
+	for _, u := range undo {
+		u()
+	}
+	for i := range s.replicas.procs {
+		if err := s.replicas.start(i); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.cluster.Nodes() {
+		s.cluster.SetRebootDelay(n.Name(), 0)
+		if err := n.StartDaemon(s.ctx); err != nil {
+			return err
+		}
+	}
+	for _, pool := range s.pools {
+		if err := s.patchPool(pool, func(p *v1alpha1.MaintenancePool) { p.Spec.Paused = false }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

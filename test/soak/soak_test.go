@@ -1,0 +1,310 @@
+package soak_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/bench/provenance"
+	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/sim"
+	"github.com/kmaint/kmaint/test/soak/checker"
+	"github.com/kmaint/kmaint/test/testbed"
+)
+
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.Main(m, &bed))
+}
+
+var (
+	duration = flag.Duration("soak.duration", 2*time.Minute, "how long faults and requests are made; then they stop and every request must end")
+	seed     = flag.Uint64("soak.seed", 1, "the seed of the random schedule; a failing run names it, to be replayed")
+	nodes    = flag.Int("soak.nodes", 8, "nodes per pool (three pools)")
+	pace     = flag.Duration("soak.pace", time.Second, "mean time between two things the schedule does")
+	results  = flag.String("soak.results", "", "directory the run's result JSON is written to; none when empty")
+)
+
+const (
+	poolLabel      = "pool"
+	leaseNamespace = "kmaint-system"
+	// nodeReturnTimeout is the operator's --node-return-timeout: slow
+	// nodes stay down longer.
+	nodeReturnTimeout = 20 * time.Second
+	// endBound is how long every request has to end once the faults stop.
+	endBound = 5 * time.Minute
+	// grace is the checker's: how long a change stands before an
+	// admission is held to it.
+	grace = 10 * time.Second
+)
+
+// TestSoak runs the whole reboot path for a while on a simulated cluster of
+// three pools, the operator as two real processes with leader election,
+// while a seeded random schedule makes requests and faults land together,
+// then stops the faults and checks the whole history (package checker).
+func TestSoak(t *testing.T) {
+	t.Logf("soak: seed %d, %s, %d nodes in 3 pools (replay with -soak.seed=%d -soak.duration=%s)", *seed, *duration, 3**nodes, *seed, *duration)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("soak failed: replay with go test ./test/soak -run TestSoak -soak.seed=%d -soak.duration=%s -soak.nodes=%d", *seed, *duration, *nodes)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	bin := harness.BuildOperator(t)
+	if err := bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	check := checker.New(poolLabel, grace, time.Now)
+	if err := check.Watch(ctx, bed.Config, bed.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	pools := []string{"soak-a", "soak-b", "soak-c"}
+	var specs []sim.PoolSpec
+	for i, name := range pools {
+		specs = append(specs, sim.PoolSpec{Name: name, Nodes: *nodes, MaxUnavailable: intstr.FromInt32(int32(1 + i%2))})
+	}
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:       specs,
+		Journal:     sim.Memory,
+		Timing:      sim.Timing{Reboot: 2 * time.Second, Jitter: time.Second, DaemonRebootTimeout: 30 * time.Second},
+		PodsPerNode: 2,
+		OnReboot: func(r sim.Reboot) {
+			check.Rebooted(checker.Reboot{Node: r.Node, From: r.From, At: r.At, ByDaemon: r.ByDaemon, Again: r.Again})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ops := newReplicas(t, bin, 2, "--drain-poll-interval=200ms", "--node-return-timeout="+nodeReturnTimeout.String(), "--daemon-confirm-timeout=1m")
+	for i := range 2 {
+		if err := ops.start(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &soak{ctx: ctx, rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), cluster: c, replicas: ops, checker: check, pools: pools, done: map[string]int{}}
+
+	start := time.Now()
+	s.run(t, start.Add(*duration))
+	quiet := time.Now()
+	if err := s.quiesce(); err != nil {
+		t.Fatalf("end the faults: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, endBound, true, func(ctx context.Context) (bool, error) {
+		ops.sample(start)
+		return settled(ctx)
+	})
+	ended := time.Now()
+	violations := check.Final()
+	if err != nil {
+		violations = append(violations, checker.Violation{At: ended, Invariant: checker.End,
+			Message: fmt.Sprintf("not every request ended, and every node back in service, within %s of the faults' end", endBound)})
+	}
+	res := s.result(start, quiet, ended, violations)
+	if *results != "" {
+		if err := res.save(*results); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
+	for _, v := range violations {
+		t.Errorf("invariant broken: %s", v)
+	}
+}
+
+// run does what the schedule draws until the deadline, sampling the
+// replicas every ten seconds.
+func (s *soak) run(t *testing.T, deadline time.Time) {
+	acts := actions()
+	total := 0
+	for _, a := range acts {
+		total += a.weight
+	}
+	nextSample := time.Now()
+	for time.Now().Before(deadline) {
+		if time.Now().After(nextSample) {
+			s.replicas.sample(deadline.Add(-*duration))
+			nextSample = time.Now().Add(10 * time.Second)
+		}
+		// Exponential gaps: things land at random moments, sometimes
+		// together.
+		gap := time.Duration(s.rng.ExpFloat64() * float64(*pace))
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(gap):
+		}
+		n := s.pick(total)
+		for _, a := range acts {
+			if n -= a.weight; n < 0 {
+				if err := a.do(s); err != nil {
+					t.Logf("soak: %s: %v", a.kind, err)
+				} else {
+					s.count(a.kind)
+				}
+				break
+			}
+		}
+	}
+}
+
+func (s *soak) count(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[kind]++
+}
+
+// settled reports whether every NodeMaintenance has ended and no node is
+// held by kmaint or cordoned.
+func settled(ctx context.Context) (bool, error) {
+	var nms v1alpha1.NodeMaintenanceList
+	if err := bed.Client.List(ctx, &nms); err != nil {
+		return false, nil
+	}
+	for _, nm := range nms.Items {
+		if nm.Status.Phase != v1alpha1.PhaseSucceeded && nm.Status.Phase != v1alpha1.PhaseFailed {
+			return false, nil
+		}
+	}
+	var nodes corev1.NodeList
+	if err := bed.Client.List(ctx, &nodes); err != nil {
+		return false, nil
+	}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || n.Annotations[protocol.RebootRequested] != "" {
+			return false, nil
+		}
+		for _, key := range []string{protocol.Admitted, protocol.RebootApproved, protocol.Settling, protocol.Cordoned} {
+			if _, ok := n.Annotations[key]; ok {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+func patchNode(ctx context.Context, name string, change func(client.Object)) error {
+	var n corev1.Node
+	if err := bed.Client.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+		return err
+	}
+	base := n.DeepCopy()
+	change(&n)
+	return bed.Client.Patch(ctx, &n, client.MergeFrom(base))
+}
+
+// result is what a soak saves.
+type result struct {
+	Seed            uint64         `json:"seed"`
+	DurationSeconds float64        `json:"durationSeconds"`
+	Nodes           int            `json:"nodes"`
+	Pools           int            `json:"pools"`
+	RebootsByDaemon int            `json:"rebootsByDaemon"`
+	RebootsByHand   int            `json:"rebootsByHand"`
+	Done            map[string]int `json:"done"`
+	Requests        int            `json:"requests"`
+	// Outcomes counts the NodeMaintenances by source and how they ended
+	// ("" for open); Complete is the seconds from first sight to the end,
+	// by source.
+	Outcomes map[string]map[string]int `json:"outcomes"`
+	Complete map[string]percentiles    `json:"completeSeconds"`
+	// Failures are the messages of the records that failed, each a
+	// reason a fault should explain.
+	Failures []string `json:"failures"`
+	// EndSeconds is how long after the faults stopped every request had
+	// ended and every node was back in service.
+	EndSeconds float64             `json:"endSeconds"`
+	Violations []checker.Violation `json:"violations"`
+	Operator   []sample            `json:"operator"`
+	Machine    provenance.Machine  `json:"machine"`
+	Date       string              `json:"date"`
+	Command    string              `json:"command"`
+	Commit     string              `json:"commit"`
+}
+
+type percentiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	N   int     `json:"n"`
+}
+
+func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violation) result {
+	byDaemon, byHand := s.checker.Reboots()
+	res := result{
+		Seed: *seed, DurationSeconds: quiet.Sub(start).Seconds(), Nodes: len(s.cluster.Nodes()), Pools: len(s.pools),
+		RebootsByDaemon: byDaemon, RebootsByHand: byHand, Done: map[string]int{},
+		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{},
+		EndSeconds: ended.Sub(quiet).Seconds(), Violations: violations,
+		Machine: provenance.ThisMachine(), Date: time.Now().UTC().Format(time.RFC3339),
+		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s", *seed, *duration),
+	}
+	s.mu.Lock()
+	for k, v := range s.done {
+		res.Done[k] = v
+	}
+	s.mu.Unlock()
+	secs := map[string][]float64{}
+	for _, o := range s.checker.Outcomes() {
+		src := string(o.Source)
+		if res.Outcomes[src] == nil {
+			res.Outcomes[src] = map[string]int{}
+		}
+		res.Outcomes[src][string(o.Phase)]++
+		res.Requests++
+		if o.Phase != "" {
+			secs[src] = append(secs[src], o.Seconds)
+		}
+		if o.Phase == v1alpha1.PhaseFailed {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", src, o.Message))
+		}
+	}
+	for src, xs := range secs {
+		sort.Float64s(xs)
+		res.Complete[src] = percentiles{P50: quantile(xs, 0.5), P99: quantile(xs, 0.99), N: len(xs)}
+	}
+	s.replicas.mu.Lock()
+	res.Operator = slices.Clone(s.replicas.samples)
+	s.replicas.mu.Unlock()
+	if commit, err := provenance.Commit(testbed.RepoRoot()); err == nil {
+		res.Commit = commit
+	}
+	return res
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func (r result) save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("soak-%d-%s.json", r.Seed, strings.ReplaceAll(time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Minute).String(), "0s", ""))
+	return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+}
