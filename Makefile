@@ -192,6 +192,19 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 	KMAINT_BENCH="$(BENCH)" KMAINT_BENCH_COMMAND="make bench$(if $(BENCH), BENCH=$(BENCH))" KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench . -benchtime 1x -timeout 180m ./test/bench/
 	go run ./test/bench/plot
 
+.PHONY: soak
+# SOAK_DURATION is how long requests and faults are made, SOAK_SEED the
+# seed of their random schedule (a failing run prints it, to replay it),
+# SOAK_NODES the nodes of each of the three pools. The result goes to
+# test/soak/results/soak-SEED-DURATION.json.
+SOAK_DURATION ?= 30m
+SOAK_SEED ?= 1
+SOAK_NODES ?= 16
+soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot path under random faults for SOAK_DURATION, then check its history; result in test/soak/results/
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" go test -count=1 -run '^TestSoak$$' -timeout 0 ./test/soak/ -v \
+		-soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.nodes=$(SOAK_NODES) -soak.results=$(CURDIR)/test/soak/results
+
 .PHONY: bench-controllers
 # What one event costs each controller (observe, decide, act: one
 # reconcile) in pools of 500, 5000 and 20000 realistic nodes, without an API

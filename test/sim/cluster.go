@@ -181,6 +181,8 @@ type Cluster struct {
 	fast     map[string]bool
 	// delays keep nodes down longer than the Timing says (SetRebootDelay).
 	delays map[string]time.Duration
+	// links are the memory nodes' paths to the API server (SetLink).
+	links map[string]*link
 	// mapper is the in-process daemons' REST mapper: one discovery for all.
 	mapper meta.RESTMapper
 	// scheme is the in-process daemons' scheme: one for all.
@@ -238,7 +240,7 @@ func Start(ctx context.Context, bed *testbed.Bed, cfg Config) (*Cluster, error) 
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, delays: map[string]time.Duration{}, addresses: map[string]string{}}
+	c := &Cluster{Bed: bed, Config: cfg, ctx: ctx, cancel: cancel, byName: map[string]Node{}, dir: cfg.Dir, fast: map[string]bool{}, delays: map[string]time.Duration{}, links: map[string]*link{}, addresses: map[string]string{}}
 	if err := c.start(); err != nil {
 		c.Stop()
 		return nil, err
@@ -257,7 +259,7 @@ func (c *Cluster) start() error {
 	if c.subnet, err = freeSubnet(c.ctx, c.Bed.Client); err != nil {
 		return err
 	}
-	dcfg := c.daemonConfig()
+	dcfg := c.daemonConfig("")
 	httpClient, err := rest.HTTPClientFor(dcfg)
 	if err != nil {
 		return err
@@ -419,7 +421,7 @@ func (c *Cluster) startNode(name, pool string, i int) (Node, error) {
 	var n Node
 	switch c.Config.Journal {
 	case Memory:
-		mn := newMemNode(name, boot, c.daemonConfig(), c.Bed.Client, c.Config.Timing, c, c.Config.Log)
+		mn := newMemNode(name, boot, c.daemonConfig(name), c.Bed.Client, c.Config.Timing, c, c.Config.Log)
 		mn.mapper, mn.scheme = c.mapper, c.scheme
 		mn.sentinelFile = c.Config.SentinelFiles[name]
 		n = mn
@@ -450,25 +452,43 @@ func (c *Cluster) StartDaemons() error {
 	return errors.Join(errs...)
 }
 
-// daemonConfig is the rest config of in-process daemons: Config's
-// DaemonConfig or else the test bed's, counting requests when asked to.
-func (c *Cluster) daemonConfig() *rest.Config {
+// daemonConfig is the rest config of a node's in-process daemon: Config's
+// DaemonConfig or else the test bed's, behind the node's link (SetLink),
+// counting requests when asked to. Node "" is every daemon's shared
+// discovery, behind no link.
+func (c *Cluster) daemonConfig(node string) *rest.Config {
 	base := c.Bed.Config
 	if c.Config.DaemonConfig != nil {
 		base = c.Config.DaemonConfig
 	}
-	counter := c.Config.DaemonRequests
-	if counter == nil {
-		return base
-	}
 	cfg := rest.CopyConfig(base)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			counter.Add(1)
-			return rt.RoundTrip(r)
+	if node != "" {
+		l := newLink()
+		c.mu.Lock()
+		c.links[node] = l
+		c.mu.Unlock()
+		cfg.Wrap(l.wrap)
+	}
+	if counter := c.Config.DaemonRequests; counter != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				counter.Add(1)
+				return rt.RoundTrip(r)
+			})
 		})
-	})
+	}
 	return cfg
+}
+
+// SetLink drops, stalls or restores a memory node's network path to the
+// API server: its daemon is cut off while the node runs.
+func (c *Cluster) SetLink(node string, s LinkState) {
+	c.mu.Lock()
+	l := c.links[node]
+	c.mu.Unlock()
+	if l != nil {
+		l.set(s)
+	}
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -268,9 +268,7 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 	n.host.rebooted(Reboot{Node: n.name, From: old, To: boot, At: time.Now(), ByDaemon: from != ""})
 	n.journal.Boot()
 	if !n.host.isFast(n.name) {
-		if err := gen.SetBoot(ctx, n.kube, n.name, boot, false); err != nil {
-			n.log.Error(err, "Simulated kubelet could not report NotReady", "node", n.name)
-		}
+		n.report(ctx, boot, false)
 	}
 	// The reboot's duration is the simulation's, not a test's wait.
 	<-back
@@ -280,9 +278,7 @@ func (n *memNode) reboot(ctx context.Context, from string) {
 	if stopped {
 		return
 	}
-	if err := gen.SetBoot(ctx, n.kube, n.name, boot, true); err != nil {
-		n.log.Error(err, "Simulated kubelet could not report Ready", "node", n.name)
-	}
+	n.report(ctx, boot, true)
 	n.mu.Lock()
 	n.down = false
 	if !n.noDaemonOnBoot && !n.stopped {
@@ -304,6 +300,31 @@ type Reboot struct {
 	// Again is true for a daemon that asked again in a boot it had asked
 	// to leave: the node does not reboot twice, but the ask is told.
 	Again bool
+}
+
+// report has the node's kubelet report its boot and readiness until the
+// API server takes it, as a kubelet's status updates go on until they do:
+// one given up while the API server was down for a minute left the node
+// NotReady for good. It gives up only when the node is stopped or ctx ends.
+func (n *memNode) report(ctx context.Context, boot string, ready bool) {
+	for {
+		err := gen.SetBoot(ctx, n.kube, n.name, boot, ready)
+		if err == nil {
+			return
+		}
+		n.mu.Lock()
+		stopped := n.stopped
+		n.mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
+		}
+		n.log.Error(err, "Simulated kubelet could not report its node's status; trying again", "node", n.name, "ready", ready)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Timing is how long simulated things take.

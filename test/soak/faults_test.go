@@ -28,6 +28,8 @@ const (
 	budgetChanged  = "budget-changed"
 	poolPaused     = "pool-paused"
 	nodeRelabelled = "node-relabelled"
+	apiRestarted   = "api-server-restarted"
+	daemonCutOff   = "daemon-cut-off"
 )
 
 // action is one thing the schedule may do, and how often against the rest.
@@ -49,6 +51,8 @@ func actions() []action {
 		{budgetChanged, 3, (*soak).changeBudget},
 		{poolPaused, 2, (*soak).pausePool},
 		{nodeRelabelled, 2, (*soak).relabelNode},
+		{apiRestarted, 1, (*soak).restartAPIServer},
+		{daemonCutOff, 4, (*soak).cutOffDaemon},
 	}
 }
 
@@ -103,18 +107,28 @@ func (s *soak) tag() string {
 	return fmt.Sprintf("soak-%d", s.seq)
 }
 
+// hostRequest runs `kmaint-daemon request-reboot` on a node. The checker
+// hears of a request once it was made: one refused was never a request.
 func (s *soak) hostRequest() error {
 	n, tag := s.node(), s.tag()
-	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceHost, Tag: tag, At: time.Now()})
-	return n.RequestReboot("soak " + tag)
+	at := time.Now()
+	if err := n.RequestReboot("soak " + tag); err != nil {
+		return err
+	}
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceHost, Tag: tag, At: at})
+	return nil
 }
 
 func (s *soak) apiRequest() error {
 	n, tag := s.node(), s.tag()
-	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceAPI, Tag: tag, At: time.Now()})
+	at := time.Now()
 	nm := &v1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: tag},
 		Spec: v1alpha1.NodeMaintenanceSpec{NodeName: n.Name(), Reason: "soak " + tag}}
-	return bed.Client.Create(s.ctx, nm)
+	if err := bed.Client.Create(s.ctx, nm); err != nil {
+		return err
+	}
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceAPI, Tag: tag, At: at})
+	return nil
 }
 
 // configRollout asks every node of a pool for a new config.
@@ -157,6 +171,26 @@ func (s *soak) slowNode() error {
 	n := s.node()
 	s.cluster.SetRebootDelay(n.Name(), s.between(nodeReturnTimeout, 3*nodeReturnTimeout))
 	s.after(s.between(time.Minute, 3*time.Minute), func() { s.cluster.SetRebootDelay(n.Name(), 0) })
+	return nil
+}
+
+// restartAPIServer stops the API server for a few seconds and starts it
+// again: every watch ends, and those older than etcd's last compaction
+// (the soak compacts every few seconds) list again. The schedule waits
+// for it, while the undoings already scheduled go on.
+func (s *soak) restartAPIServer() error {
+	return bed.RestartAPIServer(s.ctx, s.between(time.Second, 10*time.Second))
+}
+
+// cutOffDaemon drops or stalls a node's path to the API server for a
+// while: its daemon runs on, unable to report or to hear.
+func (s *soak) cutOffDaemon() error {
+	n, state := s.node(), sim.LinkDropped
+	if s.pick(2) == 0 {
+		state = sim.LinkStalled
+	}
+	s.cluster.SetLink(n.Name(), state)
+	s.after(s.between(5*time.Second, time.Minute), func() { s.cluster.SetLink(n.Name(), sim.LinkUp) })
 	return nil
 }
 
@@ -226,6 +260,7 @@ func (s *soak) quiesce() error {
 	}
 	for _, n := range s.cluster.Nodes() {
 		s.cluster.SetRebootDelay(n.Name(), 0)
+		s.cluster.SetLink(n.Name(), sim.LinkUp)
 		if err := n.StartDaemon(s.ctx); err != nil {
 			return err
 		}

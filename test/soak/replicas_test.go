@@ -56,8 +56,20 @@ func newReplicas(t testing.TB, bin string, n int, flags ...string) *replicas {
 	if err := bed.WriteKubeconfig(kube, "kmaint-operator", "system:masters"); err != nil {
 		t.Fatal(err)
 	}
-	r := &replicas{t: t, bin: bin, flags: flags, kube: kube, dir: t.TempDir(), procs: make([]*replica, n)}
-	t.Cleanup(r.stopAll)
+	// The replicas' logs outlive a failed run, to be read.
+	dir, err := os.MkdirTemp("", "kmaint-soak-operators-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replicas{t: t, bin: bin, flags: flags, kube: kube, dir: dir, procs: make([]*replica, n)}
+	t.Cleanup(func() {
+		r.stopAll()
+		if t.Failed() {
+			t.Logf("the operator replicas' logs: %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	return r
 }
 

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -32,7 +33,7 @@ import (
 var bed *testbed.Bed
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.Main(m, &bed))
+	os.Exit(harness.Main(m, &bed, testbed.WithCompactionEvery(compaction)))
 }
 
 var (
@@ -54,6 +55,9 @@ const (
 	// grace is the checker's: how long a change stands before an
 	// admission is held to it.
 	grace = 10 * time.Second
+	// compaction is how often etcd is compacted: a client whose watch
+	// ended lists again unless it watches again within moments.
+	compaction = 10 * time.Second
 )
 
 // TestSoak runs the whole reboot path for a while on a simulated cluster of
@@ -87,6 +91,7 @@ func TestSoak(t *testing.T) {
 		Journal:     sim.Memory,
 		Timing:      sim.Timing{Reboot: 2 * time.Second, Jitter: time.Second, DaemonRebootTimeout: 30 * time.Second},
 		PodsPerNode: 2,
+		Log:         ctrl.Log.WithName("sim"),
 		OnReboot: func(r sim.Reboot) {
 			check.Rebooted(checker.Reboot{Node: r.Node, From: r.From, At: r.At, ByDaemon: r.ByDaemon, Again: r.Again})
 		},
@@ -128,6 +133,38 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
 	for _, v := range violations {
 		t.Errorf("invariant broken: %s", v)
+	}
+	if len(violations) > 0 {
+		dumpHeld(t, c)
+	}
+}
+
+// dumpHeld logs, for every node kmaint still holds, what the node says and
+// what the simulation knows of it: where a failing run stopped.
+func dumpHeld(t *testing.T, c *sim.Cluster) {
+	var nodes corev1.NodeList
+	if err := bed.Client.List(context.Background(), &nodes); err != nil {
+		t.Logf("list nodes: %v", err)
+		return
+	}
+	for _, n := range nodes.Items {
+		if _, held := n.Annotations[protocol.Admitted]; !held {
+			continue
+		}
+		sn := c.Node(n.Name)
+		var ready corev1.NodeCondition
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c
+			}
+		}
+		t.Logf("held node %s: boot %s (simulated: %s, %d reboots), unschedulable %v, Ready %s since %s",
+			n.Name, n.Status.NodeInfo.BootID, sn.BootID(), sn.Reboots(), n.Spec.Unschedulable, ready.Status, ready.LastTransitionTime.Format(time.TimeOnly))
+		for k, v := range n.Annotations {
+			if strings.HasPrefix(k, protocol.Prefix) {
+				t.Logf("  %s: %s", k, v)
+			}
+		}
 	}
 }
 

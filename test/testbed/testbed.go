@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,11 @@ type Bed struct {
 
 	env    *envtest.Environment
 	reaper *reaper
+
+	// restartMu guards restarted, the kube-apiserver RestartAPIServer
+	// started in place of envtest's.
+	restartMu sync.Mutex
+	restarted *apiServerRestart
 }
 
 // RepoRoot returns the repository's root directory, so that tests in any
@@ -117,6 +123,9 @@ func Start(opts ...Option) (*Bed, error) {
 
 // Stop stops the API server and etcd.
 func (b *Bed) Stop() error {
+	if err := b.stopRestarted(); err != nil {
+		return err
+	}
 	err := b.env.Stop()
 	if err != nil {
 		return err // the reaper stops them when this process ends
