@@ -2,6 +2,7 @@ package soak_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -30,6 +31,8 @@ const (
 	nodeRelabelled = "node-relabelled"
 	apiRestarted   = "api-server-restarted"
 	daemonCutOff   = "daemon-cut-off"
+	metricRaised   = "metric-over-threshold"
+	promDown       = "prometheus-unreachable"
 )
 
 // action is one thing the schedule may do, and how often against the rest.
@@ -53,6 +56,8 @@ func actions() []action {
 		{nodeRelabelled, 2, (*soak).relabelNode},
 		{apiRestarted, 1, (*soak).restartAPIServer},
 		{daemonCutOff, 4, (*soak).cutOffDaemon},
+		{metricRaised, 4, (*soak).fragmentMemory},
+		{promDown, 1, (*soak).stopPrometheus},
 	}
 }
 
@@ -73,6 +78,17 @@ type soak struct {
 	undo  []func()
 	done  map[string]int
 	seq   int
+	// promStopped is true while Prometheus is down.
+	promStopped bool
+	// problems are the soak's own failures to undo a fault: the run then
+	// does not show what it should.
+	problems []error
+}
+
+func (s *soak) problem(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems = append(s.problems, err)
 }
 
 // pick returns one of n, at random.
@@ -194,6 +210,46 @@ func (s *soak) cutOffDaemon() error {
 	return nil
 }
 
+// fragmentMemory has a node's exporter report memory fragmented past the
+// soak's RebootPolicy threshold: the policy asks for the node once the
+// index has stayed there for its For. A reboot gives the node fresh memory.
+func (s *soak) fragmentMemory() error {
+	n := s.node()
+	at := time.Now()
+	if _, err := s.cluster.SetFragmentation(n.Name(), 0.95); err != nil {
+		return err
+	}
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceMetric, At: at})
+	return nil
+}
+
+// stopPrometheus leaves the policy's and the pools' queries unanswered for
+// a while: nothing is asked for, and nothing admitted on them, meanwhile.
+func (s *soak) stopPrometheus() error {
+	s.mu.Lock()
+	if s.promStopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.promStopped = true
+	s.mu.Unlock()
+	s.cluster.Prometheus().Stop()
+	s.after(s.between(10*time.Second, time.Minute), s.startPrometheus)
+	return nil
+}
+
+func (s *soak) startPrometheus() {
+	s.mu.Lock()
+	stopped := s.promStopped
+	s.promStopped = false
+	s.mu.Unlock()
+	if stopped {
+		if err := s.cluster.Prometheus().Resume(); err != nil {
+			s.problem(err)
+		}
+	}
+}
+
 func (s *soak) changeBudget() error {
 	budget := intstr.FromInt32(int32(1 + s.pick(3)))
 	return s.patchPool(s.pool(), func(p *v1alpha1.MaintenancePool) { p.Spec.MaxUnavailable = &budget })
@@ -270,5 +326,7 @@ func (s *soak) quiesce() error {
 			return err
 		}
 	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.problems...)
 }

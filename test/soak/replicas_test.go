@@ -30,6 +30,8 @@ type replicas struct {
 
 	mu    sync.Mutex
 	procs []*replica
+	// stopped is set at the end of the run: nothing is started again.
+	stopped bool
 	// samples are every replica's memory and goroutines over the run.
 	samples []sample
 }
@@ -39,7 +41,15 @@ type replica struct {
 	metrics string
 	started time.Time
 	exited  chan struct{}
+	// killed is set when the soak killed it; a replica that exits on its
+	// own (leader election lost while the API server was away) is started
+	// again after a pause, as the kubelet restarts a container.
+	killed bool
 }
+
+// restartPause is how long a replica that exited on its own waits to be
+// started again: the kubelet's first back-off.
+const restartPause = 10 * time.Second
 
 // sample is one replica's process at one moment.
 type sample struct {
@@ -77,7 +87,7 @@ func newReplicas(t testing.TB, bin string, n int, flags ...string) *replicas {
 func (r *replicas) start(i int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p := r.procs[i]; p != nil && !isClosed(p.exited) {
+	if p := r.procs[i]; r.stopped || p != nil && !isClosed(p.exited) {
 		return nil
 	}
 	metrics := harness.FreeAddr(r.t)
@@ -100,6 +110,12 @@ func (r *replicas) start(i int) error {
 		_ = cmd.Wait()
 		log.Close()
 		close(p.exited)
+		r.mu.Lock()
+		restart := !p.killed && !r.stopped
+		r.mu.Unlock()
+		if restart {
+			time.AfterFunc(restartPause, func() { _ = r.start(i) })
+		}
 	}()
 	r.procs[i] = p
 	return nil
@@ -114,12 +130,18 @@ func (r *replicas) kill(i int) bool {
 	if p == nil || isClosed(p.exited) {
 		return false
 	}
+	r.mu.Lock()
+	p.killed = true
+	r.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
 	return true
 }
 
 func (r *replicas) stopAll() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 	for i := range r.procs {
 		r.kill(i)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/bench/provenance"
 	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/soak/checker"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -42,6 +43,7 @@ var (
 	nodes    = flag.Int("soak.nodes", 8, "nodes per pool (three pools)")
 	pace     = flag.Duration("soak.pace", time.Second, "mean time between two things the schedule does")
 	results  = flag.String("soak.results", "", "directory the run's result JSON is written to; none when empty")
+	minEach  = flag.Int("soak.min-each", 1, "the least times each kind of request and fault is made: the schedule's last 40% makes up what its draws left short")
 )
 
 const (
@@ -73,6 +75,7 @@ func TestSoak(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	promtest.Binary(t) // skip (or fail on CI) without Prometheus
 	bin := harness.BuildOperator(t)
 	if err := bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
@@ -91,6 +94,7 @@ func TestSoak(t *testing.T) {
 		Journal:     sim.Memory,
 		Timing:      sim.Timing{Reboot: 2 * time.Second, Jitter: time.Second, DaemonRebootTimeout: 30 * time.Second},
 		PodsPerNode: 2,
+		Metrics:     &sim.MetricsConfig{Interval: time.Second},
 		Log:         ctrl.Log.WithName("sim"),
 		OnReboot: func(r sim.Reboot) {
 			check.Rebooted(checker.Reboot{Node: r.Node, From: r.From, At: r.At, ByDaemon: r.ByDaemon, Again: r.Again})
@@ -100,7 +104,11 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	ops := newReplicas(t, bin, 2, "--drain-poll-interval=200ms", "--node-return-timeout="+nodeReturnTimeout.String(), "--daemon-confirm-timeout=1m")
+	if err := bed.Client.Create(ctx, fragmentationPolicy(pools)); err != nil {
+		t.Fatal(err)
+	}
+	ops := newReplicas(t, bin, 2, "--drain-poll-interval=200ms", "--node-return-timeout="+nodeReturnTimeout.String(),
+		"--daemon-confirm-timeout=1m", "--prometheus-url="+c.Prometheus().URL())
 	for i := range 2 {
 		if err := ops.start(i); err != nil {
 			t.Fatal(err)
@@ -120,17 +128,28 @@ func TestSoak(t *testing.T) {
 	})
 	ended := time.Now()
 	violations := check.Final()
+	s.replicas.mu.Lock()
+	verdict, grew := flat(s.replicas.samples, ended.Sub(start))
+	s.replicas.mu.Unlock()
+	violations = append(violations, grew...)
 	if err != nil {
 		violations = append(violations, checker.Violation{At: ended, Invariant: checker.End,
 			Message: fmt.Sprintf("not every request ended, and every node back in service, within %s of the faults' end", endBound)})
 	}
 	res := s.result(start, quiet, ended, violations)
+	res.Blind = check.Blind()
+	res.OperatorFlat = verdict
 	if *results != "" {
 		if err := res.save(*results); err != nil {
 			t.Error(err)
 		}
 	}
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
+	for _, a := range actions() {
+		if res.Done[a.kind] < *minEach {
+			t.Errorf("the schedule made %s %d times, fewer than -soak.min-each=%d: the run does not show what it should", a.kind, res.Done[a.kind], *minEach)
+		}
+	}
 	for _, v := range violations {
 		t.Errorf("invariant broken: %s", v)
 	}
@@ -169,17 +188,20 @@ func dumpHeld(t *testing.T, c *sim.Cluster) {
 }
 
 // run does what the schedule draws until the deadline, sampling the
-// replicas every ten seconds.
+// replicas every ten seconds. In the last 40% of the time a kind made
+// fewer than -soak.min-each times comes before the draw.
 func (s *soak) run(t *testing.T, deadline time.Time) {
 	acts := actions()
 	total := 0
 	for _, a := range acts {
 		total += a.weight
 	}
+	start := deadline.Add(-*duration)
+	makeUp := start.Add(*duration * 6 / 10)
 	nextSample := time.Now()
 	for time.Now().Before(deadline) {
 		if time.Now().After(nextSample) {
-			s.replicas.sample(deadline.Add(-*duration))
+			s.replicas.sample(start)
 			nextSample = time.Now().Add(10 * time.Second)
 		}
 		// Exponential gaps: things land at random moments, sometimes
@@ -190,18 +212,38 @@ func (s *soak) run(t *testing.T, deadline time.Time) {
 			return
 		case <-time.After(gap):
 		}
-		n := s.pick(total)
-		for _, a := range acts {
-			if n -= a.weight; n < 0 {
-				if err := a.do(s); err != nil {
-					t.Logf("soak: %s: %v", a.kind, err)
-				} else {
-					s.count(a.kind)
-				}
-				break
+		a := s.draw(acts, total, time.Now().After(makeUp))
+		if err := a.do(s); err != nil {
+			t.Logf("soak: %s: %v", a.kind, err)
+			continue
+		}
+		s.count(a.kind)
+	}
+}
+
+// draw picks the next thing to do: by weight, or, when makeUp, the first
+// kind (in a random order) made fewer than -soak.min-each times.
+func (s *soak) draw(acts []action, total int, makeUp bool) action {
+	if makeUp {
+		for _, i := range s.rng.Perm(len(acts)) {
+			if s.made(acts[i].kind) < *minEach {
+				return acts[i]
 			}
 		}
 	}
+	n := s.pick(total)
+	for _, a := range acts {
+		if n -= a.weight; n < 0 {
+			return a
+		}
+	}
+	return acts[len(acts)-1]
+}
+
+func (s *soak) made(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[kind]
 }
 
 func (s *soak) count(kind string) {
@@ -239,6 +281,30 @@ func settled(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// fragmentationPolicy asks for a reboot of a node of the pools whose memory
+// stays fragmented for 3 seconds, as the sample policy does for hours.
+func fragmentationPolicy(pools []string) *v1alpha1.RebootPolicy {
+	most := intstr.FromInt32(3)
+	return &v1alpha1.RebootPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "soak-fragmentation"},
+		Spec: v1alpha1.RebootPolicySpec{
+			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: poolLabel, Operator: metav1.LabelSelectorOpIn, Values: pools}}},
+			Prometheus: &v1alpha1.PrometheusTrigger{
+				Query:       sim.FragmentationRecord,
+				Threshold:   "0.9",
+				Comparison:  v1alpha1.GreaterThan,
+				For:         &metav1.Duration{Duration: 3 * time.Second},
+				Interval:    &metav1.Duration{Duration: time.Second},
+				NodeLabel:   "instance",
+				MatchNodeBy: v1alpha1.MatchNodeAddress,
+			},
+			Cooldown:              &metav1.Duration{Duration: 10 * time.Second},
+			MaxConcurrentRequests: &most,
+		},
+	}
+}
+
 func patchNode(ctx context.Context, name string, change func(client.Object)) error {
 	var n corev1.Node
 	if err := bed.Client.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
@@ -271,11 +337,16 @@ type result struct {
 	// ended and every node was back in service.
 	EndSeconds float64             `json:"endSeconds"`
 	Violations []checker.Violation `json:"violations"`
-	Operator   []sample            `json:"operator"`
-	Machine    provenance.Machine  `json:"machine"`
-	Date       string              `json:"date"`
-	Command    string              `json:"command"`
-	Commit     string              `json:"commit"`
+	// Blind are the windows the checker listed again after, not seeing
+	// the changes in them one by one (package checker).
+	Blind    []checker.Window `json:"blind"`
+	Operator []sample         `json:"operator"`
+	// OperatorFlat says how the replicas' memory and goroutines went.
+	OperatorFlat string             `json:"operatorFlat"`
+	Machine      provenance.Machine `json:"machine"`
+	Date         string             `json:"date"`
+	Command      string             `json:"command"`
+	Commit       string             `json:"commit"`
 }
 
 type percentiles struct {

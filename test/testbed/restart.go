@@ -101,9 +101,10 @@ func (b *Bed) apiServerPID() (int, error) {
 }
 
 // stopAPIServer stops the kube-apiserver process pid and waits until it
-// is gone: SIGTERM, and SIGKILL when it has not stopped within 20 seconds,
-// as envtest and the kubelet do (a watch whose client stopped reading
-// holds a graceful shutdown). envtest, or the earlier restart, reaps it.
+// is gone: SIGTERM, and SIGKILL when it has not stopped within 5 seconds
+// (a watch whose client stopped reading holds a graceful shutdown for as
+// long as it lasts; a control plane's outage is the fault, not its
+// manners). envtest, or the earlier restart, reaps it.
 func (b *Bed) stopAPIServer(pid int) error {
 	p, err := os.FindProcess(pid)
 	if err != nil {
@@ -124,7 +125,7 @@ func (b *Bed) stopAPIServer(pid int) error {
 	for _, stop := range []struct {
 		sig  syscall.Signal
 		wait time.Duration
-	}{{syscall.SIGTERM, 20 * time.Second}, {syscall.SIGKILL, time.Minute}} {
+	}{{syscall.SIGTERM, 5 * time.Second}, {syscall.SIGKILL, time.Minute}} {
 		if err := p.Signal(stop.sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			return fmt.Errorf("stop kube-apiserver: %w", err)
 		}

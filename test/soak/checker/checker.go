@@ -38,6 +38,8 @@ type Checker struct {
 	requests []Request
 	records  map[string]*record
 	broken   []Violation
+	// windows are the times a kind was not seen change by change.
+	windows []Window
 }
 
 // nodeBoot names one boot of one node.
@@ -89,7 +91,9 @@ type Reboot struct {
 }
 
 // Request is one request the soak made: Tag is in its reason (host
-// requests) or its name (NodeMaintenances the soak created).
+// requests) or its name (NodeMaintenances the soak created). A request with
+// no tag (a metric a policy is to act on) is met by any reboot of its node
+// after it.
 type Request struct {
 	Node   string
 	Source v1alpha1.Source
@@ -147,7 +151,12 @@ func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) {
 }
 
 // Node records a node as it now is, and checks an admission it shows.
-func (c *Checker) Node(n *corev1.Node, deleted bool) {
+func (c *Checker) Node(n *corev1.Node, deleted bool) { c.node(n, deleted, false) }
+
+// node records a node; relisted says it comes from a list made after a
+// blind window, whose admission is recorded but not held to the budget:
+// the changes of the other nodes meanwhile were not seen in their order.
+func (c *Checker) node(n *corev1.Node, deleted, relisted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.Now()
@@ -185,9 +194,40 @@ func (c *Checker) Node(n *corev1.Node, deleted bool) {
 	key := nodeBoot{n.Name, a.BootID}
 	_, seen := c.admissions[key]
 	c.admissions[key] = a
-	if !seen {
+	if !seen && !relisted {
 		c.checkAdmission(now, n.Name, a)
 	}
+}
+
+// Window is a time the checker did not see changes one by one.
+type Window struct {
+	Kind     string    `json:"kind"`
+	From, To time.Time `json:"-"`
+	Seconds  float64   `json:"seconds"`
+}
+
+// blind records a window in which the kind's changes were not seen.
+func (c *Checker) blind(kind string, from, to time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.windows = append(c.windows, Window{Kind: kind, From: from, To: to, Seconds: to.Sub(from).Seconds()})
+}
+
+// Blind returns the windows the checker did not see changes in.
+func (c *Checker) Blind() []Window {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.windows)
+}
+
+// blindAt reports whether the checker was blind to the kind at t.
+func (c *Checker) blindAt(kind string, t time.Time) bool {
+	for _, w := range c.windows {
+		if w.Kind == kind && !t.Before(w.From) && !t.After(w.To) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAdmission holds a new admission of node to its pool's budget.
@@ -217,12 +257,31 @@ func (c *Checker) checkAdmission(now time.Time, node string, a admission) {
 	sort.Strings(other)
 	switch {
 	case len(made) > budget:
-		c.violate(now, Budget, "pool %s: node %s admitted with %d nodes made unavailable by kmaint, budget %d: %v",
-			pool, node, len(made), budget, made)
+		c.violate(now, Budget, "pool %s: node %s admitted with %d nodes made unavailable by kmaint, budget %d: %v (%s)",
+			pool, node, len(made), budget, made, c.budgetsSince(pool, now.Add(-time.Minute)))
 	case len(made)-1+len(other) >= budget:
-		c.violate(now, Budget, "pool %s: node %s admitted while %d others were unavailable (%v by kmaint, %v down), budget %d",
-			pool, node, len(made)-1+len(other), made, other, budget)
+		var down []string
+		for _, name := range other {
+			down = append(down, fmt.Sprintf("%s since %s", name, c.nodes[name].downSince.Format(time.TimeOnly)))
+		}
+		c.violate(now, Budget, "pool %s: node %s admitted while %d others were unavailable (%v by kmaint, %v down), budget %d (%s)",
+			pool, node, len(made)-1+len(other), made, down, budget, c.budgetsSince(pool, now.Add(-time.Minute)))
 	}
+}
+
+// budgetsSince describes the pool's budgets from a moment on, for a
+// violation's message.
+func (c *Checker) budgetsSince(pool string, from time.Time) string {
+	var parts []string
+	for _, b := range c.pools[pool].budgets {
+		if !b.at.Before(from) {
+			parts = append(parts, fmt.Sprintf("%d at %s", b.budget, b.at.Format("15:04:05.000")))
+		}
+	}
+	if len(parts) == 0 {
+		return "budget unchanged in the last minute"
+	}
+	return "budgets seen: " + strings.Join(parts, ", ")
 }
 
 // budget is the largest budget the pool had over the last Grace: a budget
@@ -355,7 +414,9 @@ func (c *Checker) checkReboots(now time.Time) {
 		case r.Again:
 			c.violate(r.At, Approval, "node %s: its daemon asked again to reboot boot %s", r.Node, r.From)
 			continue
-		case !c.approved[key]:
+		case !c.approved[key] && !c.blindAt("nodes", r.At):
+			// An approval written, acted on and cleared while the
+			// checker was blind to Nodes is not there to be seen.
 			c.violate(r.At, Approval, "node %s rebooted from boot %s, which kmaint never approved", r.Node, r.From)
 		}
 		for _, id := range c.admissions[key].Requests {
@@ -393,7 +454,7 @@ func (c *Checker) checkEnds(now time.Time) {
 			continue // its record's end is checked above
 		}
 		if !c.rebootedAfter(q.Node, q.At) {
-			c.violate(now, End, "the %s request %s on node %s (at %s) has no NodeMaintenance, and the node did not reboot after it",
+			c.violate(now, End, "the %s request %q on node %s (at %s) has no NodeMaintenance, and the node did not reboot after it",
 				q.Source, q.Tag, q.Node, q.At.Format(time.TimeOnly))
 		}
 	}
@@ -421,6 +482,9 @@ func (c *Checker) checkEnds(now time.Time) {
 
 // recordOf finds the NodeMaintenance of a request the soak made.
 func (c *Checker) recordOf(q Request) *record {
+	if q.Tag == "" {
+		return nil
+	}
 	if r := c.records[q.Tag]; r != nil && r.nm != nil {
 		return r
 	}
