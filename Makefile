@@ -200,10 +200,11 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 SOAK_DURATION ?= 30m
 SOAK_SEED ?= 1
 SOAK_NODES ?= 16
-soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot path under random faults for SOAK_DURATION, then check its history; result in test/soak/results/
+soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot path under random faults for SOAK_DURATION, then check its history; result and picture in test/soak/results/
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test -count=1 -run '^TestSoak$$' -timeout 0 ./test/soak/ -v \
 		-soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.nodes=$(SOAK_NODES) -soak.results=$(CURDIR)/test/soak/results
+	go run ./test/soak/plot
 
 .PHONY: bench-controllers
 # What one event costs each controller (observe, decide, act: one

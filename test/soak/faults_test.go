@@ -64,6 +64,7 @@ func actions() []action {
 // soak is one run: its cluster, its replicas, its random schedule and what
 // it did.
 type soak struct {
+	start    time.Time
 	ctx      context.Context
 	rng      *rand.Rand
 	cluster  *sim.Cluster
@@ -77,12 +78,20 @@ type soak struct {
 	later []*time.Timer
 	undo  []func()
 	done  map[string]int
-	seq   int
+	// timeline is when each thing was done.
+	timeline []moment
+	seq      int
 	// promStopped is true while Prometheus is down.
 	promStopped bool
 	// problems are the soak's own failures to undo a fault: the run then
 	// does not show what it should.
 	problems []error
+}
+
+// moment is one thing done, or one reboot, at a time of the run.
+type moment struct {
+	Seconds float64 `json:"seconds"`
+	Kind    string  `json:"kind"`
 }
 
 func (s *soak) problem(err error) {

@@ -1,6 +1,7 @@
 package soak_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -114,9 +115,9 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &soak{ctx: ctx, rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), cluster: c, replicas: ops, checker: check, pools: pools, done: map[string]int{}}
+	s := &soak{start: time.Now(), ctx: ctx, rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), cluster: c, replicas: ops, checker: check, pools: pools, done: map[string]int{}}
 
-	start := time.Now()
+	start := s.start
 	s.run(t, start.Add(*duration))
 	quiet := time.Now()
 	if err := s.quiesce(); err != nil {
@@ -124,6 +125,9 @@ func TestSoak(t *testing.T) {
 	}
 	err = wait.PollUntilContextTimeout(ctx, time.Second, endBound, true, func(ctx context.Context) (bool, error) {
 		ops.sample(start)
+		if check.Unmet() > 0 {
+			return false, nil
+		}
 		return settled(ctx)
 	})
 	ended := time.Now()
@@ -138,6 +142,7 @@ func TestSoak(t *testing.T) {
 	}
 	res := s.result(start, quiet, ended, violations)
 	res.Blind = check.Blind()
+	res.Timeline = s.timelineWith(check.RebootTimes())
 	res.OperatorFlat = verdict
 	if *results != "" {
 		if err := res.save(*results); err != nil {
@@ -250,6 +255,7 @@ func (s *soak) count(kind string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done[kind]++
+	s.timeline = append(s.timeline, moment{Seconds: time.Since(s.start).Seconds(), Kind: kind})
 }
 
 // settled reports whether every NodeMaintenance has ended and no node is
@@ -339,8 +345,11 @@ type result struct {
 	Violations []checker.Violation `json:"violations"`
 	// Blind are the windows the checker listed again after, not seeing
 	// the changes in them one by one (package checker).
-	Blind    []checker.Window `json:"blind"`
-	Operator []sample         `json:"operator"`
+	Blind []checker.Window `json:"blind"`
+	// Timeline is when each thing was done, and each reboot ("reboot"
+	// by a daemon, "reboot-by-hand"), in seconds from the start.
+	Timeline []moment `json:"timeline"`
+	Operator []sample `json:"operator"`
 	// OperatorFlat says how the replicas' memory and goroutines went.
 	OperatorFlat string             `json:"operatorFlat"`
 	Machine      provenance.Machine `json:"machine"`
@@ -396,6 +405,22 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 		res.Commit = commit
 	}
 	return res
+}
+
+// timelineWith is the things done and the reboots, in time order.
+func (s *soak) timelineWith(reboots []checker.Reboot) []moment {
+	s.mu.Lock()
+	out := slices.Clone(s.timeline)
+	s.mu.Unlock()
+	for _, r := range reboots {
+		kind := "reboot"
+		if !r.ByDaemon {
+			kind = "reboot-by-hand"
+		}
+		out = append(out, moment{Seconds: r.At.Sub(s.start).Seconds(), Kind: kind})
+	}
+	slices.SortFunc(out, func(a, b moment) int { return cmp.Compare(a.Seconds, b.Seconds) })
+	return out
 }
 
 func quantile(sorted []float64, q float64) float64 {

@@ -480,6 +480,21 @@ func (c *Checker) checkEnds(now time.Time) {
 	}
 }
 
+// Unmet counts the requests the soak made that have neither a
+// NodeMaintenance nor a reboot of their node after them, yet: a policy's
+// request comes some seconds after its metric crossed the threshold.
+func (c *Checker) Unmet() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, q := range c.requests {
+		if c.recordOf(q) == nil && !c.rebootedAfter(q.Node, q.At) {
+			n++
+		}
+	}
+	return n
+}
+
 // recordOf finds the NodeMaintenance of a request the soak made.
 func (c *Checker) recordOf(q Request) *record {
 	if q.Tag == "" {
@@ -529,6 +544,20 @@ func (c *Checker) Outcomes() []Outcome {
 			o.Phase, o.Seconds = r.nm.Status.Phase, r.ended.Sub(r.first).Seconds()
 		}
 		out = append(out, o)
+	}
+	return out
+}
+
+// RebootTimes returns the reboots the nodes reported (a daemon's second
+// asks left out).
+func (c *Checker) RebootTimes() []Reboot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Reboot
+	for _, r := range c.reboots {
+		if !r.Again {
+			out = append(out, r)
+		}
 	}
 	return out
 }
