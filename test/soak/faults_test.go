@@ -286,13 +286,15 @@ func (s *soak) relabelNode() error {
 	return nil
 }
 
+// relabel puts a node in a pool and returns the pool it was in.
 func (s *soak) relabel(node, pool string) (from string, err error) {
-	return from, patchNode(s.ctx, node, func(n client.Object) {
+	err = patchNode(s.ctx, node, func(n client.Object) {
 		labels := n.GetLabels()
 		from = labels[poolLabel]
 		labels[poolLabel] = pool
 		n.SetLabels(labels)
 	})
+	return from, err
 }
 
 func (s *soak) patchPool(name string, change func(*v1alpha1.MaintenancePool)) error {
