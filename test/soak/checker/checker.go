@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,8 @@ type Checker struct {
 	broken   []Violation
 	// windows are the times a kind was not seen change by change.
 	windows []Window
+	// pending are admissions not yet held to their pool's budget.
+	pending []pendingAdmission
 }
 
 // nodeBoot names one boot of one node.
@@ -68,8 +71,24 @@ type poolRecord struct {
 }
 
 type budgetAt struct {
-	at     time.Time
-	budget int
+	at time.Time
+	// version is the pool's resourceVersion as a number (0 when it is
+	// not one): one etcd numbers every kind's changes in the order it
+	// made them, so a pool's change and a node's can be put in order
+	// however late either's watch delivered it.
+	version int64
+	budget  int
+}
+
+// pendingAdmission is an admission as the node's watch showed it, held to
+// the budget once the pools' watch has caught up with it (settle).
+type pendingAdmission struct {
+	at      time.Time
+	version int64
+	node    string
+	pool    string
+	made    []string
+	down    []string
 }
 
 // record is what the checker saw of one NodeMaintenance.
@@ -147,7 +166,7 @@ func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) {
 		r = &poolRecord{}
 		c.pools[p.Name] = r
 	}
-	r.budgets = append(r.budgets, budgetAt{at: now, budget: budget})
+	r.budgets = append(r.budgets, budgetAt{at: now, version: versionOf(p.ResourceVersion), budget: budget})
 }
 
 // Node records a node as it now is, and checks an admission it shows.
@@ -195,7 +214,7 @@ func (c *Checker) node(n *corev1.Node, deleted, relisted bool) {
 	_, seen := c.admissions[key]
 	c.admissions[key] = a
 	if !seen && !relisted {
-		c.checkAdmission(now, n.Name, a)
+		c.checkAdmission(now, n, a)
 	}
 }
 
@@ -230,43 +249,57 @@ func (c *Checker) blindAt(kind string, t time.Time) bool {
 	return false
 }
 
-// checkAdmission holds a new admission of node to its pool's budget.
-func (c *Checker) checkAdmission(now time.Time, node string, a admission) {
+// checkAdmission notes a new admission of node with what the node watch
+// shows of its pool at that moment. It is held to the budget later
+// (settle): the pools' watch may deliver the pool's change that came before
+// it after it.
+func (c *Checker) checkAdmission(now time.Time, n *corev1.Node, a admission) {
 	pool := a.Pool
 	if pool == "" {
-		pool = c.nodes[node].node.Labels[c.PoolLabel]
+		pool = n.Labels[c.PoolLabel]
 	}
-	budget, known := c.budget(pool, now)
-	if !known {
-		c.violate(now, Budget, "node %s admitted in pool %q, which the checker never saw", node, pool)
-		return
-	}
-	var made, other []string
+	p := pendingAdmission{at: now, version: versionOf(n.ResourceVersion), node: n.Name, pool: pool}
 	for name, r := range c.nodes {
 		if c.poolOf(r.node) != pool {
 			continue
 		}
 		switch {
 		case madeUnavailable(r.node):
-			made = append(made, name)
-		case name != node && !r.downSince.IsZero() && now.Sub(r.downSince) >= c.Grace:
-			other = append(other, name)
+			p.made = append(p.made, name)
+		case name != n.Name && !r.downSince.IsZero() && now.Sub(r.downSince) >= c.Grace:
+			p.down = append(p.down, fmt.Sprintf("%s since %s", name, r.downSince.Format(time.TimeOnly)))
 		}
 	}
-	sort.Strings(made)
-	sort.Strings(other)
-	switch {
-	case len(made) > budget:
-		c.violate(now, Budget, "pool %s: node %s admitted with %d nodes made unavailable by kmaint, budget %d: %v (%s)",
-			pool, node, len(made), budget, made, c.budgetsSince(pool, now.Add(-time.Minute)))
-	case len(made)-1+len(other) >= budget:
-		var down []string
-		for _, name := range other {
-			down = append(down, fmt.Sprintf("%s since %s", name, c.nodes[name].downSince.Format(time.TimeOnly)))
+	sort.Strings(p.made)
+	sort.Strings(p.down)
+	c.pending = append(c.pending, p)
+}
+
+// settle holds every pending admission to its pool's budget.
+func (c *Checker) settle() {
+	for _, p := range c.pending {
+		budget, known := c.budget(p.pool, p.at, p.version)
+		switch {
+		case !known:
+			c.violate(p.at, Budget, "node %s admitted in pool %q, which the checker never saw", p.node, p.pool)
+		case len(p.made) > budget:
+			c.violate(p.at, Budget, "pool %s: node %s admitted with %d nodes made unavailable by kmaint, budget %d: %v (%s)",
+				p.pool, p.node, len(p.made), budget, p.made, c.budgetsSince(p.pool, p.at.Add(-time.Minute)))
+		case len(p.made)-1+len(p.down) >= budget:
+			c.violate(p.at, Budget, "pool %s: node %s admitted while %d others were unavailable (%v by kmaint, %v down), budget %d (%s)",
+				p.pool, p.node, len(p.made)-1+len(p.down), p.made, p.down, budget, c.budgetsSince(p.pool, p.at.Add(-time.Minute)))
 		}
-		c.violate(now, Budget, "pool %s: node %s admitted while %d others were unavailable (%v by kmaint, %v down), budget %d (%s)",
-			pool, node, len(made)-1+len(other), made, down, budget, c.budgetsSince(pool, now.Add(-time.Minute)))
 	}
+	c.pending = nil
+}
+
+// versionOf reads a resourceVersion as etcd's number, 0 when it is not one.
+func versionOf(rv string) int64 {
+	v, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // budgetsSince describes the pool's budgets from a moment on, for a
@@ -284,9 +317,12 @@ func (c *Checker) budgetsSince(pool string, from time.Time) string {
 	return "budgets seen: " + strings.Join(parts, ", ")
 }
 
-// budget is the largest budget the pool had over the last Grace: a budget
-// lowered (or a pool paused) a moment ago may not be in the gate's cache yet.
-func (c *Checker) budget(pool string, now time.Time) (int, bool) {
+// budget is the largest budget the pool had over the Grace before an
+// admission seen at a, of version v: a budget lowered (or a pool paused) a
+// moment before may not be in the gate's cache yet. A pool's change of a
+// later version than the admission does not count, and one of an earlier
+// version does, even delivered after it.
+func (c *Checker) budget(pool string, at time.Time, v int64) (int, bool) {
 	r := c.pools[pool]
 	if r == nil || len(r.budgets) == 0 {
 		return 0, false
@@ -294,12 +330,19 @@ func (c *Checker) budget(pool string, now time.Time) (int, bool) {
 	best := -1
 	for i := len(r.budgets) - 1; i >= 0; i-- {
 		b := r.budgets[i]
+		before := b.version < v
+		if b.version == 0 || v == 0 {
+			before = !b.at.After(at)
+		}
+		if !before {
+			continue
+		}
 		best = max(best, b.budget)
-		if now.Sub(b.at) >= c.Grace {
+		if at.Sub(b.at) >= c.Grace {
 			break
 		}
 	}
-	return best, true
+	return best, best >= 0
 }
 
 // poolOf is the pool a node counts against: the admitting pool while it is
@@ -384,10 +427,12 @@ func (c *Checker) violate(at time.Time, invariant, format string, args ...any) {
 	c.broken = append(c.broken, Violation{At: at, Invariant: invariant, Message: fmt.Sprintf(format, args...)})
 }
 
-// Violations returns what broke so far.
+// Violations returns what broke so far, the admissions seen so far held
+// to their budgets.
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.settle()
 	return slices.Clone(c.broken)
 }
 
@@ -397,6 +442,7 @@ func (c *Checker) Final() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.Now()
+	c.settle()
 	c.checkReboots(now)
 	c.checkEnds(now)
 	return slices.Clone(c.broken)

@@ -222,3 +222,34 @@ func TestWhatTheCheckerCouldNotSeeIsNotHeldAgainstKmaint(t *testing.T) {
 	g.Expect(invariants(vs)).To(Equal([]string{Approval}), "%v", vs)
 	g.Expect(vs[0].Message).To(ContainSubstring("node d"))
 }
+
+// TestAPoolChangeCountsInTheOrderEtcdMadeItNotAsItsWatchDeliveredIt: the
+// pools' watch and the nodes' are two streams; a pool resumed before an
+// admission may arrive after it, and a pause after it before it.
+func TestAPoolChangeCountsInTheOrderEtcdMadeItNotAsItsWatchDeliveredIt(t *testing.T) {
+	g := NewWithT(t)
+	h := newHistory()
+	pool := func(version string, paused bool) *v1alpha1.MaintenancePool {
+		mu := intstr.FromInt32(1)
+		return &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: version},
+			Spec: v1alpha1.MaintenancePoolSpec{MaxUnavailable: &mu, Paused: paused}}
+	}
+	at := func(version string, opts ...func(*corev1.Node)) *corev1.Node {
+		n := node("a", "p", opts...)
+		n.ResourceVersion = version
+		return n
+	}
+	h.Pool(pool("5", true), false)
+	h.Node(at("6"), false)
+	// Resumed at 10, admitted at 11; the resume arrives second.
+	h.after(time.Minute).Node(at("11", admitted("a1", "p")), false)
+	h.Pool(pool("10", false), false)
+	g.Expect(h.Violations()).To(BeEmpty())
+
+	// Released at 12, paused again at 20 and admitted at 30, the pause
+	// long seen.
+	h.Node(at("12"), false)
+	h.Pool(pool("20", true), false)
+	h.after(time.Minute).Node(at("30", admitted("a2", "p")), false)
+	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
+}
