@@ -150,7 +150,14 @@ func New(poolLabel string, grace time.Duration, now func() time.Time) *Checker {
 }
 
 // Pool records a pool as it now is.
-func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) {
+func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) { c.pool(p, deleted, 0) }
+
+// pool records a pool; floor, when above 0, is the lowest version its
+// change may have been made at (it was listed after a blind window, and
+// its own version is that of its last change, a status write as likely as
+// the spec's): the change counts from there, so that an admission after it
+// is held to it, never to what it replaced.
+func (c *Checker) pool(p *v1alpha1.MaintenancePool, deleted bool, floor int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.Now()
@@ -166,7 +173,11 @@ func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) {
 		r = &poolRecord{}
 		c.pools[p.Name] = r
 	}
-	r.budgets = append(r.budgets, budgetAt{at: now, version: versionOf(p.ResourceVersion), budget: budget})
+	version := versionOf(p.ResourceVersion)
+	if floor > 0 {
+		version = floor
+	}
+	r.budgets = append(r.budgets, budgetAt{at: now, version: version, budget: budget})
 }
 
 // Node records a node as it now is, and checks an admission it shows.
@@ -283,8 +294,8 @@ func (c *Checker) settle() {
 		case !known:
 			c.violate(p.at, Budget, "node %s admitted in pool %q, which the checker never saw", p.node, p.pool)
 		case len(p.made) > budget:
-			c.violate(p.at, Budget, "pool %s: node %s admitted with %d nodes made unavailable by kmaint, budget %d: %v (%s)",
-				p.pool, p.node, len(p.made), budget, p.made, c.budgetsSince(p.pool, p.at.Add(-time.Minute)))
+			c.violate(p.at, Budget, "pool %s: node %s admitted (v%d) with %d nodes made unavailable by kmaint, budget %d: %v (%s)",
+				p.pool, p.node, p.version, len(p.made), budget, p.made, c.budgetsSince(p.pool, p.at.Add(-time.Minute)))
 		case len(p.made)-1+len(p.down) >= budget:
 			c.violate(p.at, Budget, "pool %s: node %s admitted while %d others were unavailable (%v by kmaint, %v down), budget %d (%s)",
 				p.pool, p.node, len(p.made)-1+len(p.down), p.made, p.down, budget, c.budgetsSince(p.pool, p.at.Add(-time.Minute)))
@@ -308,7 +319,7 @@ func (c *Checker) budgetsSince(pool string, from time.Time) string {
 	var parts []string
 	for _, b := range c.pools[pool].budgets {
 		if !b.at.Before(from) {
-			parts = append(parts, fmt.Sprintf("%d at %s", b.budget, b.at.Format("15:04:05.000")))
+			parts = append(parts, fmt.Sprintf("%d at %s (v%d)", b.budget, b.at.Format("15:04:05.000"), b.version))
 		}
 	}
 	if len(parts) == 0 {

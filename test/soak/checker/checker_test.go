@@ -253,3 +253,28 @@ func TestAPoolChangeCountsInTheOrderEtcdMadeItNotAsItsWatchDeliveredIt(t *testin
 	h.after(time.Minute).Node(at("30", admitted("a2", "p")), false)
 	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
 }
+
+// TestAPoolListedAfterABlindWindowCountsFromItsStart: a resume made while
+// the checker's pools' watch was away comes in a list, with the version of
+// the pool's last write; it counts from just after the last version seen.
+func TestAPoolListedAfterABlindWindowCountsFromItsStart(t *testing.T) {
+	g := NewWithT(t)
+	h := newHistory()
+	mu := intstr.FromInt32(1)
+	pool := func(version string, paused bool) *v1alpha1.MaintenancePool {
+		return &v1alpha1.MaintenancePool{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: version},
+			Spec: v1alpha1.MaintenancePoolSpec{MaxUnavailable: &mu, Paused: paused}}
+	}
+	h.Pool(pool("5", true), false)
+	a := node("a", "p")
+	a.ResourceVersion = "6"
+	h.Node(a, false)
+	// Resumed at 8 (unseen), admitted at 9, a status write at 12; the
+	// list after the window shows 12.
+	h.after(time.Minute)
+	a = node("a", "p", admitted("a1", "p"))
+	a.ResourceVersion = "9"
+	h.Node(a, false)
+	h.Checker.pool(pool("12", false), false, 7)
+	g.Expect(h.Violations()).To(BeEmpty())
+}

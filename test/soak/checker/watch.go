@@ -32,17 +32,17 @@ func (c *Checker) Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 		return fmt.Errorf("checker client: %w", err)
 	}
 	kinds := []follower{
-		{kind: "pools", list: func() client.ObjectList { return &v1alpha1.MaintenancePoolList{} }, feed: func(obj runtime.Object, deleted, relisted bool) {
+		{kind: "pools", list: func() client.ObjectList { return &v1alpha1.MaintenancePoolList{} }, feed: func(obj runtime.Object, deleted bool, floor int64) {
 			if p, ok := obj.(*v1alpha1.MaintenancePool); ok {
-				c.Pool(p, deleted)
+				c.pool(p, deleted, floor)
 			}
 		}},
-		{kind: "nodes", list: func() client.ObjectList { return &corev1.NodeList{} }, feed: func(obj runtime.Object, deleted, relisted bool) {
+		{kind: "nodes", list: func() client.ObjectList { return &corev1.NodeList{} }, feed: func(obj runtime.Object, deleted bool, floor int64) {
 			if n, ok := obj.(*corev1.Node); ok {
-				c.node(n, deleted, relisted)
+				c.node(n, deleted, floor > 0)
 			}
 		}},
-		{kind: "nodemaintenances", list: func() client.ObjectList { return &v1alpha1.NodeMaintenanceList{} }, feed: func(obj runtime.Object, deleted, relisted bool) {
+		{kind: "nodemaintenances", list: func() client.ObjectList { return &v1alpha1.NodeMaintenanceList{} }, feed: func(obj runtime.Object, deleted bool, _ int64) {
 			if nm, ok := obj.(*v1alpha1.NodeMaintenance); ok {
 				c.Maintenance(nm, deleted)
 			}
@@ -66,7 +66,11 @@ func (c *Checker) Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 type follower struct {
 	kind string
 	list func() client.ObjectList
-	feed func(obj runtime.Object, deleted, relisted bool)
+	// feed hands an object to the checker; floor is 0 for a change seen
+	// as it came, and for one seen in a list after a blind window the
+	// lowest version it may have been made at: just after the last the
+	// follower saw.
+	feed func(obj runtime.Object, deleted bool, floor int64)
 
 	c      *Checker
 	wc     client.WithWatch
@@ -83,9 +87,10 @@ type follower struct {
 func (f *follower) follow(ctx context.Context) {
 	version := ""
 	f.caughtUp = f.c.Now()
+	seen := ""
 	for ctx.Err() == nil {
 		if version == "" {
-			v, err := f.relist(ctx, f.caughtUp)
+			v, err := f.relist(ctx, f.caughtUp, seen)
 			if err != nil {
 				pause(ctx, time.Second)
 				continue
@@ -101,6 +106,9 @@ func (f *follower) follow(ctx context.Context) {
 			continue
 		}
 		version = f.drain(w, version)
+		if version != "" {
+			seen = version
+		}
 	}
 }
 
@@ -118,7 +126,7 @@ func (f *follower) drain(w watch.Interface, version string) string {
 		case watch.Bookmark:
 			f.caughtUp = f.c.Now()
 		default:
-			f.feed(ev.Object, ev.Type == watch.Deleted, false)
+			f.feed(ev.Object, ev.Type == watch.Deleted, 0)
 			f.caughtUp = f.c.Now()
 			if m, err := meta.Accessor(ev.Object); err == nil {
 				if ev.Type == watch.Deleted {
@@ -138,8 +146,9 @@ func (f *follower) drain(w watch.Interface, version string) string {
 }
 
 // relist lists the kind, feeds what changed since the last list as seen
-// at once, and records the window it was blind in: from lastSeen on.
-func (f *follower) relist(ctx context.Context, lastSeen time.Time) (string, error) {
+// at once, and records the window it was blind in: from lastSeen on, after
+// version seen.
+func (f *follower) relist(ctx context.Context, lastSeen time.Time, seen string) (string, error) {
 	list := f.list()
 	if err := f.wc.List(ctx, list); err != nil {
 		return "", err
@@ -149,6 +158,10 @@ func (f *follower) relist(ctx context.Context, lastSeen time.Time) (string, erro
 		return "", err
 	}
 	first := f.known == nil
+	floor := int64(0)
+	if !first {
+		floor = versionOf(seen) + 1
+	}
 	listed := map[string]runtime.Object{}
 	for _, obj := range items {
 		m, err := meta.Accessor(obj)
@@ -156,11 +169,11 @@ func (f *follower) relist(ctx context.Context, lastSeen time.Time) (string, erro
 			continue
 		}
 		listed[m.GetName()] = obj
-		f.feed(obj, false, !first)
+		f.feed(obj, false, floor)
 	}
 	for name, obj := range f.known {
 		if _, ok := listed[name]; !ok {
-			f.feed(obj, true, !first)
+			f.feed(obj, true, floor)
 		}
 	}
 	f.known = listed
