@@ -372,7 +372,7 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{},
 		EndSeconds: ended.Sub(quiet).Seconds(), Violations: violations,
 		Machine: provenance.ThisMachine(), Date: time.Now().UTC().Format(time.RFC3339),
-		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s", *seed, *duration),
+		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d", *seed, *duration, *nodes),
 	}
 	s.mu.Lock()
 	for k, v := range s.done {
