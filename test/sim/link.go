@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -99,7 +100,7 @@ func (l *link) wrap(rt http.RoundTripper) http.RoundTripper {
 			if err != nil {
 				return nil, err
 			}
-			b := &linkBody{ReadCloser: resp.Body, l: l}
+			b := &linkBody{ReadCloser: resp.Body, l: l, ctx: r.Context(), closed: make(chan struct{})}
 			l.mu.Lock()
 			l.bodies[b] = struct{}{}
 			l.mu.Unlock()
@@ -109,10 +110,16 @@ func (l *link) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// linkBody is a response read through a link.
+// linkBody is a response read through a link. A read held by a stalled
+// link ends when the body is closed or its request's context ends, as a
+// read of a stalled connection does: a daemon stopped while cut off is
+// not left waiting on it.
 type linkBody struct {
 	io.ReadCloser
-	l *link
+	l      *link
+	ctx    context.Context
+	once   sync.Once
+	closed chan struct{}
 }
 
 func (b *linkBody) Read(p []byte) (int, error) {
@@ -122,14 +129,21 @@ func (b *linkBody) Read(p []byte) (int, error) {
 		case LinkDropped:
 			return 0, errLinkDropped
 		case LinkStalled:
-			<-changed
-			continue
+			select {
+			case <-changed:
+				continue
+			case <-b.closed:
+				return 0, io.ErrClosedPipe
+			case <-b.ctx.Done():
+				return 0, b.ctx.Err()
+			}
 		}
 		return b.ReadCloser.Read(p)
 	}
 }
 
 func (b *linkBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
 	b.l.mu.Lock()
 	delete(b.l.bodies, b)
 	b.l.mu.Unlock()

@@ -63,6 +63,20 @@ func TestALinkDropsStallsAndRestoresADaemonsRequests(t *testing.T) {
 	_, err = get(t.Context(), "/")
 	g.Expect(errors.Is(err, errLinkDropped)).To(BeTrue(), "%v", err)
 
+	// Stalled: a watch's read waits, and ends when the watch is closed
+	// (its daemon stopped while cut off).
+	l.set(LinkUp)
+	watch, err = get(t.Context(), "/watch")
+	g.Expect(err).NotTo(HaveOccurred())
+	l.set(LinkStalled)
+	go func() {
+		_, err := watch.Body.Read(buf)
+		read <- err
+	}()
+	g.Consistently(read, 300*time.Millisecond).ShouldNot(Receive())
+	watch.Body.Close()
+	g.Eventually(read, 10*time.Second).Should(Receive(HaveOccurred()))
+
 	// Stalled: a request waits, and goes through once the link is up.
 	l.set(LinkStalled)
 	done := make(chan error, 1)
