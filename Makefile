@@ -195,15 +195,20 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 .PHONY: soak
 # SOAK_DURATION is how long requests and faults are made, SOAK_SEED the
 # seed of their random schedule (a failing run prints it, to replay it),
-# SOAK_NODES the nodes of each of the three pools. The result goes to
+# SOAK_NODES the nodes of each of the three pools, SOAK_MIN_EACH the least
+# times each kind of request and fault is made, SOAK_FLAGS more of the
+# test's flags (-soak.pace, -soak.fault-pace). The result goes to
 # test/soak/results/soak-SEED-DURATION.json.
 SOAK_DURATION ?= 30m
 SOAK_SEED ?= 1
-SOAK_NODES ?= 16
+SOAK_NODES ?= 24
+SOAK_MIN_EACH ?= 20
+SOAK_FLAGS ?=
 soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot path under random faults for SOAK_DURATION, then check its history; result and picture in test/soak/results/
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test -count=1 -run '^TestSoak$$' -timeout 0 ./test/soak/ -v \
-		-soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.nodes=$(SOAK_NODES) -soak.results=$(CURDIR)/test/soak/results
+		-soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.nodes=$(SOAK_NODES) -soak.min-each=$(SOAK_MIN_EACH) \
+		-soak.results=$(CURDIR)/test/soak/results $(SOAK_FLAGS)
 	go run ./test/soak/plot
 
 .PHONY: bench-controllers
@@ -269,8 +274,8 @@ image-tar-for-tests:
 	else VERSION='$(VERSION)' COMMIT='$(COMMIT)' $(STEP) image hack/image-tar.sh bin >/dev/null; fi
 
 .PHONY: install
-install: ## Install the CRDs into the cluster of the current kubeconfig
-	$(KUBECTL) apply --server-side -f config/crd/bases
+install: ## Install or upgrade the CRDs in the cluster of the current kubeconfig
+	$(KUBECTL) apply --server-side --force-conflicts -f config/crd/bases
 
 .PHONY: uninstall
 uninstall: ## Remove the CRDs from the cluster, and with them every kmaint object

@@ -306,7 +306,7 @@ func (c *Cluster) start() error {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)
 		}
 		for i := range p.Nodes {
-			name := fmt.Sprintf("%s-%03d", p.Name, i)
+			name := NodeName(p.Name, i)
 			c.addresses[name] = nodeAddress(c.subnet, len(plan))
 			plan = append(plan, planned{name, p.Name})
 		}
@@ -494,6 +494,10 @@ func (c *Cluster) SetLink(node string, s LinkState) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// NodeName is the name of a pool's i-th node (from 0): what a test that
+// configures nodes by name before Start (SentinelFiles) names them by.
+func NodeName(pool string, i int) string { return fmt.Sprintf("%s-%03d", pool, i) }
 
 // beforeReboot takes down what goes down with the node: its node_exporter.
 func (c *Cluster) beforeReboot(name string) {

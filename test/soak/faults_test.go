@@ -33,31 +33,50 @@ const (
 	daemonCutOff   = "daemon-cut-off"
 	metricRaised   = "metric-over-threshold"
 	promDown       = "prometheus-unreachable"
+	sentinel       = "sentinel-written"
+	cronScheduled  = "cron-scheduled"
+	alertFired     = "alert-fired"
+	webhookDown    = "alert-webhook-unreachable"
 )
 
-// action is one thing the schedule may do, and how often against the rest.
+// action is one thing the schedule may do, and how often against the
+// others of its list.
 type action struct {
 	kind   string
 	weight int
 	do     func(s *soak) error
 }
 
-func actions() []action {
+// requests are the ways the schedule asks for reboots, drawn every
+// -soak.pace on average.
+func requests() []action {
 	return []action{
 		{hostRequest, 30, (*soak).hostRequest},
 		{apiRequest, 15, (*soak).apiRequest},
 		{configRollout, 2, (*soak).configRollout},
-		{operatorKilled, 4, (*soak).killOperator},
-		{daemonKilled, 6, (*soak).killDaemon},
-		{nodeRebooted, 4, (*soak).rebootByHand},
-		{nodeSlow, 3, (*soak).slowNode},
+		{metricRaised, 4, (*soak).fragmentMemory},
+		{sentinel, 6, (*soak).writeSentinel},
+		{cronScheduled, 2, (*soak).scheduleReboot},
+		{alertFired, 5, (*soak).fireAlert},
+	}
+}
+
+// faults are what the schedule breaks, drawn every -soak.fault-pace on
+// average: on a clock of their own, so that a run with many requests is not
+// also one whose operator is never up.
+func faults() []action {
+	return []action{
+		{operatorKilled, 2, (*soak).killOperator},
+		{apiRestarted, 1, (*soak).restartAPIServer},
+		{daemonKilled, 4, (*soak).killDaemon},
+		{daemonCutOff, 3, (*soak).cutOffDaemon},
+		{nodeRebooted, 3, (*soak).rebootByHand},
+		{nodeSlow, 2, (*soak).slowNode},
+		{promDown, 1, (*soak).stopPrometheus},
+		{webhookDown, 1, (*soak).cutOffWebhook},
 		{budgetChanged, 3, (*soak).changeBudget},
 		{poolPaused, 2, (*soak).pausePool},
 		{nodeRelabelled, 2, (*soak).relabelNode},
-		{apiRestarted, 1, (*soak).restartAPIServer},
-		{daemonCutOff, 4, (*soak).cutOffDaemon},
-		{metricRaised, 4, (*soak).fragmentMemory},
-		{promDown, 1, (*soak).stopPrometheus},
 	}
 }
 
@@ -71,6 +90,10 @@ type soak struct {
 	replicas *replicas
 	checker  *checker.Checker
 	pools    []string
+	// sentinels are the nodes' reboot sentinel files; alerts the soak's
+	// Alertmanager.
+	sentinels sentinels
+	alerts    *alertmanager
 
 	// later are the undoings the faults scheduled (a replica started
 	// again, a pool resumed); quiesce runs those still pending at once.
@@ -222,8 +245,9 @@ func (s *soak) cutOffDaemon() error {
 // fragmentMemory has a node's exporter report memory fragmented past the
 // soak's RebootPolicy threshold: the policy asks for the node once the
 // index has stayed there for its For. A reboot gives the node fresh memory.
-func (s *soak) fragmentMemory() error {
-	n := s.node()
+func (s *soak) fragmentMemory() error { return s.fragmentMemoryOf(s.node()) }
+
+func (s *soak) fragmentMemoryOf(n sim.Node) error {
 	at := time.Now()
 	if _, err := s.cluster.SetFragmentation(n.Name(), 0.95); err != nil {
 		return err
@@ -260,7 +284,7 @@ func (s *soak) startPrometheus() {
 }
 
 func (s *soak) changeBudget() error {
-	budget := intstr.FromInt32(int32(1 + s.pick(3)))
+	budget := intstr.FromInt32(int32(1 + s.pick(5)))
 	return s.patchPool(s.pool(), func(p *v1alpha1.MaintenancePool) { p.Spec.MaxUnavailable = &budget })
 }
 

@@ -25,8 +25,10 @@ type replicas struct {
 	t     testing.TB
 	bin   string
 	flags []string
-	kube  string
-	dir   string
+	// each are the flags of replica i of its own (its webhook's address).
+	each func(i int) []string
+	kube string
+	dir  string
 
 	mu    sync.Mutex
 	procs []*replica
@@ -61,7 +63,7 @@ type sample struct {
 	AgeSeconds float64 `json:"ageSeconds"`
 }
 
-func newReplicas(t testing.TB, bin string, n int, flags ...string) *replicas {
+func newReplicas(t testing.TB, bin string, n int, each func(i int) []string, flags ...string) *replicas {
 	kube := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := bed.WriteKubeconfig(kube, "kmaint-operator", "system:masters"); err != nil {
 		t.Fatal(err)
@@ -71,7 +73,7 @@ func newReplicas(t testing.TB, bin string, n int, flags ...string) *replicas {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replicas{t: t, bin: bin, flags: flags, kube: kube, dir: dir, procs: make([]*replica, n)}
+	r := &replicas{t: t, bin: bin, flags: flags, each: each, kube: kube, dir: dir, procs: make([]*replica, n)}
 	t.Cleanup(func() {
 		r.stopAll()
 		if t.Failed() {
@@ -93,6 +95,7 @@ func (r *replicas) start(i int) error {
 	metrics := harness.FreeAddr(r.t)
 	args := append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=0",
 		"--leader-elect", "--leader-election-namespace=" + leaseNamespace}, r.flags...)
+	args = append(args, r.each(i)...)
 	cmd := exec.Command(r.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+r.kube)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

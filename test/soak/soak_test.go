@@ -3,6 +3,7 @@ package soak_test
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -39,12 +40,14 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	duration = flag.Duration("soak.duration", 2*time.Minute, "how long faults and requests are made; then they stop and every request must end")
-	seed     = flag.Uint64("soak.seed", 1, "the seed of the random schedule; a failing run names it, to be replayed")
-	nodes    = flag.Int("soak.nodes", 8, "nodes per pool (three pools)")
-	pace     = flag.Duration("soak.pace", time.Second, "mean time between two things the schedule does")
-	results  = flag.String("soak.results", "", "directory the run's result JSON is written to; none when empty")
-	minEach  = flag.Int("soak.min-each", 1, "the least times each kind of request and fault is made: the schedule's last 40% makes up what its draws left short")
+	duration   = flag.Duration("soak.duration", 3*time.Minute, "how long faults and requests are made; then they stop and every request must end")
+	seed       = flag.Uint64("soak.seed", 1, "the seed of the random schedule; a failing run names it, to be replayed")
+	nodes      = flag.Int("soak.nodes", 24, "nodes per pool (three pools)")
+	pace       = flag.Duration("soak.pace", 300*time.Millisecond, "mean time between two requests the schedule makes")
+	faultPace  = flag.Duration("soak.fault-pace", 5*time.Second, "mean time between two faults the schedule makes")
+	results    = flag.String("soak.results", "", "directory the run's result JSON is written to; none when empty")
+	minReboots = flag.Int("soak.min-reboots", 200, "the least reboots the run must see: fewer, and it does not show what it should")
+	minEach    = flag.Int("soak.min-each", 1, "the least times each kind of request and fault is made: the schedule's last 40% makes up what its draws left short")
 )
 
 const (
@@ -71,51 +74,13 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: seed %d, %s, %d nodes in 3 pools (replay with -soak.seed=%d -soak.duration=%s)", *seed, *duration, 3**nodes, *seed, *duration)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("soak failed: replay with go test ./test/soak -run TestSoak -soak.seed=%d -soak.duration=%s -soak.nodes=%d", *seed, *duration, *nodes)
+			t.Logf("soak failed: replay with go test ./test/soak -run TestSoak -soak.seed=%d -soak.duration=%s -soak.nodes=%d -soak.pace=%s -soak.fault-pace=%s -soak.min-each=%d",
+				*seed, *duration, *nodes, *pace, *faultPace, *minEach)
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	promtest.Binary(t) // skip (or fail on CI) without Prometheus
-	bin := harness.BuildOperator(t)
-	if err := bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
-	check := checker.New(poolLabel, grace, time.Now)
-	if err := check.Watch(ctx, bed.Config, bed.Scheme); err != nil {
-		t.Fatal(err)
-	}
 	pools := []string{"soak-a", "soak-b", "soak-c"}
-	var specs []sim.PoolSpec
-	for i, name := range pools {
-		specs = append(specs, sim.PoolSpec{Name: name, Nodes: *nodes, MaxUnavailable: intstr.FromInt32(int32(1 + i%2))})
-	}
-	c, err := sim.Start(ctx, bed, sim.Config{
-		Pools:       specs,
-		Journal:     sim.Memory,
-		Timing:      sim.Timing{Reboot: 2 * time.Second, Jitter: time.Second, DaemonRebootTimeout: 30 * time.Second},
-		PodsPerNode: 2,
-		Metrics:     &sim.MetricsConfig{Interval: time.Second},
-		Log:         ctrl.Log.WithName("sim"),
-		OnReboot: func(r sim.Reboot) {
-			check.Rebooted(checker.Reboot{Node: r.Node, From: r.From, At: r.At, ByDaemon: r.ByDaemon, Again: r.Again})
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	if err := bed.Client.Create(ctx, fragmentationPolicy(pools)); err != nil {
-		t.Fatal(err)
-	}
-	ops := newReplicas(t, bin, 2, "--drain-poll-interval=200ms", "--node-return-timeout="+nodeReturnTimeout.String(),
-		"--daemon-confirm-timeout=1m", "--prometheus-url="+c.Prometheus().URL())
-	for i := range 2 {
-		if err := ops.start(i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := &soak{start: time.Now(), ctx: ctx, rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), cluster: c, replicas: ops, checker: check, pools: pools, done: map[string]int{}}
+	s := setUp(t, pools, *nodes, func(i int) int { return 3 + i%2 })
+	ctx, c, check, ops := s.ctx, s.cluster, s.checker, s.replicas
 
 	start := s.start
 	s.run(t, start.Add(*duration))
@@ -123,7 +88,7 @@ func TestSoak(t *testing.T) {
 	if err := s.quiesce(); err != nil {
 		t.Fatalf("end the faults: %v", err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, endBound, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, endBound, true, func(ctx context.Context) (bool, error) {
 		ops.sample(start)
 		if check.Unmet() > 0 {
 			return false, nil
@@ -150,7 +115,10 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
-	for _, a := range actions() {
+	if res.RebootsByDaemon+res.RebootsByHand < *minReboots {
+		t.Errorf("%d reboots, fewer than -soak.min-reboots=%d: the run does not show what it should", res.RebootsByDaemon+res.RebootsByHand, *minReboots)
+	}
+	for _, a := range slices.Concat(requests(), faults()) {
 		if res.Done[a.kind] < *minEach {
 			t.Errorf("the schedule made %s %d times, fewer than -soak.min-each=%d: the run does not show what it should", a.kind, res.Done[a.kind], *minEach)
 		}
@@ -161,6 +129,73 @@ func TestSoak(t *testing.T) {
 	if len(violations) > 0 {
 		dumpHeld(t, c)
 	}
+}
+
+// setUp starts a soak's cluster (the pools, of perPool nodes each, with the
+// budgets budget gives the i-th), its policies, its Alertmanager and the
+// operator's two replicas, and a checker watching them all. What it
+// creates goes when t ends.
+func setUp(t *testing.T, pools []string, perPool int, budget func(i int) int) *soak {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	promtest.Binary(t) // skip (or fail on CI) without Prometheus
+	bin := harness.BuildOperator(t)
+	if err := bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	check := checker.New(poolLabel, grace, time.Now)
+	if err := check.Watch(ctx, bed.Config, bed.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	var specs []sim.PoolSpec
+	for i, name := range pools {
+		specs = append(specs, sim.PoolSpec{Name: name, Nodes: perPool, MaxUnavailable: intstr.FromInt32(int32(budget(i)))})
+	}
+	files, err := newSentinels(t.TempDir(), pools, perPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := []string{harness.FreeAddr(t), harness.FreeAddr(t)}
+	am := newAlertmanager(webhooks, crand.Text(), *seed)
+	c, err := sim.Start(ctx, bed, sim.Config{
+		Pools:         specs,
+		Journal:       sim.Memory,
+		Timing:        sim.Timing{Reboot: 2 * time.Second, Jitter: time.Second, DaemonRebootTimeout: 30 * time.Second},
+		PodsPerNode:   2,
+		Metrics:       &sim.MetricsConfig{Interval: time.Second},
+		SentinelFiles: files,
+		Log:           ctrl.Log.WithName("sim"),
+		OnReboot: func(r sim.Reboot) {
+			check.Rebooted(checker.Reboot{Node: r.Node, From: r.From, To: r.To, At: r.At, ByDaemon: r.ByDaemon, Again: r.Again})
+			if !r.Again {
+				// What a reboot clears: /var/run, and the trouble alerted on.
+				files.cleared(r.Node)
+				am.resolve(r.Node)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	for _, o := range []client.Object{fragmentationPolicy(pools), alertPolicy(pools), alertToken(am.token)} {
+		if err := bed.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), o) })
+	}
+	go am.run(ctx)
+	ops := newReplicas(t, bin, 2, func(i int) []string { return []string{"--alert-webhook-bind-address=" + webhooks[i]} },
+		"--drain-poll-interval=200ms", "--node-return-timeout="+nodeReturnTimeout.String(),
+		"--daemon-confirm-timeout=1m", "--prometheus-url="+c.Prometheus().URL(),
+		"--alert-webhook-token-secret="+leaseNamespace+"/"+alertTokenSecret, "--alert-webhook-cert-hosts=127.0.0.1")
+	for i := range 2 {
+		if err := ops.start(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &soak{start: time.Now(), ctx: ctx, rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), cluster: c, replicas: ops,
+		checker: check, pools: pools, done: map[string]int{}, sentinels: files, alerts: am}
 }
 
 // dumpHeld logs, for every node kmaint still holds, what the node says and
@@ -193,31 +228,34 @@ func dumpHeld(t *testing.T, c *sim.Cluster) {
 }
 
 // run does what the schedule draws until the deadline, sampling the
-// replicas every ten seconds. In the last 40% of the time a kind made
-// fewer than -soak.min-each times comes before the draw.
+// replicas every ten seconds: a request every -soak.pace and a fault every
+// -soak.fault-pace, on average, each at exponential gaps (things land at
+// random moments, sometimes together). In the last 40% of the time a kind
+// made fewer than -soak.min-each times comes before the draw.
 func (s *soak) run(t *testing.T, deadline time.Time) {
-	acts := actions()
-	total := 0
-	for _, a := range acts {
-		total += a.weight
-	}
 	start := deadline.Add(-*duration)
 	makeUp := start.Add(*duration * 6 / 10)
+	clocks := []*clock{{acts: requests(), mean: *pace}, {acts: faults(), mean: *faultPace}}
+	for _, c := range clocks {
+		c.next = time.Now().Add(s.gap(c.mean))
+	}
 	nextSample := time.Now()
-	for time.Now().Before(deadline) {
+	for {
+		c := slices.MinFunc(clocks, func(a, b *clock) int { return a.next.Compare(b.next) })
+		if c.next.After(deadline) {
+			return
+		}
 		if time.Now().After(nextSample) {
 			s.replicas.sample(start)
 			nextSample = time.Now().Add(10 * time.Second)
 		}
-		// Exponential gaps: things land at random moments, sometimes
-		// together.
-		gap := time.Duration(s.rng.ExpFloat64() * float64(*pace))
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(gap):
+		case <-time.After(time.Until(c.next)):
 		}
-		a := s.draw(acts, total, time.Now().After(makeUp))
+		c.next = c.next.Add(s.gap(c.mean))
+		a := s.draw(c.acts, time.Now().After(makeUp))
 		if err := a.do(s); err != nil {
 			t.Logf("soak: %s: %v", a.kind, err)
 			continue
@@ -226,15 +264,30 @@ func (s *soak) run(t *testing.T, deadline time.Time) {
 	}
 }
 
+// clock is one list of actions and when the next is due.
+type clock struct {
+	acts []action
+	mean time.Duration
+	next time.Time
+}
+
+func (s *soak) gap(mean time.Duration) time.Duration {
+	return time.Duration(s.rng.ExpFloat64() * float64(mean))
+}
+
 // draw picks the next thing to do: by weight, or, when makeUp, the first
 // kind (in a random order) made fewer than -soak.min-each times.
-func (s *soak) draw(acts []action, total int, makeUp bool) action {
+func (s *soak) draw(acts []action, makeUp bool) action {
 	if makeUp {
 		for _, i := range s.rng.Perm(len(acts)) {
 			if s.made(acts[i].kind) < *minEach {
 				return acts[i]
 			}
 		}
+	}
+	total := 0
+	for _, a := range acts {
+		total += a.weight
 	}
 	n := s.pick(total)
 	for _, a := range acts {
@@ -372,7 +425,8 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{},
 		EndSeconds: ended.Sub(quiet).Seconds(), Violations: violations,
 		Machine: provenance.ThisMachine(), Date: time.Now().UTC().Format(time.RFC3339),
-		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d", *seed, *duration, *nodes),
+		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d SOAK_MIN_EACH=%d SOAK_FLAGS='-soak.pace=%s -soak.fault-pace=%s'",
+			*seed, *duration, *nodes, *minEach, *pace, *faultPace),
 	}
 	s.mu.Lock()
 	for k, v := range s.done {

@@ -36,6 +36,8 @@ type Checker struct {
 	// approved are the boots reboot-approved named, by node and boot.
 	approved map[nodeBoot]bool
 	reboots  []Reboot
+	// back is when each node was first seen Ready in each boot.
+	back     map[nodeBoot]time.Time
 	requests []Request
 	records  map[string]*record
 	broken   []Violation
@@ -99,10 +101,11 @@ type record struct {
 	deleted bool
 }
 
-// Reboot is one reboot of a node, as the node reported it.
+// Reboot is one reboot of a node, as the node reported it as it began.
 type Reboot struct {
-	Node     string
-	From     string
+	Node string
+	// From is the boot the node left, To the one it comes back in.
+	From, To string
 	At       time.Time
 	ByDaemon bool
 	// Again is a daemon's second ask in one boot.
@@ -144,7 +147,7 @@ func New(poolLabel string, grace time.Duration, now func() time.Time) *Checker {
 	return &Checker{
 		PoolLabel: poolLabel, Grace: grace, Now: now,
 		nodes: map[string]*nodeRecord{}, pools: map[string]*poolRecord{},
-		admissions: map[nodeBoot]admission{}, approved: map[nodeBoot]bool{},
+		admissions: map[nodeBoot]admission{}, approved: map[nodeBoot]bool{}, back: map[nodeBoot]time.Time{},
 		records: map[string]*record{},
 	}
 }
@@ -203,6 +206,11 @@ func (c *Checker) node(n *corev1.Node, deleted, relisted bool) {
 		prev = r.node
 	}
 	r.node = n
+	if boot := (nodeBoot{n.Name, n.Status.NodeInfo.BootID}); boot.boot != "" && ready(n) {
+		if _, ok := c.back[boot]; !ok {
+			c.back[boot] = now
+		}
+	}
 	switch down := downOfItsOwn(n); {
 	case down && r.downSince.IsZero():
 		r.downSince = now
@@ -568,9 +576,20 @@ func (c *Checker) recordOf(q Request) *record {
 	return nil
 }
 
+// rebootedAfter reports whether the node rebooted after at, or came back
+// after at from a reboot begun before it: a node seen back in a new boot
+// answered whatever was asked of its old one while it was away (an alert
+// that fired, a schedule that fired), as kmaint counts a reboot done when
+// the node is back.
 func (c *Checker) rebootedAfter(node string, at time.Time) bool {
 	for _, r := range c.reboots {
-		if r.Node == node && !r.Again && r.At.After(at) {
+		if r.Node != node || r.Again {
+			continue
+		}
+		if r.At.After(at) {
+			return true
+		}
+		if back, ok := c.back[nodeBoot{node, r.To}]; ok && back.After(at) {
 			return true
 		}
 	}

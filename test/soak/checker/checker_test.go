@@ -199,6 +199,37 @@ func TestEveryRequestEndsAndEveryNodeIsBackInService(t *testing.T) {
 	g.Expect(invariants(vs)).To(Equal([]string{End, End, End, End, End}), "%v", vs)
 }
 
+// A request without a record of the soak's (an alert, a schedule's fire) is
+// met by a reboot begun after it, or by one begun before it that the node
+// came back from after it: kmaint counts a reboot done when the node is
+// back. A node back before the request, or never back, does not meet it.
+func TestARequestMadeWhileItsNodeWasAwayIsMetWhenTheNodeComesBack(t *testing.T) {
+	g := NewWithT(t)
+	boot := func(id string, ready bool) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.NodeInfo.BootID = id
+			if !ready {
+				notReady(n)
+			}
+		}
+	}
+	h := newHistory()
+	h.pool("p", 1, false)
+	h.Node(node("a", "p", boot("a0", true)), false)
+	h.Node(node("b", "p", boot("b0", true)), false)
+	h.Rebooted(Reboot{Node: "a", From: "a0", To: "a1", At: h.now})
+	h.Rebooted(Reboot{Node: "b", From: "b0", To: "b1", At: h.now})
+	h.Node(node("a", "p", boot("a1", false)), false)
+	h.Node(node("b", "p", boot("b1", true)), false)
+	h.after(time.Second).Requested(Request{Node: "a", Source: v1alpha1.SourceAlert, At: h.now})
+	h.Requested(Request{Node: "b", Source: v1alpha1.SourceAlert, At: h.now})
+	g.Expect(h.Unmet()).To(Equal(2), "a is not back yet; b was back before its request")
+	h.after(time.Second).Node(node("a", "p", boot("a1", true)), false)
+	g.Expect(h.Unmet()).To(Equal(1), "a came back after its request")
+	h.after(time.Second).Rebooted(Reboot{Node: "b", From: "b1", To: "b2", At: h.now})
+	g.Expect(h.Unmet()).To(BeZero())
+}
+
 func TestWhatTheCheckerCouldNotSeeIsNotHeldAgainstKmaint(t *testing.T) {
 	g := NewWithT(t)
 	h := newHistory()
