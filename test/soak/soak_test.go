@@ -107,6 +107,7 @@ func TestSoak(t *testing.T) {
 	}
 	res := s.result(start, quiet, ended, violations)
 	res.Blind = check.Blind()
+	res.Checked = check.Checked()
 	res.Timeline = s.timelineWith(check.RebootTimes())
 	res.OperatorFlat = verdict
 	if *results != "" {
@@ -394,7 +395,9 @@ type result struct {
 	Failures []string `json:"failures"`
 	// EndSeconds is how long after the faults stopped every request had
 	// ended and every node was back in service.
-	EndSeconds float64             `json:"endSeconds"`
+	EndSeconds float64 `json:"endSeconds"`
+	// Checked counts what each invariant was held to (checker.Checked).
+	Checked    map[string]int      `json:"checked"`
 	Violations []checker.Violation `json:"violations"`
 	// Blind are the windows the checker listed again after, not seeing
 	// the changes in them one by one (package checker).

@@ -3,6 +3,7 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,6 +46,8 @@ type Checker struct {
 	windows []Window
 	// pending are admissions not yet held to their pool's budget.
 	pending []pendingAdmission
+	// checked counts what each invariant was checked against.
+	checked map[string]int
 }
 
 // nodeBoot names one boot of one node.
@@ -148,7 +151,7 @@ func New(poolLabel string, grace time.Duration, now func() time.Time) *Checker {
 		PoolLabel: poolLabel, Grace: grace, Now: now,
 		nodes: map[string]*nodeRecord{}, pools: map[string]*poolRecord{},
 		admissions: map[nodeBoot]admission{}, approved: map[nodeBoot]bool{}, back: map[nodeBoot]time.Time{},
-		records: map[string]*record{},
+		records: map[string]*record{}, checked: map[string]int{},
 	}
 }
 
@@ -298,6 +301,7 @@ func (c *Checker) checkAdmission(now time.Time, n *corev1.Node, a admission) {
 func (c *Checker) settle() {
 	for _, p := range c.pending {
 		budget, known := c.budget(p.pool, p.at, p.version)
+		c.checked[Budget]++
 		switch {
 		case !known:
 			c.violate(p.at, Budget, "node %s admitted in pool %q, which the checker never saw", p.node, p.pool)
@@ -471,8 +475,12 @@ func (c *Checker) Final() []Violation {
 // no request rebooted in two boots.
 func (c *Checker) checkReboots(now time.Time) {
 	bootsOf := map[string][]nodeBoot{}
+	c.checked[Approval] = 0
 	for _, r := range c.reboots {
 		key := nodeBoot{r.Node, r.From}
+		if r.ByDaemon {
+			c.checked[Approval]++
+		}
 		switch {
 		case !r.ByDaemon:
 			continue
@@ -488,6 +496,7 @@ func (c *Checker) checkReboots(now time.Time) {
 			bootsOf[id] = append(bootsOf[id], key)
 		}
 	}
+	c.checked[Once] = len(bootsOf)
 	for id, boots := range bootsOf {
 		if len(boots) > 1 {
 			c.violate(now, Once, "request %s rebooted in %d boots: %v", id, len(boots), boots)
@@ -502,6 +511,7 @@ func (c *Checker) checkEnds(now time.Time) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	c.checked[End] = len(c.records) + len(c.requests) + len(c.nodes)
 	for _, name := range names {
 		r := c.records[name]
 		switch {
@@ -594,6 +604,15 @@ func (c *Checker) rebootedAfter(node string, at time.Time) bool {
 		}
 	}
 	return false
+}
+
+// Checked counts what each invariant was held to: admissions (budget),
+// daemons' reboots (approval), requests rebooted (once), and records,
+// requests and nodes (end). A run whose counts are small showed little.
+func (c *Checker) Checked() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.checked)
 }
 
 // Outcome is how one record ended, for a soak's results.

@@ -186,6 +186,7 @@ func TestEveryRequestEndsAndEveryNodeIsBackInService(t *testing.T) {
 	// t3 was overtaken by a reboot before its daemon raised it.
 	h.after(time.Second).Rebooted(Reboot{Node: "a", From: "a0", At: h.now})
 	g.Expect(h.Final()).To(BeEmpty())
+	g.Expect(h.Checked()).To(HaveKeyWithValue(End, 2+3+1), "two records, three requests, one node")
 
 	h = newHistory()
 	h.pool("p", 1, false)
