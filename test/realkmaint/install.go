@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,28 +47,16 @@ func Install(ctx context.Context, c *realcluster.Cluster, opts InstallOptions) e
 		opts.Timeout = 5 * time.Minute
 	}
 	root := realcluster.RepoRoot()
-	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "image-tar.sh"), filepath.Join(root, "bin")).Output()
+	tarball, err := buildImage(ctx, filepath.Join(root, "bin"), nil)
 	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w: %s", err, exit.Stderr)
-		}
-		return fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w", err)
-	}
-	tarball := strings.TrimSpace(string(out))
-	// Into every node at once: each node's containerd unpacks it alone.
-	errs := make([]error, len(c.Nodes()))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes() {
-		wg.Go(func() { errs[i] = importImage(ctx, n, tarball) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	helm, err := filepath.Glob(filepath.Join(root, "bin", "helm", "*", "helm"))
-	if err != nil || len(helm) == 0 {
-		return errors.New("no helm under bin/helm (make helm builds it)")
+	if err := importEverywhere(ctx, c, tarball); err != nil {
+		return err
+	}
+	helm, err := helmBinary()
+	if err != nil {
+		return err
 	}
 	chart := filepath.Join(root, "config", "helm", "kmaint")
 	args := []string{"install", "kmaint", chart,
@@ -77,10 +66,48 @@ func Install(ctx context.Context, c *realcluster.Cluster, opts InstallOptions) e
 	for _, s := range opts.Set {
 		args = append(args, "--set", s)
 	}
-	if out, err := exec.CommandContext(ctx, helm[0], args...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, helm, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("helm install: %w: %s", err, out)
 	}
 	return nil
+}
+
+// buildImage builds kmaint's image with hack/image-tar.sh, linked under
+// binDir, with env added to the script's (IMAGE_NAME, VERSION), and returns
+// its tarball.
+func buildImage(ctx context.Context, binDir string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(realcluster.RepoRoot(), "hack", "image-tar.sh"), binDir)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return "", fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w: %s", err, exit.Stderr)
+		}
+		return "", fmt.Errorf("build kmaint's image (hack/image-tar.sh): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// importEverywhere imports the image tarball into every node's containerd,
+// all at once: each node's containerd unpacks it alone.
+func importEverywhere(ctx context.Context, c *realcluster.Cluster, tarball string) error {
+	errs := make([]error, len(c.Nodes()))
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes() {
+		wg.Go(func() { errs[i] = importImage(ctx, n, tarball) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// helmBinary is the helm make helm builds.
+func helmBinary() (string, error) {
+	helm, err := filepath.Glob(filepath.Join(realcluster.RepoRoot(), "bin", "helm", "*", "helm"))
+	if err != nil || len(helm) == 0 {
+		return "", errors.New("no helm under bin/helm (make helm builds it)")
+	}
+	return helm[0], nil
 }
 
 func importImage(ctx context.Context, n *realcluster.Node, tarball string) error {
@@ -95,10 +122,14 @@ func importImage(ctx context.Context, n *realcluster.Node, tarball string) error
 	return nil
 }
 
-// Client is a cluster admin's client of c that knows kmaint's kinds.
+// Client is a cluster admin's client of c that knows kmaint's kinds and
+// CustomResourceDefinitions.
 func Client(c *realcluster.Cluster) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {

@@ -31,7 +31,8 @@ const timeout = 5 * time.Minute
 // file the chart's daemon.bootIDFile names. Then kmaint reboots the nodes
 // for real: one for a NodeMaintenance, one for root's request on the node,
 // all for a config rollout with workloads running, one for a metric policy
-// asking a real Prometheus, two for a schedule policy. Each leaves the
+// asking a real Prometheus, two for a schedule policy; and kmaint is
+// upgraded and downgraded while rollouts are under way. Each leaves the
 // cluster as it found it: its pools, policies and workloads deleted, every
 // node uncordoned and Ready.
 func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
@@ -120,6 +121,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 		hookedRollout(t, c, kc)
 	})
 	run("a gate another controller opens holds the drain until it acknowledges", func(t *testing.T) { aGateHoldsTheDrain(t, c, kc) })
+	run("kmaint upgraded with helm mid-rollout, and downgraded back mid-rollout, CRDs first: every node rebooted once, one at a time, every object kept", func(t *testing.T) {
+		kmaintUpgradedMidRollout(t, c, kc)
+	})
 	run("a node that does not come back is reported and holds its pool's rollout at the budget", func(t *testing.T) { nodeNotBackFromReboot(t, c, kc) })
 }
 
