@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"html"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ type result struct {
 	EndSeconds      float64         `json:"endSeconds"`
 	RebootsByDaemon int             `json:"rebootsByDaemon"`
 	Violations      []struct{}      `json:"violations"`
+	Checked         map[string]int  `json:"checked"`
 	OperatorFlat    string          `json:"operatorFlat"`
 	Commit          string          `json:"commit"`
 	Command         string          `json:"command"`
@@ -107,11 +109,19 @@ func draw(r result) string {
 	text := func(x, y float64, anchor, s string) {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s">%s</text>`+"\n", x, y, anchor, html.EscapeString(s))
 	}
-	height := 60 + panelH + 30 + float64(len(kinds))*rowH + 30 + panelH + 60
+	height := 74 + panelH + 30 + float64(len(kinds))*rowH + 30 + panelH + 60
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	text(left, y, "start", fmt.Sprintf("soak, seed %d: %d reboots by daemons in %.0fs of faults, then %.0fs to end every request; %d violations",
 		r.Seed, r.RebootsByDaemon, r.DurationSeconds, r.EndSeconds, len(r.Violations)))
+	if len(r.Checked) > 0 {
+		var held []string
+		for _, inv := range slices.Sorted(maps.Keys(r.Checked)) {
+			held = append(held, fmt.Sprintf("%s %d", inv, r.Checked[inv]))
+		}
+		y += 14
+		text(left, y, "start", "invariants held to: "+strings.Join(held, ", "))
+	}
 	y += 20
 
 	// Reboots as they added up.
@@ -137,12 +147,14 @@ func draw(r result) string {
 	// When each kind landed.
 	for i, k := range kinds {
 		ry := y + float64(i)*rowH
-		text(left-8, ry+10, "end", k)
+		n := 0
 		for _, m := range r.Timeline {
 			if m.Kind == k {
+				n++
 				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555"/>`+"\n", x(m.Seconds), ry+2, x(m.Seconds), ry+rowH-2)
 			}
 		}
+		text(left-8, ry+10, "end", fmt.Sprintf("%s (%d)", k, n))
 	}
 	y += float64(len(kinds))*rowH + 30
 
