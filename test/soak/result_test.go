@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -35,6 +37,9 @@ type result struct {
 	// Failures are the messages of the records that failed, each a
 	// reason a fault should explain.
 	Failures []string `json:"failures"`
+	// FailureReasons counts the failures by message, names and numbers
+	// taken out (reason).
+	FailureReasons map[string]int `json:"failureReasons"`
 	// EndSeconds is how long after the faults stopped every request had
 	// ended and every node was back in service.
 	EndSeconds float64 `json:"endSeconds"`
@@ -67,7 +72,7 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 	res := result{
 		Seed: *seed, DurationSeconds: quiet.Sub(start).Seconds(), Nodes: len(s.cluster.Nodes()), Pools: len(s.pools),
 		RebootsByDaemon: byDaemon, RebootsByHand: byHand, Done: map[string]int{},
-		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{},
+		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{}, FailureReasons: map[string]int{},
 		EndSeconds: ended.Sub(quiet).Seconds(), Violations: violations,
 		Machine: provenance.ThisMachine(), Date: time.Now().UTC().Format(time.RFC3339),
 		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d SOAK_MIN_EACH=%d SOAK_FLAGS='-soak.pace=%s -soak.fault-pace=%s'",
@@ -91,6 +96,7 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 		}
 		if o.Phase == v1alpha1.PhaseFailed {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s: %s", src, o.Message))
+			res.FailureReasons[src+": "+reason(o.Message)]++
 		}
 	}
 	for src, xs := range secs {
@@ -139,4 +145,22 @@ func (r result) save(dir string) error {
 	}
 	name := fmt.Sprintf("soak-%d-%s.json", r.Seed, strings.ReplaceAll(time.Duration(r.DurationSeconds*float64(time.Second)).Round(time.Minute).String(), "0s", ""))
 	return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+}
+
+// names are what differs between two failures for one reason: node and
+// record names, boot IDs, durations, times and counts.
+var names = regexp.MustCompile(`[a-z]+(-[a-z0-9]+)*-[0-9a-f]*[0-9][0-9a-f]*\b|[0-9a-f]{8}-[0-9a-f-]{27}|[0-9][0-9.:TZhms+-]*`)
+
+// reason is a failure's message with its names and numbers replaced by *.
+func reason(msg string) string { return names.ReplaceAllString(msg, "*") }
+
+func TestAFailuresReasonLeavesOutItsNamesAndNumbers(t *testing.T) {
+	for msg, want := range map[string]string{
+		"node soak-b-008 already has an open request, NodeMaintenance soak-41; this one will not be carried out": "node * already has an open request, NodeMaintenance *; this one will not be carried out",
+		"the node did not come back within 20s of its reboot (boot 1c305bb4-02f6-480b-8b1d-c19fe2c74661)":        "the node did not come back within * of its reboot (boot *)",
+	} {
+		if got := reason(msg); got != want {
+			t.Errorf("reason(%q) = %q, want %q", msg, got, want)
+		}
+	}
 }
