@@ -86,6 +86,12 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 			// The daemon journaled it, and the node rebooted (or the
 			// annotation changed) before the operator saw it raised.
 			v.bootIDBefore = s.JournaledBootID
+		case recordedInEndedBoot(nm, f.BootID):
+			// Recorded from the node in a boot the node has left before
+			// the record's first phase was written (the leader replaced
+			// in between, or slow): the request was raised in that
+			// boot, and its reboot answered it.
+			v.bootIDBefore = nm.Labels[v1alpha1.BootIDLabel]
 		default:
 			v.phase, v.message = v1alpha1.PhasePending, fmt.Sprintf("waiting for node %s's daemon to raise the request", nm.Spec.NodeName)
 			return v
@@ -315,4 +321,15 @@ func latest(s *v1alpha1.NodeMaintenanceStatus) time.Time {
 		}
 	}
 	return last
+}
+
+// recordedInEndedBoot reports whether nm records a request raised on the
+// node (record) in a boot other than the node's current one: the boot its
+// label names, which record sets at creation. Only the leader's record
+// writes that label with a request raised on the node; what another writer
+// could gain by changing it is a record shown done early, which changes
+// no reboot: the node's own annotations decide those.
+func recordedInEndedBoot(nm *v1alpha1.NodeMaintenance, current string) bool {
+	boot := nm.Labels[v1alpha1.BootIDLabel]
+	return nm.Spec.Source.RaisedOnNode() && boot != "" && current != "" && boot != v1alpha1.LabelValue(current)
 }

@@ -727,3 +727,36 @@ func TestAWaitForTheBudgetOutlastsASlotFreedForAMoment(t *testing.T) {
 	g.Expect(nm.Status.Phase).To(Equal(v1alpha1.PhaseDraining))
 	g.Expect(meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.WaitingCondition)).To(BeNil())
 }
+
+// A request raised on the node is recorded with the boot it was raised in
+// (record); when the node reboots before the record's first phase is
+// written (the leader killed in between, as a soak found), the request is
+// no longer raised and was never journaled for the API: the boot in its
+// label says the reboot answered it, where it waited as Pending for ever.
+func TestARecordWhoseBootEndedBeforeItsFirstPhaseIsAnsweredByThatReboot(t *testing.T) {
+	g := NewWithT(t)
+	recorded := func(boot string) *v1alpha1.NodeMaintenance {
+		nm := maintenanceIn(v1alpha1.NodeMaintenanceStatus{})
+		nm.Spec.Source = v1alpha1.SourceHost
+		nm.Labels = map[string]string{v1alpha1.BootIDLabel: boot, v1alpha1.RequestIDLabel: reqID}
+		return nm
+	}
+	back := read(gen.Node("n1", gen.BootID("boot-1"), gen.RequestedIDs("boot-1", v1alpha1.SourceHost, t0, "other")))
+	got := decide(recorded("boot-0"), reqID, back, "", waiting{}, guard{})
+	g.Expect(got.phase).To(Equal(v1alpha1.PhaseSucceeded), got.message)
+	g.Expect(got.bootIDBefore).To(Equal("boot-0"))
+	g.Expect(got.bootIDAfter).To(Equal("boot-1"))
+
+	// Still in its boot, not raised (the daemon has not shown it yet):
+	// pending, as before.
+	same := read(gen.Node("n1", gen.BootID("boot-0")))
+	got = decide(recorded("boot-0"), reqID, same, "", waiting{}, guard{})
+	g.Expect(got.phase).To(Equal(v1alpha1.PhasePending), got.message)
+
+	// An API request's label means nothing of the kind: it waits for its
+	// daemon to journal it.
+	api := recorded("boot-0")
+	api.Spec.Source = v1alpha1.SourceAPI
+	got = decide(api, reqID, back, "", waiting{}, guard{})
+	g.Expect(got.phase).To(Equal(v1alpha1.PhasePending), got.message)
+}
