@@ -66,7 +66,9 @@ func requests() []action {
 // also one whose operator is never up.
 func faults() []action {
 	return []action{
-		{operatorKilled, 2, (*soak).killOperator},
+		// Rare by weight: each costs the operator its leader for a while,
+		// and -soak.min-each makes them as often as a run needs.
+		{operatorKilled, 1, (*soak).killOperator},
 		{apiRestarted, 1, (*soak).restartAPIServer},
 		{daemonKilled, 4, (*soak).killDaemon},
 		{daemonCutOff, 3, (*soak).cutOffDaemon},
@@ -227,7 +229,7 @@ func (s *soak) slowNode() error {
 // (the soak compacts every few seconds) list again. The schedule waits
 // for it, while the undoings already scheduled go on.
 func (s *soak) restartAPIServer() error {
-	return bed.RestartAPIServer(s.ctx, s.between(time.Second, 10*time.Second))
+	return bed.RestartAPIServer(s.ctx, s.between(time.Second, 5*time.Second))
 }
 
 // cutOffDaemon drops or stalls a node's path to the API server for a

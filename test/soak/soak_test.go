@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -42,7 +43,7 @@ var (
 	faultPace  = flag.Duration("soak.fault-pace", 5*time.Second, "mean time between two faults the schedule makes")
 	results    = flag.String("soak.results", "", "directory the run's result JSON is written to; none when empty")
 	minReboots = flag.Int("soak.min-reboots", 200, "the least reboots the run must see: fewer, and it does not show what it should")
-	minEach    = flag.Int("soak.min-each", 1, "the least times each kind of request and fault is made: the schedule's last 40% makes up what its draws left short")
+	minEach    = flag.Int("soak.min-each", 1, "the least times each kind of request and fault is made: the schedule makes up, as the run goes, what its draws leave short, so that each kind has its share by 90% of the run")
 )
 
 const (
@@ -227,10 +228,9 @@ func dumpHeld(t *testing.T, c *sim.Cluster) {
 // replicas every ten seconds: a request every -soak.pace and a fault every
 // -soak.fault-pace, on average, each at exponential gaps (things land at
 // random moments, sometimes together). In the last 40% of the time a kind
-// made fewer than -soak.min-each times comes before the draw.
+// behind its share of -soak.min-each comes before the draw (due).
 func (s *soak) run(t *testing.T, deadline time.Time) {
 	start := deadline.Add(-*duration)
-	makeUp := start.Add(*duration * 6 / 10)
 	clocks := []*clock{{acts: requests(), mean: *pace}, {acts: faults(), mean: *faultPace}}
 	for _, c := range clocks {
 		c.next = time.Now().Add(s.gap(c.mean))
@@ -251,7 +251,7 @@ func (s *soak) run(t *testing.T, deadline time.Time) {
 		case <-time.After(time.Until(c.next)):
 		}
 		c.next = c.next.Add(s.gap(c.mean))
-		a := s.draw(c.acts, time.Now().After(makeUp))
+		a := s.draw(c.acts, due(time.Since(start), *duration, *minEach))
 		if err := a.do(s); err != nil {
 			t.Logf("soak: %s: %v", a.kind, err)
 			continue
@@ -271,14 +271,12 @@ func (s *soak) gap(mean time.Duration) time.Duration {
 	return time.Duration(s.rng.ExpFloat64() * float64(mean))
 }
 
-// draw picks the next thing to do: by weight, or, when makeUp, the first
-// kind (in a random order) made fewer than -soak.min-each times.
-func (s *soak) draw(acts []action, makeUp bool) action {
-	if makeUp {
-		for _, i := range s.rng.Perm(len(acts)) {
-			if s.made(acts[i].kind) < *minEach {
-				return acts[i]
-			}
+// draw picks the next thing to do: the first kind (in a random order)
+// made fewer than due times, or else one by weight.
+func (s *soak) draw(acts []action, due int) action {
+	for _, i := range s.rng.Perm(len(acts)) {
+		if s.made(acts[i].kind) < due {
+			return acts[i]
 		}
 	}
 	total := 0
@@ -292,6 +290,14 @@ func (s *soak) draw(acts []action, makeUp bool) action {
 		}
 	}
 	return acts[len(acts)-1]
+}
+
+// due is how many times each kind should have been made after elapsed of
+// a run of d: its share of least, all of it by 90% of the run, spread over
+// the run so that rare kinds do not all land at its end.
+func due(elapsed, d time.Duration, least int) int {
+	share := math.Ceil(float64(least) * elapsed.Seconds() / (0.9 * d.Seconds()))
+	return min(least, int(share))
 }
 
 func (s *soak) made(kind string) int {
@@ -368,4 +374,19 @@ func patchNode(ctx context.Context, name string, change func(client.Object)) err
 	base := n.DeepCopy()
 	change(&n)
 	return bed.Client.Patch(ctx, &n, client.MergeFrom(base))
+}
+
+func TestDueSpreadsEachKindsLeastOverTheRun(t *testing.T) {
+	d := 40 * time.Minute
+	for _, c := range []struct {
+		elapsed     time.Duration
+		least, want int
+	}{
+		{0, 20, 0}, {d * 45 / 100, 20, 10}, {d * 9 / 10, 20, 20}, {d, 20, 20},
+		{time.Second, 1, 1}, {0, 1, 0},
+	} {
+		if got := due(c.elapsed, d, c.least); got != c.want {
+			t.Errorf("due(%s of %s, %d) = %d, want %d", c.elapsed, d, c.least, got, c.want)
+		}
+	}
 }
