@@ -3,6 +3,7 @@ package gen
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,9 +207,7 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	}
 	// Like a kubelet, it tries again when a loaded API server fails: a pod
 	// left Pending would keep its budget from allowing any eviction.
-	err := retry.OnError(kubeletBackoff(), func(err error) bool {
-		return !apierrors.IsNotFound(err) && ctx.Err() == nil
-	}, func() error {
+	err := kubeletRetry(ctx, func() error {
 		running := pod.DeepCopy()
 		if len(reported.Conditions) > 0 {
 			running.Status = *reported.DeepCopy()
@@ -239,9 +237,7 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // and when the API server fails or is too slow to answer, as a loaded one
 // is: a simulated node whose kubelet gave up would never come back.
 func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bool) error {
-	err := retry.OnError(kubeletBackoff(), func(err error) bool {
-		return !apierrors.IsNotFound(err) && ctx.Err() == nil
-	}, func() error {
+	err := kubeletRetry(ctx, func() error {
 		n := &corev1.Node{}
 		if err := c.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 			return err
@@ -256,9 +252,38 @@ func SetBoot(ctx context.Context, c client.Client, node, bootID string, ready bo
 	return nil
 }
 
-// kubeletBackoff is how the simulated kubelet tries again: quickly at first,
-// for a conflict, then for up to about a minute, for an API server that
-// struggles.
-func kubeletBackoff() wait.Backoff {
-	return wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 16, Cap: 5 * time.Second}
+// kubeletPatience is how long the simulated kubelet tries one write again:
+// longer than an API server restart, shorter than a test.
+const kubeletPatience = 2 * time.Minute
+
+// kubeletRetry runs write until it succeeds, finds its object gone, ctx
+// ends or kubeletPatience has passed, as a kubelet tries again: 20 ms after
+// the first failure (a conflict), doubling up to every 5 s (an API server
+// that struggles, or restarts). It is not wait.Backoff with a Cap, whose
+// steps end once the cap is reached: that gave up after about 10 s, and a
+// pod left Pending across an API server restart kept its
+// PodDisruptionBudget from allowing any eviction for good (found by a
+// 40-minute soak).
+func kubeletRetry(ctx context.Context, write func() error) error {
+	return retryFor(ctx, 20*time.Millisecond, 5*time.Second, kubeletPatience, write)
+}
+
+// retryFor runs write until it succeeds, finds its object gone, ctx ends
+// or patience has passed, waiting first after the first failure, doubling
+// up to most.
+func retryFor(ctx context.Context, first, most, patience time.Duration, write func() error) error {
+	giveUp := time.Now().Add(patience)
+	delay := first
+	for {
+		err := write()
+		if err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay + time.Duration(rand.Int64N(int64(delay/5)+1))):
+		}
+		delay = min(2*delay, most)
+	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -56,7 +54,7 @@ func FinishPodDeletions(ctx context.Context, cs kubernetes.Interface) error {
 				return
 			}
 			defer func() { <-slots }()
-			_ = retry.OnError(kubeletBackoff(), func(err error) bool { return !apierrors.IsNotFound(err) && ctx.Err() == nil }, del)
+			_ = kubeletRetry(ctx, del)
 		}()
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

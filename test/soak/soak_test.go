@@ -227,8 +227,8 @@ func dumpHeld(t *testing.T, c *sim.Cluster) {
 // run does what the schedule draws until the deadline, sampling the
 // replicas every ten seconds: a request every -soak.pace and a fault every
 // -soak.fault-pace, on average, each at exponential gaps (things land at
-// random moments, sometimes together). A kind
-// behind its share of -soak.min-each comes before the draw (due).
+// random moments, sometimes together). A kind behind its share of
+// -soak.min-each comes before the draw (due).
 func (s *soak) run(t *testing.T, deadline time.Time) {
 	start := deadline.Add(-*duration)
 	clocks := []*clock{{acts: requests(), mean: *pace}, {acts: faults(), mean: *faultPace}}
