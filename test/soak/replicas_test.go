@@ -61,6 +61,10 @@ type sample struct {
 	Goroutines float64 `json:"goroutines"`
 	// Age is how long the process had run.
 	AgeSeconds float64 `json:"ageSeconds"`
+	// Leader is true when the replica led (leader_election_master_status):
+	// a follower runs no controller, and holds a fraction of the memory
+	// and goroutines.
+	Leader bool `json:"leader"`
 }
 
 func newReplicas(t testing.TB, bin string, n int, each func(i int) []string, flags ...string) *replicas {
@@ -172,23 +176,24 @@ func (r *replicas) sample(since time.Time) {
 		if p == nil || isClosed(p.exited) {
 			continue
 		}
-		rss, goroutines, err := scrape("http://" + p.metrics + "/metrics")
+		rss, goroutines, leader, err := scrape("http://" + p.metrics + "/metrics")
 		if err != nil {
 			continue // starting, or killed a moment ago
 		}
 		r.mu.Lock()
 		r.samples = append(r.samples, sample{Replica: i, Seconds: time.Since(since).Seconds(),
-			RSSMiB: rss / (1 << 20), Goroutines: goroutines, AgeSeconds: time.Since(p.started).Seconds()})
+			RSSMiB: rss / (1 << 20), Goroutines: goroutines, AgeSeconds: time.Since(p.started).Seconds(), Leader: leader})
 		r.mu.Unlock()
 	}
 }
 
-// scrape reads process_resident_memory_bytes and go_goroutines.
-func scrape(url string) (rss, goroutines float64, err error) {
+// scrape reads process_resident_memory_bytes, go_goroutines and whether
+// the replica leads.
+func scrape(url string) (rss, goroutines float64, leader bool, err error) {
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -198,6 +203,9 @@ func scrape(url string) (rss, goroutines float64, err error) {
 		if len(f) != 2 {
 			continue
 		}
+		if strings.HasPrefix(f[0], "leader_election_master_status{") && f[1] == "1" {
+			leader = true
+		}
 		switch f[0] {
 		case "process_resident_memory_bytes":
 			rss, _ = strconv.ParseFloat(f[1], 64)
@@ -205,7 +213,7 @@ func scrape(url string) (rss, goroutines float64, err error) {
 			goroutines, _ = strconv.ParseFloat(f[1], 64)
 		}
 	}
-	return rss, goroutines, sc.Err()
+	return rss, goroutines, leader, sc.Err()
 }
 
 func isClosed(ch chan struct{}) bool {
