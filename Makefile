@@ -199,7 +199,7 @@ bench: mod-download test-deps envtest $(TEST_PREREQS) ## Run the rolling-reboot 
 # times each kind of request and fault is made, SOAK_FLAGS more of the
 # test's flags (-soak.pace, -soak.fault-pace). The result goes to
 # test/soak/results/soak-SEED-DURATION.json.
-SOAK_DURATION ?= 30m
+SOAK_DURATION ?= 45m
 SOAK_SEED ?= 1
 SOAK_NODES ?= 24
 SOAK_MIN_EACH ?= 20
