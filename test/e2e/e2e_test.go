@@ -149,22 +149,26 @@ func everyPromiseOnTwentyNodes(t *testing.T, bluePool, greenPool string) {
 		g.Expect(getNode(g, green(i)).Annotations).To(HaveKeyWithValue(protocol.CurrentConfig, "os-2.0"))
 	}
 
-	// Every NodeMaintenance is Succeeded or Failed, with a reason.
-	var all v1alpha1.NodeMaintenanceList
-	g.Expect(bed.Client.List(ctx, &all)).To(Succeed())
-	var list []v1alpha1.NodeMaintenance
-	for _, nm := range all.Items {
-		if _, ours := want[nm.Spec.NodeName]; ours {
-			list = append(list, nm)
+	// Every NodeMaintenance is Succeeded or Failed, with a reason: the
+	// maintenance controller writes a record's end in a reconcile of its
+	// own after its node settled, so it is awaited.
+	g.Eventually(func(g Gomega) {
+		var all v1alpha1.NodeMaintenanceList
+		g.Expect(bed.Client.List(ctx, &all)).To(Succeed())
+		var list []v1alpha1.NodeMaintenance
+		for _, nm := range all.Items {
+			if _, ours := want[nm.Spec.NodeName]; ours {
+				list = append(list, nm)
+			}
 		}
-	}
-	g.Expect(list).To(HaveLen(16), "6 host, 2 api and 8 config requests")
-	for _, nm := range list {
-		g.Expect(nm.Status.Phase).To(BeElementOf(v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed), nm.Name)
-		c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
-		g.Expect(c).NotTo(BeNil(), nm.Name)
-		g.Expect(c.Reason).NotTo(BeEmpty(), nm.Name)
-	}
+		g.Expect(list).To(HaveLen(16), "6 host, 2 api and 8 config requests")
+		for _, nm := range list {
+			g.Expect(nm.Status.Phase).To(BeElementOf(v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed), nm.Name)
+			c := meta.FindStatusCondition(nm.Status.Conditions, v1alpha1.SucceededCondition)
+			g.Expect(c).NotTo(BeNil(), nm.Name)
+			g.Expect(c.Reason).NotTo(BeEmpty(), nm.Name)
+		}
+	}, timeout).Should(Succeed())
 	// Settled means settled: nothing more happens.
 	g.Consistently(func() int {
 		total := 0
