@@ -325,10 +325,10 @@ func latest(s *v1alpha1.NodeMaintenanceStatus) time.Time {
 
 // recordedInEndedBoot reports whether nm records a request raised on the
 // node (record) in a boot other than the node's current one: the boot its
-// label names, which record sets at creation. Only the leader's record
-// writes that label with a request raised on the node; what another writer
-// could gain by changing it is a record shown done early, which changes
-// no reboot: the node's own annotations decide those.
+// label names, which record sets at creation. Admission keeps the label to
+// the operator (config/admission/request-sources-policy.yaml: nobody else
+// may set or change kmaint.io/boot-id); and a record shown done changes no
+// reboot, which the node's own annotations decide.
 func recordedInEndedBoot(nm *v1alpha1.NodeMaintenance, current string) bool {
 	boot := nm.Labels[v1alpha1.BootIDLabel]
 	return nm.Spec.Source.RaisedOnNode() && boot != "" && current != "" && boot != v1alpha1.LabelValue(current)
