@@ -120,6 +120,12 @@ const (
 	// BudgetExhaustedReason: the pool has as many nodes unavailable as its
 	// maxUnavailable allows.
 	BudgetExhaustedReason = "BudgetExhausted"
+	// CacheBehindReason: the operator's cache is behind the API server in
+	// what decides admissions (the pool's spec or Halted condition, the
+	// MaintenanceGate), as after the API server was away, or the API
+	// server cannot say: nothing is admitted or approved until it catches
+	// up, usually within a second.
+	CacheBehindReason = "CacheBehind"
 )
 
 // Why a request waits, continued: the cluster-wide stop and the opt-outs.

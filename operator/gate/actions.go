@@ -244,6 +244,12 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, fo
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
 		return nil // finish releases it on the next pass
 	}
+	if behind := r.cacheBehind(ctx, st); behind != "" {
+		// Approved from a stale budget, it could take the pool past a
+		// lowered one: it waits, drained, for the next pass.
+		st.drains[v.Node.Name] = drainReport{blocked: true, message: "drained; its approval waits: " + behind}
+		return nil
+	}
 	boot := v.Admission.BootID
 	if _, err := r.patchNode(ctx, st, v, true, protocol.Approve(*v.Admission, st.now, forced != nil)); err != nil {
 		return err
@@ -289,6 +295,16 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	a := &st.admission
 	if a.budgetErr != nil {
 		return a.budgetErr
+	}
+	if len(a.plan.admit) > 0 {
+		if behind := r.cacheBehind(ctx, st); behind != "" {
+			// The hold is the pool's Blocked condition until the cache
+			// catches up; the nodes planned wait like the others.
+			a.hold = &verdict{reason: v1alpha1.CacheBehindReason, message: behind + "; nothing is admitted or approved until it does"}
+			a.plan = planAdmissions(st.views, st.queue, st.counted(), a.budget, true, false)
+			ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", behind)
+			return nil
+		}
 	}
 	var errs []error
 	for _, name := range a.plan.admit {

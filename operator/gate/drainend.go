@@ -127,6 +127,11 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d de
 // the boot and requests, so that the NodeMaintenance controller tells the
 // request it was forced whenever it looks, before or after the reboot.
 func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration) error {
+	if behind := r.cacheBehind(ctx, st); behind != "" {
+		// Forcing approves: nothing is deleted before it may.
+		st.drains[v.Node.Name] = drainReport{blocked: true, message: "past its deadline; forcing it waits: " + behind}
+		return nil
+	}
 	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: timeout.String()}
 	// A forcing of this admission, recorded by a pass that then failed,
 	// keeps the pods it named.

@@ -46,6 +46,9 @@ type poolState struct {
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
+	// freshness is what the API server said of the cache, asked before
+	// the first admission or approval (fresh.go).
+	freshness freshness
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
 	// members is what the gate keeps of the pool's nodes; views holds its
