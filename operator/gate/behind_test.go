@@ -10,9 +10,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -34,13 +36,7 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	nodes := createNodes(t, "behind", "behind", 3)
 	budget := watchBudget(t, "behind")
 
-	poolWatches := &stalledWatches{resource: "/maintenancepools"}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Wrap(poolWatches.wrap)
-	op, err := sim.StartOperator(context.Background(), cfg, operator.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
-	t.Cleanup(poolWatches.release) // before the operator stops: its watch must end
+	poolWatches := startOperatorWithStalledWatches(t, "/maintenancepools")
 	g.Eventually(func(g Gomega) int32 { return getPool(g, "behind").Status.MaxUnavailable }, timeout).Should(BeEquivalentTo(3))
 
 	poolWatches.stall()
@@ -51,15 +47,7 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	for _, n := range nodes {
 		request(t, n, "b"+n, time.Now())
 	}
-	admitted := func(g Gomega) int {
-		k := 0
-		for _, n := range nodes {
-			if _, ok := getNode(g, n).Annotations[protocol.Admitted]; ok {
-				k++
-			}
-		}
-		return k
-	}
+	admitted := func(g Gomega) int { return annotated(g, nodes, protocol.Admitted) }
 	g.Eventually(func(g Gomega) {
 		g.Expect(admitted(g)).To(BeZero(), "nothing admitted from the stale budget")
 		c := meta.FindStatusCondition(getPool(g, "behind").Status.Conditions, v1alpha1.BlockedCondition)
@@ -76,6 +64,79 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	g.Expect(most).To(Equal(1))
 	c := meta.FindStatusCondition(getPool(g, "behind").Status.Conditions, v1alpha1.BlockedCondition)
 	g.Expect(c.Reason).To(Equal(v1alpha1.BudgetExhaustedReason))
+}
+
+// Drains that end while the pool's watch delivers nothing: the nodes
+// admitted under a budget of 3, lowered to 1 since at the API server, are not
+// approved from the stale budget; the drained nodes wait, and the pool says
+// why, until the cache has the budget of 1, which approves one.
+func TestApprovalsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	harness.CreateNamespace(t, bed, "behindapp")
+	createPool(t, gen.Pool("behindapp", intstr.FromInt32(3)))
+	nodes := createNodes(t, "behindapp", "behindapp", 3)
+	for _, n := range nodes {
+		g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("behindapp", "db-"+n, n, map[string]string{"app": "db"}))).To(Succeed())
+	}
+	// The budget of the pods forbids every eviction: the drains end when it
+	// goes.
+	g.Expect(gen.PDB(ctx, bed.Client, "behindapp", "db", map[string]string{"app": "db"}, 0)).To(Succeed())
+	poolWatches := startOperatorWithStalledWatches(t, "/maintenancepools")
+	for i, n := range nodes {
+		request(t, n, "ba"+n, time.Now().Add(time.Duration(i)*time.Second))
+	}
+	g.Eventually(func(g Gomega) int { return annotated(g, nodes, protocol.Admitted) }, timeout).Should(Equal(3))
+
+	poolWatches.stall()
+	harness.PatchPool(g, bed, "behindapp", func(p *v1alpha1.MaintenancePool) {
+		one := intstr.FromInt32(1)
+		p.Spec.MaxUnavailable = &one
+	})
+	g.Expect(bed.Client.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace("behindapp"))).To(Succeed())
+	approved := func(g Gomega) int { return annotated(g, nodes, protocol.RebootApproved) }
+	g.Eventually(func(g Gomega) {
+		g.Expect(approved(g)).To(BeZero(), "nothing approved from the stale budget")
+		c := meta.FindStatusCondition(getPool(g, "behindapp").Status.Conditions, v1alpha1.DrainingCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Message).To(ContainSubstring("drained; its approval waits: MaintenancePool behindapp's spec changed at the API server"))
+	}, timeout).Should(Succeed())
+	g.Expect(approved(g)).To(BeZero())
+
+	poolWatches.release()
+	g.Eventually(approved, timeout).Should(Equal(1))
+	g.Consistently(approved, 2*time.Second).Should(Equal(1), "the budget of 1 holds the others' approvals")
+}
+
+// startOperatorWithStalledWatches starts the operator with its watches of
+// resource (a path's end, e.g. "/maintenancepools") held while stalled.
+func startOperatorWithStalledWatches(t *testing.T, resource string) *stalledWatches {
+	t.Helper()
+	watches := &stalledWatches{resource: resource}
+	cfg := rest.CopyConfig(bed.Config)
+	cfg.Wrap(watches.wrap)
+	op, err := sim.StartOperator(context.Background(), cfg, operator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+	t.Cleanup(watches.release) // before the operator stops: its watches must end
+	return watches
+}
+
+// annotated counts the nodes that have the annotation.
+func annotated(g Gomega, nodes []string, annotation string) int {
+	k := 0
+	for _, n := range nodes {
+		if _, ok := getNode(g, n).Annotations[annotation]; ok {
+			k++
+		}
+	}
+	return k
 }
 
 // stalledWatches holds back what the operator's watches of one resource
