@@ -73,15 +73,8 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 func TestApprovalsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	harness.CreateNamespace(t, bed, "behindapp")
-	createPool(t, gen.Pool("behindapp", intstr.FromInt32(3)))
-	nodes := createNodes(t, "behindapp", "behindapp", 3)
-	for _, n := range nodes {
-		g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("behindapp", "db-"+n, n, map[string]string{"app": "db"}))).To(Succeed())
-	}
-	// The budget of the pods forbids every eviction: the drains end when it
-	// goes.
-	g.Expect(gen.PDB(ctx, bed.Client, "behindapp", "db", map[string]string{"app": "db"}, 0)).To(Succeed())
+	// The drains end when the pods' budget goes.
+	nodes := drainsHeldByPodBudget(t, "behindapp", 3)
 	poolWatches := startOperatorWithStalledWatches(t, "/maintenancepools")
 	for i, n := range nodes {
 		request(t, n, "ba"+n, time.Now().Add(time.Duration(i)*time.Second))

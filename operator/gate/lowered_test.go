@@ -23,15 +23,8 @@ import (
 func TestLoweredBudgetHoldsApprovals(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	harness.CreateNamespace(t, bed, "lowered")
-	createPool(t, gen.Pool("lowered", intstr.FromInt32(3)))
-	nodes := createNodes(t, "lowered", "lowered", 3)
-	for _, n := range nodes {
-		g.Expect(gen.CreatePod(ctx, bed.Client, gen.Pod("lowered", "db-"+n, n, map[string]string{"app": "db"}))).To(Succeed())
-	}
-	// The budget of the pods forbids every eviction: all three drain and none
-	// finishes until it goes.
-	g.Expect(gen.PDB(ctx, bed.Client, "lowered", "db", map[string]string{"app": "db"}, 0)).To(Succeed())
+	// All three drain and none finishes until the pods' budget goes.
+	nodes := drainsHeldByPodBudget(t, "lowered", 3)
 	startOperator(t)
 	for i, n := range nodes {
 		request(t, n, "l"+n, time.Now().Add(time.Duration(i)*time.Second))
@@ -82,4 +75,25 @@ func TestLoweredBudgetHoldsApprovals(t *testing.T) {
 		}
 	}, 2*timeout).Should(Succeed())
 	g.Expect(daemons.Order()).To(Equal(nodes), "approved in the order admitted")
+}
+
+// drainsHeldByPodBudget makes a namespace and a pool of maxUnavailable 3,
+// both named name, with n nodes, each running a pod of one
+// PodDisruptionBudget that forbids every eviction: a drain of them ends only
+// when the test deletes the budget.
+func drainsHeldByPodBudget(t *testing.T, name string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	harness.CreateNamespace(t, bed, name)
+	createPool(t, gen.Pool(name, intstr.FromInt32(3)))
+	nodes := createNodes(t, name, name, n)
+	for _, node := range nodes {
+		if err := gen.CreatePod(ctx, bed.Client, gen.Pod(name, "db-"+node, node, map[string]string{"app": "db"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gen.PDB(ctx, bed.Client, name, "db", map[string]string{"app": "db"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	return nodes
 }
