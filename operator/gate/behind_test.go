@@ -2,10 +2,6 @@ package gate_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +9,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -21,7 +16,6 @@ import (
 	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
-	"github.com/kmaint/kmaint/test/sim"
 )
 
 // A pool's budget lowered while the operator's watch of the pools delivers
@@ -36,10 +30,10 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	nodes := createNodes(t, "behind", "behind", 3)
 	budget := watchBudget(t, "behind")
 
-	poolWatches := startOperatorWithStalledWatches(t, "/maintenancepools")
+	poolWatches := harness.StartOperatorStalling(t, bed, "/maintenancepools", operator.Options{})
 	g.Eventually(func(g Gomega) int32 { return getPool(g, "behind").Status.MaxUnavailable }, timeout).Should(BeEquivalentTo(3))
 
-	poolWatches.stall()
+	poolWatches.Stall()
 	harness.PatchPool(g, bed, "behind", func(p *v1alpha1.MaintenancePool) {
 		one := intstr.FromInt32(1)
 		p.Spec.MaxUnavailable = &one
@@ -57,7 +51,7 @@ func TestAdmissionsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(admitted(g)).To(BeZero())
 
-	poolWatches.release()
+	poolWatches.Release()
 	g.Eventually(admitted, timeout).Should(Equal(1))
 	g.Consistently(admitted, 2*time.Second).Should(Equal(1), "the budget of 1 holds the others")
 	most, _ := budget.MostUnavailable()
@@ -75,13 +69,13 @@ func TestApprovalsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	ctx := context.Background()
 	// The drains end when the pods' budget goes.
 	nodes := drainsHeldByPodBudget(t, "behindapp", 3)
-	poolWatches := startOperatorWithStalledWatches(t, "/maintenancepools")
+	poolWatches := harness.StartOperatorStalling(t, bed, "/maintenancepools", operator.Options{})
 	for i, n := range nodes {
 		request(t, n, "ba"+n, time.Now().Add(time.Duration(i)*time.Second))
 	}
 	g.Eventually(func(g Gomega) int { return annotated(g, nodes, protocol.Admitted) }, timeout).Should(Equal(3))
 
-	poolWatches.stall()
+	poolWatches.Stall()
 	harness.PatchPool(g, bed, "behindapp", func(p *v1alpha1.MaintenancePool) {
 		one := intstr.FromInt32(1)
 		p.Spec.MaxUnavailable = &one
@@ -96,29 +90,9 @@ func TestApprovalsWaitForTheCacheToHoldTheAPIServersBudget(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(approved(g)).To(BeZero())
 
-	poolWatches.release()
+	poolWatches.Release()
 	g.Eventually(approved, timeout).Should(Equal(1))
 	g.Consistently(approved, 2*time.Second).Should(Equal(1), "the budget of 1 holds the others' approvals")
-}
-
-// startOperatorWithStalledWatches starts the operator with its watches of
-// resource (a path's end, e.g. "/maintenancepools") held while stalled.
-func startOperatorWithStalledWatches(t *testing.T, resource string) *stalledWatches {
-	t.Helper()
-	watches := &stalledWatches{resource: resource}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Wrap(watches.wrap)
-	op, err := sim.StartOperator(context.Background(), cfg, operator.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
-	t.Cleanup(watches.release) // before the operator stops: its watches must end
-	return watches
 }
 
 // annotated counts the nodes that have the annotation.
@@ -130,68 +104,4 @@ func annotated(g Gomega, nodes []string, annotation string) int {
 		}
 	}
 	return k
-}
-
-// stalledWatches holds back what the operator's watches of one resource
-// deliver while stalled: their events wait in the connection until release,
-// as they wait for a watch that is not there yet. Lists and reads pass.
-type stalledWatches struct {
-	resource string
-
-	mu      sync.Mutex
-	stalled chan struct{} // closed by release; nil while not stalled
-}
-
-func (s *stalledWatches) stall() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stalled == nil {
-		s.stalled = make(chan struct{})
-	}
-}
-
-func (s *stalledWatches) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stalled != nil {
-		close(s.stalled)
-		s.stalled = nil
-	}
-}
-
-func (s *stalledWatches) wait() {
-	s.mu.Lock()
-	ch := s.stalled
-	s.mu.Unlock()
-	if ch != nil {
-		<-ch
-	}
-}
-
-func (s *stalledWatches) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		if err != nil || !strings.HasSuffix(req.URL.Path, s.resource) || req.URL.Query().Get("watch") != "true" {
-			return resp, err
-		}
-		resp.Body = stallingBody{ReadCloser: resp.Body, watches: s}
-		return resp, nil
-	})
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// stallingBody hands over what it read only when its watches are not
-// stalled: a read under way when the stall begins holds its event too.
-type stallingBody struct {
-	io.ReadCloser
-	watches *stalledWatches
-}
-
-func (b stallingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.watches.wait()
-	return n, err
 }

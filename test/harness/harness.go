@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"net"
 	"os"
 	"os/signal"
@@ -98,6 +99,27 @@ func StartOperatorWith(t testing.TB, bed *testbed.Bed, opts operator.Options) (s
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// StartOperatorStalling starts the operator with its watches of resource
+// (a path's end, e.g. "/maintenancepools") held while the returned
+// StalledWatches is stalled.
+func StartOperatorStalling(t testing.TB, bed *testbed.Bed, resource string, opts operator.Options) *StalledWatches {
+	t.Helper()
+	watches := &StalledWatches{Resource: resource}
+	cfg := rest.CopyConfig(bed.Config)
+	cfg.Wrap(watches.Wrap)
+	op, err := sim.StartOperator(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("operator stopped with an error: %v", err)
+		}
+	})
+	t.Cleanup(watches.Release) // before the operator stops: its watches must end
+	return watches
 }
 
 // FreeAddr returns a free address on 127.0.0.1 for a server a test starts.
