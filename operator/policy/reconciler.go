@@ -43,6 +43,9 @@ type Reconciler struct {
 	// wakes says which policies another source's NodeMaintenance can
 	// move (see policiesOf).
 	wakes *policyWakes
+	// apiReader lists the nodes a schedule fires for past the cache
+	// (fire.go).
+	apiReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=rebootpolicies,verbs=get;list;watch;patch
@@ -120,6 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	out.facts, out.interval = f, s.interval
 	out.eval = r.evaluate(ctx, &p, &last, s, f, out.now)
+	if p.Spec.Schedule != nil && out.eval.ran && out.eval.err == nil {
+		out.eval = r.holdFireForTheCache(ctx, &p, &last, f, out.eval)
+	}
 	r.record(&p, out.eval)
 	if out.eval.err != nil {
 		return r.requeue(out), nil

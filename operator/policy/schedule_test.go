@@ -8,12 +8,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator"
 	"github.com/kmaint/kmaint/test/harness"
 )
 
@@ -122,4 +124,57 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 	}, timeout).Should(ContainElement("InvalidSpec"))
 	g.Expect(harness.PolicyMaintenances(g, bed, "badcron")).To(BeEmpty())
 	g.Expect(harness.PolicyMaintenances(g, bed, "badcron2")).To(BeEmpty())
+}
+
+// A node labelled for a schedule while the operator's Node watch delivers
+// nothing (as after the API server was away, until the informer's backoff
+// ends) is not left out of the fire: the fire waits, unspent, and says why,
+// until the cache has the node; then it asks for the node.
+func TestAScheduleFireWaitsForTheCacheToHoldTheSelectedNodes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	node := harness.CreateNodes(t, bed, "stalesched", "stalesched", 1)[0]
+	clk := clocktesting.NewFakeClock(time.Now())
+	nodeWatches := harness.StartOperatorStalling(t, bed, "/nodes", operator.Options{Clock: clk})
+	// A policy seen evaluated says the operator's cache is up.
+	harness.CreateTemporary(t, bed, newPolicy("stalewatch", "stalesched", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 1 1 *", TimeZone: "UTC"}
+	}))
+	g.Eventually(func(g Gomega) {
+		g.Expect(harness.GetPolicy(g, bed, "stalewatch").Status.ObservedGeneration).NotTo(BeZero())
+	}, timeout).Should(Succeed())
+
+	nodeWatches.Stall()
+	var n corev1.Node
+	g.Expect(bed.Client.Get(ctx, client.ObjectKey{Name: node}, &n)).To(Succeed())
+	base := n.DeepCopy()
+	n.Labels["stale-tag"] = "yes"
+	g.Expect(bed.Client.Patch(ctx, &n, client.MergeFrom(base))).To(Succeed())
+	p := newPolicy("stalesched", "stalesched", func(s *v1alpha1.RebootPolicySpec) {
+		s.Schedule = &v1alpha1.ScheduleTrigger{Cron: "0 3 * * *", TimeZone: "UTC"}
+	})
+	p.Spec.NodeSelector.MatchLabels = map[string]string{"stale-tag": "yes"}
+	harness.CreateTemporary(t, bed, p)
+	now := clk.Now().UTC()
+	fire := time.Date(now.Year(), now.Month(), now.Day(), 3, 0, 0, 0, time.UTC)
+	if !fire.After(now) {
+		fire = fire.AddDate(0, 0, 1)
+	}
+	clk.SetTime(fire.Add(time.Minute))
+	poke(g, "stalesched")
+	g.Eventually(func(g Gomega) {
+		c := condition(g, "stalesched", v1alpha1.ReadyCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("waits: the operator's cache of Nodes is behind the API server (selected there and not in the cache: [" + node + "]"))
+		if last := harness.GetPolicy(g, bed, "stalesched").Status.LastScheduleTime; last != nil {
+			g.Expect(last.Time).To(BeTemporally("<", fire), "the fire is not spent")
+		}
+	}, timeout).Should(Succeed())
+	g.Expect(harness.PolicyMaintenances(g, bed, "stalesched")).To(BeEmpty())
+
+	nodeWatches.Release()
+	g.Eventually(func(g Gomega) {
+		g.Expect(harness.PolicyMaintenances(g, bed, "stalesched")).To(HaveKey(node))
+		g.Expect(harness.GetPolicy(g, bed, "stalesched").Status.LastScheduleTime.Time).To(BeTemporally("==", fire))
+	}, timeout).Should(Succeed())
 }

@@ -29,6 +29,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.written = &statuspatch.Written[*v1alpha1.RebootPolicyStatus]{}
 	r.wakes = &policyWakes{}
+	r.apiReader = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policy").
 		WithOptions(opts).
