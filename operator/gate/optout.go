@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -24,15 +22,11 @@ import (
 
 // readStop reads the cluster's MaintenanceGate from the cache.
 func (r *Reconciler) readStop(ctx context.Context) (*v1alpha1.Stop, error) {
-	g := &v1alpha1.MaintenanceGate{}
-	err := r.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterGateName}, g)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get MaintenanceGate %s: %w", v1alpha1.ClusterGateName, err)
+	g, err := r.readGate(ctx, r.Client)
+	if err != nil {
+		return nil, err
 	}
-	return v1alpha1.StopOf(g), nil
+	return v1alpha1.StopOf(g), nil // nil for no gate
 }
 
 // observeOptOuts reads what keeps nodes from being admitted that the cache
