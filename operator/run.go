@@ -252,7 +252,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	g := &gate.Reconciler{
 		Client:            c,
 		Decoded:           decoded,
-		Drainer:           &drain.Drainer{Client: clientset, Versions: podsVersions},
+		Drainer:           &drain.Drainer{Client: clientset, Versions: podsVersions, HooksNamespace: opts.HooksNamespace},
 		PodsVersions:      podsVersions,
 		Recorder:          sender.Recorder("kmaint-gate"),
 		Clock:             clk,

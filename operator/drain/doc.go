@@ -5,7 +5,8 @@
 // to 16 at a time, as kubectl's own drain sends them, except that the pods
 // of one workload are evicted one after another across all the drains of a
 // Drainer: evictions under one PodDisruptionBudget at once conflict in the
-// API server, which then sleeps (lanes.go).
+// API server, which then sleeps (lanes.go). kmaint's own hook Jobs' pods,
+// in the hooks namespace, are never drained (hookpods.go).
 //
 // Steps (steps.go) takes those steps outside the controller's reconcile: a
 // pool of workers steps every drain a controller follows, once per poll

@@ -40,6 +40,10 @@ type Drainer struct {
 	// drains and the gate's pod checks; nil reads one for each drain.
 	Versions *Versions
 
+	// HooksNamespace is where kmaint's hook Jobs run; their pods are never
+	// drained (hookpods.go). Empty: there are none.
+	HooksNamespace string
+
 	// daemonSets are the DaemonSets found to exist, so that a drain step
 	// does not ask again for every agent pod of the node.
 	daemonSets knownDaemonSets
@@ -68,7 +72,7 @@ func (d *Drainer) Step(ctx context.Context, node string, opts v1alpha1.DrainOpti
 		return Progress{}, err
 	}
 	helper := d.helper(ctx, opts, since)
-	helper.Client = pods.client(helper.Client)
+	helper.Client = d.withoutHookPods(pods.client(helper.Client))
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {
 		return Progress{}, fmt.Errorf("list pods on node %s: %w", node, errors.Join(errs...))
@@ -173,7 +177,7 @@ func blockerMessage(pod corev1.Pod, err error) string {
 // PodDisruptionBudget refused, or that nothing evicted yet. Pods the
 // options keep (unmanaged pods without force, emptyDir data without
 // deleteEmptyDirData) are not deleted: a reboot only restarts them in
-// place, a deletion would lose them. Mirror and DaemonSet pods are never
+// place, a deletion would lose them. Mirror, DaemonSet and hook pods are never
 // among them. Before deleting anything it calls before with the pods it is
 // about to delete (namespace/name, sorted), so that the caller records them
 // first: a crash between the two then loses no name. It returns the pods
@@ -184,6 +188,7 @@ func (d *Drainer) Force(ctx context.Context, node string, opts v1alpha1.DrainOpt
 		return nil, err
 	}
 	helper := d.helper(ctx, opts, since)
+	helper.Client = d.withoutHookPods(helper.Client)
 	helper.DisableEviction = true
 	list, errs := helper.GetPodsForDeletion(node)
 	if list == nil {

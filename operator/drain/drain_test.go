@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -56,13 +57,24 @@ func unmanaged(p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
+// hookPod is a running pod of one of kmaint's hook Jobs, with scratch
+// space as an upgrade's may have.
+func hookPod(ns, node string) *corev1.Pod {
+	p := withEmptyDir(gen.Pod(ns, "kmaint-upgrade-1a2b3c-x7k2p", node, map[string]string{
+		hooks.ManagedByLabel: "kmaint", hooks.TokenLabel: "1a2b3c", hooks.HookLabel: "upgrade"}))
+	p.OwnerReferences[0].Kind, p.OwnerReferences[0].APIVersion = "Job", "batch/v1"
+	return p
+}
+
 func TestStepFollowsTheDrainOptions(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(bed.Config)
-	d := &drain.Drainer{Client: cs}
 	cases := map[string]struct {
 		// pods to put on the node, besides nothing.
 		pods func(t *testing.T, ns, node string) []*corev1.Pod
 		opts v1alpha1.DrainOptions
+		// hooksElsewhere runs kmaint's hook Jobs in another namespace
+		// than the pods'; else in theirs.
+		hooksElsewhere bool
 		// wantGone are the pods the drain evicts; the rest stay.
 		wantGone []string
 		// wantBlocker is a substring of a blocker; empty means none.
@@ -100,6 +112,19 @@ func TestStepFollowsTheDrainOptions(t *testing.T) {
 			opts:     v1alpha1.DrainOptions{Force: true},
 			wantGone: []string{"bare"},
 		},
+		"kmaint's hook Job pods stay, their scratch space blocking nothing": {
+			pods: func(t *testing.T, ns, node string) []*corev1.Pod {
+				return []*corev1.Pod{hookPod(ns, node), gen.Pod(ns, "web", node, nil)}
+			},
+			wantGone: []string{"web"},
+		},
+		"a hook Job pod's labels outside the hooks namespace spare nothing": {
+			pods: func(t *testing.T, ns, node string) []*corev1.Pod {
+				return []*corev1.Pod{hookPod(ns, node)}
+			},
+			hooksElsewhere: true,
+			wantBlocker:    "local storage",
+		},
 		"a pod selector limits the drain": {
 			pods: func(t *testing.T, ns, node string) []*corev1.Pod {
 				return []*corev1.Pod{gen.Pod(ns, "batch", node, map[string]string{"tier": "batch"}), gen.Pod(ns, "db", node, map[string]string{"tier": "db"})}
@@ -118,6 +143,10 @@ func TestStepFollowsTheDrainOptions(t *testing.T) {
 			node := "drain-node-" + string(rune('a'+i))
 			g.Expect(bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 			g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node))).To(Succeed())
+			d := &drain.Drainer{Client: cs, HooksNamespace: ns}
+			if tc.hooksElsewhere {
+				d.HooksNamespace = "kmaint-hooks"
+			}
 			var all []string
 			for _, p := range tc.pods(t, ns, node) {
 				g.Expect(gen.CreatePod(ctx, bed.Client, p)).To(Succeed())
@@ -152,4 +181,26 @@ func TestStepFollowsTheDrainOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A forced drain deletes what must leave, and never kmaint's own hook
+// Job's pod: it may be the work the node waits for.
+func TestForceLeavesHookPodsBe(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, node := "drain-force-hooks", "drain-force-hooks-node"
+	g.Expect(bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(node))).To(Succeed())
+	hook, web := hookPod(ns, node), gen.Pod(ns, "web", node, nil)
+	hook.Spec.Volumes = nil // emptyDir data alone would keep it
+	for _, p := range []*corev1.Pod{hook, web} {
+		g.Expect(gen.CreatePod(ctx, bed.Client, p)).To(Succeed())
+	}
+	d := &drain.Drainer{Client: kubernetes.NewForConfigOrDie(bed.Config), HooksNamespace: ns}
+	var recorded []string
+	deleted, err := d.Force(ctx, node, v1alpha1.DrainOptions{}, func(pods []string) error { recorded = pods; return nil })
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(recorded).To(Equal([]string{ns + "/web"}))
+	g.Expect(deleted).To(Equal([]string{ns + "/web"}))
+	g.Expect(bed.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: hook.Name}, &corev1.Pod{})).To(Succeed(), "the hook's pod stays")
 }
