@@ -36,10 +36,23 @@ type Key struct {
 	node     string
 	boot     string
 	admitted int64
+	// afterHooks is the drain taken again once the node's beforeReboot
+	// hooks passed (AfterHooks).
+	afterHooks bool
 }
 
 func KeyOf(node, boot string, admitted time.Time) Key {
 	return Key{node: node, boot: boot, admitted: admitted.UnixNano()}
+}
+
+// AfterHooks is the same drain taken again once the node's beforeReboot
+// hooks passed: a new drain to Follow, whose steps all begin after the
+// call that first asks for it. A node may wait at its hooks for minutes,
+// and a pod that landed on it just before they passed would go unseen by
+// a step taken before it.
+func (k Key) AfterHooks() Key {
+	k.afterHooks = true
+	return k
 }
 
 // StepResult is what a node's last drain step found.

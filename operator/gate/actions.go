@@ -156,7 +156,8 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			continue
 		}
 		if marked && drainedForHooks(v) {
-			errs = append(errs, r.beforeReboot(ctx, st, v, mayApprove[name], used))
+			following[name] = true
+			errs = append(errs, r.beforeReboot(ctx, st, v, mayApprove[name], used, true))
 			continue
 		}
 		var last drain.StepResult
@@ -188,8 +189,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			// step, under way, looks again before the node is approved.
 			st.drains[name] = drainReport{message: "drained; looking once more before its approval"}
 		case drained:
-			r.steps.Stop(name)
-			errs = append(errs, r.beforeReboot(ctx, st, v, true, used))
+			errs = append(errs, r.beforeReboot(ctx, st, v, true, used, false))
 		case st.now.Sub(st.drainStart(v)) >= timeout:
 			r.steps.Stop(name)
 			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.Progress, last.Err, mayApprove[name]))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/hooks"
 )
 
@@ -251,21 +252,41 @@ func (st *poolState) drainStart(v *nodeView) time.Time {
 	return v.Admission.Time
 }
 
-// drained reports whether the node reached its beforeReboot hooks for its
-// admission: its drain is done, and is not stepped again.
+// drainedForHooks reports whether the node reached its beforeReboot hooks
+// for its admission: its drain was done. It goes on stepping while the
+// node waits there (drain), so that a pod that lands on it meanwhile (one
+// that tolerates the cordon, or is bound to the node by name) is evicted
+// before the reboot, its PodDisruptionBudget holding.
 func drainedForHooks(v *nodeView) bool {
 	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
 		v.Hook.Token == protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeReboot)
 }
 
 // beforeReboot runs the beforeReboot hooks of a drained node, and approves
-// its reboot once they passed and its approval fits the budget.
-func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) error {
+// its reboot once they passed, its approval fits the budget, and, if it
+// waited at them (waited; not when its drain ended in this pass), once a
+// drain taken again after they passed finds it drained: a hook may take
+// minutes, and a pod that landed meanwhile (one that tolerates the cordon,
+// or is bound to the node by name) is evicted before the reboot, its
+// PodDisruptionBudget holding, not killed by it. While the node waits at
+// its hooks its drain goes on, and evicts such pods as they land.
+func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int, waited bool) error {
 	outcome, err := r.atHooks(ctx, st, v, protocol.BeforeReboot, v.Admission.BootID)
 	if err != nil {
 		return err
 	}
 	v = st.view(v.Node.Name)
+	var redrain *drainReport
+	if waited {
+		key := drain.KeyOf(v.Node.Name, v.Admission.BootID, v.Admission.Time)
+		if outcome == hookPassed {
+			key = key.AfterHooks()
+		}
+		last, stepped := r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
+		if outcome == hookPassed {
+			redrain = redrainReport(last, stepped)
+		}
+	}
 	switch {
 	case outcome != hookPassed:
 		return r.heldByHooks(ctx, st, v, outcome)
@@ -273,8 +294,29 @@ func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeVie
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
 			"drained and its beforeReboot hooks passed; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
 		return nil
+	case redrain != nil:
+		// No deadline gives it up here: its hooks' work is done, and an
+		// eviction refused is for a person to see and settle.
+		st.drains[v.Node.Name] = drainReport{blocked: redrain.blocked,
+			message: "its beforeReboot hooks passed; its approval waits for the drain to find it drained again: " + redrain.message}
+		return nil
 	}
 	return r.approve(ctx, st, v, nil)
+}
+
+// redrainReport is nil when the drain's last step, taken a moment ago,
+// found the node drained; else it says where the drain stands.
+func redrainReport(last drain.StepResult, stepped bool) *drainReport {
+	switch {
+	case !stepped:
+		return &drainReport{message: "its first step is under way"}
+	case last.Err == nil && last.Progress.Done && last.Stale:
+		return &drainReport{message: "looking once more"}
+	case last.Err == nil && last.Progress.Done:
+		return nil
+	}
+	rep := report(last.Progress, last.Err)
+	return &rep
 }
 
 // heldByHooks reports a node its hooks hold before its reboot, in the
