@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -256,51 +255,33 @@ func (p *NodePods) stopLocked() {
 // can, and watched through c from where they are not: the drain helper's
 // client.
 func (p *NodePods) client(c kubernetes.Interface) kubernetes.Interface {
-	return nodePodsClient{Interface: c, pods: p}
+	return withPodLists(c, func(namespace string, list listPods) listPods {
+		if namespace != metav1.NamespaceAll {
+			return list
+		}
+		return func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+			return p.answer(ctx, c, opts, list)
+		}
+	})
 }
 
-type nodePodsClient struct {
-	kubernetes.Interface
-	pods *NodePods
-}
-
-func (c nodePodsClient) CoreV1() corev1client.CoreV1Interface {
-	return nodePodsCore{CoreV1Interface: c.Interface.CoreV1(), client: c}
-}
-
-type nodePodsCore struct {
-	corev1client.CoreV1Interface
-	client nodePodsClient
-}
-
-func (c nodePodsCore) Pods(namespace string) corev1client.PodInterface {
-	if namespace != metav1.NamespaceAll {
-		return c.CoreV1Interface.Pods(namespace)
+// answer answers a List of all pods from the watch, or lists through list
+// and starts one through c.
+func (p *NodePods) answer(ctx context.Context, c kubernetes.Interface, opts metav1.ListOptions, list listPods) (*corev1.PodList, error) {
+	if kept, ok := p.list(opts); ok {
+		return kept, nil
 	}
-	return nodePodsOf{PodInterface: c.CoreV1Interface.Pods(namespace), client: c.client}
-}
-
-type nodePodsOf struct {
-	corev1client.PodInterface
-	client nodePodsClient
-}
-
-// List answers from the watch, or lists and starts one.
-func (o nodePodsOf) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
-	if list, ok := o.client.pods.list(opts); ok {
-		return list, nil
-	}
-	list, err := o.PodInterface.List(ctx, opts)
+	listed, err := list(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	o.client.pods.listed(o.client.Interface, opts, list)
+	p.listed(c, opts, listed)
 	// The step reads the pods as the watch keeps them, from the first:
 	// every step sees the same fields of them.
-	if kept, ok := o.client.pods.list(opts); ok {
+	if kept, ok := p.list(opts); ok {
 		return kept, nil
 	}
-	return list, nil
+	return listed, nil
 }
 
 // slimPod is what a drain reads of a pod: what kubectl's drain filters

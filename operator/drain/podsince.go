@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // A node's pods, read from the API server's watch cache.
@@ -42,40 +41,17 @@ func PodsVersion(ctx context.Context, c kubernetes.Interface) (string, error) {
 	return list.ResourceVersion, nil
 }
 
-// podsSince returns c listing pods not older than version.
+// podsSince returns c listing pods not older than version, unless the
+// caller asked for a version itself or continues a list (whose token holds
+// its version).
 func podsSince(c kubernetes.Interface, version string) kubernetes.Interface {
-	return podsSinceClient{Interface: c, since: version}
-}
-
-type podsSinceClient struct {
-	kubernetes.Interface
-	since string
-}
-
-func (c podsSinceClient) CoreV1() corev1client.CoreV1Interface {
-	return podsSinceCore{CoreV1Interface: c.Interface.CoreV1(), since: c.since}
-}
-
-type podsSinceCore struct {
-	corev1client.CoreV1Interface
-	since string
-}
-
-func (c podsSinceCore) Pods(namespace string) corev1client.PodInterface {
-	return podsSinceOf{PodInterface: c.CoreV1Interface.Pods(namespace), since: c.since}
-}
-
-type podsSinceOf struct {
-	corev1client.PodInterface
-	since string
-}
-
-// List lists pods not older than the version, unless the caller asked for
-// a version itself or continues a list (whose token holds its version).
-func (p podsSinceOf) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
-	if opts.ResourceVersion == "" && opts.Continue == "" {
-		opts.ResourceVersion = p.since
-		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
-	}
-	return p.PodInterface.List(ctx, opts)
+	return withPodLists(c, func(_ string, list listPods) listPods {
+		return func(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+			if opts.ResourceVersion == "" && opts.Continue == "" {
+				opts.ResourceVersion = version
+				opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+			}
+			return list(ctx, opts)
+		}
+	})
 }
