@@ -112,10 +112,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 // the pool's timeout (drain.onTimeout). It returns when to come back while
 // drains are in progress.
 func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
-	timeout := defaultDrainTimeout
-	if t := st.pool.Spec.Drain.Timeout; t != nil && t.Duration > 0 {
-		timeout = t.Duration
-	}
+	timeout := drainTimeout(st.pool)
 	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
@@ -210,6 +207,14 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	}
 	r.steps.StopOthers(st.pool.Name, following)
 	return requeue, errors.Join(errs...)
+}
+
+// drainTimeout is how long a drain of the pool may take (drain.timeout).
+func drainTimeout(p *v1alpha1.MaintenancePool) time.Duration {
+	if t := p.Spec.Drain.Timeout; t != nil && t.Duration > 0 {
+		return t.Duration
+	}
+	return defaultDrainTimeout
 }
 
 // drainReport is where a drain stands, for the pool's Draining condition.

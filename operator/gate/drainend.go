@@ -123,9 +123,13 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d de
 }
 
 // force deletes the pods eviction could not move, recording them on the
-// node first, and approves the reboot in the same pass. The record names
-// the boot and requests, so that the NodeMaintenance controller tells the
-// request it was forced whenever it looks, before or after the reboot.
+// node first, and then takes the node on as drained: to its beforeReboot
+// hooks, or to its approval in the same pass when it has none (or they
+// passed already: a drain taken again after them was forced). A forced
+// drain lets a node past nothing else: approved straight away, it skipped
+// the work its beforeReboot hooks were for. The record names the boot and
+// requests, so that the NodeMaintenance controller tells the request it
+// was forced whenever it looks, before or after the reboot.
 func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration) error {
 	if behind := r.cacheBehind(ctx, st); behind != "" {
 		// Forcing approves: nothing is deleted before it may.
@@ -156,14 +160,23 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, time
 			return err
 		}
 	}
-	msg := forcing.Message(v.Node.Name)
-	if err := r.approve(ctx, st, v, &forcing); err != nil {
-		return err
-	}
 	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", timeout, "deleted", forcing.Pods)
 	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
-	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", msg)
-	return nil
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", forcing.Message(v.Node.Name))
+	// Forcing is only taken when the approval fits the budget: used is
+	// not read.
+	r.steps.Stop(v.Node.Name)
+	return r.beforeReboot(ctx, st, v, true, 0, false)
+}
+
+// forcedRecord is the node's forced-drain record if its current admission
+// was forced, for its approval to keep; else nil.
+func forcedRecord(v *nodeView) *protocol.DrainForcing {
+	if !forcedThisAdmission(v) {
+		return nil
+	}
+	f := *v.DrainForced
+	return &f
 }
 
 // forcedThisAdmission reports whether the node's forced-drain record is

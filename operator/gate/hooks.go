@@ -227,11 +227,13 @@ func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress 
 	return nil
 }
 
-// hookPassedAt is when the node passed its beforeDrain hooks for its
-// admission, from when its drain is timed; zero when it has none.
-func (st *poolState) hookPassedAt(v *nodeView) time.Time {
-	if v.Hook == nil || v.Hook.Point != protocol.BeforeDrain || v.Admission == nil ||
-		v.Hook.Token != protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeDrain) {
+// hookPassedAt is when the node passed its hooks at point (before its
+// reboot) for its admission, from when a drain after them is timed: the
+// last hook's pass. Zero when it is not at the point, or no pass is
+// recorded (the pool's hooks there were removed).
+func hookPassedAt(v *nodeView, point protocol.HookPoint) time.Time {
+	if v.Hook == nil || v.Hook.Point != point || v.Admission == nil ||
+		v.Hook.Token != protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, point) {
 		return time.Time{}
 	}
 	var last time.Time
@@ -246,7 +248,7 @@ func (st *poolState) hookPassedAt(v *nodeView) time.Time {
 // drainStart is when the node's drain began: at its admission, or once
 // its beforeDrain hooks passed.
 func (st *poolState) drainStart(v *nodeView) time.Time {
-	if t := st.hookPassedAt(v); t.After(v.Admission.Time) {
+	if t := hookPassedAt(v, protocol.BeforeDrain); t.After(v.Admission.Time) {
 		return t
 	}
 	return v.Admission.Time
@@ -277,31 +279,47 @@ func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeVie
 	}
 	v = st.view(v.Node.Name)
 	var redrain *drainReport
+	var last drain.StepResult
 	if waited {
 		key := drain.KeyOf(v.Node.Name, v.Admission.BootID, v.Admission.Time)
 		if outcome == hookPassed {
 			key = key.AfterHooks()
 		}
-		last, stepped := r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
+		var stepped bool
+		last, stepped = r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
 		if outcome == hookPassed {
 			redrain = redrainReport(last, stepped)
 		}
 	}
+	timeout := drainTimeout(st.pool)
 	switch {
 	case outcome != hookPassed:
 		return r.heldByHooks(ctx, st, v, outcome)
+	case redrain != nil && pastDeadlineAfterHooks(v, last, st.now, timeout):
+		// The drain after the hooks is a drain like the first: the pool's
+		// timeout, counted from when they passed, and drain.onTimeout.
+		r.steps.Stop(v.Node.Name)
+		return r.atDeadline(ctx, st, v, timeout, last.Progress, last.Err, mayApprove)
 	case !mayApprove:
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: fmt.Sprintf(
 			"drained and its beforeReboot hooks passed; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
 		return nil
 	case redrain != nil:
-		// No deadline gives it up here: its hooks' work is done, and an
-		// eviction refused is for a person to see and settle.
 		st.drains[v.Node.Name] = drainReport{blocked: redrain.blocked,
 			message: "its beforeReboot hooks passed; its approval waits for the drain to find it drained again: " + redrain.message}
 		return nil
 	}
-	return r.approve(ctx, st, v, nil)
+	return r.approve(ctx, st, v, forcedRecord(v))
+}
+
+// pastDeadlineAfterHooks reports whether the drain taken again after the
+// node's beforeReboot hooks passed is past the pool's timeout, counted from
+// their last pass. Only a step's finding is past it: a drain whose first
+// step is under way is not, nor one whose hooks' passes are not recorded
+// (removed from the pool while the node waited), which waits for a person.
+func pastDeadlineAfterHooks(v *nodeView, last drain.StepResult, now time.Time, timeout time.Duration) bool {
+	passed := hookPassedAt(v, protocol.BeforeReboot)
+	return !last.At.IsZero() && !passed.IsZero() && now.Sub(passed) >= timeout
 }
 
 // redrainReport is nil when the drain's last step, taken a moment ago,

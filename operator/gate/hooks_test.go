@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,10 +68,13 @@ type heldJob struct {
 	daemons  *harness.Daemons
 }
 
-func newHeldJob(t *testing.T, name string) heldJob {
+func newHeldJob(t *testing.T, name string, change ...func(*v1alpha1.MaintenancePool)) heldJob {
 	t.Helper()
 	pool := gen.Pool(name, intstr.FromInt32(1))
 	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeReboot: []v1alpha1.Hook{jobHook("upgrade")}}
+	for _, c := range change {
+		c(pool)
+	}
 	createPool(t, pool)
 	h := heldJob{node: createNodes(t, name, name, 1)[0], ns: "hooks-" + name}
 	h.daemons = runDaemons(t, name, false)
@@ -481,52 +483,6 @@ func TestUncordonedAtItsHookTheNodeDrainsAgain(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
 	h.finish(g)
-}
-
-// A pod that lands on a node while it waits at its beforeReboot hooks (it
-// tolerates the cordon, or is bound to the node by name) is evicted before
-// the reboot, its PodDisruptionBudget holding: the approval waits for the
-// drain to find the node drained again. The hook Job's own pod on the node
-// is left be. Approved on the drain that ended before the hook, the node
-// rebooted with the pod on it, the budget unasked.
-func TestAPodThatLandsAtABeforeRebootHookIsEvictedBeforeTheReboot(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	h := newHeldJob(t, "hooklanded")
-	node := h.node
-	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
-	h.started(t, g)
-	g.Eventually(func(g Gomega) { g.Expect(hookRecord(g, node).Hooks[0].JobStarted.IsZero()).To(BeFalse()) }, timeout).Should(Succeed())
-
-	job := h.jobs.Made()[0]
-	hookPod := gen.Pod(h.ns, job.Name+"-x7k2p", node, job.Spec.Template.Labels)
-	hookPod.OwnerReferences[0].APIVersion, hookPod.OwnerReferences[0].Kind = "batch/v1", "Job"
-	hookPod.OwnerReferences[0].Name, hookPod.OwnerReferences[0].UID = job.Name, job.UID
-	landed := gen.Pod("default", "landed-"+node, node, map[string]string{"app": "landed-" + node})
-	for _, p := range []*corev1.Pod{hookPod, landed} {
-		g.Expect(gen.CreatePod(ctx, bed.Client, p)).To(Succeed())
-	}
-	g.Expect(gen.PDB(ctx, bed.Client, "default", landed.Name, landed.Labels, 0)).To(Succeed())
-	g.Expect(harness.FinishJob(ctx, bed.Client, job, harness.JobOutcome{})).To(Succeed())
-
-	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getPool(g, "hooklanded").Status.Conditions, v1alpha1.DrainingCondition)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Message).To(ContainSubstring("its beforeReboot hooks passed; its approval waits for the drain to find it drained again"))
-		g.Expect(c.Message).To(ContainSubstring("eviction of pod default/" + landed.Name + " refused"))
-	}, timeout).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
-		g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(landed), &corev1.Pod{})).To(Succeed())
-	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
-
-	// The budget allows the eviction: the pod goes, then the node reboots.
-	g.Expect(bed.Client.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: landed.Name}})).To(Succeed())
-	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
-	g.Expect(h.daemons.Count(node)).To(Equal(1))
-	err := bed.Client.Get(ctx, client.ObjectKeyFromObject(landed), &corev1.Pod{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the pod that landed was evicted: %v", err)
-	g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(hookPod), &corev1.Pod{})).To(Succeed(), "the hook's pod stays")
 }
 
 // A node that still asks for a config its pool no longer wants is not
