@@ -48,7 +48,7 @@ func (r *Reconciler) cacheBehind(ctx context.Context, st *poolState) string {
 	f := &st.freshness
 	if !f.asked {
 		f.asked = true
-		f.behind = r.readBehind(ctx, st.pool)
+		f.behind = r.readBehind(ctx, st.pool, st.gate)
 		if f.behind != "" {
 			st.wakeAt(st.now.Add(cacheBehindRetry))
 		}
@@ -56,9 +56,9 @@ func (r *Reconciler) cacheBehind(ctx context.Context, st *poolState) string {
 	return f.behind
 }
 
-// readBehind compares the cached pool and MaintenanceGate with the API
-// server's.
-func (r *Reconciler) readBehind(ctx context.Context, cached *v1alpha1.MaintenancePool) string {
+// readBehind compares the pool and MaintenanceGate the reconcile decided
+// from (cachedGate nil: there was none) with the API server's.
+func (r *Reconciler) readBehind(ctx context.Context, cached *v1alpha1.MaintenancePool, cachedGate *v1alpha1.MaintenanceGate) string {
 	live := &v1alpha1.MaintenancePool{}
 	switch err := r.apiReader.Get(ctx, types.NamespacedName{Name: cached.Name}, live); {
 	case apierrors.IsNotFound(err):
@@ -68,10 +68,6 @@ func (r *Reconciler) readBehind(ctx context.Context, cached *v1alpha1.Maintenanc
 	}
 	if why := poolBehind(cached, live); why != "" {
 		return why
-	}
-	cachedGate, err := r.readGate(ctx, r.Client)
-	if err != nil {
-		return fmt.Sprintf("cannot read MaintenanceGate %s from the operator's cache: %v", v1alpha1.ClusterGateName, err)
 	}
 	liveGate, err := r.readGate(ctx, r.apiReader)
 	if err != nil {

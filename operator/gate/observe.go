@@ -46,6 +46,10 @@ type poolState struct {
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
+	// gate is the cluster's MaintenanceGate as the cache had it when the
+	// reconcile read its stop (nil: none); freshness compares this one,
+	// the one the decisions came from, with the API server's.
+	gate *v1alpha1.MaintenanceGate
 	// freshness is what the API server said of the cache, asked before
 	// the first admission or approval (fresh.go).
 	freshness freshness

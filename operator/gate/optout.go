@@ -20,24 +20,15 @@ import (
 // (protocol.NodeOptOut) is known from the cache; what a node's pods say is
 // asked when its turn comes (pods.go).
 
-// readStop reads the cluster's MaintenanceGate from the cache.
-func (r *Reconciler) readStop(ctx context.Context) (*v1alpha1.Stop, error) {
-	g, err := r.readGate(ctx, r.Client)
-	if err != nil {
-		return nil, err
-	}
-	return v1alpha1.StopOf(g), nil // nil for no gate
-}
-
 // observeOptOuts reads what keeps nodes from being admitted that the cache
 // knows: the cluster's stop, the pool's blockingPodSelector, and the
 // opt-outs people set on the Nodes.
 func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
-	stop, err := r.readStop(ctx)
+	g, err := r.readGate(ctx, r.Client)
 	if err != nil {
 		return err
 	}
-	st.admission.stop = stop
+	st.gate, st.admission.stop = g, v1alpha1.StopOf(g) // nil for no gate
 	if sel := st.pool.Spec.BlockingPodSelector; sel != nil {
 		st.admission.podSelector, st.admission.podSelectorErr = sel.AsSelector()
 	}
