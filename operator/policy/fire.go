@@ -30,7 +30,7 @@ import (
 // evaluation that leaves the fire for the next reconcile: the last
 // candidates kept, lastScheduleTime unchanged, the reason as its error.
 func (r *Reconciler) holdFireForTheCache(ctx context.Context, p *v1alpha1.RebootPolicy, last *v1alpha1.RebootPolicyStatus, f *facts, ev evaluation) evaluation {
-	behind, err := r.selectionBehind(ctx, p, f)
+	behind, err := r.selectionBehind(ctx, f)
 	if err == nil && behind == "" {
 		return ev
 	}
@@ -44,18 +44,12 @@ func (r *Reconciler) holdFireForTheCache(ctx context.Context, p *v1alpha1.Reboot
 // selectionBehind says how the cache's selection (f.selected) differs
 // from the nodes the API server has that the policy selects; empty when
 // they agree.
-func (r *Reconciler) selectionBehind(ctx context.Context, p *v1alpha1.RebootPolicy, f *facts) (string, error) {
+func (r *Reconciler) selectionBehind(ctx context.Context, f *facts) (string, error) {
 	live := &metav1.PartialObjectMetadataList{}
 	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	var opts []client.ListOption
-	if p.Spec.NodeSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			return "", fmt.Errorf("spec.nodeSelector: %w", err)
-		}
-		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
-	}
-	if err := r.apiReader.List(ctx, live, opts...); err != nil {
+	// The selector the cache's selection was made with: the two differ
+	// only in what they are read from.
+	if err := r.apiReader.List(ctx, live, client.MatchingLabelsSelector{Selector: f.selector}); err != nil {
 		return "", fmt.Errorf("cannot tell whether the operator's cache holds the selected nodes as they stand: list nodes: %w", err)
 	}
 	seen := make(map[string]bool, len(live.Items))

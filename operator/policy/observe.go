@@ -25,6 +25,8 @@ import (
 // them is copied out of the cache: a reconcile only reads them.
 type facts struct {
 	// nodes are all nodes; selected the names the policy's selector picks.
+	// selector is that selector, parsed: a fire lists with it (fire.go).
+	selector labels.Selector
 	nodes    []corev1.Node
 	selected map[string]bool
 	// open holds nodes with an open request of any source.
@@ -83,6 +85,7 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.RebootPolicy) (*fa
 	}
 	f := &facts{
 		nodes:     nodes.Items,
+		selector:  sel,
 		selected:  map[string]bool{},
 		open:      map[string]bool{},
 		ownDone:   map[string]*v1alpha1.NodeMaintenance{},
