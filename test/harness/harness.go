@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"net"
 	"os"
 	"os/signal"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +88,13 @@ func StartOperator(t testing.TB, bed *testbed.Bed) (stop func()) {
 // a fake clock.
 func StartOperatorWith(t testing.TB, bed *testbed.Bed, opts operator.Options) (stop func()) {
 	t.Helper()
-	op, err := sim.StartOperator(context.Background(), bed.Config, opts)
+	return startOperatorOn(t, bed.Config, opts)
+}
+
+// startOperatorOn starts the operator with cfg until stop or the test's end.
+func startOperatorOn(t testing.TB, cfg *rest.Config, opts operator.Options) (stop func()) {
+	t.Helper()
+	op, err := sim.StartOperator(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +115,7 @@ func StartOperatorStalling(t testing.TB, bed *testbed.Bed, resource string, opts
 	watches := &StalledWatches{Resource: resource}
 	cfg := rest.CopyConfig(bed.Config)
 	cfg.Wrap(watches.Wrap)
-	op, err := sim.StartOperator(context.Background(), cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("operator stopped with an error: %v", err)
-		}
-	})
+	startOperatorOn(t, cfg, opts)
 	t.Cleanup(watches.Release) // before the operator stops: its watches must end
 	return watches
 }
