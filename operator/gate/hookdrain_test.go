@@ -35,10 +35,12 @@ func landAtHook(g Gomega, h heldJob) (hookPod, landed *corev1.Pod) {
 	hookPod.OwnerReferences[0].APIVersion, hookPod.OwnerReferences[0].Kind = "batch/v1", "Job"
 	hookPod.OwnerReferences[0].Name, hookPod.OwnerReferences[0].UID = job.Name, job.UID
 	landed = gen.Pod("default", "landed-"+h.node, h.node, map[string]string{"app": "landed-" + h.node})
+	// The budget comes first: the node's drain goes on while it waits at
+	// its hook, and a step between the pod and its budget evicted it.
+	g.Expect(gen.PDB(ctx, bed.Client, "default", landed.Name, landed.Labels, 0)).To(Succeed())
 	for _, p := range []*corev1.Pod{hookPod, landed} {
 		g.Expect(gen.CreatePod(ctx, bed.Client, p)).To(Succeed())
 	}
-	g.Expect(gen.PDB(ctx, bed.Client, "default", landed.Name, landed.Labels, 0)).To(Succeed())
 	return hookPod, landed
 }
 
