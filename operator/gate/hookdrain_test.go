@@ -148,3 +148,30 @@ func TestAForcedDrainStillMeetsTheBeforeRebootHooks(t *testing.T) {
 	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(c.Message).To(ContainSubstring("default/" + db.Name))
 }
+
+// A node whose beforeReboot hooks are taken out of its pool while it waits
+// at them, with a pod landed on it that its budget keeps, has a drain like
+// any other: its deadline counted from its admission, and drain.onTimeout
+// (Abandon) lets it go, its request failed with the pod named. It neither
+// reboots with the pod nor holds the pool's slot for good.
+func TestHooksTakenOutWhileANodeWaitsLeaveItsDrainADeadline(t *testing.T) {
+	g := NewWithT(t)
+	const drainTimeout = 8 * time.Second
+	h := newHeldJob(t, "hookgone", func(p *v1alpha1.MaintenancePool) {
+		p.Spec.Drain.Timeout = &metav1.Duration{Duration: drainTimeout}
+		p.Spec.Drain.OnTimeout = v1alpha1.DrainAbandonAction
+	})
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
+	h.started(t, g)
+	_, landed := landAtHook(g, h)
+	harness.PatchPool(g, bed, "hookgone", func(p *v1alpha1.MaintenancePool) { p.Spec.Hooks = nil })
+
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, h.node)
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+		g.Expect(n.Spec.Unschedulable).To(BeFalse())
+		g.Expect(n.Annotations[protocol.DrainFailed]).To(And(ContainSubstring("DrainTimeout"), ContainSubstring("default/"+landed.Name)))
+	}, timeout).Should(Succeed())
+	g.Expect(h.daemons.Count(h.node)).To(BeZero())
+	g.Expect(bed.Client.Get(context.Background(), client.ObjectKeyFromObject(landed), &corev1.Pod{})).To(Succeed(), "nothing forced it out")
+}

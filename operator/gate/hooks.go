@@ -315,8 +315,9 @@ func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeVie
 // pastDeadlineAfterHooks reports whether the drain taken again after the
 // node's beforeReboot hooks passed is past the pool's timeout, counted from
 // their last pass. Only a step's finding is past it: a drain whose first
-// step is under way is not, nor one whose hooks' passes are not recorded
-// (removed from the pool while the node waited), which waits for a person.
+// step is under way is not. A node whose hooks were taken out of its pool
+// while it waited has no passes recorded: the record goes, and from the
+// next pass on its drain is the first one again, timed from its admission.
 func pastDeadlineAfterHooks(v *nodeView, last drain.StepResult, now time.Time, timeout time.Duration) bool {
 	passed := hookPassedAt(v, protocol.BeforeReboot)
 	return !last.At.IsZero() && !passed.IsZero() && now.Sub(passed) >= timeout
