@@ -75,6 +75,7 @@ func TestSoak(t *testing.T) {
 		}
 	})
 	pools := []string{"soak-a", "soak-b", "soak-c"}
+	setUpAt := time.Now()
 	s := setUp(t, pools, *nodes, func(i int) int { return 3 + i%2 })
 	ctx, c, check, ops := s.ctx, s.cluster, s.checker, s.replicas
 
@@ -112,6 +113,8 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
+	t.Logf("soak: set up in %s; every request ended %s after the faults stopped (bound %s)",
+		start.Sub(setUpAt).Round(time.Second), ended.Sub(quiet).Round(time.Second), endBound)
 	if res.RebootsByDaemon+res.RebootsByHand < *minReboots {
 		t.Errorf("%d reboots, fewer than -soak.min-reboots=%d: the run does not show what it should", res.RebootsByDaemon+res.RebootsByHand, *minReboots)
 	}
