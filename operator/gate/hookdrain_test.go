@@ -50,6 +50,34 @@ func drainingMessage(g Gomega, pool string) string {
 	return c.Message
 }
 
+// landedAtAbandoningHook starts the operator on a pool whose drain gives
+// a node up after 8 s (Abandon), asks for its node's reboot, and lands a
+// pod at the node's beforeReboot hook (landAtHook).
+func landedAtAbandoningHook(t *testing.T, g Gomega, pool string) (heldJob, *corev1.Pod) {
+	h := newHeldJob(t, pool, func(p *v1alpha1.MaintenancePool) {
+		p.Spec.Drain.Timeout = &metav1.Duration{Duration: 8 * time.Second}
+		p.Spec.Drain.OnTimeout = v1alpha1.DrainAbandonAction
+	})
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
+	h.started(t, g)
+	_, landed := landAtHook(g, h)
+	return h, landed
+}
+
+// expectAbandonedFor waits for the node of h to be let go at its drain's
+// deadline, its request failed naming the landed pod; the node did not
+// reboot, and nothing forced the pod out.
+func expectAbandonedFor(g Gomega, h heldJob, landed *corev1.Pod) {
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, h.node)
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
+		g.Expect(n.Spec.Unschedulable).To(BeFalse())
+		g.Expect(n.Annotations[protocol.DrainFailed]).To(And(ContainSubstring("DrainTimeout"), ContainSubstring("default/"+landed.Name)))
+	}, timeout).Should(Succeed())
+	g.Expect(h.daemons.Count(h.node)).To(BeZero())
+	g.Expect(bed.Client.Get(context.Background(), client.ObjectKeyFromObject(landed), &corev1.Pod{})).To(Succeed(), "nothing forced it out")
+}
+
 // A pod that lands on a node while it waits at its beforeReboot hooks (it
 // tolerates the cordon, or is bound to the node by name) is evicted before
 // the reboot, its PodDisruptionBudget holding: the approval waits for the
@@ -92,28 +120,13 @@ func TestAPodThatLandsAtABeforeRebootHookIsEvictedBeforeTheReboot(t *testing.T) 
 // the pool's slot, for good.
 func TestTheDrainAfterTheBeforeRebootHooksHasTheDrainsDeadline(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	const drainTimeout = 8 * time.Second
-	h := newHeldJob(t, "hookdeadline", func(p *v1alpha1.MaintenancePool) {
-		p.Spec.Drain.Timeout = &metav1.Duration{Duration: drainTimeout}
-		p.Spec.Drain.OnTimeout = v1alpha1.DrainAbandonAction
-	})
-	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
-	h.started(t, g)
-	_, landed := landAtHook(g, h)
-	g.Expect(harness.FinishJob(ctx, bed.Client, h.jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
+	h, landed := landedAtAbandoningHook(t, g, "hookdeadline")
+	g.Expect(harness.FinishJob(context.Background(), bed.Client, h.jobs.Made()[0], harness.JobOutcome{})).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(drainingMessage(g, "hookdeadline")).To(ContainSubstring("eviction of pod default/" + landed.Name + " refused"))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		n := getNode(g, h.node)
-		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
-		g.Expect(n.Spec.Unschedulable).To(BeFalse())
-		g.Expect(n.Annotations[protocol.DrainFailed]).To(And(ContainSubstring("DrainTimeout"), ContainSubstring("default/"+landed.Name)))
-	}, timeout).Should(Succeed())
-	g.Expect(h.daemons.Count(h.node)).To(BeZero())
-	g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(landed), &corev1.Pod{})).To(Succeed(), "nothing forced it out")
+	expectAbandonedFor(g, h, landed)
 }
 
 // A drain forced at its deadline takes the node to its beforeReboot hooks
@@ -156,22 +169,7 @@ func TestAForcedDrainStillMeetsTheBeforeRebootHooks(t *testing.T) {
 // reboots with the pod nor holds the pool's slot for good.
 func TestHooksTakenOutWhileANodeWaitsLeaveItsDrainADeadline(t *testing.T) {
 	g := NewWithT(t)
-	const drainTimeout = 8 * time.Second
-	h := newHeldJob(t, "hookgone", func(p *v1alpha1.MaintenancePool) {
-		p.Spec.Drain.Timeout = &metav1.Duration{Duration: drainTimeout}
-		p.Spec.Drain.OnTimeout = v1alpha1.DrainAbandonAction
-	})
-	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
-	h.started(t, g)
-	_, landed := landAtHook(g, h)
+	h, landed := landedAtAbandoningHook(t, g, "hookgone")
 	harness.PatchPool(g, bed, "hookgone", func(p *v1alpha1.MaintenancePool) { p.Spec.Hooks = nil })
-
-	g.Eventually(func(g Gomega) {
-		n := getNode(g, h.node)
-		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Admitted))
-		g.Expect(n.Spec.Unschedulable).To(BeFalse())
-		g.Expect(n.Annotations[protocol.DrainFailed]).To(And(ContainSubstring("DrainTimeout"), ContainSubstring("default/"+landed.Name)))
-	}, timeout).Should(Succeed())
-	g.Expect(h.daemons.Count(h.node)).To(BeZero())
-	g.Expect(bed.Client.Get(context.Background(), client.ObjectKeyFromObject(landed), &corev1.Pod{})).To(Succeed(), "nothing forced it out")
+	expectAbandonedFor(g, h, landed)
 }
