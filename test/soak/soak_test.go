@@ -113,7 +113,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
-	t.Logf("soak: set up in %s; every request ended %s after the faults stopped (bound %s)",
+	t.Logf("soak: set up in %s; waited %s after the faults stopped for every request to end (bound %s)",
 		start.Sub(setUpAt).Round(time.Second), ended.Sub(quiet).Round(time.Second), endBound)
 	if res.RebootsByDaemon+res.RebootsByHand < *minReboots {
 		t.Errorf("%d reboots, fewer than -soak.min-reboots=%d: the run does not show what it should", res.RebootsByDaemon+res.RebootsByHand, *minReboots)
