@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	duration   = flag.Duration("soak.duration", 3*time.Minute, "how long faults and requests are made; then they stop and every request must end")
+	duration   = flag.Duration("soak.duration", 3*time.Minute, "how long faults and requests are made, at least: on until -soak.min-reboots reboots were seen, for at most twice as long again; then they stop and every request must end")
 	seed       = flag.Uint64("soak.seed", 1, "the seed of the random schedule; a failing run names it, to be replayed")
 	nodes      = flag.Int("soak.nodes", 24, "nodes per pool (three pools)")
 	pace       = flag.Duration("soak.pace", 300*time.Millisecond, "mean time between two requests the schedule makes")
@@ -54,6 +54,12 @@ const (
 	nodeReturnTimeout = 20 * time.Second
 	// endBound is how long every request has to end once the faults stop.
 	endBound = 5 * time.Minute
+	// stretch bounds how much longer than -soak.duration the schedule
+	// goes on for want of -soak.min-reboots reboots: a machine other work
+	// hogs reboots fewer nodes in the same time, and the run must still
+	// show what it should; one that cannot reach them in three times the
+	// duration fails.
+	stretch = 2
 	// grace is the checker's: how long a change stands before an
 	// admission is held to it.
 	grace = 10 * time.Second
@@ -227,7 +233,9 @@ func dumpHeld(t *testing.T, c *sim.Cluster) {
 	}
 }
 
-// run does what the schedule draws until the deadline, sampling the
+// run does what the schedule draws until the deadline (and on past it,
+// for at most stretch times -soak.duration, while fewer than
+// -soak.min-reboots reboots were seen), sampling the
 // replicas every ten seconds: a request every -soak.pace and a fault every
 // -soak.fault-pace, on average, each at exponential gaps (things land at
 // random moments, sometimes together). A kind behind its share of
@@ -239,10 +247,19 @@ func (s *soak) run(t *testing.T, deadline time.Time) {
 		c.next = time.Now().Add(s.gap(c.mean))
 	}
 	nextSample := time.Now()
+	limit, stretched := deadline.Add(stretch**duration), false
 	for {
 		c := slices.MinFunc(clocks, func(a, b *clock) int { return a.next.Compare(b.next) })
 		if c.next.After(deadline) {
-			return
+			byDaemon, byHand := s.checker.Reboots()
+			if byDaemon+byHand >= *minReboots || c.next.After(limit) {
+				return
+			}
+			if !stretched {
+				stretched = true
+				t.Logf("soak: %d reboots in %s, fewer than -soak.min-reboots=%d: the schedule goes on until there are, for at most %s more",
+					byDaemon+byHand, *duration, *minReboots, stretch**duration)
+			}
 		}
 		if time.Now().After(nextSample) {
 			s.replicas.sample(start)
