@@ -200,9 +200,16 @@ func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenanceP
 // pod that never ran would make every budget look generous. A pod given
 // with conditions in its status gets that status, as its kubelet reports it
 // (but for the QoS class, which the API server sets).
+//
+// A pod for a node is created unbound, marked Running, and only then bound
+// to its node: a drain going on there would otherwise find it Pending in
+// between and evict it past its budget, which no test means.
 func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	reported := pod.Status.DeepCopy()
+	node := pod.Spec.NodeName
+	pod.Spec.NodeName = ""
 	if err := c.Create(ctx, pod); err != nil {
+		pod.Spec.NodeName = node
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	// Like a kubelet, it tries again when a loaded API server fails: a pod
@@ -227,6 +234,27 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
 	}
+	if node == "" {
+		return nil
+	}
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	bind := func() error {
+		err := c.SubResource("binding").Create(ctx, pod, binding)
+		if apierrors.IsConflict(err) { // a try whose answer was lost may have bound it
+			bound := &corev1.Pod{}
+			if getErr := c.Get(ctx, client.ObjectKeyFromObject(pod), bound); getErr == nil && bound.Spec.NodeName == node {
+				return nil
+			}
+		}
+		return err
+	}
+	if err := kubeletRetry(ctx, bind); err != nil {
+		return fmt.Errorf("bind pod %s/%s to node %s: %w", pod.Namespace, pod.Name, node, err)
+	}
+	pod.Spec.NodeName = node
 	return nil
 }
 
