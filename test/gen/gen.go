@@ -203,11 +203,14 @@ func Pool(name string, maxUnavailable intstr.IntOrString) *v1alpha1.MaintenanceP
 //
 // A pod for a node is created unbound, marked Running, and only then bound
 // to its node: a drain going on there would otherwise find it Pending in
-// between and evict it past its budget, which no test means.
+// between and evict it past its budget, which no test means. A mirror pod
+// is created on its node, as the API server asks; no drain evicts it.
 func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	reported := pod.Status.DeepCopy()
 	node := pod.Spec.NodeName
-	pod.Spec.NodeName = ""
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
+		pod.Spec.NodeName = ""
+	}
 	if err := c.Create(ctx, pod); err != nil {
 		pod.Spec.NodeName = node
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -234,7 +237,7 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
 	}
-	if node == "" {
+	if node == "" || pod.Spec.NodeName == node {
 		return nil
 	}
 	binding := &corev1.Binding{
