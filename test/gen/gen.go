@@ -235,6 +235,7 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		return err
 	})
 	if err != nil {
+		pod.Spec.NodeName = node
 		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
 	}
 	if node == "" || pod.Spec.NodeName == node {
