@@ -45,9 +45,11 @@ func TestCreatePodNeverShowsANodeAPendingPod(t *testing.T) {
 	running := map[string]bool{}
 	for len(running) < 2 {
 		select {
-		case ev := <-w.ResultChan():
+		case ev, open := <-w.ResultChan():
+			g.Expect(open).To(BeTrue(), "the node's watch ended with only %v seen Running", running)
 			g.Expect(ev.Type).NotTo(Equal(watch.Error), "%v", ev.Object)
-			p := ev.Object.(*corev1.Pod)
+			p, ok := ev.Object.(*corev1.Pod)
+			g.Expect(ok).To(BeTrue(), "the watch sent %T", ev.Object)
 			if p.Name == mirror.Name && p.Status.Phase == corev1.PodPending {
 				continue // created on its node; no drain evicts a mirror pod
 			}

@@ -238,7 +238,7 @@ func CreatePod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		pod.Spec.NodeName = node
 		return fmt.Errorf("set pod %s/%s running: %w", pod.Namespace, pod.Name, err)
 	}
-	if node == "" || pod.Spec.NodeName == node {
+	if node == "" || pod.Spec.NodeName == node { // no node, or a mirror pod made there
 		return nil
 	}
 	binding := &corev1.Binding{
