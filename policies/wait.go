@@ -120,10 +120,10 @@ type Budget struct {
 	// for one node, just it.
 	Pending int
 	Waiting []string
-	// Elsewhere names the nodes the pool admitted that another pool
-	// selects now: they count in Unavailable until their reboot completes.
-	// Unused for one node.
-	Elsewhere []string
+	// Relabelled names the nodes in flight in the pool whose labels put
+	// them in another pool now: they stay the pool's, and count in
+	// Unavailable, until their maintenance ends. Unused for one node.
+	Relabelled []string
 }
 
 // WaitFunc is one reason to wait: it returns the condition's reason and
@@ -389,8 +389,8 @@ func BudgetExhausted(in WaitInput) (string, string, bool) {
 	if more := b.Pending - len(b.Waiting); more > 0 {
 		msg += fmt.Sprintf(" and %d more", more)
 	}
-	if len(b.Elsewhere) > 0 {
-		msg += "; counted until their reboot completes, though in another pool now: " + strings.Join(b.Elsewhere, ", ")
+	if len(b.Relabelled) > 0 {
+		msg += "; counted until their maintenance ends, though their labels put them in another pool now: " + strings.Join(b.Relabelled, ", ")
 	}
 	return v1alpha1.BudgetExhaustedReason, msg, true
 }

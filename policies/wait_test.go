@@ -83,9 +83,9 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "broken", Node: node, Pools: []string{"default"}, SelectorErr: errors.New("spec.nodeSelector cannot be parsed: bad"), Paused: true},
 			wantReason: v1alpha1.InvalidSelectorReason, wantMessage: "pool broken might select the node and its spec.nodeSelector cannot be parsed: bad; no pool admits the node until that selector can be parsed",
 		},
-		"the budget counts nodes admitted here that are in another pool now": {
-			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 2, Pending: 1, Waiting: []string{"n1"}, Elsewhere: []string{"n0 (in q)"}}},
-			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 2 nodes may be unavailable and 1 are; waiting: n1; counted until their reboot completes, though in another pool now: n0 (in q)",
+		"the budget counts nodes in flight here whose labels put them in another pool now": {
+			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 1, Unavailable: 1, Nodes: 2, Pending: 1, Waiting: []string{"n1"}, Relabelled: []string{"n0 (labels: q)"}}},
+			wantReason: v1alpha1.BudgetExhaustedReason, wantMessage: "1 of 2 nodes may be unavailable and 1 are; waiting: n1; counted until their maintenance ends, though their labels put them in another pool now: n0 (labels: q)",
 		},
 		"thousands waiting: the first are named, the others counted": {
 			in:         policies.WaitInput{Pool: "p", Budget: policies.Budget{Max: 250, Unavailable: 250, Nodes: 5000, Pending: 4750, Waiting: []string{"n1", "n2"}}},

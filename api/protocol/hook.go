@@ -55,6 +55,12 @@ const Hook = Prefix + "hook"
 
 // HookRecord is the value of Hook.
 type HookRecord struct {
+	// Pool names the pool that admitted the node, whose hooks these are
+	// (Admission.Pool); empty in records written before records named it.
+	// It comes first: admission reads it from the start of the record to
+	// scope who may acknowledge the hooks
+	// (config/admission/hook-acknowledgements-policy.yaml).
+	Pool string `json:"pool,omitempty"`
 	// Point is where on the path the node waits.
 	Point HookPoint `json:"point"`
 	// BootID is the boot the point is for: the admitted boot before the
@@ -200,11 +206,41 @@ func (r HookRecord) Describe() string {
 const AckPrefix = "hooks.kmaint.io/"
 
 // HookToken names one point of one admission of one node: the node, the
-// boot the admission is for (the new boot for AfterReboot), when the
-// admission was made, and the point. Any change of them gives another.
-func HookToken(node, bootID string, admitted time.Time, point HookPoint) string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{node, bootID, admitted.UTC().Format(time.RFC3339Nano), string(point)}, "\x00")))
+// pool that admitted it, the boot the admission is for (the new boot for
+// AfterReboot), when the admission was made, and the point. Any change of
+// them gives another.
+func HookToken(node, pool, bootID string, admitted time.Time, point HookPoint) string {
+	return hookToken(node, bootID, admitted.UTC().Format(time.RFC3339Nano), string(point), pool)
+}
+
+// hookTokenWithoutPool is the token of records written before tokens bound
+// the pool (HookTokenAt).
+func hookTokenWithoutPool(node, bootID string, admitted time.Time, point HookPoint) string {
+	return hookToken(node, bootID, admitted.UTC().Format(time.RFC3339Nano), string(point))
+}
+
+func hookToken(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:12])
+}
+
+// HookTokenAt is the token of the node's admission at point, for the boot
+// bootID (the admitted boot, or the new one after the reboot); empty for a
+// node that is not admitted. A record of this admission and point written
+// before records named their pool keeps the token it was written with: the
+// acknowledgements written for it still open it and its Jobs keep their
+// names, so that an operator upgraded while a node waits at a hook neither
+// runs a Job of it twice nor asks again for what was acknowledged.
+func (s NodeState) HookTokenAt(point HookPoint, bootID string) string {
+	a := s.Admission
+	if a == nil || s.Node == nil {
+		return ""
+	}
+	if r := s.Hook; r != nil && r.Pool == "" && r.Point == point && r.BootID == bootID &&
+		r.Token == hookTokenWithoutPool(s.Node.Name, bootID, a.Time, point) {
+		return r.Token
+	}
+	return HookToken(s.Node.Name, a.Pool, bootID, a.Time, point)
 }
 
 // Acknowledged reports whether the node carries the acknowledgement of

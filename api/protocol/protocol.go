@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
@@ -135,11 +136,16 @@ type Admission struct {
 	Requests []string `json:"requests"`
 	// Time is when the node was admitted and its drain began.
 	Time time.Time `json:"time"`
-	// Pool names the pool that admitted the node. Until the reboot
-	// completes the node counts against that pool's budget, whichever pool
-	// its labels put it in meanwhile; empty in admissions written before
-	// the field existed, which count only where the node is.
-	Pool string `json:"pool,omitempty"`
+	// Pool names the pool that admitted the node, and PoolUID that pool's
+	// object (empty for the built-in default pool without one). Until its
+	// maintenance ends the node belongs to that pool, whatever its labels
+	// say meanwhile (InFlightPool): its budget, drain, marks and hooks are
+	// that pool's. An admission that names no pool (written before the
+	// field existed) leaves the node to the pool its labels put it in; one
+	// whose pool is gone, or was made again under its name (another UID),
+	// too: a pool made anew is not the one that admitted it.
+	Pool    string    `json:"pool,omitempty"`
+	PoolUID types.UID `json:"poolUID,omitempty"`
 	// Sources and Reasons are those of Requests, in their order, kept for
 	// the pool's hooks (their Jobs are told them, after the reboot too,
 	// when the requests are gone from the node); empty when the pool had

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
@@ -25,8 +27,11 @@ type Settle struct {
 	RebootedBoot string `json:"rebootedBoot"`
 	// Requests are the ids of the requests the reboot carried out.
 	Requests []string `json:"requests,omitempty"`
-	// Pool names the pool whose slot the node holds.
-	Pool string `json:"pool,omitempty"`
+	// Pool names the pool whose slot the node holds, the one that admitted
+	// it, and PoolUID that pool's object (Admission.PoolUID): the node is
+	// that pool's until it settled (InFlightPool).
+	Pool    string    `json:"pool,omitempty"`
+	PoolUID types.UID `json:"poolUID,omitempty"`
 	// Since is when the settle time began: the node back and Ready, or
 	// Ready again after it went NotReady, or healthy again after a failed
 	// check in a pool that resumes OnRecovery.
@@ -84,7 +89,7 @@ func SettleOnCompletion(pool *v1alpha1.MaintenancePool, s NodeState, now time.Ti
 	if !pool.Spec.Guarded() {
 		return nil
 	}
-	rec := &Settle{BootID: s.BootID, RebootedBoot: s.Approved, Pool: pool.Name, Since: now, Until: now.Add(pool.Spec.Settle())}
+	rec := &Settle{BootID: s.BootID, RebootedBoot: s.Approved, Pool: pool.Name, PoolUID: pool.UID, Since: now, Until: now.Add(pool.Spec.Settle())}
 	if s.Admission != nil {
 		rec.Requests = s.Admission.Requests
 	}

@@ -260,9 +260,13 @@ const (
 	// request fails with DrainTimeoutReason).
 	DrainFailedEventReason = "DrainFailed"
 	// NodeMarkingRefusedReason: the pool's nodeMarking cannot be put on a
-	// node (it would move it to another pool, or the spec is invalid); its
-	// drain does not start.
+	// node (the spec is invalid); its drain does not start.
 	NodeMarkingRefusedReason = "NodeMarkingRefused"
+	// RelabelledInFlightReason: a node's labels put it in another pool (or
+	// in none) while it was in flight; it stays with the pool that admitted
+	// it, under that pool's budget, drain and hooks, until its maintenance
+	// ends (the event's reason, on the node and the pool).
+	RelabelledInFlightReason = "RelabelledInFlight"
 )
 
 // DrainForcedCondition is True on a NodeMaintenance whose drain was forced;

@@ -37,14 +37,9 @@ type NodeMarking struct {
 // drains and reboots it.
 type DuringRebootMarks struct {
 	// Labels are {key: value} pairs put on the node. Keys under kmaint.io
-	// are kmaint's own and refused. Labels that would move the node out of
-	// its pool or into another one in the middle of its reboot (a key of
-	// the pool's own nodeSelector, or of another pool's) are refused when
-	// the node is admitted: nothing is marked, its drain does not start,
-	// and the pool's Draining condition and a Warning event
-	// NodeMarkingRefused say why. (Which pools a label moves a node to
-	// depends on the other pools, so the check is made then, not when the
-	// pool is written.)
+	// are kmaint's own and refused. A label another pool's nodeSelector
+	// matches moves no node: a node in flight stays with the pool that
+	// admitted it until its maintenance ends.
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))",message="every key must be a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of 1 to 63 alphanumerics, '-', '_' or '.' that starts and ends with an alphanumeric"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kmaint.io/') && !k.matches('^[^/]*[.]kmaint[.]io/'))",message="label keys under kmaint.io are kmaint's own"

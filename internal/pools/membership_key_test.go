@@ -32,9 +32,14 @@ func TestSelectionKey(t *testing.T) {
 	all.Spec.NodeSelector = &v1alpha1.LabelSelector{}
 	renamed := b.DeepCopy()
 	renamed.Name = "c"
+	remade := a.DeepCopy()
+	remade.UID = "another"
 	for name, other := range map[string]string{
 		"a selector changed": key(a2, b), "a pool gone": key(a), "a pool renamed": key(a, renamed),
 		"no selector": key(none, b), "an empty selector": key(all, b),
+		// A node in flight stays with the pool that admitted it while the
+		// object is the same: the same pool made again is another.
+		"a pool made again": key(remade, b),
 	} {
 		if other == base {
 			t.Errorf("%s: the key is the same", name)

@@ -136,25 +136,21 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v poolnodes.
 	return nil
 }
 
-// haltedNodes lists the nodes the pool holds (its own, and those it
-// admitted that are in another pool now) whose checks failed, oldest
-// failure first.
+// haltedNodes lists the nodes the pool holds (pools.Of: its own, a node in
+// flight it admitted among them, whatever its labels say now) whose checks
+// failed, oldest failure first.
 func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	var out []v1alpha1.HaltedNode
-	// Each of the two read in place: a joined copy of them was a copy of
-	// every view of the pool at every reconcile (670 KB at 2000 nodes).
-	for _, views := range [][]*poolnodes.Member{st.nodes.Members, st.nodes.Elsewhere} {
-		for _, v := range views {
-			if v.HookHalts() {
-				out = append(out, hookHalt(v.NodeState))
-			}
-			if !v.HealthCheckFailed() {
-				continue
-			}
-			f := v.Settle.Failure
-			out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
-				Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
+	for _, v := range st.nodes.Members {
+		if v.HookHalts() {
+			out = append(out, hookHalt(v.NodeState))
 		}
+		if !v.HealthCheckFailed() {
+			continue
+		}
+		f := v.Settle.Failure
+		out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
+			Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.HaltedNode) int {
 		if c := a.Time.Compare(b.Time.Time); c != 0 {

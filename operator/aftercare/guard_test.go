@@ -20,13 +20,13 @@ func member(name string, failedAt time.Time) *poolnodes.Member {
 	return m
 }
 
-// The halt lists the failed nodes of the pool and those it admitted that
-// another pool selects now, oldest failure first, and no healthy node.
-func TestHaltedNodesListsThePoolsAndThoseElsewhereOldestFirst(t *testing.T) {
+// The halt lists the failed nodes of the pool (a node in flight it
+// admitted among them, whatever its labels say now: pools.Of), oldest
+// failure first, and no healthy node.
+func TestHaltedNodesListsThePoolsOldestFirst(t *testing.T) {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	st := &poolState{nodes: poolnodes.Nodes{
-		Members:   []*poolnodes.Member{member("here", at.Add(time.Minute)), member("healthy", time.Time{})},
-		Elsewhere: []*poolnodes.Member{member("moved", at)},
+		Members: []*poolnodes.Member{member("here", at.Add(time.Minute)), member("healthy", time.Time{}), member("moved", at)},
 	}}
 	var got []string
 	for _, n := range haltedNodes(st) {
@@ -35,7 +35,7 @@ func TestHaltedNodesListsThePoolsAndThoseElsewhereOldestFirst(t *testing.T) {
 	if want := "[moved@12:00 here@12:01]"; fmt.Sprint(got) != want {
 		t.Errorf("haltedNodes = %v, want %s", got, want)
 	}
-	if len(st.nodes.Members) != 2 || len(st.nodes.Elsewhere) != 1 {
-		t.Errorf("haltedNodes changed the nodes: %d and %d", len(st.nodes.Members), len(st.nodes.Elsewhere))
+	if len(st.nodes.Members) != 3 {
+		t.Errorf("haltedNodes changed the nodes: %d", len(st.nodes.Members))
 	}
 }

@@ -315,7 +315,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	for _, name := range a.plan.admit {
 		v := st.view(name)
 		cur := v.Current()
-		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name}
+		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID}
 		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
 			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
 		}

@@ -194,8 +194,10 @@ func (st *poolState) waitInput() policies.WaitInput {
 	}
 	in.Budget = policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: st.memberCount(), Pending: p.pending(),
 		Waiting: p.waiting[:min(len(p.waiting), waitingNamed)]}
-	for _, v := range st.elsewhere {
-		in.Budget.Elsewhere = append(in.Budget.Elsewhere, fmt.Sprintf("%s (in %s)", v.Node.Name, strings.Join(v.otherPools, ", ")))
+	for _, v := range st.views {
+		if len(v.relabelled) > 0 {
+			in.Budget.Relabelled = append(in.Budget.Relabelled, fmt.Sprintf("%s (labels: %s)", v.Node.Name, strings.Join(v.relabelled, ", ")))
+		}
 	}
 	for _, v := range st.views {
 		for _, pr := range v.windowProblems {

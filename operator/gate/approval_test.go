@@ -22,9 +22,9 @@ func TestApprovable(t *testing.T) {
 	rebooting := gen.Node("r", gen.NotReady(), gen.Approved("boot-0"), gen.Admitted("boot-0", t0))
 	cases := map[string]struct {
 		nodes []*corev1.Node
-		// elsewhere counts nodes the pool admitted that another pool
-		// selects now.
-		elsewhere      int
+		// counted counts the nodes that count against the budget besides
+		// the views: the pool's quiet members rebooting.
+		counted        int
 		maxUnavailable int
 
 		// wantOK are the draining nodes that may be approved now.
@@ -56,11 +56,11 @@ func TestApprovable(t *testing.T) {
 			maxUnavailable: 2, wantUsed: 3,
 		},
 		"a budget of zero approves nothing": {nodes: []*corev1.Node{draining("a", 0)}, maxUnavailable: 0, wantUsed: 1},
-		"a node admitted here and moved to another pool holds its slot": {
-			nodes: []*corev1.Node{draining("a", 0)}, elsewhere: 1, maxUnavailable: 1, wantUsed: 2,
+		"a quiet member rebooting holds its slot": {
+			nodes: []*corev1.Node{draining("a", 0)}, counted: 1, maxUnavailable: 1, wantUsed: 2,
 		},
-		"a node moved out leaves room for one more": {
-			nodes: []*corev1.Node{draining("a", 0), draining("b", time.Second)}, elsewhere: 1, maxUnavailable: 2,
+		"a quiet member rebooting leaves room for one more": {
+			nodes: []*corev1.Node{draining("a", 0), draining("b", time.Second)}, counted: 1, maxUnavailable: 2,
 			wantOK: []string{"a"}, wantUsed: 3,
 		},
 	}
@@ -71,7 +71,7 @@ func TestApprovable(t *testing.T) {
 			for _, n := range tc.nodes {
 				views = append(views, newNodeView(n))
 			}
-			ok, used := approvable(views, tc.elsewhere, tc.maxUnavailable)
+			ok, used := approvable(views, tc.counted, tc.maxUnavailable)
 			g.Expect(slices.Sorted(maps.Keys(ok))).To(Equal(tc.wantOK))
 			g.Expect(used).To(Equal(tc.wantUsed))
 		})

@@ -41,8 +41,7 @@ func (p plan) pending() int { return len(p.waiting) + p.unlisted }
 // was unavailable before kmaint touched it (cordoned by someone else, or not
 // Ready) costs nothing, as at admission, unless the pool is over budget.
 // counted are the nodes that count against the budget besides the views:
-// those the pool admitted that another pool selects now, and its quiet
-// members rebooting (poolState.counted). It also returns how many nodes
+// its quiet members rebooting (poolState.counted). It also returns how many nodes
 // count against the budget.
 func approvable(views []*nodeView, counted, maxUnavailable int) (ok map[string]bool, used int) {
 	used = counted
@@ -96,9 +95,9 @@ func approvalFree(v *nodeView) bool {
 //
 // A node an opt-out holds (optOut) waits and gives its turn to the next.
 //
-// Nodes the pool admitted that another pool selects now (elsewhere: a
-// person relabelled them in flight) count against the budget until their
-// reboot completes, so that moving a node out frees no slot early.
+// A node in flight in the pool counts against its budget until its
+// maintenance ends, whatever its labels say (pools.Of): moving it out
+// frees no slot early, moving one in takes none.
 //
 // q holds the pool's ordinary waiting members in the queue's order
 // (members), read with the waiting nodes among views; nil plans for views

@@ -45,9 +45,9 @@ func TestPlanAdmissions(t *testing.T) {
 		// inflight lists nodes the gate admitted that its cache does not
 		// show as admitted yet.
 		inflight []string
-		// elsewhere counts nodes the pool admitted that another pool
-		// selects now.
-		elsewhere      int
+		// counted counts the nodes that count against the budget besides
+		// the views: the pool's quiet members rebooting.
+		counted        int
 		maxUnavailable int
 		paused         bool
 		// closed lists nodes none of whose requests' windows are open, with
@@ -154,9 +154,9 @@ func TestPlanAdmissions(t *testing.T) {
 			wantWaiting:     []string{"a"},
 			wantUnavailable: 2,
 		},
-		"a node admitted here and moved to another pool holds its slot": {
+		"a quiet member rebooting holds its slot": {
 			nodes:           []*corev1.Node{gen.Node("a", gen.Requested("boot-0", req("a1", 0)))},
-			elsewhere:       1,
+			counted:         1,
 			maxUnavailable:  1,
 			wantWaiting:     []string{"a"},
 			wantUnavailable: 1,
@@ -353,7 +353,7 @@ func TestPlanAdmissions(t *testing.T) {
 				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, nil, tc.elsewhere, tc.maxUnavailable, tc.paused, tc.held)
+			got := planAdmissions(views, nil, tc.counted, tc.maxUnavailable, tc.paused, tc.held)
 			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
 			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
 			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")

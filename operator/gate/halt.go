@@ -22,15 +22,13 @@ func (st *poolState) haltWait() *policies.Halt {
 	if h := policies.PoolHalt(st.pool); h != nil {
 		return h
 	}
-	for _, views := range [][]*nodeView{st.views, st.elsewhere} {
-		for _, v := range views {
-			if v.HealthCheckFailed() {
-				return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
-					Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}
-			}
-			if v.HookHalts() {
-				return &policies.Halt{Reason: v1alpha1.HookFailedReason, Message: fmt.Sprintf("node %s: %s", v.Node.Name, v.Hook.Describe())}
-			}
+	for _, v := range st.views {
+		if v.HealthCheckFailed() {
+			return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
+				Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}
+		}
+		if v.HookHalts() {
+			return &policies.Halt{Reason: v1alpha1.HookFailedReason, Message: fmt.Sprintf("node %s: %s", v.Node.Name, v.Hook.Describe())}
 		}
 	}
 	return nil

@@ -53,10 +53,10 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, po
 		return hookPassed, nil
 	}
 	resumeAt, _ := st.pool.ResumeHaltTime(st.now) // aftercare reports an unusable one
-	token := protocol.HookToken(v.Node.Name, bootID, v.Admission.Time, point)
+	token := v.HookTokenAt(point, bootID)
 	var lookupErr error
 	d := hooks.Decide(hooks.Input{
-		Now: st.now, Point: point, BootID: bootID, Token: token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
+		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
 		Acked: func(hook string) bool { return protocol.Acknowledged(v.Node, hook, token) },
 		Job: func(hook string, p protocol.HookProgress) hooks.Job {
 			j, err := r.hookJob(ctx, protocol.HookJobName(hook, token, p.Attempt), p.JobUID)
@@ -232,8 +232,7 @@ func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress 
 // last hook's pass. Zero when it is not at the point, or no pass is
 // recorded (the pool's hooks there were removed).
 func hookPassedAt(v *nodeView, point protocol.HookPoint) time.Time {
-	if v.Hook == nil || v.Hook.Point != point || v.Admission == nil ||
-		v.Hook.Token != protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, point) {
+	if v.Hook == nil || v.Hook.Point != point || v.Admission == nil || v.Hook.Token != v.HookTokenAt(point, v.Admission.BootID) {
 		return time.Time{}
 	}
 	var last time.Time
@@ -261,7 +260,7 @@ func (st *poolState) drainStart(v *nodeView) time.Time {
 // before the reboot, its PodDisruptionBudget holding.
 func drainedForHooks(v *nodeView) bool {
 	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
-		v.Hook.Token == protocol.HookToken(v.Node.Name, v.Admission.BootID, v.Admission.Time, protocol.BeforeReboot)
+		v.Hook.Token == v.HookTokenAt(protocol.BeforeReboot, v.Admission.BootID)
 }
 
 // beforeReboot runs the beforeReboot hooks of a drained node, and approves

@@ -141,7 +141,7 @@ func TestAcknowledgementsOpenOnlyTheirOwnAdmission(t *testing.T) {
 			ContainSubstring("waiting for hook db-stepdown (beforeDrain)"))))
 	}, timeout).Should(Succeed())
 
-	acknowledge(g, node, "db-stepdown", protocol.HookToken(node, "boot-earlier", time.Now(), protocol.BeforeDrain))
+	acknowledge(g, node, "db-stepdown", protocol.HookToken(node, "ackgate", "boot-earlier", time.Now(), protocol.BeforeDrain))
 	g.Consistently(func(g Gomega) { waiting(g, "") }, 3*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	acknowledge(g, node, "db-stepdown", token)

@@ -125,14 +125,14 @@ func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
 			t.Fatalf("turn %d, after %s: the kept views differ from a fresh gate's:\n%s", turn, step, lineDiff(got, want))
 		}
 		budget := kept.admission.budget
-		keptPlan := planAdmissions(kept.views, kept.queue, len(kept.elsewhere), budget, false, false)
-		freshPlan := planAdmissions(found.views, found.queue, len(found.elsewhere), budget, false, false)
+		keptPlan := planAdmissions(kept.views, kept.queue, kept.counted(), budget, false, false)
+		freshPlan := planAdmissions(found.views, found.queue, found.counted(), budget, false, false)
 		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) || keptPlan.unlisted != freshPlan.unlisted {
 			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v (%d more), a fresh gate %v then %v (%d more)",
 				turn, step, keptPlan.admit, head(keptPlan.waiting), keptPlan.unlisted, freshPlan.admit, head(freshPlan.waiting), freshPlan.unlisted)
 		}
 		// And as a plan that reads every node, sorted afresh, would.
-		every := planAdmissions(everyView(found), nil, len(found.elsewhere), budget, false, false)
+		every := planAdmissions(everyView(found), nil, found.counted(), budget, false, false)
 		if !slices.Equal(keptPlan.admit, every.admit) || keptPlan.pending() != every.pending() {
 			t.Fatalf("turn %d, after %s: the kept queue plans %v with %d waiting, a plan of every node %v with %d",
 				turn, step, keptPlan.admit, keptPlan.pending(), every.admit, every.pending())
@@ -175,9 +175,9 @@ func describeViews(st *poolState) string {
 		fmt.Fprintf(&b, "%s rv=%s queued=%s waiting=%t unavailable=%t window=%t stale=%t held=%t others=%v optOut=%v\n",
 			v.Node.Name, v.Node.ResourceVersion, v.queuedAt.Format(time.RFC3339Nano), v.waiting(), v.unavailable(), v.windowOpen,
 			v.staleConfig, v.heldUnreadable, v.otherPools, v.optOut)
-	}
-	for _, v := range st.elsewhere {
-		fmt.Fprintf(&b, "elsewhere %s rv=%s\n", v.Node.Name, v.Node.ResourceVersion)
+		if len(v.relabelled) > 0 {
+			fmt.Fprintf(&b, "  relabelled into %v\n", v.relabelled)
+		}
 	}
 	fmt.Fprintf(&b, "ordinary: %d nodes, %d on the desired config\n", st.quiet.nodes, st.quiet.current)
 	for _, k := range st.queue.queue {

@@ -3,8 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,36 +11,19 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/internal/pools"
 )
 
 // markingProblem says why the pool's duringReboot marks cannot be put on
 // the node: the marking does not pass the API's rules (a pool stored
-// before them), or its labels would move the node into another pool, or
-// out of this one, in the middle of its reboot. Empty when they can.
-func markingProblem(st *poolState, v *nodeView) string {
-	m := st.pool.Spec.NodeMarking
-	if err := m.Check(); err != nil {
+// before them). Empty when they can. A label that another pool's selector
+// matches, or that its own no longer does, moves no node in flight: it
+// stays with the pool that admitted it until its maintenance ends
+// (pools.Of), and the marks come off when its reboot completes.
+func markingProblem(st *poolState) string {
+	if err := st.pool.Spec.NodeMarking.Check(); err != nil {
 		return fmt.Sprintf("the pool's nodeMarking cannot be used: %v", err)
 	}
-	labels := m.DuringLabels()
-	if len(labels) == 0 {
-		return ""
-	}
-	marked := v.Node.DeepCopy()
-	if marked.Labels == nil {
-		marked.Labels = map[string]string{}
-	}
-	for k, val := range labels {
-		marked.Labels[k] = string(val)
-	}
-	before, after := pools.Of(v.Node, st.selection), pools.Of(marked, st.selection)
-	if slices.Equal(before, after) {
-		return ""
-	}
-	keys := slices.Sorted(maps.Keys(labels))
-	return fmt.Sprintf("the pool's nodeMarking.duringReboot labels (%s) would put node %s in pools [%s] instead of [%s] in the middle of its reboot; no mark is put and its drain does not start",
-		strings.Join(keys, ", "), v.Node.Name, strings.Join(after, ", "), strings.Join(before, ", "))
+	return ""
 }
 
 // mark puts the pool's duringReboot marks on an admitted node before its
@@ -55,7 +36,7 @@ func (r *Reconciler) mark(ctx context.Context, st *poolState, v *nodeView) (bool
 	if v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0 {
 		return true, nil
 	}
-	if problem := markingProblem(st, v); problem != "" {
+	if problem := markingProblem(st); problem != "" {
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: problem, markingRefused: true}
 		if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
 			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)

@@ -26,16 +26,12 @@ import (
 // Nothing here is not in the API: an operator started afresh makes it
 // again from its cache, at its first Sync (invariant 5).
 type members struct {
-	// byName is every node of the pool's value, and of those it admitted
-	// that another pool selects now (elsewhere).
-	byName map[string]member
+	// byName is every node of the pool's value.
+	byName map[string]*keptView
 	// active holds the members that are not quiet, by name.
 	active []*keptView
 	// rebooting holds the quiet members that are rebooting, by name.
 	rebooting []*keptView
-	// elsewhere holds the nodes the pool admitted that another pool
-	// selects now, by name.
-	elsewhere []*keptView
 	// tally counts the quiet members.
 	tally tally
 	// queue holds the ordinary members that ask to be admitted, in the
@@ -45,12 +41,6 @@ type members struct {
 	pass uint64
 }
 
-// member is a node's value and where members keeps it.
-type member struct {
-	k      *keptView
-	member bool
-}
-
 // tally is what the quiet members count for the pool's status and budget:
 // how many there are, are Ready, run the config the pool wants, and are
 // rebooting, which count against the budget.
@@ -58,16 +48,16 @@ type tally struct {
 	nodes, ready, current, rebooting int
 }
 
-func newMembers() *members { return &members{byName: map[string]member{}} }
+func newMembers() *members { return &members{byName: map[string]*keptView{}} }
 
 // reset forgets every node: Sync makes each again.
 func (m *members) reset() {
 	clear(m.byName)
-	m.active, m.rebooting, m.elsewhere, m.queue, m.tally = nil, nil, nil, nil, tally{}
+	m.active, m.rebooting, m.queue, m.tally = nil, nil, nil, tally{}
 }
 
 // set puts a node's new value in place of its last; nil drops it.
-func (m *members) set(name string, k *keptView, isMember bool) {
+func (m *members) set(name string, k *keptView) {
 	if old, ok := m.byName[name]; ok {
 		m.remove(old)
 		delete(m.byName, name)
@@ -75,40 +65,34 @@ func (m *members) set(name string, k *keptView, isMember bool) {
 	if k == nil {
 		return
 	}
-	m.byName[name] = member{k: k, member: isMember}
+	m.byName[name] = k
 	v := &k.view
-	switch {
-	case !isMember:
-		m.elsewhere = insertSorted(m.elsewhere, k, byName)
-	case !k.quiet:
+	if !k.quiet {
 		m.active = insertSorted(m.active, k, byName)
-	default:
-		m.tally.add(k, 1)
-		if v.Rebooting() {
-			m.rebooting = insertSorted(m.rebooting, k, byName)
-		}
-		if v.queued {
-			m.queue = insertSorted(m.queue, k, inQueue)
-		}
+		return
+	}
+	m.tally.add(k, 1)
+	if v.Rebooting() {
+		m.rebooting = insertSorted(m.rebooting, k, byName)
+	}
+	if v.queued {
+		m.queue = insertSorted(m.queue, k, inQueue)
 	}
 }
 
 // remove takes a value out of wherever set put it.
-func (m *members) remove(e member) {
-	v := &e.k.view
-	switch {
-	case !e.member:
-		m.elsewhere = removeSorted(m.elsewhere, e.k, byName)
-	case !e.k.quiet:
-		m.active = removeSorted(m.active, e.k, byName)
-	default:
-		m.tally.add(e.k, -1)
-		if v.Rebooting() {
-			m.rebooting = removeSorted(m.rebooting, e.k, byName)
-		}
-		if v.queued {
-			m.queue = removeSorted(m.queue, e.k, inQueue)
-		}
+func (m *members) remove(k *keptView) {
+	v := &k.view
+	if !k.quiet {
+		m.active = removeSorted(m.active, k, byName)
+		return
+	}
+	m.tally.add(k, -1)
+	if v.Rebooting() {
+		m.rebooting = removeSorted(m.rebooting, k, byName)
+	}
+	if v.queued {
+		m.queue = removeSorted(m.queue, k, inQueue)
 	}
 }
 

@@ -39,10 +39,6 @@ type poolState struct {
 	// selection tells which pools nodes are in, and which pools'
 	// selectors cannot be parsed.
 	selection pools.Selection
-	// elsewhere holds the nodes this pool admitted that another pool
-	// selects now, still in flight: they count against this pool's budget
-	// until their reboot completes, and the pool they are in drives them.
-	elsewhere []*nodeView
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
@@ -145,8 +141,8 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		Pool:      pool.Name,
 		Selection: st.selection,
 		Context:   keptFor,
-		Build: func(s protocol.NodeState, others []string, member bool) (keptView, error) {
-			return r.keep(openOnNode, pool, st.selectorErr == nil, unreadable, st.now, s, others, member)
+		Build: func(s protocol.NodeState, others []string) (keptView, error) {
+			return r.keep(openOnNode, pool, st.selection, unreadable, st.now, s, others)
 		},
 		Reset: m.reset,
 		Set:   m.set,
@@ -198,15 +194,15 @@ type keptView struct {
 	quiet, current bool
 }
 
-// keep makes what observe keeps of a node: member when the pool selects
-// it, else one it admitted that another pool selects now, of which only
-// the view counts.
-func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, selectable bool,
-	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string, member bool) (keptView, error) {
+// keep makes what observe keeps of a node of the pool (pools.Of).
+func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, sel pools.Selection,
+	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string) (keptView, error) {
+	selectable := sel.Err(pool.Name) == nil
 	v := viewOf(s)
 	v.otherPools = others
+	v.relabelled = relabelled(s, pool.Name, sel)
 	k := keptView{}
-	if cur := v.Current(); member && cur != nil {
+	if cur := v.Current(); cur != nil {
 		settings, err := r.requestSettingsOf(open, &v)
 		if err != nil {
 			return keptView{}, err
@@ -217,12 +213,26 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 		v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
 		k.requests = v.holdUnreadable(cur.Requests, unreadable)
 	}
-	ordinary := member && v.ordinary(pool.Spec.DesiredConfig, selectable)
-	k.quiet = ordinary || member && v.quietlyRebooting(pool.Spec.DesiredConfig, selectable)
+	ordinary := v.ordinary(pool.Spec.DesiredConfig, selectable)
+	k.quiet = ordinary || v.quietlyRebooting(pool.Spec.DesiredConfig, selectable)
 	k.current = v.CurrentConfig == pool.Spec.DesiredConfig
 	v.queued = ordinary && v.WantsAdmission()
 	k.view = v
 	return k, nil
+}
+
+// relabelled returns the pools a node in flight in pool is in by its
+// labels, when that is not pool alone: someone moved it while it was in
+// flight. It stays in pool until its maintenance ends (pools.Of), and the
+// gate says so. Nil for a node not in flight.
+func relabelled(s protocol.NodeState, pool string, sel pools.Selection) []string {
+	if name, _ := s.InFlightPool(); name != pool {
+		return nil
+	}
+	if in := pools.Selecting(s.Node, sel); len(in) != 1 || in[0] != pool {
+		return in
+	}
+	return nil
 }
 
 // unreadableKey names the set of unreadable requests (unreadableRequests)

@@ -50,20 +50,17 @@ func (st *poolState) countedNodes() []string {
 	var names []string
 	for _, v := range st.views {
 		if v.unavailable() {
-			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v, st.pool.Name)))
+			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v)))
 		}
 	}
 	for _, k := range st.members.rebooting {
-		names = append(names, fmt.Sprintf("%s (%s)", k.view.Node.Name, unavailableBecause(&k.view, st.pool.Name)))
-	}
-	for _, v := range st.elsewhere {
-		names = append(names, fmt.Sprintf("%s (%s, admitted by this pool and now in %s)", v.Node.Name, unavailableBecause(v, st.pool.Name), strings.Join(v.otherPools, ", ")))
+		names = append(names, fmt.Sprintf("%s (%s)", k.view.Node.Name, unavailableBecause(&k.view)))
 	}
 	return names
 }
 
 // unavailableBecause says why a node counts against its pool's budget.
-func unavailableBecause(v *nodeView, pool string) string {
+func unavailableBecause(v *nodeView) string {
 	var why string
 	switch {
 	case v.inflight:
@@ -77,8 +74,8 @@ func unavailableBecause(v *nodeView, pool string) string {
 	default:
 		why = "cordoned"
 	}
-	if a := v.Admission; a != nil && a.Pool != "" && a.Pool != pool {
-		why += ", admitted by pool " + a.Pool
+	if len(v.relabelled) > 0 {
+		why += ", in flight here though its labels put it in " + strings.Join(v.relabelled, ", ")
 	}
 	return why
 }

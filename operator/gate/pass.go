@@ -6,7 +6,7 @@ import (
 
 // pass makes the pool's views ready for this reconcile's phases (members):
 // the active members', with what changes with time worked out again; the
-// nodes elsewhere; the ordinary members the gate admitted that its cache
+// ordinary members the gate admitted that its cache
 // does not show admitted yet; and, where windows or freezes apply, every
 // ordinary member that waits, each of which has a verdict of its own. The
 // plan pulls the other ordinary members it reads, head of the queue first.
@@ -43,14 +43,10 @@ func (r *Reconciler) pass(st *poolState, m *members, wins *pools.Windows) {
 	for _, k := range m.active {
 		st.views = append(st.views, st.prepare(k))
 	}
-	for _, k := range m.elsewhere {
-		// A node of another pool that this one admitted, still in flight.
-		st.elsewhere = append(st.elsewhere, &k.view)
-	}
 	if anyInflight {
 		for _, name := range r.inflight.names() {
-			if e, ok := m.byName[name]; ok && e.member && e.k.quiet && !e.k.view.Rebooting() {
-				st.pull(e.k)
+			if k, ok := m.byName[name]; ok && k.quiet && !k.view.Rebooting() {
+				st.pull(k)
 			}
 		}
 	}
@@ -78,9 +74,8 @@ func (st *poolState) pull(k *keptView) *nodeView {
 }
 
 // counted is how many nodes count against the pool's budget that are not
-// among its views: those it admitted that are elsewhere now, and its quiet
-// members that are rebooting.
-func (st *poolState) counted() int { return len(st.elsewhere) + st.quiet.rebooting }
+// among its views: its quiet members that are rebooting.
+func (st *poolState) counted() int { return st.quiet.rebooting }
 
 // memberCount is how many nodes the pool selects.
 func (st *poolState) memberCount() int { return len(st.views) + st.quiet.nodes }

@@ -54,7 +54,7 @@ func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 	all := map[string]*keptView{}
 	put := func(k *keptView) {
 		all[k.view.Node.Name] = k
-		m.set(k.view.Node.Name, k, true)
+		m.set(k.view.Node.Name, k)
 	}
 	for i := range 300 {
 		// Many ask in the same second: the names order them.
@@ -106,7 +106,7 @@ func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 			switch r := rnd.IntN(40); {
 			case r == 0: // gone
 				delete(all, name)
-				m.set(name, nil, false)
+				m.set(name, nil)
 			case r <= 6: // written: a new view, maybe asking later, maybe another kind
 				put(view(name, k.view.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
 			}

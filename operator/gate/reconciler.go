@@ -99,6 +99,8 @@ type Reconciler struct {
 	members *poolMembers
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
+	// relabels keeps which relabelled nodes in flight the gate told of.
+	relabels *relabels
 	// cache is the manager's cache, whose Nodes observe reads in place.
 	cache cache.Informers
 	// apiReader reads a hook's Job the cache does not have yet.
@@ -155,6 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, r.holdForUnreadable(ctx, st)
 	}
 
+	r.tellRelabelled(ctx, st)
 	// Finishing frees slots that admitting fills at once, and a node just
 	// admitted starts draining in the same pass.
 	errs := []error{
@@ -283,6 +286,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	r.members = newPoolMembers()
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
+	r.relabels = newRelabels()
 	if r.Decoded == nil {
 		r.Decoded = poolnodes.NewDecoded()
 	}

@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -20,16 +21,17 @@ import (
 	"github.com/kmaint/kmaint/test/harness"
 )
 
-// A node relabelled into another pool in the middle of its reboot counts
-// against both pools until its reboot completes: the pool that admitted it
-// admits no one in its place, and the pool it moved to admits no one past
-// its budget. The pool it moved to finishes it.
-func TestNodeRelabelledInFlightCountsInBothPools(t *testing.T) {
+// A node relabelled into another pool in the middle of its reboot stays
+// with the pool that admitted it until its maintenance ends: it counts
+// against that pool's budget alone, that pool finishes it, and the pool its
+// labels name now neither counts it nor drives it. Both pools stay within
+// their budgets, counted as the gate promises (countsAgainst).
+func TestNodeRelabelledInFlightStaysWithThePoolThatAdmittedIt(t *testing.T) {
 	g := NewWithT(t)
 	createPool(t, gen.Pool("source", intstr.FromInt32(1)))
 	createPool(t, gen.Pool("destination", intstr.FromInt32(1)))
-	src := createNodes(t, "source", "source", 2)
-	dst := createNodes(t, "destination", "destination", 1)[0]
+	src := createNodes(t, "source", "source", 2, gen.Labels("relabel-test", "stays"))
+	dst := createNodes(t, "destination", "destination", 1, gen.Labels("relabel-test", "stays"))[0]
 	moved := src[0]
 	startOperator(t)
 
@@ -44,35 +46,41 @@ func TestNodeRelabelledInFlightCountsInBothPools(t *testing.T) {
 	request(t, src[1], "s", time.Now())
 	request(t, dst, "d", time.Now())
 
-	// Both pools wait, and say for whom: the status is written by the
-	// reconcile that decided not to admit.
-	expectBlocked(g, "source", v1alpha1.BudgetExhaustedReason, "waiting: "+src[1], moved+" (in destination)")
-	expectBlocked(g, "destination", v1alpha1.BudgetExhaustedReason, "waiting: "+dst)
-	for _, pool := range []string{"source", "destination"} {
-		p := getPool(g, pool)
-		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(1), "pool %s counts the moved node", pool)
-		g.Expect(meta.FindStatusCondition(p.Status.Conditions, v1alpha1.OverBudgetCondition)).To(HaveField("Status", metav1.ConditionFalse))
-	}
+	// The source waits for its moved node, and says so; the destination
+	// admits its own node in its own slot.
+	expectBlocked(g, "source", v1alpha1.BudgetExhaustedReason, "waiting: "+src[1], moved+" (labels: destination)")
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, dst).Annotations }, timeout).Should(HaveKey(protocol.Admitted))
+	g.Expect(getNode(g, moved).Annotations).To(HaveKeyWithValue(protocol.RebootApproved, "boot-0"), "still the source's, still approved")
 	g.Expect(getNode(g, src[1]).Annotations).NotTo(HaveKey(protocol.Admitted))
-	g.Expect(getNode(g, dst).Annotations).NotTo(HaveKey(protocol.Admitted))
+	g.Eventually(func(g Gomega) {
+		g.Expect(getPool(g, "source").Status.Unavailable).To(BeEquivalentTo(1))
+		p := getPool(g, "destination")
+		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(1), "the destination counts its own node, not the moved one")
+		g.Expect(meta.FindStatusCondition(p.Status.Conditions, v1alpha1.OverBudgetCondition)).To(HaveField("Status", metav1.ConditionFalse))
+	}, timeout).Should(Succeed())
+	// The move is told, once, on the node and the pool that keeps it.
+	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "Node", moved, "Warning") }, timeout).
+		Should(ContainElement(v1alpha1.RelabelledInFlightReason))
+	g.Expect(harness.EventReasons(g, bed, "MaintenancePool", "source", "Warning")).To(ContainElement(v1alpha1.RelabelledInFlightReason))
 
-	// The daemons reboot what is approved: the moved node first, then one
-	// node of each pool, each pool within its budget all along.
-	daemons := runDaemons(t, "destination", false)
-	runDaemons(t, "source", false)
+	daemons := harness.RunDaemonsOf(t, bed, client.MatchingLabels{"relabel-test": "stays"}, false)
 	g.Eventually(func(g Gomega) {
 		for _, n := range []string{moved, src[1], dst} {
 			expectRebootedOnce(g, n, false)
 		}
 	}, 2*timeout).Should(Succeed())
-	g.Expect(daemons.Order()).To(HaveLen(2))
-	g.Expect(daemons.Order()[0]).To(Equal(moved), "the moved node is done before the destination admits another")
+	g.Expect(daemons.Order()).To(HaveLen(3))
 	g.Expect(budgets.most()).To(Equal(map[string]int{"source": 1, "destination": 1}))
+	g.Expect(countOf(harness.EventReasons(g, bed, "Node", moved, "Warning"), v1alpha1.RelabelledInFlightReason)).To(Equal(1), "told once")
+	// Its maintenance over, the moved node is the destination's.
+	g.Eventually(func(g Gomega) { g.Expect(getPool(g, "destination").Status.Nodes).To(BeEquivalentTo(2)) }, timeout).Should(Succeed())
+	g.Expect(getPool(g, "source").Status.Nodes).To(BeEquivalentTo(1))
 }
 
-// A node relabelled in flight into a pool whose budget is used up puts that
-// pool over budget; kmaint cannot prevent it, so it says so.
-func TestNodeRelabelledIntoAFullPoolIsReported(t *testing.T) {
+// A node relabelled in flight into a pool whose budget is used up takes no
+// slot there: that pool is never over its budget, and admits its next node
+// when its own frees, whatever the moved node is doing.
+func TestNodeRelabelledIntoAFullPoolTakesNoSlotThere(t *testing.T) {
 	g := NewWithT(t)
 	createPool(t, gen.Pool("mover", intstr.FromInt32(1)))
 	createPool(t, gen.Pool("full", intstr.FromInt32(1)))
@@ -86,46 +94,39 @@ func TestNodeRelabelledIntoAFullPoolIsReported(t *testing.T) {
 			Should(HaveKeyWithValue(protocol.RebootApproved, "boot-0"))
 	}
 
+	budgets := watchPoolBudgets(t, map[string]int{"mover": 1, "full": 1})
 	relabel(g, moved, "full")
 	request(t, full[1], "f1", time.Now())
+	expectBlocked(g, "full", v1alpha1.BudgetExhaustedReason, "waiting: "+full[1])
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "full")
-		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.OverBudgetCondition)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(v1alpha1.TooManyUnavailableReason))
-		g.Expect(c.Message).To(ContainSubstring("2 nodes count against a maxUnavailable of 1"))
-		g.Expect(c.Message).To(ContainSubstring(full[0] + " (rebooting)"))
-		g.Expect(c.Message).To(ContainSubstring(moved + " (rebooting, admitted by pool mover)"))
-		g.Expect(p.Status.PendingRequests).To(BeEquivalentTo(1))
+		g.Expect(p.Status.Unavailable).To(BeEquivalentTo(1))
+		g.Expect(meta.FindStatusCondition(p.Status.Conditions, v1alpha1.OverBudgetCondition)).To(HaveField("Reason", v1alpha1.WithinBudgetReason))
 	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", "full", "Warning") }, timeout).
-		Should(ContainElement(v1alpha1.OverBudgetCondition))
-	g.Expect(getNode(g, full[1]).Annotations).NotTo(HaveKey(protocol.Admitted))
 
-	// Once both are back, the pool is within its budget and takes its turn.
-	runDaemons(t, "full", false)
+	// The full pool's own node done, its next goes while the moved node is
+	// still in flight in its own pool.
+	runDaemons(t, "full", false) // the moved node is labelled full now: its reboot too
 	g.Eventually(func(g Gomega) {
 		for _, n := range append([]string{moved}, full...) {
 			expectRebootedOnce(g, n, false)
 		}
-		c := meta.FindStatusCondition(getPool(g, "full").Status.Conditions, v1alpha1.OverBudgetCondition)
-		g.Expect(c).To(HaveField("Reason", v1alpha1.WithinBudgetReason))
 	}, 2*timeout).Should(Succeed())
+	g.Expect(budgets.most()).To(Equal(map[string]int{"mover": 1, "full": 1}))
 }
 
 // relabel moves a node to another pool, as a person with kubectl label would.
 func relabel(g Gomega, node, pool string) {
-	n := getNode(g, node)
-	base := n.DeepCopy()
-	n.Labels["pool"] = pool
-	g.Expect(bed.Client.Patch(context.Background(), n, client.MergeFrom(base))).To(Succeed())
+	editNode(g, node, func(n *corev1.Node) { n.Labels["pool"] = pool })
+}
+
+// unlabel takes a node out of every pool, into the built-in default pool.
+func unlabel(g Gomega, node string) {
+	editNode(g, node, func(n *corev1.Node) { delete(n.Labels, "pool") })
 }
 
 // poolBudgets watches every node and fails the test the moment a pool has
-// more nodes counting against it than its limit: its own unavailable nodes
-// (by their pool label) and those it admitted that are labelled for another
-// pool now, until their admission is gone.
+// more nodes counting against it than its limit (countsAgainst).
 type poolBudgets struct {
 	mu     sync.Mutex
 	nodes  map[string]*corev1.Node
@@ -177,14 +178,23 @@ func watchPoolBudgets(t *testing.T, limits map[string]int) *poolBudgets {
 	return pb
 }
 
-// countsAgainst is the test's reading of the budget rule for nodes in flight.
+// countsAgainst is the test's own reading of the budget rule: an
+// unavailable node counts against the pool that admitted it (its admission
+// or, once back, its settle record names it) until its maintenance ends,
+// and otherwise against the pool its label names.
 func countsAgainst(n *corev1.Node, pool string) bool {
-	if n.Labels["pool"] == pool {
-		return harness.Unavailable(n)
+	if !harness.Unavailable(n) {
+		return false
 	}
-	var a protocol.Admission
-	ok, err := protocol.Decode(n, protocol.Admitted, &a)
-	return ok && err == nil && a.Pool == pool
+	for _, key := range []string{protocol.Admitted, protocol.Settling} {
+		var rec struct {
+			Pool string `json:"pool"`
+		}
+		if raw, ok := n.Annotations[key]; ok && json.Unmarshal([]byte(raw), &rec) == nil && rec.Pool != "" {
+			return rec.Pool == pool
+		}
+	}
+	return n.Labels["pool"] == pool
 }
 
 // most returns, per pool, the most nodes that counted against it at once.

@@ -15,6 +15,10 @@ type nodeView struct {
 
 	// otherPools names the other pools that select the node too.
 	otherPools []string
+	// relabelled names the pools the labels of a node in flight in the
+	// pool put it in now, when that is not the pool alone (relabelled): it
+	// stays the pool's until its maintenance ends, and the gate says so.
+	relabelled []string
 	// inflight is true when the gate admitted the node and its cache does
 	// not show that yet.
 	inflight bool
@@ -116,7 +120,8 @@ func (v *nodeView) quietlyRebooting(desired string, selectable bool) bool {
 		v.Approved != "" && !v.RebootDone() &&
 		v.Settle == nil && v.DrainFailure == nil && v.DrainRetry == nil &&
 		v.Unconfirmed == nil && v.NotBack == nil && v.DoNotDisrupt == nil && v.Hook == nil && v.Held == nil &&
-		!v.Degraded() && v.DesiredConfig == desired && len(v.otherPools) == 0 && !v.heldUnreadable && !v.staleConfig && !v.queueMoves
+		!v.Degraded() && v.DesiredConfig == desired && len(v.otherPools) == 0 && len(v.relabelled) == 0 &&
+		!v.heldUnreadable && !v.staleConfig && !v.queueMoves
 }
 
 // unavailable reports whether the node counts against its pool's budget.

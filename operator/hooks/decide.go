@@ -38,8 +38,10 @@ type Job struct {
 type Input struct {
 	Now   time.Time
 	Point protocol.HookPoint
+	// Pool is the pool that admitted the node, whose hooks these are.
+	Pool string
 	// BootID and Token are those of the point the node is at
-	// (protocol.HookToken).
+	// (protocol.NodeState.HookTokenAt).
 	BootID, Token string
 	// Hooks are the pool's hooks at the point.
 	Hooks []v1alpha1.Hook
@@ -113,11 +115,14 @@ const (
 func Decide(in Input) Decision {
 	var d Decision
 	fresh := in.Record == nil || in.Record.Token != in.Token || in.Record.Point != in.Point
-	rec := protocol.HookRecord{Point: in.Point, BootID: in.BootID, Token: in.Token, Since: in.Now}
+	rec := protocol.HookRecord{Pool: in.Pool, Point: in.Point, BootID: in.BootID, Token: in.Token, Since: in.Now}
 	had := map[string]protocol.HookProgress{}
 	switch {
 	case !fresh:
-		rec.Since, rec.Earlier = in.Record.Since, in.Record.Earlier
+		// A record of this point: its pool too stays as written, the
+		// empty one of a record written before records named it
+		// (HookTokenAt keeps its token while it names none).
+		rec.Pool, rec.Since, rec.Earlier = in.Record.Pool, in.Record.Since, in.Record.Earlier
 		for _, p := range in.Record.Hooks {
 			had[p.Name] = p
 		}

@@ -78,7 +78,7 @@ func (d *Decoded) State(node *corev1.Node) protocol.NodeState {
 func (d *Decoded) StateAndPools(node *corev1.Node, sel pools.Selection) (protocol.NodeState, []string) {
 	st := d.State(node)
 	if d == nil || node.ResourceVersion == "" {
-		return st, pools.Of(node, sel)
+		return st, ofState(node, st, sel)
 	}
 	key := sel.Key()
 	d.mu.Lock()
@@ -87,7 +87,7 @@ func (d *Decoded) StateAndPools(node *corev1.Node, sel pools.Selection) (protoco
 	if ok && kept.uid == node.UID && kept.resourceVersion == node.ResourceVersion && kept.selection == key && key != "" {
 		return st, kept.pools
 	}
-	in := pools.Of(node, sel)
+	in := ofState(node, st, sel)
 	d.mu.Lock()
 	if kept, ok := d.byNode[node.Name]; ok && kept.uid == node.UID && kept.resourceVersion == node.ResourceVersion {
 		kept.selection, kept.pools = key, in
@@ -136,4 +136,10 @@ func ForgetGone[V any](byNode map[string]V, nodes []*corev1.Node) {
 			delete(byNode, name)
 		}
 	}
+}
+
+// ofState is pools.Of of a node read already (st).
+func ofState(node *corev1.Node, st protocol.NodeState, sel pools.Selection) []string {
+	name, uid := st.InFlightPool()
+	return pools.OfInFlight(node, sel, name, uid)
 }

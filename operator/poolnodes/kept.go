@@ -79,9 +79,8 @@ type keptNode[T any] struct {
 	node *corev1.Node
 	// value is what was made of a node of the pool; nil for a node that is
 	// not the pool's, which costs an entry, not a value.
-	value  *T
-	member bool
-	pass   uint64
+	value *T
+	pass  uint64
 }
 
 // NewKept returns an empty Kept.
@@ -104,18 +103,17 @@ func (k *Kept[T]) Changed(node string) {
 }
 
 // Walk calls visit, in name order, with each node of the pool among nodes
-// (every Node the cache holds) and what build made of it: a member when the
-// pool selects the node, else one the pool admitted, or whose slot it holds
-// while it settles, that another pool selects now. build runs only for a node whose
-// object changed since its value was made, that Changed named since, or
-// when context differs from the last Walk's; others names the pools the
-// node is in besides this one (all of them for one elsewhere). A node build
+// (every Node the cache holds: those pools.Of puts in the pool, a node in
+// flight in the pool that admitted it) and what build made of it. build
+// runs only for a node whose object changed since its value was made, that
+// Changed named since, or when context differs from the last Walk's;
+// others names the pools the node is in besides this one. A node build
 // fails for is made again at the next Walk; Walk returns the errors.
 //
 // visit may change the value it is given: the change is kept. Copy what a
 // reconcile changes on its own.
 func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.Selection, context string,
-	build func(s protocol.NodeState, others []string, member bool) (T, error), visit func(v *T, member bool)) error {
+	build func(s protocol.NodeState, others []string) (T, error), visit func(v *T)) error {
 	k.entriesMu.Lock()
 	defer k.entriesMu.Unlock()
 	k.takeChanged(context)
@@ -152,7 +150,7 @@ func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.
 	}
 	for _, e := range k.order {
 		if e.value != nil {
-			visit(e.value, e.member)
+			visit(e.value)
 		}
 	}
 	return nil
@@ -162,7 +160,7 @@ func (k *Kept[T]) Walk(d *Decoded, nodes []*corev1.Node, pool string, sel pools.
 // node is of the pool; entriesMu is held. A node build fails for keeps no
 // value, and is made again at the next Walk or Sync.
 func (k *Kept[T]) make(d *Decoded, node *corev1.Node, pool string, sel pools.Selection,
-	build func(s protocol.NodeState, others []string, member bool) (T, error)) error {
+	build func(s protocol.NodeState, others []string) (T, error)) error {
 	e := k.byName[node.Name]
 	if e == nil {
 		e = &keptNode[T]{name: node.Name}
@@ -171,28 +169,24 @@ func (k *Kept[T]) make(d *Decoded, node *corev1.Node, pool string, sel pools.Sel
 	}
 	e.pass = k.pass
 	delete(k.byObject, e.node)
-	e.node, e.value, e.member = node, nil, false
+	e.node, e.value = node, nil
 	k.byObject[node] = e
 	st, in := d.StateAndPools(node, sel)
-	member := slices.Contains(in, pool)
-	var others []string
-	switch {
-	case member && len(in) > 1:
-		// A copy: the pools found are kept for the next reconcile.
-		others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
-	case member:
-	case admittedBy(st) == pool:
-		others = in
-	default:
+	if !slices.Contains(in, pool) {
 		return nil
 	}
-	v, err := build(st, others, member)
+	var others []string
+	if len(in) > 1 {
+		// A copy: the pools found are kept for the next reconcile.
+		others = slices.DeleteFunc(slices.Clone(in), func(p string) bool { return p == pool })
+	}
+	v, err := build(st, others)
 	if err != nil {
 		delete(k.byObject, node)
 		e.node = nil
 		return err
 	}
-	e.value, e.member = &v, member
+	e.value = &v
 	return nil
 }
 

@@ -22,13 +22,13 @@ type keptWalk struct {
 func walkKept(t *testing.T, k *Kept[string], d *Decoded, nodes []*corev1.Node, sel pools.Selection, context string, fail string) (keptWalk, error) {
 	t.Helper()
 	var w keptWalk
-	err := k.Walk(d, nodes, "a", sel, context, func(s protocol.NodeState, others []string, member bool) (string, error) {
+	err := k.Walk(d, nodes, "a", sel, context, func(s protocol.NodeState, others []string) (string, error) {
 		w.made = append(w.made, s.Node.Name)
 		if s.Node.Name == fail {
 			return "", errors.New("cannot make " + fail)
 		}
 		return s.Node.Name + ":" + s.Node.ResourceVersion, nil
-	}, func(v *string, member bool) {
+	}, func(v *string) {
 		w.visited = append(w.visited, *v)
 	})
 	slices.Sort(w.made)
@@ -110,6 +110,30 @@ func TestKeptMakesAgainOnlyWhatChanged(t *testing.T) {
 	for _, n := range all {
 		if k.byObject[n] == nil {
 			t.Errorf("node %s is not found by its object", n.Name)
+		}
+	}
+}
+
+// A node in flight is walked by the pool that admitted it, not by the one
+// its labels put it in now: that one neither builds it nor visits it.
+func TestKeptWalksANodeInFlightInThePoolThatAdmittedIt(t *testing.T) {
+	sel := poolsAAndB()
+	moved := labelled("m", "1", "b")
+	protocol.Admit(protocol.Admission{BootID: "b", Requests: []string{"r"}, Pool: "a"}).Apply(moved)
+	nodes := []*corev1.Node{moved, labelled("x", "1", "b")}
+	for pool, want := range map[string][]string{"a": {"m"}, "b": {"x"}} {
+		var visited []string
+		err := NewKept[string]().Walk(NewDecoded(), nodes, pool, sel, "ctx", func(s protocol.NodeState, others []string) (string, error) {
+			if len(others) > 0 {
+				t.Errorf("pool %s: node %s is in %v too", pool, s.Node.Name, others)
+			}
+			return s.Node.Name, nil
+		}, func(v *string) { visited = append(visited, *v) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(visited, want) {
+			t.Errorf("pool %s walked %v, want %v", pool, visited, want)
 		}
 	}
 }

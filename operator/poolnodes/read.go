@@ -18,15 +18,11 @@ type Member struct {
 
 // Nodes are a pool's nodes at one reconcile.
 type Nodes struct {
-	// Members are the nodes the pool selects, by name. They are the
-	// entries Kept keeps between reconciles, not copies: read them, and
-	// replace one rather than change it.
+	// Members are the pool's nodes (pools.Of: those its selector selects,
+	// and those in flight it admitted, whatever their labels say now), by
+	// name. They are the entries Kept keeps between reconciles, not copies:
+	// read them, and replace one rather than change it.
 	Members []*Member
-	// Elsewhere are the nodes the pool admitted, or whose slot they hold
-	// while they settle, that another pool selects now: they count against
-	// this pool's budget until they are done, and the pool they are in
-	// drives them. OtherPools names the pools they are in.
-	Elsewhere []*Member
 }
 
 // Capacity is how many members of a pool to make room for at once, of
@@ -49,40 +45,8 @@ func ReadKept(k *Kept[Member], d *Decoded, nodes []*corev1.Node, pool string, se
 	// at 5000 nodes.
 	out := Nodes{Members: make([]*Member, 0, capacity)}
 	// Making a Member never fails.
-	_ = k.Walk(d, nodes, pool, sel, sel.Key(), func(s protocol.NodeState, others []string, _ bool) (Member, error) {
+	_ = k.Walk(d, nodes, pool, sel, sel.Key(), func(s protocol.NodeState, others []string) (Member, error) {
 		return Member{NodeState: s, OtherPools: others}, nil
-	}, func(m *Member, member bool) {
-		if member {
-			out.Members = append(out.Members, m)
-		} else {
-			out.Elsewhere = append(out.Elsewhere, m)
-		}
-	})
+	}, func(m *Member) { out.Members = append(out.Members, m) })
 	return out
-}
-
-// admittedBy is AdmittedBy of a node read already.
-func admittedBy(st protocol.NodeState) string {
-	switch {
-	case st.Admission != nil:
-		return st.Admission.Pool
-	case st.Settle != nil:
-		return st.Settle.Pool
-	}
-	return ""
-}
-
-// AdmittedBy names the pool that admitted the node, or whose slot it holds
-// while it settles after its reboot; empty when none did or the record
-// does not say.
-func AdmittedBy(node *corev1.Node) string {
-	var a protocol.Admission
-	if ok, err := protocol.Decode(node, protocol.Admitted, &a); ok && err == nil {
-		return a.Pool
-	}
-	var s protocol.Settle
-	if ok, err := protocol.Decode(node, protocol.Settling, &s); ok && err == nil {
-		return s.Pool
-	}
-	return ""
 }

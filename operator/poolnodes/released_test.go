@@ -20,10 +20,10 @@ func TestKeptLetsGoOfANodeTheCacheReplaced(t *testing.T) {
 	sel := pools.Selectors(nil)
 	walk := func(nodes []*corev1.Node) (made []string) {
 		t.Helper()
-		err := kp.Of("default").Walk(d, nodes, "default", sel, "ctx", func(s protocol.NodeState, _ []string, _ bool) (string, error) {
+		err := kp.Of("default").Walk(d, nodes, "default", sel, "ctx", func(s protocol.NodeState, _ []string) (string, error) {
 			made = append(made, s.Node.Name+"@"+s.Node.ResourceVersion)
 			return s.Node.ResourceVersion, nil
-		}, func(*string, bool) {})
+		}, func(*string) {})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,14 +23,13 @@ type Sync[T any] struct {
 	Selection pools.Selection
 	Context   string
 	// Build makes a node's value, as Walk's build.
-	Build func(s protocol.NodeState, others []string, member bool) (T, error)
+	Build func(s protocol.NodeState, others []string) (T, error)
 	// Reset says that every node's value is made again: whatever the
 	// caller made of the values Set gave it before is void.
 	Reset func()
-	// Set gives the caller a node's new value, and whether the pool selects
-	// it (else the pool admitted it and another selects it now); v is nil
-	// when the node is no longer of the pool, or no longer in the cache.
-	Set func(name string, v *T, member bool)
+	// Set gives the caller a node's new value; v is nil when the node is no
+	// longer of the pool, or no longer in the cache.
+	Set func(name string, v *T)
 	// Gone names a node the cache no longer holds.
 	Gone func(name string)
 }
@@ -71,7 +70,7 @@ func (k *Kept[T]) Sync(s Sync[T]) error {
 				delete(k.byName, name)
 				delete(k.byObject, e.node)
 				k.order = nil
-				s.Set(name, nil, false)
+				s.Set(name, nil)
 			}
 			s.Decoded.Forget(name)
 			if s.Gone != nil {
@@ -86,7 +85,7 @@ func (k *Kept[T]) Sync(s Sync[T]) error {
 			failed, errs = append(failed, name), append(errs, err)
 		}
 		e = k.byName[name]
-		s.Set(name, e.value, e.member)
+		s.Set(name, e.value)
 	}
 	for name := range dirty {
 		read(name, true)
@@ -119,7 +118,7 @@ func (k *Kept[T]) syncAll(s Sync[T]) error {
 			continue
 		}
 		if e := k.byName[node.Name]; e.value != nil {
-			s.Set(node.Name, e.value, e.member)
+			s.Set(node.Name, e.value)
 		}
 	}
 	s.Decoded.ForgetGone(nodes)

@@ -46,7 +46,7 @@ func (c *syncCluster) sync(t *testing.T, k *Kept[string], d *Decoded, sel pools.
 		Pool:      "a",
 		Selection: sel,
 		Context:   context,
-		Build: func(s protocol.NodeState, _ []string, _ bool) (string, error) {
+		Build: func(s protocol.NodeState, _ []string) (string, error) {
 			c.made = append(c.made, s.Node.Name)
 			if s.Node.Name == c.fail {
 				return "", errors.New("cannot make " + c.fail)
@@ -54,7 +54,7 @@ func (c *syncCluster) sync(t *testing.T, k *Kept[string], d *Decoded, sel pools.
 			return s.Node.Name + ":" + s.Node.ResourceVersion, nil
 		},
 		Reset: func() { c.resets++; clear(c.values) },
-		Set: func(name string, v *string, _ bool) {
+		Set: func(name string, v *string) {
 			if v == nil {
 				delete(c.values, name)
 				return

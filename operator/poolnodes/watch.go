@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,15 +22,17 @@ import (
 	"github.com/kmaint/kmaint/operator/enqueue"
 )
 
-// NodeHandler enqueues the pools a node belongs to, before and after a
-// change, so a node that moves between pools is looked at by both, and the
-// pool that admitted it, which counts it until it is done.
+// NodeHandler enqueues the pools a node belongs to (pools.Of), before and
+// after a change, so a node that moves between pools is looked at by both:
+// one relabelled, and one whose maintenance ended, which leaves the pool
+// that admitted it for the pool its labels put it in.
 func NodeHandler(c client.Reader) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(ctx context.Context, q enqueue.Queue, nodes ...client.Object) {
 		var poolList v1alpha1.MaintenancePoolList
 		if err := c.List(ctx, &poolList); err != nil {
 			// The cache cannot fail a list of a synced informer; should it,
-			// the default pool and the admitting pool are still enqueued.
+			// the default pool and a node's admitting pool are still
+			// enqueued.
 			ctrl.LoggerFrom(ctx).Error(err, "List pools for a node event")
 		}
 		selectors := pools.Selectors(poolList.Items)
@@ -40,7 +43,9 @@ func NodeHandler(c client.Reader) handler.TypedEventHandler[client.Object, recon
 				continue
 			}
 			names := pools.Of(node, selectors)
-			if a := AdmittedBy(node); a != "" {
+			if a, _ := protocol.InFlightPool(node); a != "" && !slices.Contains(names, a) {
+				// A selection that does not know the pool (a list that
+				// failed): its pool looks for itself.
 				names = append(names, a)
 			}
 			for _, name := range names {

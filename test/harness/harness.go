@@ -317,7 +317,15 @@ type Daemons struct {
 // reboots never show NotReady.
 func RunDaemons(t testing.TB, bed *testbed.Bed, pool string, fast bool) *Daemons {
 	t.Helper()
-	w, ctx := watchPool(t, bed, pool)
+	return RunDaemonsOf(t, bed, client.MatchingLabels{"pool": pool}, fast)
+}
+
+// RunDaemonsOf starts fake daemons for the nodes with these labels,
+// whichever pool they are in, as RunDaemons does for one pool's: a test
+// that moves nodes between pools labels them for their daemons apart.
+func RunDaemonsOf(t testing.TB, bed *testbed.Bed, labels client.MatchingLabels, fast bool) *Daemons {
+	t.Helper()
+	w, ctx, _ := watchUntilEnd(t, bed, &corev1.NodeList{}, labels)
 	d := &Daemons{reboots: map[string]int{}}
 	rebooted := map[string]bool{} // boot IDs already rebooted from
 	go func() {

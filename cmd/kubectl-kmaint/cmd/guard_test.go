@@ -263,3 +263,25 @@ func TestStatusAndResumeOfAPoolHaltedByAHook(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out).To(ContainSubstring(`node hkh-0 (hook "verify", HookJobFailed, at ` + stamp(failedAt) + ": it runs again)"))
 }
+
+// A node relabelled while it settles is listed under the pool that admitted
+// it, which keeps it until its maintenance ends, and says where its labels
+// put it now.
+func TestStatusListsANodeRelabelledInFlightUnderItsPool(t *testing.T) {
+	g := NewWithT(t)
+	for _, name := range []string{"keeper", "labelled"} {
+		harness.CreateTemporary(t, bed, gen.Pool(name, intstr.FromInt32(1)))
+	}
+	keeper := harness.GetPool(g, bed, "keeper")
+	at := time.Now().UTC().Truncate(time.Second)
+	createNode(t, "keeper-0", "labelled", protocol.Settle{BootID: "b1", RebootedBoot: "b0", Pool: "keeper", PoolUID: keeper.UID,
+		Since: at, Until: at.Add(10 * time.Minute)})
+	t.Cleanup(func() { deleteNodes(t, "keeper-0") })
+
+	out, err := run(t, "status", "--pool", "keeper")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`(?m)^keeper-0\s+keeper \(labels: labelled\)\s+Settling\s`))
+	out, err = run(t, "status", "--pool", "labelled")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).NotTo(ContainSubstring("keeper-0"), "the pool its labels name does not have it")
+}

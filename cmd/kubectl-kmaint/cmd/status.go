@@ -86,6 +86,10 @@ type poolRow struct {
 	// pool is nil for the built-in default pool without an object.
 	pool  *v1alpha1.MaintenancePool
 	nodes []*corev1.Node
+	// relabelled names, by node, the pools the labels of a node in flight
+	// in the pool put it in now, when that is not this pool: it stays
+	// here until its maintenance ends.
+	relabelled map[string][]string
 }
 
 // Status writes the pools' progress and the nodes' phases.
@@ -159,18 +163,23 @@ func Status(ctx context.Context, c client.Client, w io.Writer, o StatusOptions) 
 func poolRows(cl cluster, only string) []poolRow {
 	selectors := pools.Selectors(cl.pools)
 	byPool := map[string][]*corev1.Node{}
+	relabelled := map[string][]string{}
 	for i := range cl.nodes {
-		for _, p := range pools.Of(&cl.nodes[i], selectors) {
+		in := pools.Of(&cl.nodes[i], selectors)
+		for _, p := range in {
 			byPool[p] = append(byPool[p], &cl.nodes[i])
+		}
+		if labels := pools.Selecting(&cl.nodes[i], selectors); !slices.Equal(labels, in) {
+			relabelled[cl.nodes[i].Name] = labels
 		}
 	}
 	var rows []poolRow
 	for i := range cl.pools {
 		p := &cl.pools[i]
-		rows = append(rows, poolRow{name: p.Name, pool: p, nodes: byPool[p.Name]})
+		rows = append(rows, poolRow{name: p.Name, pool: p, nodes: byPool[p.Name], relabelled: relabelled})
 	}
 	if !slices.ContainsFunc(cl.pools, named(v1alpha1.DefaultPoolName)) && len(byPool[v1alpha1.DefaultPoolName]) > 0 {
-		rows = append(rows, poolRow{name: v1alpha1.DefaultPoolName, nodes: byPool[v1alpha1.DefaultPoolName]})
+		rows = append(rows, poolRow{name: v1alpha1.DefaultPoolName, nodes: byPool[v1alpha1.DefaultPoolName], relabelled: relabelled})
 	}
 	rows = slices.DeleteFunc(rows, func(r poolRow) bool { return only != "" && r.name != only })
 	for _, r := range rows {
@@ -239,7 +248,12 @@ func writeStatus(w io.Writer, rows []poolRow, open map[string][]v1alpha1.NodeMai
 			if !wide {
 				reason = ellipsis(reason, 80)
 			}
-			line := fmt.Sprintf("%s\t%s\t%s\t%s", n.Name, r.name, st.Phase, or(reason))
+			pool := r.name
+			if labels := r.relabelled[n.Name]; len(labels) > 0 {
+				// In flight here, though its labels say otherwise now.
+				pool += " (labels: " + strings.Join(labels, ", ") + ")"
+			}
+			line := fmt.Sprintf("%s\t%s\t%s\t%s", n.Name, pool, st.Phase, or(reason))
 			if wide {
 				line += fmt.Sprintf("\t%t\t%s\t%s", protocol.Ready(n), or(n.Status.NodeInfo.BootID), age(o.Now, st.Since))
 			}

@@ -110,13 +110,17 @@ func (c *Checker) budget(pool string, at time.Time, v int64) (int, bool) {
 	return best, best >= 0
 }
 
-// poolOf is the pool a node counts against: the admitting pool while it is
-// admitted, else its label's.
+// poolOf is the pool a node counts against: the pool that admitted it
+// while its maintenance lasts (its admission, then its settle record, name
+// it), else its label's. kmaint promises that a node in flight stays with
+// the pool that admitted it, whatever its labels say meanwhile.
 func (c *Checker) poolOf(n *corev1.Node) string {
-	if raw := n.Annotations[protocol.Admitted]; raw != "" {
-		var a admission
-		if json.Unmarshal([]byte(raw), &a) == nil && a.Pool != "" {
-			return a.Pool
+	for _, key := range []string{protocol.Admitted, protocol.Settling} {
+		var rec struct {
+			Pool string `json:"pool"`
+		}
+		if raw := n.Annotations[key]; raw != "" && json.Unmarshal([]byte(raw), &rec) == nil && rec.Pool != "" {
+			return rec.Pool
 		}
 	}
 	return n.Labels[c.PoolLabel]

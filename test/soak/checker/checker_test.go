@@ -132,6 +132,29 @@ func TestANodeAdmittedByAnotherPoolCountsAgainstThatPool(t *testing.T) {
 	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
 }
 
+// A node back from its reboot and settling holds the slot of the pool that
+// admitted it, which its settle record names, whatever its label says.
+func TestANodeSettlingForAnotherPoolCountsAgainstThatPool(t *testing.T) {
+	g := NewWithT(t)
+	h := newHistory()
+	h.pool("p", 1, false)
+	h.pool("q", 1, false)
+	h.Node(node("a", "q", settling("p")), false)
+	h.Node(node("b", "q"), false)
+	h.Node(node("c", "p"), false)
+	h.after(time.Second).Node(node("b", "q", admitted("b1", "q")), false)
+	g.Expect(h.Violations()).To(BeEmpty(), "q's slot is free: a settles in p's")
+	h.after(time.Second).Node(node("c", "p", admitted("c1", "p")), false)
+	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
+}
+
+func settling(pool string) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		b, _ := json.Marshal(map[string]any{"bootID": "a2", "rebootedBoot": "a1", "pool": pool})
+		n.Annotations[protocol.Settling] = string(b)
+	}
+}
+
 func TestEveryDaemonRebootNeedsItsApprovalAndOneAsk(t *testing.T) {
 	g := NewWithT(t)
 	h := newHistory()

@@ -1,0 +1,59 @@
+package gate
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+// relabels remembers which relabelled nodes in flight the gate told of, and
+// the pools their labels named then, so that it tells each move once, not
+// at every reconcile. Forgotten at a restart: the move is told once more.
+type relabels struct {
+	mu   sync.Mutex
+	told map[string]string
+}
+
+func newRelabels() *relabels { return &relabels{told: map[string]string{}} }
+
+// tellRelabelled tells, once per move, of each node in flight in the pool
+// whose labels put it elsewhere now (nodeView.relabelled): a Warning event
+// on the node and the pool. It stays the pool's until its maintenance ends
+// (pools.Of): its budget, drain, marks and hooks are the pool's, and the
+// pools its labels name now neither drive it nor drop what it waits for.
+// A node that no longer is so is forgotten.
+func (r *Reconciler) tellRelabelled(ctx context.Context, st *poolState) {
+	now := map[string]string{}
+	for _, v := range st.views {
+		if len(v.relabelled) > 0 {
+			now[v.Node.Name] = st.pool.Name + "\x00" + strings.Join(v.relabelled, ",")
+		}
+	}
+	r.relabels.mu.Lock()
+	var tell []*corev1.Node
+	for _, v := range st.views {
+		key, ok := now[v.Node.Name]
+		if ok && r.relabels.told[v.Node.Name] != key {
+			r.relabels.told[v.Node.Name] = key
+			tell = append(tell, v.Node)
+		}
+	}
+	for name, key := range r.relabels.told {
+		if _, ok := now[name]; !ok && strings.HasPrefix(key, st.pool.Name+"\x00") {
+			delete(r.relabels.told, name)
+		}
+	}
+	r.relabels.mu.Unlock()
+	for _, node := range tell {
+		in := st.view(node.Name).relabelled
+		ctrl.LoggerFrom(ctx).Info("Node relabelled in flight", "node", node.Name, "labels", in)
+		r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.RelabelledInFlightReason, "Relabel",
+			"Node %s's labels put it in pool %s now; it stays in pool %s, which admitted it, until its maintenance ends: %s's budget, drain and hooks apply, and %s does not drive it",
+			node.Name, strings.Join(in, ", "), st.pool.Name, st.pool.Name, strings.Join(in, ", "))
+	}
+}
