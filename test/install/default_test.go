@@ -61,6 +61,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-events",
 		"ValidatingAdmissionPolicy/kmaint-hook-acknowledgements",
 		"ValidatingAdmissionPolicyBinding/kmaint-hook-acknowledgements",
+		"ValidatingAdmissionPolicy/kmaint-pool-selectors",
+		"ValidatingAdmissionPolicyBinding/kmaint-pool-selectors",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",

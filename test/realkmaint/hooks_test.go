@@ -207,9 +207,12 @@ func hookedRollout(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 
 // aGateHoldsTheDrain: a beforeDrain acknowledgement held by the test, as
 // another controller would hold it, keeps the node's drain from starting:
-// its pod stays, its reboot waits. A user who may patch Nodes cannot
-// acknowledge it; the controller RBAC lets acknowledge it writes this
-// admission's token, and the node reboots once.
+// its pod stays, its reboot waits. Relabelled meanwhile into a pool without
+// hooks, as anyone who may patch Nodes could, the node stays with the pool
+// that admitted it and still waits: not drained, not approved. A user who
+// may patch Nodes cannot acknowledge it; the controller RBAC lets
+// acknowledge the pool's hook writes this admission's token, and the node
+// reboots once.
 func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -220,6 +223,7 @@ func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 	pool := gen.Pool("gated", intstr.FromInt32(1))
 	pool.Spec.Hooks = &v1alpha1.Hooks{BeforeDrain: []v1alpha1.Hook{{Name: "db-stepdown", Acknowledgement: &v1alpha1.HookAcknowledgement{}}}}
 	createPool(t, kc, pool)
+	createPool(t, kc, gen.Pool("ungated", intstr.FromInt32(1)))
 	ns := testNamespace(t, cs, "hooks-gate")
 	pod := slowPodOn(t, cs, ns, target.Name())
 
@@ -232,17 +236,26 @@ func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 		g.Expect(st.Unschedulable).To(BeTrue())
 		g.Expect(st.Hook).NotTo(BeNil())
 		g.Expect(st.Hook.Waiting()).To(Equal([]string{"db-stepdown"}))
+		g.Expect(st.Hook.Pool).To(Equal("gated"))
 		token = st.Hook.Token
 	}, timeout, time.Second).Should(Succeed())
+	setPoolLabel(g, kc, target.Name(), "ungated")
 	g.Consistently(func(g Gomega) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p.DeletionTimestamp).To(BeNil(), "evicted before the gate opened")
-		g.Expect(readNode(g, kc, target.Name()).Approved).To(BeEmpty())
+		st := readNode(g, kc, target.Name())
+		g.Expect(st.Approved).To(BeEmpty())
+		g.Expect(st.Hook).NotTo(BeNil(), "the hook record was dropped")
+		g.Expect(st.Hook.Waiting()).To(Equal([]string{"db-stepdown"}))
 	}, 15*time.Second, time.Second).Should(Succeed())
+	var ungated v1alpha1.MaintenancePool
+	g.Expect(kc.Get(ctx, client.ObjectKey{Name: "ungated"}, &ungated)).To(Succeed())
+	g.Expect(ungated.Status.Nodes).To(BeZero(), "the pool its labels name does not take it")
 
 	// Only the hook's owner may acknowledge it: a user who may patch Nodes
-	// is refused; the controller RBAC lets acknowledge db-stepdown may.
+	// is refused; the controller RBAC lets acknowledge pool gated's
+	// db-stepdown may.
 	ack := func(c client.Client) error {
 		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{protocol.AckPrefix + "db-stepdown": token}}})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -252,7 +265,7 @@ func aGateHoldsTheDrain(t *testing.T, c *realcluster.Cluster, kc client.Client) 
 	g.Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'kmaint-hook-acknowledgements'")))
 	owner := nodePatcher(t, g, c, "db-controller")
 	g.Expect(kc.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "db-controller-acknowledges"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: []string{"db-stepdown"}, Verbs: []string{"update"},
+		APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: []string{"gated/db-stepdown"}, Verbs: []string{"update"},
 	}}})).To(Succeed())
 	g.Expect(kc.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "db-controller-acknowledges"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "db-controller-acknowledges"},
