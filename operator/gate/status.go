@@ -67,7 +67,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	} else {
 		s.Updated += int32(q.current)
 	}
-	// Nodes this pool admitted that are in another pool now still count.
+	// Its quiet members that are rebooting count too.
 	s.Unavailable += int32(st.counted())
 
 	r.setBlocked(st, last)
