@@ -207,3 +207,34 @@ func (pb *poolBudgets) most() map[string]int {
 	}
 	return out
 }
+
+// A pool deleted while a node it admitted is in flight keeps nothing: the
+// node goes to the pool its labels name, which finishes it, once. A pool
+// made again under the deleted one's name is another pool: it takes no
+// node the first admitted.
+func TestANodeWhosePoolIsDeletedInFlightGoesWhereItsLabelsSay(t *testing.T) {
+	g := NewWithT(t)
+	doomed := gen.Pool("doomed", intstr.FromInt32(1))
+	createPool(t, doomed)
+	createPool(t, gen.Pool("heir", intstr.FromInt32(1)))
+	node := createNodes(t, "doomed", "doomed", 1, gen.Labels("relabel-test", "doomed"))[0]
+	startOperator(t)
+	request(t, node, "d", time.Now())
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, node).Annotations }, timeout).
+		Should(HaveKeyWithValue(protocol.RebootApproved, "boot-0"))
+	relabel(g, node, "heir")
+	g.Expect(bed.Client.Delete(context.Background(), getPool(g, "doomed"))).To(Succeed())
+	// Made again, under the same name, selecting the node's new label.
+	again := gen.Pool("doomed", intstr.FromInt32(1))
+	again.Spec.NodeSelector.MatchLabels = map[string]v1alpha1.SelectorValue{"pool": "heir", "never": "matches"}
+	g.Eventually(func() error { return bed.Client.Create(context.Background(), again.DeepCopy()) }, timeout).Should(Succeed())
+
+	g.Eventually(func(g Gomega) { g.Expect(getPool(g, "heir").Status.Unavailable).To(BeEquivalentTo(1)) }, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getPool(g, "heir").Status.Unavailable).To(BeEquivalentTo(1))
+		g.Expect(getPool(g, "doomed").Status.Unavailable).To(BeZero(), "the pool made again took the node")
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+	daemons := harness.RunDaemonsOf(t, bed, client.MatchingLabels{"relabel-test": "doomed"}, false)
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, node, false) }, timeout).Should(Succeed())
+	g.Expect(daemons.Count(node)).To(Equal(1))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,23 +20,34 @@ import (
 )
 
 // poolHandler enqueues a changed pool and the default pool; and every pool
-// when the pool cannot be read, or could not before the change: each
-// pool's Blocked condition names the unreadable ones, and none admits
-// while there is one.
+// when the event may move nodes between pools (movesNodes), or when the
+// pool cannot be read, or could not before the change: each pool's Blocked
+// condition names the unreadable ones, and none admits while there is one.
 func (r *Reconciler) poolHandler() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(ctx context.Context, q enqueue.Queue, objs ...client.Object) {
 		reqs := poolnodes.PoolAndDefault(ctx, objs[len(objs)-1])
-		for _, obj := range objs {
-			if p, ok := obj.(*v1alpha1.MaintenancePool); ok && p.Unreadable() != nil {
-				reqs = r.allPools(ctx, obj)
-				break
-			}
+		if movesNodes(objs) {
+			reqs = r.allPools(ctx, objs[0])
 		}
 		for _, req := range reqs {
 			q.Add(req)
 		}
 	}
 	return enqueue.Objects(add)
+}
+
+// movesNodes reports whether a pool's event may move nodes between any
+// pools: a pool made or deleted (the nodes in flight a deleted pool
+// admitted go to the pools their labels name), one whose selector changed,
+// or one that cannot be read, or can again.
+func movesNodes(objs []client.Object) bool {
+	if len(objs) == 1 {
+		return true
+	}
+	o, okOld := objs[0].(*v1alpha1.MaintenancePool)
+	n, okNew := objs[1].(*v1alpha1.MaintenancePool)
+	return !okOld || !okNew || o.Unreadable() != nil || n.Unreadable() != nil ||
+		!equality.Semantic.DeepEqual(o.Spec.NodeSelector, n.Spec.NodeSelector)
 }
 
 // readabilityChanged passes a pool update that makes it readable or
