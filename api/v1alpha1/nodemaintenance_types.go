@@ -80,7 +80,8 @@ type NodeMaintenanceSpec struct {
 	Policy string `json:"policy,omitempty"`
 
 	// IgnoreWindows lets the request be admitted outside maintenance windows.
-	// For emergencies: the pool's budget still holds.
+	// For emergencies: the pool's budget still holds. Setting it needs the
+	// right to use maintenanceoverrides.kmaint.io named ignoreWindows.
 	// +optional
 	IgnoreWindows bool `json:"ignoreWindows,omitempty"`
 
@@ -88,10 +89,22 @@ type NodeMaintenanceSpec struct {
 	// policy's freeze periods. It is separate from ignoreWindows on
 	// purpose: a freeze is people deciding that nothing reboots, and an
 	// emergency that must pass it says so. The budget, a pause, a halt
-	// and the cluster's stop still hold.
+	// and the cluster's stop still hold. Setting it needs the right to use
+	// maintenanceoverrides.kmaint.io named ignoreFreezes.
 	// +optional
 	IgnoreFreezes bool `json:"ignoreFreezes,omitempty"`
 }
+
+// OverridesResource is the resource of group kmaint.io that RBAC grants to
+// let an identity set a NodeMaintenance's overrides: the verb use
+// (OverrideVerb) on it, named after the field (ignoreWindows,
+// ignoreFreezes). No such objects exist; admission asks the authorizer
+// about them (config/admission/request-overrides-policy.yaml), so that
+// the right to ask for a reboot is not the right to pass a freeze.
+const OverridesResource = "maintenanceoverrides"
+
+// OverrideVerb is the verb granted on OverridesResource.
+const OverrideVerb = "use"
 
 // Phase is where a NodeMaintenance is on the reboot path.
 // +kubebuilder:validation:Enum=Pending;Requested;Draining;Approved;Rebooting;Settling;Succeeded;Failed

@@ -101,6 +101,9 @@ func Request(ctx context.Context, c client.Client, w io.Writer, o RequestOptions
 		},
 	}
 	if err := c.Create(ctx, nm); err != nil {
+		if refused := refusedOverrides(err); len(refused) > 0 {
+			return nil, overridesRefusedError(refused)
+		}
 		return nil, fmt.Errorf("create NodeMaintenance for node %s: %w", o.Node, err)
 	}
 	_, err = fmt.Fprintf(w, "nodemaintenance/%s created: node %s will reboot when its pool admits it\nFollow it with: kubectl kmaint status  or  kubectl get nodemaintenance %s -w\n",
@@ -125,4 +128,47 @@ func maintenancesOf(ctx context.Context, c client.Client, node string) ([]v1alph
 		return nil, fmt.Errorf("list NodeMaintenances of node %s: %w", node, err)
 	}
 	return list.Items, nil
+}
+
+// override is a request flag that passes a hold, with the field it sets,
+// which is also the name admission asks RBAC about.
+type override struct{ field, flag string }
+
+func overrides() []override {
+	return []override{{"ignoreWindows", "--ignore-windows"}, {"ignoreFreezes", "--ignore-freezes"}}
+}
+
+// refusedOverrides says which of the request's overrides admission refused
+// (policy kmaint-request-overrides), or nothing when err is another
+// refusal. The API server's own words name the policy, its binding and the
+// field; a person wants the flag and the right to ask for.
+func refusedOverrides(err error) []override {
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), overridesResource()) {
+		return nil
+	}
+	var out []override
+	for _, o := range overrides() {
+		if strings.Contains(err.Error(), "spec."+o.field) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// overridesResource is the resource RBAC grants overrides on, with its group.
+func overridesResource() string {
+	return v1alpha1.OverridesResource + "." + v1alpha1.GroupVersion.Group
+}
+
+// overridesRefusedError is what a person reads when admission refused
+// the overrides: the flags, the right each needs, and what happens
+// without them.
+func overridesRefusedError(refused []override) error {
+	var needs, flags []string
+	for _, o := range refused {
+		needs = append(needs, fmt.Sprintf("%s needs the right to %s %s named %s, which you lack", o.flag, v1alpha1.OverrideVerb, overridesResource(), o.field))
+		flags = append(flags, o.flag)
+	}
+	return fmt.Errorf("refused: %s; ask a cluster admin (config/README.md, \"Who can ask for a reboot\"). "+
+		"Without %s the request waits for the pool's windows and freezes like any other", strings.Join(needs, "; "), strings.Join(flags, " and "))
 }
