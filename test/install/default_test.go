@@ -63,6 +63,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-hook-acknowledgements",
 		"ValidatingAdmissionPolicy/kmaint-pool-selectors",
 		"ValidatingAdmissionPolicyBinding/kmaint-pool-selectors",
+		"ValidatingAdmissionPolicy/kmaint-request-overrides",
+		"ValidatingAdmissionPolicyBinding/kmaint-request-overrides",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",
