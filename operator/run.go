@@ -359,8 +359,9 @@ func metricsOptions(opts Options) metricsserver.Options {
 
 // The webhook reads its token Secret, makes and renews its certificate
 // Secret, and publishes its CA's certificate in a ConfigMap, in the
-// operator's own namespace only, and by name: a create cannot be limited
-// to a name, a read or a write can.
+// operator's own namespace only, and by name: RBAC cannot limit a create
+// to a name, a read or a write it can, and admission confines the creates
+// to these two objects (config/admission/operator-creates-policy.yaml).
 // +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=secrets,resourceNames=kmaint-alert-webhook;kmaint-alert-webhook-tls,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=kmaint-system,resources=configmaps,verbs=create

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +89,26 @@ func TestChartWebhookTLS(t *testing.T) {
 			}
 			if !slices.Equal(verbs, c.wantVerbs) {
 				t.Errorf("verbs on Secrets %v, want %v", verbs, c.wantVerbs)
+			}
+			// What RBAC lets it create is confined by admission to the
+			// objects it makes, in its namespace, by their names (in the
+			// modes that make none, RBAC lets it create nothing).
+			vap, ok := r.objs["ValidatingAdmissionPolicy/kmaint-operator-creates"]
+			if !ok {
+				t.Fatal("no ValidatingAdmissionPolicy kmaint-operator-creates")
+			}
+			secret := "kmaint-alert-webhook-tls"
+			if m := regexp.MustCompile(`secretName: ([a-z0-9-]+)`).FindStringSubmatch(c.values); m != nil {
+				secret = m[1]
+			}
+			body := fmt.Sprint(vap.Object["spec"])
+			for _, want := range []string{
+				"'system:serviceaccount:" + ns + ":kmaint-operator'", "request.namespace == '" + ns + "'",
+				"variables.name == '" + secret + "'", "variables.name == '" + strings.TrimSuffix(secret, "-tls") + "-ca'",
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("kmaint-operator-creates lacks %s: %s", want, body)
+				}
 			}
 		})
 	}

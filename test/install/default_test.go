@@ -65,6 +65,8 @@ func TestDefaultObjects(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding/kmaint-pool-selectors",
 		"ValidatingAdmissionPolicy/kmaint-request-overrides",
 		"ValidatingAdmissionPolicyBinding/kmaint-request-overrides",
+		"ValidatingAdmissionPolicy/kmaint-operator-creates",
+		"ValidatingAdmissionPolicyBinding/kmaint-operator-creates",
 		"Role/default/kmaint-daemon",
 		"RoleBinding/default/kmaint-daemon",
 		"Role/default/kmaint-operator",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,6 +43,12 @@ func TestDefaultWebhookServesTLS(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	installIdentities(t)
+	// The operator makes its certificate Secret and CA ConfigMap under the
+	// policy that confines what it creates.
+	waitForPolicy(t, "kmaint-operator-creates", func() error {
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("probe-%d", time.Now().UnixNano())}}
+		return clientWithToken(t, operatorToken(t)).Create(ctx, probe, client.DryRunAll)
+	})
 	token := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "kmaint-alert-webhook"},
 		StringData: map[string]string{"token": "install-test-token"},
