@@ -23,6 +23,7 @@ prometheus:
 alertWebhook:
   tokenSecret: {create: true}
 dashboards: {enabled: true}
+networkPolicy: {enabled: true}
 daemon: {bootIDFile: /run/kmaint/boot_id, hostCommandDir: /opt/kmaint/bin}
 pools:
   - name: workers
@@ -58,7 +59,7 @@ func TestChartAppliesDryRun(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"Namespace", "Secret", "MaintenancePool", "ConfigMap", "ServiceMonitor", "PodMonitor", "PrometheusRule"} {
+	for _, k := range []string{"Namespace", "Secret", "MaintenancePool", "ConfigMap", "ServiceMonitor", "PodMonitor", "PrometheusRule", "NetworkPolicy"} {
 		if !kinds[k] {
 			t.Errorf("no %s rendered with every option on", k)
 		}
