@@ -158,7 +158,7 @@ func TestRequestOverridesNeedTheirRBAC(t *testing.T) {
 		g.Expect(gen.CreateNode(ctx, bed.Client, gen.Node(other))).To(Succeed())
 		err := kubectlKmaint("request", other, "--reason", "CVE-2026-1234", "--ignore-freezes", "--ignore-windows")
 		g.Expect(err).To(MatchError(HavePrefix("refused: --ignore-windows needs the right to use maintenanceoverrides.kmaint.io named ignoreWindows, which you lack; " +
-			"ask a cluster admin (config/README.md, \"Who can ask for a reboot\"). Without --ignore-windows the request waits")))
+			"ask a cluster admin (config/README.md, \"Who can pass windows and freezes\"). Without --ignore-windows the request waits")))
 		g.Expect(err.Error()).NotTo(ContainSubstring("ValidatingAdmissionPolicy"), "the plugin says it in a person's words")
 	})
 }

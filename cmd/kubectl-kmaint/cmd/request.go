@@ -169,6 +169,6 @@ func overridesRefusedError(refused []override) error {
 		needs = append(needs, fmt.Sprintf("%s needs the right to %s %s named %s, which you lack", o.flag, v1alpha1.OverrideVerb, overridesResource(), o.field))
 		flags = append(flags, o.flag)
 	}
-	return fmt.Errorf("refused: %s; ask a cluster admin (config/README.md, \"Who can ask for a reboot\"). "+
+	return fmt.Errorf("refused: %s; ask a cluster admin (config/README.md, \"Who can pass windows and freezes\"). "+
 		"Without %s the request waits for the pool's windows and freezes like any other", strings.Join(needs, "; "), strings.Join(flags, " and "))
 }
