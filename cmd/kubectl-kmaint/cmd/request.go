@@ -44,7 +44,9 @@ within its budget and maintenance windows, then kmaint drains and reboots the no
 pool's maxUnavailable still holds. --ignore-windows does not pass a freeze period
 (spec.freezes of the pool or of a RebootPolicy): --ignore-freezes does, and nothing
 else; the budget, a pause, a halted pool and the cluster's stop still hold. Give
-both to pass a closed window during a freeze.
+both to pass a closed window during a freeze. Each needs a right of its own besides
+creating NodeMaintenances: RBAC's verb use on maintenanceoverrides.kmaint.io named
+ignoreWindows or ignoreFreezes, which a cluster admin grants.
 
 A node with an open request from the API gets no second one: the reboot under way
 will satisfy both.`,
