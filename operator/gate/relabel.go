@@ -28,32 +28,32 @@ func newRelabels() *relabels { return &relabels{told: map[string]string{}} }
 // pools its labels name now neither drive it nor drop what it waits for.
 // A node that no longer is so is forgotten.
 func (r *Reconciler) tellRelabelled(ctx context.Context, st *poolState) {
-	now := map[string]string{}
-	for _, v := range st.views {
-		if len(v.relabelled) > 0 {
-			now[v.Node.Name] = st.pool.Name + "\x00" + strings.Join(v.relabelled, ",")
-		}
-	}
+	prefix := st.pool.Name + "\x00"
+	now := map[string]bool{}
+	var tell []*nodeView
 	r.relabels.mu.Lock()
-	var tell []*corev1.Node
 	for _, v := range st.views {
-		key, ok := now[v.Node.Name]
-		if ok && r.relabels.told[v.Node.Name] != key {
+		if len(v.relabelled) == 0 {
+			continue
+		}
+		key := prefix + strings.Join(v.relabelled, ",")
+		now[v.Node.Name] = true
+		if r.relabels.told[v.Node.Name] != key {
 			r.relabels.told[v.Node.Name] = key
-			tell = append(tell, v.Node)
+			tell = append(tell, v)
 		}
 	}
 	for name, key := range r.relabels.told {
-		if _, ok := now[name]; !ok && strings.HasPrefix(key, st.pool.Name+"\x00") {
+		if !now[name] && strings.HasPrefix(key, prefix) {
 			delete(r.relabels.told, name)
 		}
 	}
 	r.relabels.mu.Unlock()
-	for _, node := range tell {
-		in := st.view(node.Name).relabelled
-		ctrl.LoggerFrom(ctx).Info("Node relabelled in flight", "node", node.Name, "labels", in)
-		r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.RelabelledInFlightReason, "Relabel",
+	for _, v := range tell {
+		in := strings.Join(v.relabelled, ", ")
+		ctrl.LoggerFrom(ctx).Info("Node relabelled in flight", "node", v.Node.Name, "labels", v.relabelled)
+		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.RelabelledInFlightReason, "Relabel",
 			"Node %s's labels put it in pool %s now; it stays in pool %s, which admitted it, until its maintenance ends: %s's budget, drain and hooks apply, and %s does not drive it",
-			node.Name, strings.Join(in, ", "), st.pool.Name, st.pool.Name, strings.Join(in, ", "))
+			v.Node.Name, in, st.pool.Name, st.pool.Name, in)
 	}
 }
