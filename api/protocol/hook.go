@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,24 @@ func (r HookRecord) Stretch() HookStretch {
 		s.Passed = time.Time{}
 	}
 	return s
+}
+
+// Names reports whether the record names the hook, at its point or at an
+// earlier one of its admission: the gate reads the acknowledgements of
+// these hooks only (it writes the record before it waits for one), and
+// removes them when the admission ends.
+func (r HookRecord) Names(hook string) bool {
+	for _, h := range r.Hooks {
+		if h.Name == hook {
+			return true
+		}
+	}
+	for _, s := range r.Earlier {
+		if slices.Contains(s.Hooks, hook) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stretches are the stretches of the record's admission: the earlier
@@ -245,7 +264,8 @@ func (s NodeState) HookTokenAt(point HookPoint, bootID string) string {
 
 // Acknowledged reports whether the node carries the acknowledgement of
 // the named hook for token: one written for another token (an earlier
-// boot, request or point) does not count.
+// boot, request or point) does not count, nor one longer than a token,
+// whole or cut by CutForeign.
 func Acknowledged(node *corev1.Node, hook, token string) bool {
 	v, ok := node.Annotations[AckPrefix+hook]
 	return ok && token != "" && v == token

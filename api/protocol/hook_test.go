@@ -196,3 +196,16 @@ func tokenWithoutPool(node, bootID string, admitted time.Time, point protocol.Ho
 	sum := sha256.Sum256([]byte(strings.Join([]string{node, bootID, admitted.UTC().Format(time.RFC3339Nano), string(point)}, "\x00")))
 	return hex.EncodeToString(sum[:12])
 }
+
+// A record names the hooks of its point and of the points its admission
+// passed before it: the acknowledgements the operator reads and removes.
+func TestHookRecordNames(t *testing.T) {
+	rec := protocol.HookRecord{Point: protocol.BeforeReboot,
+		Hooks:   []protocol.HookProgress{{Name: "storage"}},
+		Earlier: []protocol.HookStretch{{Point: protocol.BeforeDrain, Hooks: []string{"db-stepdown"}}}}
+	for hook, want := range map[string]bool{"storage": true, "db-stepdown": true, "other": false, "": false} {
+		if got := rec.Names(hook); got != want {
+			t.Errorf("Names(%q) = %t, want %t", hook, got, want)
+		}
+	}
+}

@@ -37,6 +37,29 @@ const (
 // quotes: a value may be 256 KiB, and it is repeated in conditions.
 const maxQuoted = 256
 
+// MaxForeignValue is as much as kmaint reads of the value of a Node
+// annotation that others write: an opt-out (DoNotDisrupt,
+// KarpenterDoNotDisrupt) or a hook's acknowledgement. A message quotes at
+// most maxQuoted bytes of an opt-out and says when there is more;
+// Karpenter's holds the node only as "true"; an acknowledgement opens a
+// hook only as its token (HookToken, 24 characters).
+const MaxForeignValue = maxQuoted + 1
+
+// CutForeign cuts the value of such an annotation to MaxForeignValue
+// bytes, for the operator's cache: anyone who may patch Nodes may write
+// 256 KiB there. Every reader makes of the cut value what it makes of the
+// whole one: a do-not-disrupt of any size holds the node and is quoted
+// the same (quoteValue reads no more), and an acknowledgement longer than
+// a token opens nothing, cut or not. The cut may split a character past
+// the bytes a message quotes. It is a copy: a slice of the value would
+// keep the whole of it in memory.
+func CutForeign(v string) string {
+	if len(v) <= MaxForeignValue {
+		return v
+	}
+	return strings.Clone(v[:MaxForeignValue])
+}
+
 // maxPodsNamed bounds how many pods a message names.
 const maxPodsNamed = 3
 
@@ -176,8 +199,11 @@ func readHeld(node *corev1.Node) *Held {
 }
 
 // quoteValue shows an annotation value a person wrote: quoted, escaped and
-// cut short, and says so when it is empty.
+// cut short, and says so when it is empty. It reads no more than
+// CutForeign keeps, so that the operator's cached Node, which keeps no
+// more, is quoted as the Node itself is.
 func quoteValue(v string) string {
+	v = CutForeign(v)
 	if strings.TrimSpace(v) == "" {
 		return "(no reason given)"
 	}
@@ -186,7 +212,7 @@ func quoteValue(v string) string {
 		for cut > 0 && v[cut]&0xC0 == 0x80 {
 			cut--
 		}
-		return fmt.Sprintf("%q… (%d bytes)", v[:cut], len(v))
+		return fmt.Sprintf("%q… (over %d bytes)", v[:cut], maxQuoted)
 	}
 	return fmt.Sprintf("%q", v)
 }

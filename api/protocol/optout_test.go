@@ -30,7 +30,7 @@ func TestPodBlocks(t *testing.T) {
 		"kmaint's, with a reason":         {annotations: map[string]string{protocol.DoNotDisrupt: "payroll"}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: `"payroll"`},
 		"kmaint's, empty":                 {annotations: map[string]string{protocol.DoNotDisrupt: ""}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: "(no reason given)"},
 		"kmaint's, false is a reason too": {annotations: map[string]string{protocol.DoNotDisrupt: "false"}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: `"false"`},
-		"kmaint's, huge, quoted short":    {annotations: map[string]string{protocol.DoNotDisrupt: strings.Repeat("é", 50_000)}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: "(100000 bytes)"},
+		"kmaint's, huge, quoted short":    {annotations: map[string]string{protocol.DoNotDisrupt: strings.Repeat("é", 50_000)}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: "(over 256 bytes)"},
 		"Karpenter's true":                {annotations: map[string]string{protocol.KarpenterDoNotDisrupt: "true"}, wantReason: v1alpha1.DoNotDisruptReason, wantWhy: "karpenter.sh/do-not-disrupt=true"},
 		"Karpenter's false":               {annotations: map[string]string{protocol.KarpenterDoNotDisrupt: "false"}},
 		"Karpenter's junk":                {annotations: map[string]string{protocol.KarpenterDoNotDisrupt: "yes"}},
@@ -110,5 +110,33 @@ func TestPodsOptOutCountsOnlyTheNamedNamespaces(t *testing.T) {
 	o := protocol.PodsOptOut("n", pods, sel, bounds, now)
 	if o == nil || !strings.Contains(o.Message, "databases/primary") || strings.Contains(o.Message, "tenant/") {
 		t.Fatalf("the named namespace's pod alone holds the node; got %+v", o)
+	}
+}
+
+// A value others write, cut for the operator's cache, reads as the whole
+// one: an opt-out of any size holds the node and is quoted the same, and
+// Karpenter's holds it only as "true".
+func TestCutForeignReadsAsTheWhole(t *testing.T) {
+	values := map[string]string{
+		"short":                              "payroll",
+		"empty":                              "",
+		"just short enough":                  strings.Repeat("x", protocol.MaxForeignValue),
+		"huge":                               strings.Repeat("x", 240<<10),
+		"huge, in characters of two bytes":   strings.Repeat("é", 120<<10),
+		"spaces past the cut, then a reason": strings.Repeat(" ", 300) + "payroll",
+		"a reason, then spaces past the cut": "payroll" + strings.Repeat(" ", 300),
+		"true":                               "true",
+		"true, padded past the cut":          "true" + strings.Repeat(" ", 300),
+	}
+	for name, v := range values {
+		for _, key := range []string{protocol.DoNotDisrupt, protocol.KarpenterDoNotDisrupt} {
+			node := func(v string) *corev1.Node {
+				return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{key: v}}}
+			}
+			whole, cut := protocol.NodeOptOut(node(v)), protocol.NodeOptOut(node(protocol.CutForeign(v)))
+			if len(protocol.CutForeign(v)) > protocol.MaxForeignValue || (whole == nil) != (cut == nil) || whole != nil && *whole != *cut {
+				t.Errorf("%s, %s: the whole value reads %+v, the cut one %+v", name, key, whole, cut)
+			}
+		}
 	}
 }

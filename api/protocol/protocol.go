@@ -30,6 +30,16 @@ func DaemonAnnotations() []string {
 	return []string{RebootRequested, CurrentConfig, State}
 }
 
+// NodeAnnotations are every annotation of the node protocol under Prefix:
+// the operator's, the daemon's, and the node's opt-out (DoNotDisrupt),
+// which people write. Admission refuses a Node any other key under Prefix
+// (config/admission/operator-annotations-policy.yaml, which a test holds
+// to this list), and the operator's cache keeps no other: kmaint reads
+// none, and each would cost the operator memory on every Node.
+func NodeAnnotations() []string {
+	return slices.Concat(OperatorAnnotations(), DaemonAnnotations(), []string{DoNotDisrupt})
+}
+
 // The annotations of the node protocol, with their one writer.
 const (
 	// RebootRequested (daemon): this boot's outstanding requests, a Requested.

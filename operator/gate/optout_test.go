@@ -119,7 +119,7 @@ func TestDoNotDisruptValuesOnNodes(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[4], false) }, timeout).Should(Succeed())
 	expectWaiting(g, nodes[0], v1alpha1.DoNotDisruptReason, "(no reason given)")
 	expectWaiting(g, nodes[1], v1alpha1.DoNotDisruptReason, `"false"`, "until the annotation is removed")
-	expectWaiting(g, nodes[2], v1alpha1.DoNotDisruptReason, "(100000 bytes)")
+	expectWaiting(g, nodes[2], v1alpha1.DoNotDisruptReason, "(over 256 bytes)")
 	expectWaiting(g, nodes[3], v1alpha1.DoNotDisruptReason, protocol.KarpenterDoNotDisrupt+"=true")
 	expectOptedOut(g, "dndv", 4)
 	c := meta.FindStatusCondition(getPool(g, "dndv").Status.Conditions, v1alpha1.OptedOutCondition)
