@@ -1,13 +1,19 @@
 package operator
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -121,5 +127,148 @@ func TestSlimMaintenanceKeepsEveryFieldAndSharesWhatItRepeats(t *testing.T) {
 	same("the message (Waiting)", got.Status.Message, got.Status.Conditions[1].Message)
 	if cap(got.Status.Conditions) != len(got.Status.Conditions) {
 		t.Errorf("conditions kept in a slice of %d for %d", cap(got.Status.Conditions), len(got.Status.Conditions))
+	}
+}
+
+// Anyone who may patch Nodes may write 256 KiB of annotations on each,
+// and the cache holds every Node: a cached Node's annotations take as
+// much room whatever they pad it with (a key under kmaint.io/ that is not
+// the protocol's, a huge opt-out, hundreds of acknowledgements, huge
+// acknowledgements of the hooks the node waits for), and still mean what
+// the Node's do: the opt-outs hold the node, quoted the same; the
+// acknowledgements of the hooks its record names are kept, those that
+// match their token still match, a huge one matches nothing and is still
+// there for the end of the admission to remove.
+func TestCachedNodeStaysFlatWhateverThePadding(t *testing.T) {
+	const pad = 240 << 10
+	at := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
+	token := protocol.HookToken("n", "boot-1", at, protocol.BeforeReboot)
+	record := protocol.HookRecord{Point: protocol.BeforeReboot, BootID: "boot-1", Token: token, Since: at,
+		Hooks:   []protocol.HookProgress{{Name: "db-stepdown", Attempt: 1}, {Name: "storage", Attempt: 1}},
+		Earlier: []protocol.HookStretch{{Point: protocol.BeforeDrain, BootID: "boot-1", Hooks: []string{"lb-drain"}}}}
+	base := func() *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
+			protocol.State:                  protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: "boot-1", Since: at}),
+			protocol.Admitted:               protocol.Encode(protocol.Admission{BootID: "boot-1", Requests: []string{"r1"}, Time: at}),
+			protocol.Hook:                   protocol.Encode(record),
+			protocol.AckPrefix + "lb-drain": protocol.HookToken("n", "boot-1", at, protocol.BeforeDrain),
+			"node.alpha.kubernetes.io/ttl":  "0",
+		}}}
+	}
+	size := func(n *corev1.Node) int {
+		b := 0
+		for k, v := range n.Annotations {
+			b += len(k) + len(v)
+		}
+		return b
+	}
+	cache := func(n *corev1.Node) *corev1.Node {
+		out, err := newSlimmer().node(n.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Node)
+	}
+	flat := size(cache(base()))
+	// What a cut value may add: each opt-out and each acknowledgement the
+	// record names, at most protocol.MaxForeignValue bytes.
+	bound := flat + 5*(protocol.MaxForeignValue+len(protocol.AckPrefix)+len("db-stepdown"))
+	paddings := map[string]func(n *corev1.Node, size int){
+		"a key under kmaint.io/ that is not the protocol's": func(n *corev1.Node, size int) {
+			n.Annotations["kmaint.io/pad"] = strings.Repeat("x", size)
+		},
+		"kmaint's do-not-disrupt": func(n *corev1.Node, size int) {
+			n.Annotations[protocol.DoNotDisrupt] = strings.Repeat("é", size/2)
+		},
+		"Karpenter's do-not-disrupt": func(n *corev1.Node, size int) {
+			n.Annotations[protocol.KarpenterDoNotDisrupt] = strings.Repeat("x", size)
+		},
+		"hundreds of acknowledgements of hooks the record does not name": func(n *corev1.Node, size int) {
+			for i := range size / 1024 {
+				n.Annotations[fmt.Sprintf("%shook-%04d", protocol.AckPrefix, i)] = strings.Repeat("x", 1000)
+			}
+		},
+		"acknowledgements of the hooks the record names": func(n *corev1.Node, size int) {
+			n.Annotations[protocol.AckPrefix+"db-stepdown"] = token + strings.Repeat("x", size/2)
+			n.Annotations[protocol.AckPrefix+"storage"] = strings.Repeat("x", size/2)
+		},
+	}
+	for name, padWith := range paddings {
+		t.Run(name, func(t *testing.T) {
+			small, big := base(), base()
+			padWith(small, 1<<10)
+			padWith(big, pad)
+			cachedSmall, cachedBig := cache(small), cache(big)
+			if size(cachedBig) != size(cachedSmall) || size(cachedBig) > bound {
+				t.Errorf("a cached Node padded with %d KiB holds %d bytes of annotations, with 1 KiB %d, unpadded %d",
+					pad>>10, size(cachedBig), size(cachedSmall), flat)
+			}
+			for k, v := range cachedBig.Annotations {
+				if whole := big.Annotations[k]; len(whole) > len(v) && unsafe.StringData(whole) == unsafe.StringData(v) {
+					t.Errorf("the cut %s keeps its whole value in memory", k)
+				}
+			}
+			meansTheSame(t, big, cachedBig, token)
+		})
+	}
+}
+
+// meansTheSame checks that the operator makes of the cached Node what it
+// makes of the Node.
+func meansTheSame(t *testing.T, node, cached *corev1.Node, token string) {
+	t.Helper()
+	optOut := func(n *corev1.Node) string {
+		if o := protocol.NodeOptOut(n); o != nil {
+			return o.Message
+		}
+		return ""
+	}
+	if optOut(cached) != optOut(node) {
+		t.Errorf("the cached Node's opt-out reads %q; the Node's %q", optOut(cached), optOut(node))
+	}
+	for _, hook := range []string{"db-stepdown", "storage", "lb-drain"} {
+		key := protocol.AckPrefix + hook
+		if _, ok := node.Annotations[key]; !ok {
+			continue
+		}
+		if _, ok := cached.Annotations[key]; !ok {
+			t.Errorf("the cache dropped %s, which the node's record names", key)
+		}
+		if protocol.Acknowledged(cached, hook, token) != protocol.Acknowledged(node, hook, token) {
+			t.Errorf("%s opens its hook in the cache %t, on the Node %t", key,
+				protocol.Acknowledged(cached, hook, token), protocol.Acknowledged(node, hook, token))
+		}
+	}
+	for k := range cached.Annotations {
+		if strings.HasPrefix(k, protocol.Prefix) && !slices.Contains(protocol.NodeAnnotations(), k) {
+			t.Errorf("the cache kept %s, which is not the protocol's", k)
+		}
+	}
+	// The end of the admission, computed against the cached copy as the
+	// gate computes it, removes the acknowledgements it kept and leaves
+	// the rest as it is.
+	ended := cached.DeepCopy()
+	protocol.Release().Apply(ended)
+	raw, err := client.MergeFrom(cached).Data(ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &patch); err != nil {
+		t.Fatal(err)
+	}
+	for k := range cached.Annotations {
+		if v, ok := patch.Metadata.Annotations[k]; strings.HasPrefix(k, protocol.AckPrefix) && (!ok || v != nil) {
+			t.Errorf("the end of the admission does not remove %s: %s", k, raw)
+		}
+	}
+	for k := range patch.Metadata.Annotations {
+		if _, ok := cached.Annotations[k]; !ok {
+			t.Errorf("the end of the admission writes %s, which the cache dropped: %s", k, raw)
+		}
 	}
 }
