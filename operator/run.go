@@ -181,8 +181,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 				// The finished records, a year of history, are kept apart
 				// in a smaller form (package history).
 				&v1alpha1.NodeMaintenance{}: {Transform: slim.maintenance, Field: history.Open()},
-				// Only the hooks' Jobs, and the operator may read no others.
-				&batchv1.Job{}: {Namespaces: map[string]cache.Config{hooksNamespaceOrNone(opts.HooksNamespace): {}}},
+				// Only the hooks' Jobs, and the operator may read no others;
+				// of each, what the gate reads.
+				&batchv1.Job{}: {Namespaces: map[string]cache.Config{hooksNamespaceOrNone(opts.HooksNamespace): {}}, Transform: slim.job},
 			},
 			DefaultWatchErrorHandler: watcherr.Handler,
 			// The history hears of each record that leaves the open cache.

@@ -4,11 +4,13 @@ import (
 	"slices"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/hooks"
 )
 
 // The operator's cache holds every Node and every open NodeMaintenance of
@@ -139,6 +141,39 @@ func (s *slimmer) nodeAnnotations(node *corev1.Node) map[string]string {
 		out[s.shared.str(k)] = v
 	}
 	return out
+}
+
+// job keeps of a hook's Job what the operator reads from its cache (the
+// gate's hookJob and hookJobPool, hooks.PhaseOf): its name, namespace,
+// UID, resourceVersion, creation and deletion times, the labels and
+// annotations under kmaint.io/ and app.kubernetes.io/managed-by (which
+// name the hook, its token and its pool), and its status's conditions
+// (whether it completed or failed, and why). Its spec, the pool's pod
+// template with kmaint's environment, is most of a Job and is dropped:
+// what reads it (whether a Job found under a hook's name is the one the
+// gate would make) reads the Job from the API server. The cache holds the
+// Jobs of the hooks namespace only, a day's worth (hooks.FinishedJobTTL).
+func (s *slimmer) job(obj any) (any, error) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return obj, nil
+	}
+	return &batchv1.Job{
+		TypeMeta: job.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: job.Name, Namespace: s.shared.str(job.Namespace), UID: job.UID, ResourceVersion: job.ResourceVersion,
+			CreationTimestamp: job.CreationTimestamp, DeletionTimestamp: job.DeletionTimestamp,
+			Labels:      s.shared.mapOf(job.Labels, kmaintJobKey, false),
+			Annotations: s.shared.mapOf(job.Annotations, kmaintJobKey, false),
+		},
+		Status: batchv1.JobStatus{Conditions: slices.Clone(job.Status.Conditions)},
+	}, nil
+}
+
+// kmaintJobKey says whether the operator reads a Job's label or
+// annotation.
+func kmaintJobKey(key string) bool {
+	return strings.HasPrefix(key, protocol.Prefix) || key == hooks.ManagedByLabel
 }
 
 // maintenance shares the strings every NodeMaintenance repeats, and those

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/hooks"
 )
 
 // The cached Node keeps what the gate and the policies read: labels,
@@ -270,5 +272,50 @@ func meansTheSame(t *testing.T, node, cached *corev1.Node, token string) {
 		if _, ok := cached.Annotations[k]; !ok {
 			t.Errorf("the end of the admission writes %s, which the cache dropped: %s", k, raw)
 		}
+	}
+}
+
+// A cached hook Job keeps what the gate reads of it (its name, UID and
+// kmaint's labels and annotations, whether it finished and why) and none
+// of its spec, the pool's pod template with kmaint's environment: most of
+// a Job, and a template's size is the pool author's.
+func TestSlimJobKeepsWhatTheGateReads(t *testing.T) {
+	now := metav1.Now()
+	h := &v1alpha1.Hook{Name: "upgrade", Job: &v1alpha1.HookJob{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "img", Command: []string{"sh", "-c", strings.Repeat("x", 64<<10)}}}}}}}
+	job := hooks.NewJob(h, hooks.JobContext{Namespace: "kmaint-hooks", Pool: "p", Node: "n", Point: protocol.BeforeReboot,
+		BootID: "boot-1", Token: "0123456789abcdef01234567", Attempt: 1, Deadline: now.Add(time.Minute), Now: now.Time})
+	job.UID, job.ResourceVersion, job.CreationTimestamp = "uid-1", "7", now
+	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kmaint-operator"}}
+	job.Labels["example.com/team"] = "db"
+	job.Annotations["example.com/note"] = strings.Repeat("n", 4<<10)
+	job.OwnerReferences = []metav1.OwnerReference{{Name: "x"}}
+	for name, status := range map[string]batchv1.JobStatus{
+		"running": {Active: 1, StartTime: &now},
+		"complete": {Succeeded: 1, Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}},
+		"failed": {Failed: 1, Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			served := job.DeepCopy()
+			served.Status = status
+			out, err := newSlimmer().job(served.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(*batchv1.Job)
+			want := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: job.Name, Namespace: job.Namespace, UID: "uid-1", ResourceVersion: "7",
+				CreationTimestamp: now, Labels: map[string]string{hooks.TokenLabel: "0123456789abcdef01234567", hooks.HookLabel: "upgrade", hooks.ManagedByLabel: "kmaint"},
+				Annotations: map[string]string{hooks.PoolAnnotation: "p", hooks.NodeAnnotation: "n"}},
+				Status: batchv1.JobStatus{Conditions: status.Conditions}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the cached Job is\n %+v\nwant\n %+v", got, want)
+			}
+			if hooks.PhaseOf(got) != hooks.PhaseOf(served) {
+				t.Errorf("the cached Job reads %+v, the Job %+v", hooks.PhaseOf(got), hooks.PhaseOf(served))
+			}
+		})
 	}
 }
