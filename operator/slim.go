@@ -27,23 +27,17 @@ import (
 // the objects of both kinds: a record's node name is its Node's.
 type slimmer struct {
 	shared *interner
-	// protocol holds the keys of protocol.NodeAnnotations.
-	protocol map[string]bool
 }
 
 func newSlimmer() *slimmer {
-	s := &slimmer{shared: newInterner(), protocol: map[string]bool{}}
-	for _, k := range protocol.NodeAnnotations() {
-		s.protocol[k] = true
-	}
-	return s
+	return &slimmer{shared: newInterner()}
 }
 
 // node drops what the operator never reads from a cached Node: managed
 // fields, the image and volume lists (most of a real node's size), its
 // capacity, daemon endpoints and config, of its system info all but the
 // boot ID, of its conditions all but Ready, and of its annotations all but
-// those it reads (nodeAnnotations). Labels (pools and policies select nodes
+// those it reads, bounded (protocol.Kept). Labels (pools and policies select nodes
 // by them), spec and addresses (policies match nodes by address) stay.
 func (s *slimmer) node(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
@@ -53,7 +47,7 @@ func (s *slimmer) node(obj any) (any, error) {
 	node.ManagedFields = nil
 	node.Name = s.shared.str(node.Name)
 	node.Labels = s.shared.mapOf(node.Labels, all, true)
-	node.Annotations = s.nodeAnnotations(node)
+	node.Annotations = protocol.Kept(node, s.shared.str)
 	node.Status.Images = nil
 	node.Status.VolumesInUse = nil
 	node.Status.VolumesAttached = nil
@@ -84,63 +78,6 @@ func (s *slimmer) ready(conditions []corev1.NodeCondition) []corev1.NodeConditio
 	c.Status = corev1.ConditionStatus(s.shared.str(string(c.Status)))
 	c.Reason = s.shared.str(c.Reason)
 	return []corev1.NodeCondition{c}
-}
-
-// nodeAnnotations returns the annotations of a Node that the operator
-// reads, with shared keys; nil when there are none. Anyone who may patch
-// Nodes (many add-ons may) may write 256 KiB of annotations on each, and
-// the cache holds every Node: what it keeps must not grow with what they
-// write. It keeps
-//   - the protocol's annotations (protocol.NodeAnnotations), whole: the
-//     daemon and the operator write them, and admission lets no one else
-//     but a cluster administrator (the opt-out aside);
-//   - the node's opt-outs, kmaint's and Karpenter's, cut to what any
-//     reader reads of them (protocol.CutForeign): they hold the node and
-//     are quoted as the whole value is;
-//   - the acknowledgements of the hooks the node's record names
-//     (protocol.HookRecord.Names), cut the same: the gate reads no other
-//     (it records a hook before it waits for it) and removes these when
-//     the admission ends; a cut one, like the whole one, is longer than
-//     any token and opens nothing.
-//
-// Another key under kmaint.io/ is one admission refuses
-// (config/admission/operator-annotations-policy.yaml), and kmaint reads
-// none. An acknowledgement the record does not name is left on the Node
-// by the end of the admission: it was written for no point of it, so its
-// token opens nothing.
-func (s *slimmer) nodeAnnotations(node *corev1.Node) map[string]string {
-	var rec *protocol.HookRecord
-	named := func(key string) bool {
-		if rec == nil {
-			rec = &protocol.HookRecord{}
-			// One that cannot be read names nothing: the gate reads it as
-			// unreadable, and waits.
-			if ok, err := protocol.Decode(node, protocol.Hook, rec); !ok || err != nil {
-				*rec = protocol.HookRecord{}
-			}
-		}
-		return rec.Names(strings.TrimPrefix(key, protocol.AckPrefix))
-	}
-	var keep []string
-	for k := range node.Annotations {
-		switch {
-		case s.protocol[k], k == protocol.KarpenterDoNotDisrupt,
-			strings.HasPrefix(k, protocol.AckPrefix) && named(k):
-			keep = append(keep, k)
-		}
-	}
-	if len(keep) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(keep))
-	for _, k := range keep {
-		v := node.Annotations[k]
-		if k == protocol.DoNotDisrupt || k == protocol.KarpenterDoNotDisrupt || strings.HasPrefix(k, protocol.AckPrefix) {
-			v = protocol.CutForeign(v)
-		}
-		out[s.shared.str(k)] = v
-	}
-	return out
 }
 
 // job keeps of a hook's Job what the operator reads from its cache (the
