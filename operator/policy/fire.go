@@ -25,6 +25,10 @@ import (
 // and when the cache's selection differs it leaves the fire unspent, says
 // why, and looks again a second later.
 
+// liveNodesPage is how many Nodes a page of selectionBehind's list holds:
+// at most 25 MiB of metadata, however they were padded.
+const liveNodesPage = 100
+
 // holdFireForTheCache returns ev, a schedule's evaluation that fired, as it
 // stands when the cache's selection is the API server's; else an
 // evaluation that leaves the fire for the next reconcile: the last
@@ -45,20 +49,29 @@ func (r *Reconciler) holdFireForTheCache(ctx context.Context, p *v1alpha1.Reboot
 // from the nodes the API server has that the policy selects; empty when
 // they agree.
 func (r *Reconciler) selectionBehind(ctx context.Context, f *facts) (string, error) {
-	live := &metav1.PartialObjectMetadataList{}
-	live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	// The selector the cache's selection was made with: the two differ
-	// only in what they are read from.
-	if err := r.apiReader.List(ctx, live, client.MatchingLabelsSelector{Selector: f.selector}); err != nil {
-		return "", fmt.Errorf("cannot tell whether the operator's cache holds the selected nodes as they stand: list nodes: %w", err)
-	}
-	seen := make(map[string]bool, len(live.Items))
+	seen := make(map[string]bool, len(f.selected))
 	var onlyLive, onlyCached []string
-	for i := range live.Items {
-		name := live.Items[i].Name
-		seen[name] = true
-		if !f.selected[name] {
-			onlyLive = append(onlyLive, name)
+	// In pages, keeping only the names: a Node's metadata holds whatever
+	// anyone who may patch it wrote there (up to 256 KiB of annotations),
+	// and all of the selected nodes' at once could take more memory than
+	// the operator has.
+	for cont := ""; ; {
+		live := &metav1.PartialObjectMetadataList{}
+		live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		// The selector the cache's selection was made with: the two differ
+		// only in what they are read from.
+		if err := r.apiReader.List(ctx, live, client.MatchingLabelsSelector{Selector: f.selector}, client.Limit(liveNodesPage), client.Continue(cont)); err != nil {
+			return "", fmt.Errorf("cannot tell whether the operator's cache holds the selected nodes as they stand: list nodes: %w", err)
+		}
+		for i := range live.Items {
+			name := live.Items[i].Name
+			seen[name] = true
+			if !f.selected[name] {
+				onlyLive = append(onlyLive, name)
+			}
+		}
+		if cont = live.Continue; cont == "" {
+			break
 		}
 	}
 	for name := range f.selected {
