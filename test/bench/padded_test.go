@@ -14,10 +14,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	nodeshape "github.com/kmaint/kmaint/test/shape"
@@ -64,6 +66,9 @@ func BenchmarkPaddedNodes(b *testing.B) {
 		// the rollout (every node's desired-config written in one pass)
 		// must not hold what the writes' answers carry of it.
 		{name: "pad=240KiB-elsewhere/rollout", key: "example.com/pad", pad: 240 << 10, rollout: true},
+		// A schedule's fire lists the selected Nodes' metadata from the API
+		// server, their annotations with it.
+		{name: "pad=240KiB-elsewhere/schedule", key: "example.com/pad", pad: 240 << 10, schedule: true},
 	} {
 		b.Run(fmt.Sprintf("N=%d/%s", nodes, c.name), func(b *testing.B) {
 			for range b.N {
@@ -77,13 +82,14 @@ func BenchmarkPaddedNodes(b *testing.B) {
 }
 
 // paddedCase is one cluster of BenchmarkPaddedNodes: pad bytes under key
-// on every Node (none when pad is 0), and, with rollout, a pool of all of
-// them given a desiredConfig once the operator has seen them.
+// on every Node (none when pad is 0), and, once the operator has seen
+// them, with rollout, a pool of all of them given a desiredConfig, with
+// schedule, a dry-run schedule of all of them that fires.
 type paddedCase struct {
-	name    string
-	key     string
-	pad     int
-	rollout bool
+	name              string
+	key               string
+	pad               int
+	rollout, schedule bool
 }
 
 // paddedOperatorMemory makes nodes Nodes as c says, starts the operator,
@@ -112,6 +118,9 @@ func paddedOperatorMemory(b *testing.B, operatorBin string, nodes int, c paddedC
 	}
 	if c.rollout {
 		rollAll(b, metricsURL, nodes)
+	}
+	if c.schedule {
+		fireSchedule(b)
 	}
 	heapBytes, err := heapAfterGC(op.pprof)
 	if err != nil {
@@ -150,6 +159,32 @@ func rollAll(b *testing.B, metricsURL string, nodes int) {
 		b.Fatalf("the operator did not write the desired config of %d nodes within 5 minutes: %v", nodes, err)
 	}
 	b.Logf("desired config written on %d nodes in %s", nodes, time.Since(start).Round(time.Second))
+}
+
+// fireSchedule makes a dry-run schedule of the padded nodes that fires
+// every minute, and waits until it fired.
+func fireSchedule(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	p := &v1alpha1.RebootPolicy{ObjectMeta: metav1.ObjectMeta{Name: paddedPool}, Spec: v1alpha1.RebootPolicySpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": paddedPool}},
+		Schedule:     &v1alpha1.ScheduleTrigger{Cron: "* * * * *"},
+		DryRun:       true,
+	}}
+	if err := bed.Client.Create(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = bed.Client.Delete(ctx, p) })
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := bed.Client.Get(ctx, client.ObjectKeyFromObject(p), p)
+		// A new schedule's last fire is its creation, until it fires.
+		return err == nil && p.Status.LastScheduleTime != nil && p.Status.LastScheduleTime.After(p.CreationTimestamp.Time), nil
+	})
+	if err != nil {
+		b.Fatalf("the schedule did not fire within 3 minutes: %v", err)
+	}
+	b.Logf("the schedule fired %s after it was made", time.Since(start).Round(time.Second))
 }
 
 // clientRequestsOf sums rest_client_requests_total of one method from a
