@@ -144,7 +144,7 @@ func TestSlimMaintenanceKeepsEveryFieldAndSharesWhatItRepeats(t *testing.T) {
 func TestCachedNodeStaysFlatWhateverThePadding(t *testing.T) {
 	const pad = 240 << 10
 	at := time.Date(2026, 3, 1, 2, 0, 0, 0, time.UTC)
-	token := protocol.HookToken("n", "boot-1", at, protocol.BeforeReboot)
+	token := protocol.HookToken("n", "p", "boot-1", at, protocol.BeforeReboot)
 	record := protocol.HookRecord{Point: protocol.BeforeReboot, BootID: "boot-1", Token: token, Since: at,
 		Hooks:   []protocol.HookProgress{{Name: "db-stepdown", Attempt: 1}, {Name: "storage", Attempt: 1}},
 		Earlier: []protocol.HookStretch{{Point: protocol.BeforeDrain, BootID: "boot-1", Hooks: []string{"lb-drain"}}}}
@@ -153,7 +153,7 @@ func TestCachedNodeStaysFlatWhateverThePadding(t *testing.T) {
 			protocol.State:                  protocol.Encode(protocol.DaemonState{Phase: protocol.DaemonIdle, BootID: "boot-1", Since: at}),
 			protocol.Admitted:               protocol.Encode(protocol.Admission{BootID: "boot-1", Requests: []string{"r1"}, Time: at}),
 			protocol.Hook:                   protocol.Encode(record),
-			protocol.AckPrefix + "lb-drain": protocol.HookToken("n", "boot-1", at, protocol.BeforeDrain),
+			protocol.AckPrefix + "lb-drain": protocol.HookToken("n", "p", "boot-1", at, protocol.BeforeDrain),
 			"node.alpha.kubernetes.io/ttl":  "0",
 		}}}
 	}
