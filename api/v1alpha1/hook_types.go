@@ -1,10 +1,12 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
 )
 
 // Hooks are the work a pool's maintenance is for, at three points of each
@@ -99,19 +101,93 @@ type Hook struct {
 type HookAcknowledgement struct{}
 
 // HookJob is a hook kmaint runs as a Job on the node.
+//
+// Its template is a whole core/v1 PodTemplateSpec in Go (Template), and in
+// the CRD's schema nearly nothing (TemplateSchema): the pod spec's schema
+// would add hundreds of kilobytes to the CRD at each point, and the API
+// server checks the whole template when the Job is made. A validation rule
+// sees only what the schema declares, so the schema declares the fields a
+// rule refuses, and keeps the rest as written. MarshalJSON and
+// UnmarshalJSON read and write the field template as Template.
 type HookJob struct {
+	// Template is the pod the Job runs, the field template; its
+	// documentation is TemplateSchema's.
+	Template corev1.PodTemplateSpec `json:"-"`
+
+	// TemplateSchema gives template its schema; Go reads and writes
+	// template through Template and never sets it. (The comment below,
+	// apart from this one, is the field's description in the CRD.)
+
 	// Template is the pod the Job runs. kmaint pins it to the node,
 	// tolerates every taint (the cordon and the pool's marks among them),
-	// never restarts it, and adds the environment KMAINT_NODE,
+	// never restarts it, runs it under the service account and priority
+	// class the install names, and adds the environment KMAINT_NODE,
 	// KMAINT_BOOT_ID, KMAINT_POOL, KMAINT_HOOK, KMAINT_POINT,
 	// KMAINT_TOKEN, KMAINT_ATTEMPT, KMAINT_REQUEST_SOURCES,
 	// KMAINT_REQUEST_REASONS, KMAINT_DESIRED_CONFIG and
-	// KMAINT_CURRENT_CONFIG to each container. The API server checks it
-	// when the Job is made: a template it refuses fails the hook.
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// KMAINT_CURRENT_CONFIG to each container. It may not name a service
+	// account. The API server checks it when the Job is made: a template it
+	// refuses fails the hook.
+	TemplateSchema HookPodTemplateSchema `json:"template"`
+}
+
+// HookPodTemplateSchema is the schema of a hook's pod template: only its
+// spec's service account fields, which a rule refuses; the rest is kept as
+// written.
+// +kubebuilder:validation:Type=object
+// +kubebuilder:pruning:PreserveUnknownFields
+type HookPodTemplateSchema struct {
+	// Spec is the pod's spec.
+	// +optional
+	Spec *HookPodSpecSchema `json:"spec,omitempty"`
+}
+
+// HookPodSpecSchema is the schema of a hook's pod spec: the fields that
+// name a service account, which a hook's pod may not choose. It runs under
+// the one the install names (the operator's --hooks-service-account), which
+// the cluster's administrators grant what hooks need: a pool's editor
+// choosing another would run privileged pods with that account's token,
+// whatever it may do.
+//
+// The rules are on the fields, not on the spec: the API server ratchets a
+// rule (lets a pool stored before it be changed elsewhere) only over a
+// value it can compare with the old one, and it compares no object that
+// holds fields the schema does not declare, as a pod spec does.
+// +kubebuilder:validation:Type=object
+// +kubebuilder:pruning:PreserveUnknownFields
+type HookPodSpecSchema struct {
+	// ServiceAccountName may not be set.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == ''",message="a hook's pod runs under the service account the install names (kmaint-operator --hooks-service-account); remove serviceAccountName from the template"
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DeprecatedServiceAccount, serviceAccount, may not be set either: the
+	// API server takes it for serviceAccountName when that is empty.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == ''",message="a hook's pod runs under the service account the install names (kmaint-operator --hooks-service-account); remove serviceAccount, the deprecated serviceAccountName, from the template"
+	// +optional
+	DeprecatedServiceAccount string `json:"serviceAccount,omitempty"`
+}
+
+// hookJobWire is HookJob as it is stored.
+type hookJobWire struct {
 	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// UnmarshalJSON reads the field template into Template.
+func (j *HookJob) UnmarshalJSON(data []byte) error {
+	var w hookJobWire
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &w); err != nil {
+		return err
+	}
+	*j = HookJob{Template: w.Template}
+	return nil
+}
+
+// MarshalJSON writes Template as the field template.
+func (j HookJob) MarshalJSON() ([]byte, error) {
+	return json.Marshal(hookJobWire{Template: j.Template})
 }
 
 // HookFailurePolicy is what a hook's failure does.
