@@ -130,6 +130,13 @@ type Options struct {
 	Notify notify.Options
 	// HooksNamespace is where the pools' Job hooks run; empty runs none.
 	HooksNamespace string
+	// HooksServiceAccount is the service account, in HooksNamespace, that
+	// every hook's pod runs under, whatever its pool's template says;
+	// empty means the namespace's default one.
+	HooksServiceAccount string
+	// HooksPriorityClass is the PriorityClass of every hook's pod; empty
+	// leaves the template's.
+	HooksPriorityClass string
 }
 
 // Leader election and events need these besides what the controllers' own
@@ -264,6 +271,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		BlockingPodInterval:   opts.BlockingPodInterval,
 		Pods:                  mgr.GetAPIReader(),
 		HooksNamespace:        opts.HooksNamespace,
+		HookServiceAccount:    opts.HooksServiceAccount,
+		HookPriorityClass:     opts.HooksPriorityClass,
 	}
 	if prom != nil {
 		// A nil *Prometheus in the interface would not read as nil.
@@ -494,6 +503,14 @@ func (o Options) Validate() error {
 	if o.HooksNamespace != "" {
 		if errs := validation.IsDNS1123Label(o.HooksNamespace); len(errs) > 0 {
 			return fmt.Errorf("--hooks-namespace=%q: not a namespace's name: %s", o.HooksNamespace, strings.Join(errs, "; "))
+		}
+	}
+	for _, n := range []struct{ flag, value, what string }{
+		{"--hooks-service-account", o.HooksServiceAccount, "service account"},
+		{"--hooks-priority-class", o.HooksPriorityClass, "PriorityClass"},
+	} {
+		if errs := validation.IsDNS1123Subdomain(n.value); n.value != "" && len(errs) > 0 {
+			return fmt.Errorf("%s=%q: not a %s's name: %s", n.flag, n.value, n.what, strings.Join(errs, "; "))
 		}
 	}
 	if o.HistoryPerNode < 0 {

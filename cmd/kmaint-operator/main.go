@@ -36,6 +36,8 @@ func main() {
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect one active replica; use it whenever more than one runs.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's own).")
 	fs.StringVar(&opts.HooksNamespace, "hooks-namespace", "", "Namespace the pools' Job hooks run in (the manifests name kmaint-hooks); empty runs none, and a pool's Job hook then fails as one that cannot start.")
+	fs.StringVar(&opts.HooksServiceAccount, "hooks-service-account", "", "Service account, in the hooks namespace, that every hook's pod runs under, whatever its pool's template says (the manifests name kmaint-hook); empty means the namespace's default one.")
+	fs.StringVar(&opts.HooksPriorityClass, "hooks-priority-class", "", "PriorityClass of every hook's pod, so that the scheduler may preempt lower-priority pods to fit it on its node (the manifests name kmaint-hook); empty leaves the template's.")
 	fs.DurationVar(&opts.DrainPollInterval, "drain-poll-interval", 0, "How often a drain in progress is stepped (default 2s).")
 	fs.DurationVar(&opts.DaemonConfirmTimeout, "daemon-confirm-timeout", 0, "How long a node may be back from its reboot (Ready, new boot ID) without its daemon confirming it; then the reboot is completed without it and the daemon reported missing (default 10m).")
 	fs.DurationVar(&opts.NodeReturnTimeout, "node-return-timeout", 0, "How long a node approved to reboot may take to come back (new boot ID, Ready); then it is reported not back (NodeNotBack), keeping its slot in the pool's budget (default 15m).")

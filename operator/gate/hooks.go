@@ -142,7 +142,7 @@ func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, 
 		c := hooks.JobContext{
 			Namespace: r.HooksNamespace, Pool: st.pool.Name, Node: v.Node.Name, Point: point, BootID: bootID, Token: token,
 			Attempt: p.Attempt, DesiredConfig: st.pool.Spec.DesiredConfig, CurrentConfig: v.CurrentConfig,
-			Deadline: p.Deadline, Now: st.now,
+			Deadline: p.Deadline, Now: st.now, ServiceAccount: r.HookServiceAccount, PriorityClass: r.HookPriorityClass,
 		}
 		if v.Admission != nil {
 			for _, s := range v.Admission.Sources {

@@ -80,6 +80,9 @@ type Reconciler struct {
 	// HooksNamespace is where the pools' Job hooks run; empty runs none,
 	// and a Job hook then fails as one that cannot start.
 	HooksNamespace string
+	// HookServiceAccount and HookPriorityClass are what the hooks' pods
+	// run under (hooks.JobContext).
+	HookServiceAccount, HookPriorityClass string
 
 	inflight *inflight
 	events   poolnodes.Events

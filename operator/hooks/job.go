@@ -47,16 +47,34 @@ type JobContext struct {
 	// Deadline is when the attempt fails; the Job stops itself then.
 	Deadline time.Time
 	Now      time.Time
+	// ServiceAccount is the service account the install names for hook
+	// pods; empty runs them under the namespace's default one. The
+	// template's is never used.
+	ServiceAccount string
+	// PriorityClass is the priority class the install names for hook
+	// pods; empty leaves the template's.
+	PriorityClass string
 }
 
 // NewJob builds the Job of one attempt of a Job hook: the pool's template
-// pinned to the node, tolerating every taint, never restarted, with what
-// it is for in its environment.
+// pinned to the node, tolerating every taint, never restarted, under the
+// install's service account and priority class, with what it is for in
+// its environment.
 func NewJob(h *v1alpha1.Hook, c JobContext) *batchv1.Job {
 	tpl := *h.Job.Template.DeepCopy()
 	spec := &tpl.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.NodeName = ""
+	// The API refuses a template that names a service account; one stored
+	// before that rule is overridden all the same. Whoever may edit a pool
+	// would otherwise run privileged pods with any account's token in the
+	// hooks namespace.
+	spec.ServiceAccountName, spec.DeprecatedServiceAccount = c.ServiceAccount, ""
+	if c.PriorityClass != "" {
+		// The class gives the priority and the preemption policy; a pod
+		// that states others than the class's is refused.
+		spec.PriorityClassName, spec.Priority, spec.PreemptionPolicy = c.PriorityClass, nil, nil
+	}
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
 	}

@@ -73,6 +73,8 @@ func TestDefaultObjects(t *testing.T) {
 		"RoleBinding/default/kmaint-operator",
 		"DaemonSet/kmaint-system/kmaint-daemon",
 		"Namespace/kmaint-hooks",
+		"ServiceAccount/kmaint-hooks/kmaint-hook",
+		"PriorityClass/kmaint-hook",
 		"Role/kmaint-hooks/kmaint-operator",
 		"RoleBinding/kmaint-hooks/kmaint-operator",
 	}
