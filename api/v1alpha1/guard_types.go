@@ -215,7 +215,8 @@ type HaltedNode struct {
 	// +kubebuilder:validation:MaxLength=63
 	Check string `json:"check"`
 	// Value is the bad sample's value, or the reason the hook failed
-	// (HookTimeout, HookJobFailed, HookJobLost, HookJobNotStarted).
+	// (HookTimeout, HookJobFailed, HookJobLost, HookJobNotStarted,
+	// HookJobNotOurs).
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Value string `json:"value,omitempty"`

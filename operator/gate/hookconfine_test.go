@@ -9,13 +9,18 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 )
@@ -68,4 +73,104 @@ func TestHookPodsRunAsTheInstallSays(t *testing.T) {
 	g.Expect(got.PriorityClassName).To(Equal("kmaint-hook"))
 	g.Expect(got.Priority).To(BeNil(), "the class gives the priority; a pod that states another is refused")
 	g.Expect(got.PreemptionPolicy).To(BeNil(), "the class gives the preemption policy")
+}
+
+// A Job made first under the name of a hook's Job (the name is computed
+// from what any reader of Nodes sees), running anything and done, passes
+// nothing: the gate finds it is not the one it makes, fails the hook with
+// HookJobNotOurs, says so, and leaves the Job for a person. The node is
+// never approved.
+func TestAPreMadeHookJobPassesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	upgrade := jobHook("upgrade")
+	pool := gen.Pool("hookpremade", intstr.FromInt32(1))
+	pool.Spec.Hooks = &v1alpha1.Hooks{
+		BeforeDrain:  []v1alpha1.Hook{{Name: "db-stepdown", Acknowledgement: &v1alpha1.HookAcknowledgement{}}},
+		BeforeReboot: []v1alpha1.Hook{upgrade},
+	}
+	createPool(t, pool)
+	node := createNodes(t, "hookpremade", "hookpremade", 1)[0]
+	daemons := runDaemons(t, "hookpremade", false)
+	ns := startOperatorWithHooks(t, "hooks-hookpremade")
+	jobs := harness.RunJobs(t, bed, ns, func(*batchv1.Job) harness.JobOutcome { return harness.JobOutcome{} })
+
+	// While the node waits at its beforeDrain acknowledgement, its
+	// admission, and so its beforeReboot token, is on the Node.
+	request(t, node, "r", time.Now())
+	var drainToken string
+	var admission *protocol.Admission
+	g.Eventually(func(g Gomega) {
+		rec := hookRecord(g, node)
+		g.Expect(rec).NotTo(BeNil())
+		g.Expect(rec.Point).To(Equal(protocol.BeforeDrain))
+		s, err := protocol.Read(getNode(g, node))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.Admission).NotTo(BeNil())
+		drainToken, admission = rec.Token, s.Admission
+	}, timeout).Should(Succeed())
+	token := protocol.HookToken(node, admission.BootID, admission.Time, protocol.BeforeReboot)
+	// The forgery is as close as it gets: the gate's own labels and
+	// annotations, the pool's template, running `true`.
+	forged := upgrade
+	forged.Job = forged.Job.DeepCopy()
+	forged.Job.Template.Spec.Containers[0].Command = []string{"true"}
+	premade := hooks.NewJob(&forged, hooks.JobContext{Namespace: ns, Pool: "hookpremade", Node: node, Point: protocol.BeforeReboot,
+		BootID: admission.BootID, Token: token, Attempt: 1, Deadline: time.Now().Add(10 * time.Minute), Now: time.Now()})
+	g.Expect(bed.Client.Create(ctx, premade)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &batchv1.Job{}
+		g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(premade), got)).To(Succeed())
+		g.Expect(hooks.PhaseOf(got).Phase).To(Equal(hooks.JobSucceeded), "the forged Job is done")
+	}, timeout).Should(Succeed())
+
+	acknowledge(g, node, "db-stepdown", drainToken)
+	g.Eventually(func(g Gomega) {
+		rec := hookRecord(g, node)
+		g.Expect(rec).NotTo(BeNil(), "the node still waits at a hook")
+		g.Expect(rec.Point).To(Equal(protocol.BeforeReboot))
+		f := rec.Failed()
+		g.Expect(f).NotTo(BeNil())
+		g.Expect(f.Failure.Reason).To(Equal(hooks.ReasonJobNotOurs))
+		g.Expect(f.Failure.Message).To(ContainSubstring("Job " + ns + "/" + premade.Name + " existed before kmaint made it"))
+		g.Expect(f.Failure.Message).To(ContainSubstring("its pod template differs"))
+		g.Expect(meta.IsStatusConditionTrue(getPool(g, "hookpremade").Status.Conditions, v1alpha1.HaltedCondition)).To(BeTrue())
+		var events eventsv1.EventList
+		g.Expect(bed.Client.List(ctx, &events)).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(
+			HaveField("Regarding.Name", node), HaveField("Reason", "HookFailed"), HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Note", ContainSubstring("HookJobNotOurs: Job "+ns+"/"+premade.Name)))))
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.RebootApproved))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(daemons.Count(node)).To(BeZero())
+	g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(premade), &batchv1.Job{})).To(Succeed(), "left for a person to look at")
+	g.Expect(jobs.Made()).To(HaveLen(1), "the gate made none")
+}
+
+// The gate's own Job, made while the record of it was not written (the
+// operator died, or the node changed, between the two), is found again and
+// taken as made: the same Job, whose end passes the hook.
+func TestAnUnrecordedHookJobIsTheGates(t *testing.T) {
+	g := NewWithT(t)
+	h := newHeldJob(t, "hookunwritten")
+	node, jobs := h.node, h.jobs
+	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns, HooksServiceAccount: "kmaint-hook", HooksPriorityClass: "kmaint-hook"})
+
+	h.started(t, g)
+	g.Eventually(func(g Gomega) { g.Expect(hookRecord(g, node).Hooks[0].JobStarted.IsZero()).To(BeFalse()) }, timeout).Should(Succeed())
+	editNode(g, node, func(n *corev1.Node) {
+		var rec protocol.HookRecord
+		_, err := protocol.Decode(n, protocol.Hook, &rec)
+		g.Expect(err).NotTo(HaveOccurred())
+		rec.Hooks[0].JobStarted, rec.Hooks[0].JobUID = time.Time{}, ""
+		n.Annotations[protocol.Hook] = protocol.Encode(rec)
+	})
+	g.Eventually(func(g Gomega) {
+		p := hookRecord(g, node).Hooks[0]
+		g.Expect(p.Failure).To(BeNil())
+		g.Expect(p.JobUID).To(Equal(string(jobs.Made()[0].UID)), "the Job found again is recorded")
+	}, timeout).Should(Succeed())
+	h.finish(g)
 }

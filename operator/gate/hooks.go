@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,11 +127,11 @@ func (r *Reconciler) hookJob(ctx context.Context, name, uid string) (hooks.Job, 
 // by hook. A Job the API server refuses (its template invalid, its
 // namespace missing, a quota or a pod security level in the way) is
 // returned as refused: its hook fails, never passes. A Job that exists
-// already is the one an earlier operator made and died before it
-// recorded: only the operator may make Jobs in the hooks namespace
-// (config/README.md). Any other error is returned, to try again.
-func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started, refused map[string]string, err error) {
-	started, refused = map[string]string{}, map[string]string{}
+// already is taken only if it is the one the gate would have made
+// (adoptJob); else it is refused too. Any other error is returned, to try
+// again.
+func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started map[string]string, refused map[string]hooks.Refusal, err error) {
+	started, refused = map[string]string{}, map[string]hooks.Refusal{}
 	var errs []error
 	for _, name := range d.Start {
 		h, p := hookNamed(specs, name), progressNamed(d.Record, name)
@@ -136,7 +139,7 @@ func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, 
 			continue
 		}
 		if r.HooksNamespace == "" {
-			refused[name] = "the operator runs no hook Jobs: it was started without --hooks-namespace"
+			refused[name] = hooks.Refusal{Reason: hooks.ReasonNotStarted, Message: "the operator runs no hook Jobs: it was started without --hooks-namespace"}
 			continue
 		}
 		c := hooks.JobContext{
@@ -152,20 +155,106 @@ func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, 
 		}
 		job := hooks.NewJob(h, c)
 		err := r.Create(ctx, job)
+		var notOurs string
 		if apierrors.IsAlreadyExists(err) {
-			err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(job), job)
+			job, notOurs, err = r.adoptJob(ctx, job, h, p)
 		}
 		switch {
+		case err == nil && notOurs != "":
+			ctrl.LoggerFrom(ctx).Info("Hook Job not ours", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "why", notOurs)
+			refused[name] = hooks.Refusal{Reason: hooks.ReasonJobNotOurs, Message: fmt.Sprintf(
+				"Job %s/%s existed before kmaint made it, and is not the one kmaint makes for the attempt (%s): whoever made it may run anything in it, so what it says counts for nothing; it is left for a person to look at",
+				r.HooksNamespace, job.Name, notOurs)}
 		case err == nil:
 			ctrl.LoggerFrom(ctx).Info("Hook Job made", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "attempt", p.Attempt)
 			started[name] = string(job.UID)
 		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
-			refused[name] = fmt.Sprintf("Job %s/%s could not be made: %v", r.HooksNamespace, job.Name, err)
+			refused[name] = hooks.Refusal{Reason: hooks.ReasonNotStarted, Message: fmt.Sprintf("Job %s/%s could not be made: %v", r.HooksNamespace, job.Name, err)}
 		default:
 			errs = append(errs, fmt.Errorf("make hook Job %s/%s: %w", r.HooksNamespace, job.Name, err))
 		}
 	}
 	return started, refused, errors.Join(errs...)
+}
+
+// adoptJob reads the Job of want's name, which exists already, and says
+// why it is not the one the gate makes for the attempt ("" when it is).
+// The gate meets its own when it made the Job and its record of it was
+// not written (the operator died, or the node changed meanwhile). But a
+// hook Job's name is computed from what any reader of Nodes sees, so a
+// Job made first by someone else, running anything, would otherwise pass
+// the hook: only the operator may make Jobs in the hooks namespace
+// (config/admission), and this holds where that policy is missing.
+//
+// Its labels and annotations must be want's, and its spec what the API
+// server makes of want's: the gate asks it with a dry run of want under
+// another name (its defaults, and what admission adds, are the API
+// server's to say, not a copy here to drift from it), and compares the
+// two but for what the API server derives from the Job's own name and
+// UID (the selector and the pod labels that carry them) and the deadline
+// (counted from when each was made). A Job that the record names by UID
+// must have that UID. A legitimate Job made before the pool's template or
+// desiredConfig changed is not taken either: its hook fails, and what it
+// ran is for a person to judge.
+func (r *Reconciler) adoptJob(ctx context.Context, want *batchv1.Job, h *v1alpha1.Hook, p *protocol.HookProgress) (*batchv1.Job, string, error) {
+	have := &batchv1.Job{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		// Gone in between: the next pass makes it, or finds it.
+		return want, "", fmt.Errorf("get hook Job %s/%s, which exists: %w", want.Namespace, want.Name, err)
+	}
+	if p.JobUID != "" && string(have.UID) != p.JobUID {
+		return have, fmt.Sprintf("its UID is %s, the record's %s", have.UID, p.JobUID), nil
+	}
+	probe := want.DeepCopy()
+	probe.Name, probe.GenerateName = "", want.Name
+	if err := r.Create(ctx, probe, client.DryRunAll); err != nil {
+		return have, "", fmt.Errorf("dry run of hook Job %s/%s, to compare it with the one that exists: %w", want.Namespace, want.Name, err)
+	}
+	return have, notTheJob(have, probe, h.TimeoutOrDefault()), nil
+}
+
+// notTheJob says how have differs from made, what the API server made of
+// the Job the gate would make ("" when it does not).
+func notTheJob(have, made *batchv1.Job, timeout time.Duration) string {
+	switch {
+	case !maps.Equal(have.Labels, made.Labels):
+		return "its labels differ"
+	case !maps.Equal(have.Annotations, made.Annotations):
+		return "its annotations differ"
+	case !validDeadline(have.Spec.ActiveDeadlineSeconds, timeout):
+		return "its activeDeadlineSeconds is not within the hook's timeout"
+	}
+	h, m := comparableSpec(have), comparableSpec(made)
+	if !equality.Semantic.DeepEqual(h.Template, m.Template) {
+		return "its pod template differs"
+	}
+	if !equality.Semantic.DeepEqual(h, m) {
+		return "its spec differs"
+	}
+	return ""
+}
+
+// validDeadline: the gate gives a Job the time left of its attempt, at
+// least a second, never more than the hook's timeout.
+func validDeadline(s *int64, timeout time.Duration) bool {
+	return s != nil && *s >= 1 && *s <= int64(math.Ceil(timeout.Seconds()))
+}
+
+// comparableSpec is a Job's spec without what the API server derives
+// from the Job's own name and UID, and without its deadline. With no
+// manual selector, the API server makes the selector and these labels
+// itself, whatever the Job says.
+func comparableSpec(job *batchv1.Job) batchv1.JobSpec {
+	s := *job.Spec.DeepCopy()
+	s.ActiveDeadlineSeconds = nil
+	if s.ManualSelector == nil || !*s.ManualSelector {
+		s.Selector = nil
+		// The API server sets both the labels and their legacy forms.
+		for _, k := range []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"} {
+			delete(s.Template.Labels, k)
+		}
+	}
+	return s
 }
 
 // tellHooks tells what happened to the node's hooks: events, a log line

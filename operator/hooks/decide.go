@@ -109,7 +109,16 @@ const (
 	ReasonJobFailed  = "HookJobFailed"
 	ReasonJobLost    = "HookJobLost"
 	ReasonNotStarted = "HookJobNotStarted"
+	// ReasonJobNotOurs: a Job of the attempt's name existed when the gate
+	// came to make it, and it is not the one the gate would have made.
+	ReasonJobNotOurs = "HookJobNotOurs"
 )
+
+// Refusal is why an attempt's Job was not started: its reason (one of the
+// reasons above) and what happened.
+type Refusal struct {
+	Reason, Message string
+}
 
 // Decide finds where the node stands in the point's hooks.
 func Decide(in Input) Decision {
@@ -243,9 +252,9 @@ func (d *Decision) Fail(h *v1alpha1.Hook, p protocol.HookProgress, reason, messa
 
 // Started records the outcome of making the Jobs a decision asked for:
 // each made (or found) Job's attempt started at now with the Job's UID
-// (started, by hook), and each refused one failed (ReasonNotStarted),
-// never passed. It returns the record to write.
-func (d *Decision) Started(hooks []v1alpha1.Hook, started, refused map[string]string, now time.Time) protocol.HookRecord {
+// (started, by hook), and each refused one failed with its refusal's
+// reason, never passed. It returns the record to write.
+func (d *Decision) Started(hooks []v1alpha1.Hook, started map[string]string, refused map[string]Refusal, now time.Time) protocol.HookRecord {
 	rec := d.Record
 	rec.Hooks = append([]protocol.HookProgress(nil), rec.Hooks...)
 	for i, p := range rec.Hooks {
@@ -256,13 +265,13 @@ func (d *Decision) Started(hooks []v1alpha1.Hook, started, refused map[string]st
 			rec.Hooks[i].JobStarted, rec.Hooks[i].JobUID = now, uid
 			continue
 		}
-		msg, bad := refused[p.Name]
+		why, bad := refused[p.Name]
 		if !bad {
 			continue
 		}
 		for j := range hooks {
 			if hooks[j].Name == p.Name {
-				rec.Hooks[i] = d.Fail(&hooks[j], p, ReasonNotStarted, msg, now)
+				rec.Hooks[i] = d.Fail(&hooks[j], p, why.Reason, why.Message, now)
 			}
 		}
 	}

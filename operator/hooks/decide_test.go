@@ -107,7 +107,7 @@ func TestDecideFailures(t *testing.T) {
 
 	// A Job the API server refuses fails its attempt too; past the retries
 	// the failure stands and halts.
-	rec = first.Started(specs, nil, map[string]string{"stage": "quota exceeded"}, t0.Add(time.Second))
+	rec = first.Started(specs, nil, map[string]hooks.Refusal{"stage": {Reason: hooks.ReasonNotStarted, Message: "quota exceeded"}}, t0.Add(time.Second))
 	g.Expect(first.Record.Failed()).NotTo(BeNil())
 	g.Expect(rec.Hooks[0].Failure.Reason).To(Equal(hooks.ReasonNotStarted))
 	g.Expect(rec.Hooks[0].Failure.OnFailure).To(Equal("Halt"))
@@ -128,7 +128,7 @@ func TestDecideFailures(t *testing.T) {
 	// message: it lives in a Node annotation.
 	halt := []v1alpha1.Hook{job("stage")}
 	long := hooks.Decide(input(t0, halt, nil, nil))
-	rec = long.Started(halt, nil, map[string]string{"stage": strings.Repeat("invalid field; ", 10000)}, t0)
+	rec = long.Started(halt, nil, map[string]hooks.Refusal{"stage": {Reason: hooks.ReasonNotStarted, Message: strings.Repeat("invalid field; ", 10000)}}, t0)
 	g.Expect(len(rec.Hooks[0].Failure.Message)).To(BeNumerically("<=", v1alpha1.MaxReasonLength))
 
 	// Release's failure stands without halting, and no resume lifts it.
