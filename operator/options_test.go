@@ -54,6 +54,17 @@ func TestOptionsValidate(t *testing.T) {
 		"a negative history per node": {opts: Options{HistoryPerNode: -1}, wantErr: "--history-per-node=-1"},
 		"a negative history age":      {opts: Options{HistoryMaxAge: -time.Hour}, wantErr: "--history-max-age=-1h0m0s"},
 		"the history's defaults":      {opts: Options{HistoryPerNode: 10, HistoryMaxAge: 90 * 24 * time.Hour}},
+		"the hooks' namespace, service account and class": {
+			opts: Options{HooksNamespace: "kmaint-hooks", HooksServiceAccount: "kmaint-hook", HooksPriorityClass: "kmaint-hook"},
+		},
+		"hooks in default":     {opts: Options{HooksNamespace: "default"}, wantErr: "--hooks-namespace=default: Kubernetes keeps that namespace"},
+		"hooks in kube-system": {opts: Options{HooksNamespace: "kube-system"}, wantErr: "--hooks-namespace=kube-system: Kubernetes keeps"},
+		"a hooks service account not a name": {
+			opts: Options{HooksServiceAccount: "Cluster Admin"}, wantErr: `--hooks-service-account="Cluster Admin": not a service account's name`,
+		},
+		"a hooks priority class not a name": {
+			opts: Options{HooksPriorityClass: "a/b"}, wantErr: `--hooks-priority-class="a/b": not a PriorityClass's name`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	s, err := scheme.New()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkHooksNamespace(ctx, cfg, s, opts.HooksNamespace); err != nil {
 		return nil, err
 	}
 	slim := newSlimmer()
@@ -503,6 +507,9 @@ func (o Options) Validate() error {
 	if o.HooksNamespace != "" {
 		if errs := validation.IsDNS1123Label(o.HooksNamespace); len(errs) > 0 {
 			return fmt.Errorf("--hooks-namespace=%q: not a namespace's name: %s", o.HooksNamespace, strings.Join(errs, "; "))
+		}
+		if slices.Contains(reservedNamespaces, o.HooksNamespace) {
+			return fmt.Errorf("--hooks-namespace=%s: Kubernetes keeps that namespace for itself or for everyone, and hook pods may be privileged; name a namespace of kmaint's hooks alone (the manifests' kmaint-hooks)", o.HooksNamespace)
 		}
 	}
 	for _, n := range []struct{ flag, value, what string }{

@@ -10,10 +10,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
+	"github.com/kmaint/kmaint/test/sim"
 )
 
 // storePoolUnchecked stores the pool as one stored before the API refused
@@ -173,4 +176,79 @@ func TestAnUnrecordedHookJobIsTheGates(t *testing.T) {
 		g.Expect(p.JobUID).To(Equal(string(jobs.Made()[0].UID)), "the Job found again is recorded")
 	}, timeout).Should(Succeed())
 	h.finish(g)
+}
+
+// The operator refuses to start with a hooks namespace that holds other
+// workloads (a pod that is not of kmaint's hook Jobs, a Job that is not
+// kmaint's), or that is its own; one that holds kmaint's hook Jobs and
+// their pods, as when it restarts while hooks run, is its to use.
+func TestTheOperatorRefusesAHooksNamespaceWithOtherWorkloads(t *testing.T) {
+	ctx := context.Background()
+	hookLabels := map[string]string{hooks.ManagedByLabel: "kmaint", hooks.HookLabel: "upgrade", hooks.TokenLabel: "0123456789abcdef"}
+	container := []corev1.Container{{Name: "work", Image: "registry.example/hook:1"}}
+	job := func(ns, name string, labels map[string]string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: container}}}}
+	}
+	pod := func(ns, name string, labels map[string]string, owner *batchv1.Job) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: corev1.PodSpec{Containers: container}}
+		if owner != nil {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	namespace := func(t *testing.T, name string, objs ...func(ns string) client.Object) string {
+		harness.Create(t, bed, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		for _, o := range objs {
+			harness.Create(t, bed, o(name))
+		}
+		return name
+	}
+	start := func(cfg *rest.Config, ns string) error {
+		op, err := sim.StartOperator(ctx, cfg, operator.Options{HooksNamespace: ns})
+		if err == nil {
+			err = op.Stop()
+		}
+		return err
+	}
+
+	t.Run("empty", func(t *testing.T) {
+		NewWithT(t).Expect(start(bed.Config, namespace(t, "hooksns-empty"))).To(Succeed())
+	})
+	t.Run("kmaint's hook Jobs and their pods", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := namespace(t, "hooksns-ours")
+		j := job(ns, "kmaint-upgrade-0123456789", hookLabels)
+		harness.Create(t, bed, j)
+		harness.Create(t, bed, pod(ns, "kmaint-upgrade-0123456789-x7k2p", hookLabels, j))
+		// One whose Job was deleted a moment ago.
+		harness.Create(t, bed, pod(ns, "kmaint-upgrade-9876543210-b5m4q", hookLabels, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "kmaint-upgrade-9876543210", UID: "gone"}}))
+		g.Expect(start(bed.Config, ns)).To(Succeed())
+	})
+	t.Run("another pod", func(t *testing.T) {
+		ns := namespace(t, "hooksns-pod", func(ns string) client.Object { return pod(ns, "ci-runner", map[string]string{"app": "ci"}, nil) })
+		NewWithT(t).Expect(start(bed.Config, ns)).To(MatchError(ContainSubstring(
+			"--hooks-namespace=hooksns-pod holds other workloads: pod ci-runner is not a pod of kmaint's hook Jobs")))
+	})
+	t.Run("a pod that looks like a hook's but has no Job", func(t *testing.T) {
+		ns := namespace(t, "hooksns-bare", func(ns string) client.Object { return pod(ns, "kmaint-upgrade-0123456789-x", hookLabels, nil) })
+		NewWithT(t).Expect(start(bed.Config, ns)).To(MatchError(ContainSubstring("pod kmaint-upgrade-0123456789-x is not a pod of kmaint's hook Jobs")))
+	})
+	t.Run("another Job", func(t *testing.T) {
+		ns := namespace(t, "hooksns-job", func(ns string) client.Object { return job(ns, "nightly-backup", map[string]string{"app": "backup"}) })
+		NewWithT(t).Expect(start(bed.Config, ns)).To(MatchError(ContainSubstring(
+			"--hooks-namespace=hooksns-job holds other workloads: Job nightly-backup is not one of kmaint's hook Jobs")))
+	})
+	t.Run("the operator's own", func(t *testing.T) {
+		ns := namespace(t, "hooksns-own")
+		user := "system:serviceaccount:" + ns + ":kmaint-operator"
+		// Rights enough to run, so that what refuses it is the check.
+		harness.Create(t, bed, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hooksns-own-operator"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}})
+		cfg := rest.CopyConfig(bed.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
+			Groups: []string{"system:authenticated", "system:serviceaccounts", "system:serviceaccounts:" + ns}}
+		NewWithT(t).Expect(start(cfg, ns)).To(MatchError(ContainSubstring("--hooks-namespace=hooksns-own is the operator's own namespace")))
+	})
 }
