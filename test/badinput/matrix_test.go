@@ -98,7 +98,8 @@ type env struct {
 
 func TestBadInputMatrix(t *testing.T) {
 	e := setUp(t)
-	rows := slices.Concat(poolRows(), policyRows(), maintenanceRows(), annotationRows(), webhookRows(), cliRows(), teamRows(), rightsRows(), addonRows())
+	rows := slices.Concat(poolRows(), policyRows(), maintenanceRows(), annotationRows(), webhookRows(), cliRows(), teamRows(), rightsRows(), addonRows(),
+		hooksNamespaceRows())
 	counts := map[kind]int{}
 	bySurface := map[string]map[kind]int{}
 	for _, r := range rows {

@@ -92,5 +92,8 @@ func cliRows() []row {
 		operatorRow("negative Prometheus timeout", "--prometheus-timeout", operator.Options{PrometheusTimeout: -1}),
 		operatorRow("negative blocking query interval", "--blocking-query-interval", operator.Options{BlockingQueryInterval: -1}),
 		operatorRow("webhook certificate without its key", "--alert-webhook-key-file", operator.Options{AlertWebhookCertFile: "/tls.crt"}),
+		operatorRow("hooks in kube-system", "--hooks-namespace=kube-system", operator.Options{HooksNamespace: "kube-system"}),
+		operatorRow("hooks service account not a name", "--hooks-service-account", operator.Options{HooksServiceAccount: "system:masters"}),
+		operatorRow("hooks priority class not a name", "--hooks-priority-class", operator.Options{HooksPriorityClass: "Very High"}),
 	}
 }

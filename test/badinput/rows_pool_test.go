@@ -108,6 +108,10 @@ func poolRows() []row {
 		refuse("hook retries 2^40", "spec.hooks.beforeDrain[0].retries", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "retries", int64(1)<<40)}})),
 		refuse("hook retries 11", "spec.hooks.beforeDrain[0].retries", poolSpec("hooks", map[string]any{"beforeDrain": []any{withField(ackHook("h"), "retries", 11)}})),
 		refuse("hook Job without a template", "spec.hooks.beforeReboot[0].job.template", poolSpec("hooks", map[string]any{"beforeReboot": []any{map[string]any{"name": "h", "job": map[string]any{}}}})),
+		refuse("hook Job naming a service account", "spec.hooks.beforeReboot[0].job.template.spec.serviceAccountName",
+			poolSpec("hooks", map[string]any{"beforeReboot": []any{jobHookNaming("serviceAccountName", "cluster-admin-sa")}})),
+		refuse("hook Job naming a service account the deprecated way", "spec.hooks.afterReboot[0].job.template.spec.serviceAccount",
+			poolSpec("hooks", map[string]any{"afterReboot": []any{jobHookNaming("serviceAccount", "cluster-admin-sa")}})),
 		refuse("podOptOuts 65 namespaces", "spec.podOptOuts.namespaces", poolSpec("podOptOuts", map[string]any{"namespaces": func() []any {
 			out := make([]any, 65)
 			for i := range out {
@@ -160,6 +164,13 @@ func poolRows() []row {
 		want: containedAs(v1alpha1.NodesInOtherPoolsReason),
 	})
 	return rows
+}
+
+// jobHookNaming is a Job hook whose pod spec sets field to value.
+func jobHookNaming(field string, value any) map[string]any {
+	return map[string]any{"name": "h", "job": map[string]any{"template": map[string]any{"spec": map[string]any{
+		field: value, "containers": []any{map[string]any{"name": "work", "image": "registry.example/hook:1"}},
+	}}}}
 }
 
 // ackHook is a hook another controller acknowledges.

@@ -19,14 +19,14 @@ import (
 const Namespace = "kmaint-system"
 
 // InstallIdentities applies config/default's namespace, service accounts,
-// RBAC and admission policies for real, and not its workloads: a test runs
-// the operator itself, or none.
+// RBAC, admission policies and the hook pods' PriorityClass for real, and
+// not its workloads: a test runs the operator itself, or none.
 func InstallIdentities(t testing.TB, bed *testbed.Bed, owner string) {
 	t.Helper()
 	for _, u := range Kustomize(t, "default") {
 		switch u.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "PriorityClass":
 			if err := Apply(context.Background(), bed.Client, owner, u); err != nil {
 				t.Fatal(err)
 			}
