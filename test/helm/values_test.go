@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,6 +127,63 @@ func TestChartValues(t *testing.T) {
 		ns     string
 		check  func(t *testing.T, r rendered)
 	}{
+		// The hooks elsewhere, under an account and a class of the
+		// installer's: the policy guards that namespace, the operator is
+		// told both, and the chart makes neither, nor confines a class it
+		// did not make.
+		"hooks elsewhere": {
+			values: `
+hooks:
+  namespace: maint-hooks
+  serviceAccount: {name: upgrader, create: false}
+  priorityClass: {name: maintenance-critical, create: false}
+`,
+			check: func(t *testing.T, r rendered) {
+				args := r.operator().Spec.Template.Spec.Containers[0].Args
+				for _, arg := range []string{"--hooks-namespace=maint-hooks", "--hooks-service-account=upgrader", "--hooks-priority-class=maintenance-critical"} {
+					if !slices.Contains(args, arg) {
+						t.Errorf("args %q lack %s", args, arg)
+					}
+				}
+				for _, key := range []string{"ServiceAccount/maint-hooks/upgrader", "PriorityClass/maintenance-critical",
+					"ValidatingAdmissionPolicy/kmaint-hook-priority-class", "ValidatingAdmissionPolicyBinding/kmaint-hook-priority-class"} {
+					if _, ok := r.objs[key]; ok {
+						t.Errorf("%s rendered", key)
+					}
+				}
+				vap := r.objs["ValidatingAdmissionPolicy/kmaint-hooks-namespace"]
+				if vap == nil {
+					t.Fatal("no admission policy kmaint-hooks-namespace")
+				}
+				sel, _, _ := unstructured.NestedStringMap(vap.Object, "spec", "matchConstraints", "namespaceSelector", "matchLabels")
+				if sel["kubernetes.io/metadata.name"] != "maint-hooks" {
+					t.Errorf("the hooks namespace's policy guards %v, not maint-hooks", sel)
+				}
+			},
+		},
+		"hooks' account and class made by the chart": {
+			values: `
+hooks:
+  serviceAccount: {name: upgrader}
+  priorityClass: {name: maintenance-critical, value: 5000}
+`,
+			check: func(t *testing.T, r rendered) {
+				var sa corev1.ServiceAccount
+				r.into("ServiceAccount/kmaint-hooks/upgrader", &sa)
+				if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+					t.Error("the hooks' service account mounts its token into every hook pod")
+				}
+				var pc schedulingv1.PriorityClass
+				r.into("PriorityClass/maintenance-critical", &pc)
+				if pc.Value != 5000 || pc.GlobalDefault {
+					t.Errorf("PriorityClass value %d, globalDefault %v", pc.Value, pc.GlobalDefault)
+				}
+				conds, _, _ := unstructured.NestedSlice(r.objs["ValidatingAdmissionPolicy/kmaint-hook-priority-class"].Object, "spec", "matchConditions")
+				if len(conds) == 0 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), "'maintenance-critical'") {
+					t.Errorf("the priority class's policy does not name it: %v", conds)
+				}
+			},
+		},
 		"operator": {
 			values: `
 operator:
@@ -434,7 +492,8 @@ pools:
 				// The hooks' Jobs go where values.hooks says.
 				inDefault := map[string]bool{"Role/default/kmaint-daemon": true, "RoleBinding/default/kmaint-daemon": true,
 					"Role/default/kmaint-operator": true, "RoleBinding/default/kmaint-operator": true,
-					"Role/kmaint-hooks/kmaint-operator": true, "RoleBinding/kmaint-hooks/kmaint-operator": true}
+					"Role/kmaint-hooks/kmaint-operator": true, "RoleBinding/kmaint-hooks/kmaint-operator": true,
+					"ServiceAccount/kmaint-hooks/kmaint-hook": true}
 				for _, u := range r.objs {
 					if ns := u.GetNamespace(); ns != "" && ns != "maintenance" && !inDefault[manifests.ID(u)] {
 						t.Errorf("%s is not in the release namespace", manifests.ID(u))
@@ -459,6 +518,9 @@ pools:
 						t.Errorf("the admission policy %s does not match its service account (%s): %v", policy, want, conds)
 					}
 				}
+				if !strings.Contains(policyVariable(t, r, "kmaint-hooks-namespace", "operator"), "'system:serviceaccount:maintenance:kmaint-operator'") {
+					t.Error("the hooks namespace's policy does not let the operator's account in the release's namespace make Jobs")
+				}
 				for _, key := range []string{"ClusterRoleBinding/kmaint-daemon", "RoleBinding/default/kmaint-daemon", "ClusterRoleBinding/kmaint-operator", "RoleBinding/maintenance/kmaint-operator", "RoleBinding/default/kmaint-operator"} {
 					subjects, _, _ := unstructured.NestedSlice(r.objs[key].Object, "subjects")
 					if len(subjects) != 1 || subjects[0].(map[string]any)["namespace"] != "maintenance" {
@@ -479,4 +541,22 @@ pools:
 			c.check(t, render(t, ns, c.values))
 		})
 	}
+}
+
+// policyVariable returns the expression of a variable of a rendered
+// admission policy.
+func policyVariable(t *testing.T, r rendered, policy, variable string) string {
+	t.Helper()
+	vap := r.objs["ValidatingAdmissionPolicy/"+policy]
+	if vap == nil {
+		t.Fatalf("no admission policy %s", policy)
+	}
+	vars, _, _ := unstructured.NestedSlice(vap.Object, "spec", "variables")
+	for _, v := range vars {
+		if m := v.(map[string]any); m["name"] == variable {
+			return m["expression"].(string)
+		}
+	}
+	t.Fatalf("admission policy %s has no variable %s", policy, variable)
+	return ""
 }
