@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -47,6 +48,39 @@ func hookJob(ns, name string) *batchv1.Job {
 	}
 }
 
+// emptyHooksNamespace leaves the hooks namespace empty when the test ends,
+// as an administrator would: the API server here has no controller that
+// finishes a deletion (no garbage collector for a Job's finalizer, no
+// kubelet for a bound pod), and a test after this one runs the operator,
+// which refuses a hooks namespace that holds anything but its own.
+func emptyHooksNamespace(t *testing.T) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		var jobs batchv1.JobList
+		var pods corev1.PodList
+		if err := errors.Join(bed.Client.List(ctx, &jobs, client.InNamespace(hooksNamespace)),
+			bed.Client.List(ctx, &pods, client.InNamespace(hooksNamespace))); err != nil {
+			t.Errorf("list the hooks namespace: %v", err)
+			return
+		}
+		var objs []client.Object
+		for i := range jobs.Items {
+			objs = append(objs, &jobs.Items[i])
+		}
+		for i := range pods.Items {
+			objs = append(objs, &pods.Items[i])
+		}
+		for _, o := range objs {
+			err := errors.Join(
+				client.IgnoreNotFound(bed.Client.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))),
+				client.IgnoreNotFound(bed.Client.Delete(ctx, o, client.GracePeriodSeconds(0))))
+			if err != nil {
+				t.Errorf("delete %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	})
+}
+
 // serviceAccountUser impersonates a service account as its token would
 // authenticate it.
 func serviceAccountUser(t *testing.T, ns, name string) client.Client {
@@ -64,6 +98,7 @@ func TestHooksNamespaceConfined(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	installIdentities(t)
+	emptyHooksNamespace(t)
 	const policy = "kmaint-hooks-namespace"
 	ci := userWith(t, "ci-runner", rbacv1.PolicyRule{
 		APIGroups: []string{"", "batch"},
@@ -150,6 +185,7 @@ func TestHookPriorityClassConfined(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	installIdentities(t)
+	emptyHooksNamespace(t)
 	for _, u := range manifests.Kustomize(t, "default") {
 		if u.GetKind() == "PriorityClass" {
 			g.Expect(apply(ctx, u)).To(Succeed())
