@@ -17,9 +17,12 @@ import (
 	"github.com/kmaint/kmaint/operator/hooks"
 )
 
-// reservedNamespaces are Kubernetes' own namespaces: none is a hooks
-// namespace, whatever it holds at the moment.
-var reservedNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+// reservedNamespace reports whether ns is one Kubernetes keeps for itself
+// (the prefix kube- is its) or for everyone (default): no hooks namespace,
+// whatever it holds at the moment.
+func reservedNamespace(ns string) bool {
+	return ns == "default" || strings.HasPrefix(ns, "kube-")
+}
 
 // checkHooksNamespace refuses a hooks namespace that holds other workloads.
 // Its Pod Security level is privileged, for the pools' hooks, and only the
@@ -87,7 +90,7 @@ func hookLabelled(labels map[string]string) bool {
 }
 
 func foreignWorkload(ns, kind, name, what string) error {
-	return fmt.Errorf("--hooks-namespace=%s holds other workloads: %s %s is %s. Hook pods may be privileged, and whatever else runs there "+
+	return fmt.Errorf("--hooks-namespace=%s holds other workloads: %s %s is %s; hook pods may be privileged, and whatever else runs there "+
 		"shares their Pod Security level, service accounts and Secrets; move it out, or name a namespace of kmaint's hooks alone (the manifests' kmaint-hooks)",
 		ns, kind, name, what)
 }

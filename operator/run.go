@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -508,7 +507,7 @@ func (o Options) Validate() error {
 		if errs := validation.IsDNS1123Label(o.HooksNamespace); len(errs) > 0 {
 			return fmt.Errorf("--hooks-namespace=%q: not a namespace's name: %s", o.HooksNamespace, strings.Join(errs, "; "))
 		}
-		if slices.Contains(reservedNamespaces, o.HooksNamespace) {
+		if reservedNamespace(o.HooksNamespace) {
 			return fmt.Errorf("--hooks-namespace=%s: Kubernetes keeps that namespace for itself or for everyone, and hook pods may be privileged; name a namespace of kmaint's hooks alone (the manifests' kmaint-hooks)", o.HooksNamespace)
 		}
 	}
