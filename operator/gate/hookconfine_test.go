@@ -112,7 +112,7 @@ func TestAPreMadeHookJobPassesNothing(t *testing.T) {
 		g.Expect(s.Admission).NotTo(BeNil())
 		drainToken, admission = rec.Token, s.Admission
 	}, timeout).Should(Succeed())
-	token := protocol.HookToken(node, admission.BootID, admission.Time, protocol.BeforeReboot)
+	token := protocol.HookToken(node, admission.Pool, admission.BootID, admission.Time, protocol.BeforeReboot)
 	// The forgery is as close as it gets: the gate's own labels and
 	// annotations, the pool's template, running `true`.
 	forged := upgrade

@@ -98,7 +98,7 @@ func hooksNamespaceRows() []row {
 			func() client.Object { return ciPod(hooksNamespace, "") }),
 		refuse("a Job under a hook's name, running true", "are made, changed and deleted only by the kmaint operator",
 			func() client.Object {
-				name := protocol.HookJobName("upgrade", protocol.HookToken(openNodes[0], "boot-0", time.Now(), protocol.BeforeReboot), 1)
+				name := protocol.HookJobName("upgrade", protocol.HookToken(openNodes[0], openPool, "boot-0", time.Now(), protocol.BeforeReboot), 1)
 				return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: hooksNamespace, GenerateName: name + "-"},
 					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 						Containers: []corev1.Container{{Name: "work", Image: "busybox", Command: []string{"true"}}}}}}}
