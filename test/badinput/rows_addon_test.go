@@ -9,10 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/test/gen"
@@ -72,27 +70,8 @@ func patchAs(c client.Client, node, patch string) error {
 // binding not yet in force.
 func addonClient(t *testing.T) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	const name = "matrix-addon"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "create"}}}}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: name, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	NewWithT(t).Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: openNodes[0]}, &corev1.Node{}) }).
+	c := userClient(t, "matrix-addon", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "create"}})
+	NewWithT(t).Eventually(func() error { return c.Get(context.Background(), client.ObjectKey{Name: openNodes[0]}, &corev1.Node{}) }).
 		WithTimeout(30*time.Second).Should(Succeed(), "the add-on may read Nodes")
 	return c
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,30 +37,12 @@ const requesterName = "matrix-requester"
 // time and waits for RBAC to enforce.
 func requester(t *testing.T) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: requesterName}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create", "update", "patch", "get", "list"}},
+	c := userClient(t, requesterName,
+		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodemaintenances"}, Verbs: []string{"create", "update", "patch", "get", "list"}},
 		// The plugin reads the node it is asked to reboot.
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: requesterName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: requesterName}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := client.IgnoreAlreadyExists(bed.Client.Create(ctx, o)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: requesterName, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}})
 	NewWithT(t).Eventually(func() error {
-		return c.Create(ctx, object("NodeMaintenance", "matrix-requester-probe", nmSpec()), client.DryRunAll)
+		return c.Create(context.Background(), object("NodeMaintenance", "matrix-requester-probe", nmSpec()), client.DryRunAll)
 	}).WithTimeout(30*time.Second).Should(Succeed(), "RBAC lets %s create NodeMaintenances", requesterName)
 	return c
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -29,32 +30,16 @@ const (
 	teamPool, teamHook = "matrix-team-pool", "stepdown"
 )
 
-// teamClient returns a client of the team, granting its rights the first
-// time.
+// teamClient returns a client of the team, once RBAC lets it read pools.
 func teamClient(t *testing.T) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "matrix-team"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"kmaint.io"}, Resources: []string{"maintenancepools"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}},
-		{APIGroups: []string{"kmaint.io"}, Resources: []string{"nodeselectors"}, ResourceNames: []string{teamLabel}, Verbs: []string{"use"}},
-		{APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: []string{teamPool + "/" + teamHook}, Verbs: []string{"update"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "matrix-team"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: teamUser}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := rest.CopyConfig(bed.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: teamUser, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: bed.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := userClient(t, teamUser,
+		rbacv1.PolicyRule{APIGroups: []string{"kmaint.io"}, Resources: []string{"maintenancepools"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"kmaint.io"}, Resources: []string{"nodeselectors"}, ResourceNames: []string{teamLabel}, Verbs: []string{"use"}},
+		rbacv1.PolicyRule{APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: []string{teamPool + "/" + teamHook}, Verbs: []string{"update"}})
+	NewWithT(t).Eventually(func() error { return c.Get(context.Background(), client.ObjectKey{Name: ownNode}, &corev1.Node{}) }).
+		WithTimeout(30*time.Second).Should(Succeed(), "the team may read Nodes")
 	return c
 }
 

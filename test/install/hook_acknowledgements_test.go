@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -20,19 +19,8 @@ import (
 // (hookacknowledgements.kmaint.io, pool/hook).
 func grantAcknowledgements(t *testing.T, user string, names ...string) {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-ack-" + user}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: names, Verbs: []string{"update"},
-	}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-ack-" + user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	grant(t, "test-ack-"+user, user, rbacv1.PolicyRule{
+		APIGroups: []string{"kmaint.io"}, Resources: []string{"hookacknowledgements"}, ResourceNames: names, Verbs: []string{"update"}})
 }
 
 // TestHookAcknowledgementsNeedTheirRBAC installs kmaint's admission

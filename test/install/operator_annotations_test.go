@@ -21,23 +21,29 @@ import (
 	"github.com/kmaint/kmaint/test/manifests"
 )
 
-// userWith returns a client for a user whom a ClusterRole of its own grants
-// rule, impersonated with groups besides system:authenticated.
+// userWith returns a client for a user whom a ClusterRole of its own
+// grants rule, impersonated with groups besides system:authenticated.
 func userWith(t *testing.T, name string, rule rbacv1.PolicyRule, groups ...string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name}, Rules: []rbacv1.PolicyRule{rule}}
+	grant(t, "test-user-"+name, name, rule)
+	return impersonating(t, name, groups...)
+}
+
+// grant gives user rules, through a ClusterRole and a ClusterRoleBinding
+// of the name.
+func grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 	}
 	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil {
+		if err := bed.Client.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return impersonating(t, name, groups...)
 }
 
 func impersonating(t *testing.T, name string, groups ...string) client.Client {

@@ -31,18 +31,7 @@ var requester = []rbacv1.PolicyRule{
 // userWithRules is userWith for several rules.
 func userWithRules(t *testing.T, name string, rules ...rbacv1.PolicyRule) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name}, Rules: rules}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-user-" + name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	grant(t, "test-user-"+name, name, rules...)
 	return impersonating(t, name)
 }
 

@@ -20,19 +20,8 @@ import (
 // (nodeselectors.kmaint.io), as a cluster admin grants a team its labels.
 func grantSelectors(t *testing.T, user string, names ...string) {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-selectors-" + user}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"kmaint.io"}, Resources: []string{"nodeselectors"}, ResourceNames: names, Verbs: []string{"use"},
-	}}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-selectors-" + user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
-	}
-	for _, o := range []client.Object{role, binding} {
-		if err := bed.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	grant(t, "test-selectors-"+user, user, rbacv1.PolicyRule{
+		APIGroups: []string{"kmaint.io"}, Resources: []string{"nodeselectors"}, ResourceNames: names, Verbs: []string{"use"}})
 }
 
 // selecting is a pool of the name selecting by matchLabels.
