@@ -164,11 +164,7 @@ func TestAnUnrecordedHookJobIsTheGates(t *testing.T) {
 	h.started(t, g)
 	g.Eventually(func(g Gomega) { g.Expect(hookRecord(g, node).Hooks[0].JobStarted.IsZero()).To(BeFalse()) }, timeout).Should(Succeed())
 	editNode(g, node, func(n *corev1.Node) {
-		var rec protocol.HookRecord
-		_, err := protocol.Decode(n, protocol.Hook, &rec)
-		g.Expect(err).NotTo(HaveOccurred())
-		rec.Hooks[0].JobStarted, rec.Hooks[0].JobUID = time.Time{}, ""
-		n.Annotations[protocol.Hook] = protocol.Encode(rec)
+		forgetJobMade(g, n)
 	})
 	g.Eventually(func(g Gomega) {
 		p := hookRecord(g, node).Hooks[0]

@@ -129,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if pool == nil && err == nil {
 			r.kept.Forget(req.Name)
 			r.members.forget(req.Name)
+			r.relabels.forgetPool(req.Name)
 		}
 		return ctrl.Result{}, err
 	}

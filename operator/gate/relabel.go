@@ -21,6 +21,17 @@ type relabels struct {
 
 func newRelabels() *relabels { return &relabels{told: map[string]string{}} }
 
+// forgetPool forgets what was told of a deleted pool's nodes.
+func (l *relabels) forgetPool(pool string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, key := range l.told {
+		if strings.HasPrefix(key, pool+"\x00") {
+			delete(l.told, name)
+		}
+	}
+}
+
 // tellRelabelled tells, once per move, of each node in flight in the pool
 // whose labels put it elsewhere now (nodeView.relabelled): a Warning event
 // on the node and the pool. It stays the pool's until its maintenance ends

@@ -42,8 +42,9 @@ func NodeHandler(c client.Reader) handler.TypedEventHandler[client.Object, recon
 			if !ok {
 				continue
 			}
-			names := pools.Of(node, selectors)
-			if a, _ := protocol.InFlightPool(node); a != "" && !slices.Contains(names, a) {
+			a, uid := protocol.InFlightPool(node)
+			names := pools.OfInFlight(node, selectors, a, uid)
+			if a != "" && !slices.Contains(names, a) {
 				// A selection that does not know the pool (a list that
 				// failed): its pool looks for itself.
 				names = append(names, a)
