@@ -57,6 +57,9 @@ type memNode struct {
 	registry *prometheus.Registry
 	// bootTime is when the current simulated boot began.
 	bootTime time.Time
+	// asked are the boots whose reboot a daemon asked for and journaled
+	// that it did: a daemon started again in such a boot must not ask.
+	asked map[string]bool
 }
 
 // nodeHost is what a memNode asks of the cluster it runs in: how its reboots
@@ -125,7 +128,7 @@ func (n *memNode) startDaemonLocked(ctx context.Context) {
 	n.stop, n.done = cancel, done
 	opts := daemon.Options{
 		NodeName:      n.name,
-		Journal:       n.journal,
+		Journal:       askJournal{Memory: n.journal, n: n},
 		Rebooter:      &memRebooter{n: n, boot: n.bootID},
 		RebootTimeout: n.timing.DaemonRebootTimeout,
 		MetricsAddr:   "0",
@@ -217,8 +220,12 @@ type memRebooter struct {
 }
 
 // Reboot returns at once, as logind does; the node goes down shortly after.
-// A daemon asks once: a second ask of the same daemon counts as a reboot of
-// its own, so that it shows.
+// A daemon asks once per boot: a second ask of the same daemon, or an ask
+// of a daemon started again in a boot whose reboot another asked for and
+// journaled, counts as a reboot of its own, so that it shows. (A daemon
+// stopped between its ask and its journal entry asks again when started
+// in the same boot, as the daemon means to: the reboot under way answers
+// both.)
 func (r *memRebooter) Reboot(ctx context.Context) error {
 	n := r.n
 	r.askedM.Lock()
@@ -226,6 +233,7 @@ func (r *memRebooter) Reboot(ctx context.Context) error {
 	r.asked = true
 	r.askedM.Unlock()
 	n.mu.Lock()
+	again = again || n.asked[r.boot]
 	ignore := n.ignore
 	if again {
 		n.reboots++
@@ -238,6 +246,29 @@ func (r *memRebooter) Reboot(ctx context.Context) error {
 		return nil
 	}
 	go n.reboot(context.WithoutCancel(ctx), r.boot)
+	return nil
+}
+
+// askJournal is the node's journal as its daemons write it: it notes each
+// boot whose reboot a daemon journaled having asked for.
+type askJournal struct {
+	*journal.Memory
+	n *memNode
+}
+
+func (j askJournal) Append(e journal.Entry) error {
+	if err := j.Memory.Append(e); err != nil {
+		return err
+	}
+	if e.Kind == journal.KindRebooting {
+		n := j.n
+		n.mu.Lock()
+		if n.asked == nil {
+			n.asked = map[string]bool{}
+		}
+		n.asked[n.bootID] = true
+		n.mu.Unlock()
+	}
 	return nil
 }
 
@@ -297,8 +328,9 @@ type Reboot struct {
 	// ByDaemon is true when the node's daemon asked for the reboot, false
 	// for one by hand (ForceReboot).
 	ByDaemon bool
-	// Again is true for a daemon that asked again in a boot it had asked
-	// to leave: the node does not reboot twice, but the ask is told.
+	// Again is true for an ask to reboot a boot whose reboot was asked for
+	// already: by the same daemon, or, journaled, by one before it in the
+	// boot. The node does not reboot twice, but the ask is told.
 	Again bool
 }
 

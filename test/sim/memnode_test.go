@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/daemon/journal"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -64,3 +65,35 @@ func (bareHost) rebootDelay(string) time.Duration { return 0 }
 func (bareHost) beforeReboot(string)              {}
 func (bareHost) afterReboot(string)               {}
 func (bareHost) rebooted(Reboot)                  {}
+
+// TestADaemonAskingAgainInItsBootIsTold: a daemon asks to reboot once per
+// boot. A daemon started again in a boot whose reboot another asked for and
+// journaled must not ask: if it does, the node tells it as an ask again
+// (the soak's checker fails it). One started again after a daemon stopped
+// between its ask and its journal entry asks again, as the daemon means to.
+func TestADaemonAskingAgainInItsBootIsTold(t *testing.T) {
+	g := NewWithT(t)
+	host := &askHost{}
+	n := newMemNode("asks", "boot-1", nil, nil, Timing{}, host, logr.Discard())
+	n.IgnoreReboots(true)
+	ask := func() { g.Expect((&memRebooter{n: n, boot: "boot-1"}).Reboot(t.Context())).To(Succeed()) }
+
+	ask()
+	ask() // its ask cut short before its journal entry: asks again
+	g.Expect(host.again).To(BeZero())
+	g.Expect(askJournal{Memory: n.journal, n: n}.Append(journal.Entry{Kind: journal.KindRebooting, Requests: []string{"r1"}, Time: time.Now()})).To(Succeed())
+	ask()
+	g.Expect(host.again).To(Equal(1), "asked again after the ask was journaled")
+}
+
+// askHost counts the asks again it is told of.
+type askHost struct {
+	bareHost
+	again int
+}
+
+func (h *askHost) rebooted(r Reboot) {
+	if r.Again {
+		h.again++
+	}
+}
