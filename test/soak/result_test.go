@@ -43,9 +43,21 @@ type result struct {
 	// EndSeconds is how long after the faults stopped every request had
 	// ended and every node was back in service.
 	EndSeconds float64 `json:"endSeconds"`
-	// Checked counts what each invariant was held to (checker.Checked).
-	Checked    map[string]int      `json:"checked"`
-	Violations []checker.Violation `json:"violations"`
+	// Checked counts what each check was held to (checker.Checked): what
+	// was checked only, never what was excused.
+	Checked map[string]int `json:"checked"`
+	// Excused counts, apart, what the checker let pass and why, by
+	// reason (checker.Excused): the blind windows (their number and
+	// seconds), the reboots whose approval a blind window hid, each
+	// admission or approval a grace let pass (and the lags it covered).
+	Excused map[string]checker.Excuse `json:"excused"`
+	// Ends counts how the soak's requests ended, by source: carried out
+	// by a reboot kmaint approved naming them, overtaken by another reboot
+	// their record succeeded on, unrecorded (their node rebooted before
+	// kmaint recorded them), refused (checker.Ending says each exactly).
+	// Config requests are counted from their records.
+	Ends       map[string]map[checker.Ending]int `json:"requestEnds"`
+	Violations []checker.Violation               `json:"violations"`
 	// Blind are the windows the checker listed again after, not seeing
 	// the changes in them one by one (package checker).
 	Blind []checker.Window `json:"blind"`
@@ -125,6 +137,15 @@ func (s *soak) timelineWith(reboots []checker.Reboot) []moment {
 		out = append(out, moment{Seconds: r.At.Sub(s.start).Seconds(), Kind: kind})
 	}
 	slices.SortFunc(out, func(a, b moment) int { return cmp.Compare(a.Seconds, b.Seconds) })
+	return out
+}
+
+// excusedCounts is each reason's count, for a log line.
+func excusedCounts(ex map[string]checker.Excuse) map[string]int {
+	out := map[string]int{}
+	for reason, e := range ex {
+		out[reason] = e.Count
+	}
 	return out
 }
 

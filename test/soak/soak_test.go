@@ -60,9 +60,6 @@ const (
 	// show what it should; one that cannot reach them in three times the
 	// duration fails.
 	stretch = 2
-	// grace is the checker's: how long a change stands before an
-	// admission is held to it.
-	grace = 10 * time.Second
 	// compaction is how often etcd is compacted: a client whose watch
 	// ended lists again unless it watches again within moments.
 	compaction = 10 * time.Second
@@ -111,6 +108,8 @@ func TestSoak(t *testing.T) {
 	res := s.result(start, quiet, ended, violations)
 	res.Blind = check.Blind()
 	res.Checked = check.Checked()
+	res.Excused = check.Excused()
+	res.Ends = check.Ends()
 	res.Timeline = s.timelineWith(check.RebootTimes())
 	res.OperatorFlat = verdict
 	if *results != "" {
@@ -119,6 +118,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	t.Logf("soak: %d reboots by daemons, %d by hand, %d requests; done %v", res.RebootsByDaemon, res.RebootsByHand, res.Requests, res.Done)
+	t.Logf("soak: checked %v; excused %v; requests ended %v", res.Checked, excusedCounts(res.Excused), res.Ends)
 	t.Logf("soak: set up in %s; waited %s after the faults stopped for every request to end (bound %s)",
 		start.Sub(setUpAt).Round(time.Second), ended.Sub(quiet).Round(time.Second), endBound)
 	if res.RebootsByDaemon+res.RebootsByHand < *minReboots {
@@ -149,7 +149,7 @@ func setUp(t *testing.T, pools []string, perPool int, budget func(i int) int) *s
 	if err := bed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	check := checker.New(poolLabel, grace, time.Now)
+	check := checker.New(poolLabel, time.Now)
 	if err := check.Watch(ctx, bed.Config, bed.Scheme); err != nil {
 		t.Fatal(err)
 	}

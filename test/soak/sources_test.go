@@ -68,7 +68,7 @@ func (s *soak) writeSentinelOn(n sim.Node) error {
 	if err := os.WriteFile(f, []byte("*** System restart required ***\n"), 0o644); err != nil {
 		return err
 	}
-	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceSentinel, At: at})
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceSentinel, Tag: tag, At: at})
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (s *soak) scheduleRebootOf(n sim.Node) error {
 		return fmt.Errorf("policy %s created at %s, not before its fire at %s: it would not fire this year",
 			tag, p.CreationTimestamp.Format(time.TimeOnly), fire.Format(time.TimeOnly))
 	}
-	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceSchedule, At: fire})
+	s.checker.Requested(checker.Request{Node: n.Name(), Source: v1alpha1.SourceSchedule, Tag: tag, At: fire})
 	return nil
 }
 

@@ -20,77 +20,52 @@ type Checker struct {
 	// PoolLabel is the node label whose value names a node's pool, as
 	// the soak's pools select their nodes.
 	PoolLabel string
-	// Grace is how long a change must have stood before an admission is
-	// held to it (see the package's doc).
-	Grace time.Duration
 	// Now is the clock events are stamped with.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	nodes map[string]*nodeRecord
-	pools map[string]*poolRecord
-	// admissions are every admission seen, by node and boot.
-	admissions map[nodeBoot]admission
-	// approved are the boots reboot-approved named, by node and boot.
-	approved map[nodeBoot]bool
+	mu sync.Mutex
+	h  eventLog
+	// nodes are the last version of each node seen.
+	nodes map[string]*nodeState
+	// approvals are the boots reboot-approved named, by node and boot,
+	// with what the node's admission named when the checker first saw it.
+	approvals map[nodeBoot]approval
+	// requests are the requests the daemons raised, by id.
+	requests map[string]raised
+	// configs are the changes of each node's current-config, in order.
+	configs  map[string][]configAt
 	reboots  []Reboot
-	// back is when each node was first seen Ready in each boot.
 	back     map[nodeBoot]time.Time
-	requests []Request
+	soak     []Request
 	records  map[string]*record
+	unread   map[string]bool
 	broken   []Violation
-	// windows are the times a kind was not seen change by change.
-	windows []Window
-	// pending are admissions not yet held to their pool's budget.
-	pending []pendingAdmission
-	// checked counts what each invariant was checked against.
-	checked map[string]int
+	windows  []Window
+	verdicts verdicts
 }
 
 // nodeBoot names one boot of one node.
 type nodeBoot struct{ node, boot string }
 
-// admission is the part of kmaint's admission annotation the checks need,
-// read with a type of the checker's own.
-type admission struct {
-	BootID   string   `json:"bootID"`
-	Requests []string `json:"requests"`
-	Pool     string   `json:"pool"`
+// approval is what the checker saw of one approval.
+type approval struct {
+	// requests are the ids the node's admission of the approved boot
+	// named; admitted is false when there was no such admission.
+	requests []string
+	admitted bool
 }
 
-type nodeRecord struct {
-	node *corev1.Node
-	// downSince is when the node last became unavailable for a reason of
-	// its own (NotReady, cordoned without kmaint's admission); zero while
-	// it is available.
-	downSince time.Time
+// raised is one request a daemon raised on its node.
+type raised struct {
+	node   string
+	source v1alpha1.Source
+	reason string
+	config string
 }
 
-type poolRecord struct {
-	// budgets are the pool's maxUnavailable over time, newest last; a
-	// paused pool's is recorded as 0.
-	budgets []budgetAt
-}
-
-type budgetAt struct {
-	at time.Time
-	// version is the pool's resourceVersion as a number (0 when it is
-	// not one): one etcd numbers every kind's changes in the order it
-	// made them, so a pool's change and a node's can be put in order
-	// however late either's watch delivered it.
-	version int64
-	budget  int
-}
-
-// pendingAdmission is an admission as the node's watch showed it, held to
-// the budget once the pools' watch has caught up with it (settle).
-type pendingAdmission struct {
-	at      time.Time
-	version int64
-	node    string
-	pool    string
-	made    []string
-	down    []string
+type configAt struct {
+	at     time.Time
+	config string
 }
 
 // record is what the checker saw of one NodeMaintenance.
@@ -108,14 +83,17 @@ type Reboot struct {
 	From, To string
 	At       time.Time
 	ByDaemon bool
-	// Again is a daemon's second ask in one boot.
+	// Again is an ask to reboot a boot whose reboot a daemon had already
+	// asked for and journaled: by the same daemon, or by one started
+	// again in that boot. The daemon promises one ask per boot.
 	Again bool
 }
 
-// Request is one request the soak made: Tag is in its reason (host
-// requests) or its name (NodeMaintenances the soak created). A request with
-// no tag (a metric a policy is to act on) is met by any reboot of its node
-// after it.
+// Request is one request the soak made. Tag names it where something of
+// kmaint's carries it: the reason of a host request or of a sentinel's
+// record (its package), the name of a NodeMaintenance the soak created,
+// the RebootPolicy of a cron schedule. Requests without one (an alert, a
+// fragmented memory) are found by their node, source and time.
 type Request struct {
 	Node   string
 	Source v1alpha1.Source
@@ -143,101 +121,129 @@ const (
 )
 
 // New returns a checker of pools whose nodes carry poolLabel.
-func New(poolLabel string, grace time.Duration, now func() time.Time) *Checker {
+func New(poolLabel string, now func() time.Time) *Checker {
 	return &Checker{
-		PoolLabel: poolLabel, Grace: grace, Now: now,
-		nodes: map[string]*nodeRecord{}, pools: map[string]*poolRecord{},
-		admissions: map[nodeBoot]admission{}, approved: map[nodeBoot]bool{}, back: map[nodeBoot]time.Time{},
-		records: map[string]*record{}, checked: map[string]int{},
+		PoolLabel: poolLabel, Now: now,
+		nodes: map[string]*nodeState{}, approvals: map[nodeBoot]approval{}, requests: map[string]raised{},
+		configs: map[string][]configAt{}, back: map[nodeBoot]time.Time{}, records: map[string]*record{},
+		unread: map[string]bool{},
 	}
 }
 
 // Pool records a pool as it now is.
-func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) { c.pool(p, deleted, 0) }
+func (c *Checker) Pool(p *v1alpha1.MaintenancePool, deleted bool) { c.pool(p, deleted, nil) }
 
-// pool records a pool; floor, when above 0, is the lowest version its
-// change may have been made at (it was listed after a blind window, and
-// its own version is that of its last change, a status write as likely as
-// the spec's): the change counts from there, so that an admission after it
-// is held to it, never to what it replaced.
-func (c *Checker) pool(p *v1alpha1.MaintenancePool, deleted bool, floor int64) {
+// pool records a pool; l is the list it came in after a blind window (nil
+// for a change seen as it came): its change lies somewhere in the window.
+func (c *Checker) pool(p *v1alpha1.MaintenancePool, deleted bool, l *listing) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.Now()
-	budget := 0
-	if !deleted && !p.Spec.Paused && p.Spec.MaxUnavailable != nil {
-		// The soak's pools give numbers; a percentage is not resolved
-		// here (that would be the gate's own arithmetic again) and
-		// reads as no budget, so that an admission under it shows.
-		budget = p.Spec.MaxUnavailable.IntValue()
-	}
-	r := c.pools[p.Name]
-	if r == nil {
-		r = &poolRecord{}
-		c.pools[p.Name] = r
-	}
-	version := versionOf(p.ResourceVersion)
-	if floor > 0 {
-		version = floor
-	}
-	r.budgets = append(r.budgets, budgetAt{at: now, version: version, budget: budget})
-}
-
-// Node records a node as it now is, and checks an admission it shows.
-func (c *Checker) Node(n *corev1.Node, deleted bool) { c.node(n, deleted, false) }
-
-// node records a node; relisted says it comes from a list made after a
-// blind window, whose admission is recorded but not held to the budget:
-// the changes of the other nodes meanwhile were not seen in their order.
-func (c *Checker) node(n *corev1.Node, deleted, relisted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.Now()
-	r := c.nodes[n.Name]
-	if deleted {
-		delete(c.nodes, n.Name)
-		return
-	}
-	var prev *corev1.Node
-	if r == nil {
-		r = &nodeRecord{}
-		c.nodes[n.Name] = r
-	} else {
-		prev = r.node
-	}
-	r.node = n
-	if boot := (nodeBoot{n.Name, n.Status.NodeInfo.BootID}); boot.boot != "" && ready(n) {
-		if _, ok := c.back[boot]; !ok {
-			c.back[boot] = now
+	s := readPool(p, deleted)
+	s.at = c.Now()
+	if l != nil {
+		if !deleted && s.rv > 0 && s.rv < l.from {
+			return // unchanged since the checker last saw it
+		}
+		s.from = l.from
+		if deleted {
+			s.rv = l.rv
 		}
 	}
-	switch down := downOfItsOwn(n); {
-	case down && r.downSince.IsZero():
-		r.downSince = now
-	case !down:
-		r.downSince = time.Time{}
-	}
-	if boot := n.Annotations[protocol.RebootApproved]; boot != "" {
-		c.approved[nodeBoot{n.Name, boot}] = true
-	}
-	raw := n.Annotations[protocol.Admitted]
-	if raw == "" || prev != nil && prev.Annotations[protocol.Admitted] == raw {
-		return
-	}
-	var a admission
-	if err := json.Unmarshal([]byte(raw), &a); err != nil {
-		c.violate(now, Budget, "node %s: admission annotation %q cannot be read: %v", n.Name, raw, err)
-		return
-	}
-	key := nodeBoot{n.Name, a.BootID}
-	_, seen := c.admissions[key]
-	c.admissions[key] = a
-	if !seen && !relisted {
-		c.checkAdmission(now, n, a)
-	}
+	c.h.add(s.rv, s.at, event{pool: s})
 }
 
-// Window is a time the checker did not see changes one by one.
+// listing says where a list made after a blind window stands: from is the
+// lowest version a change it shows may have been made at, rv the list's.
+type listing struct{ from, rv int64 }
+
+// Node records a node as it now is.
+func (c *Checker) Node(n *corev1.Node, deleted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.observe(n, deleted)
+	if prev := c.nodes[s.name]; prev != nil && !deleted && s.rv > 0 && prev.rv == s.rv {
+		return
+	}
+	c.remember(s)
+	c.h.add(s.rv, s.at, event{node: s})
+}
+
+// relistNodes records the nodes a list after a blind window showed, and
+// those it no longer showed (gone).
+func (c *Checker) relistNodes(l listing, listed, gone []*corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := &relist{from: l.from, rv: l.rv, at: c.Now()}
+	for i, n := range slices.Concat(listed, gone) {
+		deleted := i >= len(listed)
+		s := c.observe(n, deleted)
+		if prev := c.nodes[s.name]; prev != nil && !deleted && s.rv > 0 && prev.rv == s.rv {
+			continue
+		}
+		s.from, s.at = l.from, r.at
+		if deleted {
+			s.rv = l.rv
+		}
+		c.remember(s)
+		c.h.clock.saw(s.rv, r.at)
+		r.nodes = append(r.nodes, s)
+	}
+	c.h.add(l.rv, r.at, event{relist: r})
+}
+
+// observe reads a node and notes what the end's checks need of it: the
+// boots approved, the requests raised, the config run, when it was back.
+func (c *Checker) observe(n *corev1.Node, deleted bool) *nodeState {
+	now := c.Now()
+	s := readNode(n, deleted, c.PoolLabel)
+	s.at = now
+	if deleted {
+		return s
+	}
+	if s.boot != "" && s.ready {
+		if _, ok := c.back[nodeBoot{s.name, s.boot}]; !ok {
+			c.back[nodeBoot{s.name, s.boot}] = now
+		}
+	}
+	if boot := s.approved; boot != "" {
+		if _, ok := c.approvals[nodeBoot{s.name, boot}]; !ok {
+			a := approval{}
+			if s.adm != nil && s.adm.BootID == boot {
+				a.requests, a.admitted = s.adm.Requests, true
+			}
+			c.approvals[nodeBoot{s.name, boot}] = a
+		}
+	}
+	if s.admRaw != "" && s.adm == nil && !c.unread[s.admRaw] {
+		c.unread[s.admRaw] = true
+		c.violate(now, Budget, "node %s: admission annotation %q cannot be read", s.name, s.admRaw)
+	}
+	var req protocol.Requested
+	if raw := n.Annotations[protocol.RebootRequested]; raw != "" && json.Unmarshal([]byte(raw), &req) == nil {
+		for _, r := range req.Requests {
+			if _, ok := c.requests[r.ID]; !ok {
+				c.requests[r.ID] = raised{node: s.name, source: r.Source, reason: r.Reason, config: r.Config}
+			}
+		}
+	}
+	if cur, ok := n.Annotations[protocol.CurrentConfig]; ok {
+		seen := c.configs[s.name]
+		if len(seen) == 0 || seen[len(seen)-1].config != cur {
+			c.configs[s.name] = append(seen, configAt{at: now, config: cur})
+		}
+	}
+	return s
+}
+
+func (c *Checker) remember(s *nodeState) {
+	if s.deleted {
+		delete(c.nodes, s.name)
+		return
+	}
+	c.nodes[s.name] = s
+}
+
+// Window is a time the checker did not see a kind's changes one by one.
 type Window struct {
 	Kind     string    `json:"kind"`
 	From, To time.Time `json:"-"`
@@ -273,6 +279,9 @@ func (c *Checker) Maintenance(nm *v1alpha1.NodeMaintenance, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.Now()
+	if rv := versionOf(nm.ResourceVersion); rv > 0 {
+		c.h.clock.saw(rv, now)
+	}
 	r := c.records[nm.Name]
 	if r == nil {
 		r = &record{first: now}
@@ -292,7 +301,7 @@ func ended(nm *v1alpha1.NodeMaintenance) bool {
 	return nm.Status.Phase == v1alpha1.PhaseSucceeded || nm.Status.Phase == v1alpha1.PhaseFailed
 }
 
-// Rebooted records a reboot a node reported.
+// Rebooted records a reboot a node reported, or a daemon's ask again.
 func (c *Checker) Rebooted(r Reboot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -303,41 +312,42 @@ func (c *Checker) Rebooted(r Reboot) {
 func (c *Checker) Requested(r Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.requests = append(c.requests, r)
+	c.soak = append(c.soak, r)
 }
 
 func (c *Checker) violate(at time.Time, invariant, format string, args ...any) {
 	c.broken = append(c.broken, Violation{At: at, Invariant: invariant, Message: fmt.Sprintf(format, args...)})
 }
 
-// Violations returns what broke so far, the admissions seen so far held
-// to their budgets.
+// Violations returns what broke so far: the history so far held to the
+// budgets.
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.settle()
-	return slices.Clone(c.broken)
+	c.verdicts = c.replay()
+	return slices.Concat(c.broken, c.verdicts.broken)
 }
 
-// Final runs the checks that need the whole history, once every request
-// should have ended, and returns every violation of the run.
+// Final runs every check, the end's too, once every request should have
+// ended, and returns every violation of the run.
 func (c *Checker) Final() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.Now()
-	c.settle()
-	c.checkReboots(now)
-	c.checkEnds(now)
-	return slices.Clone(c.broken)
+	v := c.replay()
+	c.checkReboots(now, &v)
+	c.checkEnds(now, &v)
+	c.verdicts = v
+	return slices.Concat(c.broken, v.broken)
 }
 
-// Checked counts what each invariant was held to: admissions (budget),
-// daemons' reboots (approval), requests rebooted (once), and records,
-// requests and nodes (end). A run whose counts are small showed little.
+// Checked counts what each check was held to, as of the last Violations
+// or Final (see the package's doc). A run whose counts are small showed
+// little.
 func (c *Checker) Checked() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.checked)
+	return maps.Clone(c.verdicts.checked)
 }
 
 // Outcome is how one record ended, for a soak's results.

@@ -2,72 +2,118 @@ package checker
 
 import (
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
-// checkReboots: every daemon's reboot approved for its boot, asked once, and
-// no request rebooted in two boots.
-func (c *Checker) checkReboots(now time.Time) {
+// checkReboots: every daemon's reboot approved for its boot, asked for once
+// in that boot, no request rebooted in two boots, and no node rebooted
+// twice by kmaint for one config.
+func (c *Checker) checkReboots(now time.Time, v *verdicts) {
 	bootsOf := map[string][]nodeBoot{}
-	c.checked[Approval] = 0
+	type nodeConfig struct{ node, config string }
+	configs := map[nodeConfig][]time.Time{}
 	for _, r := range c.reboots {
-		key := nodeBoot{r.Node, r.From}
-		if r.ByDaemon {
-			c.checked[Approval]++
+		if !r.ByDaemon {
+			continue
 		}
+		v.checked[CheckedAsks]++
+		if r.Again {
+			v.violate(r.At, Once, "node %s: a daemon asked again to reboot boot %s, whose reboot was asked for and journaled already", r.Node, r.From)
+			continue
+		}
+		key := nodeBoot{r.Node, r.From}
+		a, ok := c.approvals[key]
 		switch {
-		case !r.ByDaemon:
-			continue
-		case r.Again:
-			c.violate(r.At, Approval, "node %s: its daemon asked again to reboot boot %s", r.Node, r.From)
-			continue
-		case !c.approved[key] && !c.blindAt("nodes", r.At):
+		case ok:
+			v.checked[CheckedReboots]++
+		case c.blindAt("nodes", r.At):
 			// An approval written, acted on and cleared while the
 			// checker was blind to Nodes is not there to be seen.
-			c.violate(r.At, Approval, "node %s rebooted from boot %s, which kmaint never approved", r.Node, r.From)
+			v.excuse(ExcusedUnseenApproval, 0)
+			continue
+		default:
+			v.checked[CheckedReboots]++
+			v.violate(r.At, Approval, "node %s rebooted from boot %s, which kmaint never approved", r.Node, r.From)
+			continue
 		}
-		for _, id := range c.admissions[key].Requests {
+		for _, id := range a.requests {
 			bootsOf[id] = append(bootsOf[id], key)
+			if q, ok := c.requests[id]; ok && q.source == v1alpha1.SourceConfig && q.config != "" {
+				k := nodeConfig{r.Node, q.config}
+				configs[k] = append(configs[k], r.At)
+			}
 		}
 	}
-	c.checked[Once] = len(bootsOf)
-	for id, boots := range bootsOf {
-		if len(boots) > 1 {
-			c.violate(now, Once, "request %s rebooted in %d boots: %v", id, len(boots), boots)
+	v.checked[CheckedRequests] = len(bootsOf)
+	ids := make([]string, 0, len(bootsOf))
+	for id := range bootsOf {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if boots := bootsOf[id]; len(boots) > 1 {
+			v.violate(now, Once, "request %s rebooted in %d boots: %v", id, len(boots), boots)
+		}
+	}
+	v.checked[CheckedConfigs] = len(configs)
+	for k, times := range configs {
+		// A config request names its boot: each boot of a node that does
+		// not run the config asks for it anew. A node rebooted for it
+		// runs it after, and asks no more, unless it moved to another
+		// config since (a roll back, and forward again).
+		for i := 1; i < len(times); i++ {
+			if !c.movedOff(k.node, k.config, times[i-1], times[i]) {
+				v.violate(times[i], Once, "node %s rebooted by kmaint for config %s again (%s, then %s), not having run another since",
+					k.node, k.config, times[i-1].Format(time.TimeOnly), times[i].Format(time.TimeOnly))
+			}
 		}
 	}
 }
 
-// checkEnds: every record and request ended, every node back in service.
-func (c *Checker) checkEnds(now time.Time) {
+// movedOff reports whether the node, between two reboots for a config,
+// reported running it and then another.
+func (c *Checker) movedOff(node, config string, from, to time.Time) bool {
+	ran := false
+	for _, cc := range c.configs[node] {
+		if cc.at.Before(from) || cc.at.After(to) {
+			continue
+		}
+		if cc.config == config {
+			ran = true
+		} else if ran {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEnds: every record ended, every request the soak made ended by its
+// own end, and every node back in service.
+func (c *Checker) checkEnds(now time.Time, v *verdicts) {
 	names := make([]string, 0, len(c.records))
 	for name := range c.records {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	c.checked[End] = len(c.records) + len(c.requests) + len(c.nodes)
+	v.checked[CheckedEnds] = len(c.records) + len(c.soak) + len(c.nodes)
 	for _, name := range names {
 		r := c.records[name]
 		switch {
 		case r.nm == nil:
 		case r.deleted && r.ended.IsZero():
-			c.violate(now, End, "NodeMaintenance %s was deleted open, in phase %q", name, r.nm.Status.Phase)
+			v.violate(now, End, "NodeMaintenance %s was deleted open, in phase %q", name, r.nm.Status.Phase)
 		case r.ended.IsZero():
-			c.violate(now, End, "NodeMaintenance %s (node %s, %s) is still %q: %s", name, r.nm.Spec.NodeName, r.nm.Spec.Source, r.nm.Status.Phase, r.nm.Status.Message)
+			v.violate(now, End, "NodeMaintenance %s (node %s, %s) is still %q: %s", name, r.nm.Spec.NodeName, r.nm.Spec.Source, r.nm.Status.Phase, r.nm.Status.Message)
 		case r.nm.Status.Phase == v1alpha1.PhaseFailed && r.nm.Status.Message == "":
-			c.violate(now, End, "NodeMaintenance %s failed without saying why", name)
+			v.violate(now, End, "NodeMaintenance %s failed without saying why", name)
 		}
 	}
-	for _, q := range c.requests {
-		if r := c.recordOf(q); r != nil {
-			continue // its record's end is checked above
-		}
-		if !c.rebootedAfter(q.Node, q.At) {
-			c.violate(now, End, "the %s request %q on node %s (at %s) has no NodeMaintenance, and the node did not reboot after it",
+	e := c.ends()
+	for _, q := range c.soak {
+		if end, rec := e.of(q); end == Open && rec == nil {
+			v.violate(now, End, "the %s request %q on node %s (at %s) has no NodeMaintenance, no reboot kmaint approved named it, and the node did not reboot after it",
 				q.Source, q.Tag, q.Node, q.At.Format(time.TimeOnly))
 		}
 	}
@@ -77,69 +123,19 @@ func (c *Checker) checkEnds(now time.Time) {
 	}
 	sort.Strings(nodes)
 	for _, name := range nodes {
-		n := c.nodes[name].node
+		n := c.nodes[name]
 		var left []string
-		for _, key := range []string{protocol.Cordoned, protocol.Admitted, protocol.RebootApproved, protocol.Settling} {
-			if _, ok := n.Annotations[key]; ok {
-				left = append(left, strings.TrimPrefix(key, protocol.Prefix))
+		for key, on := range map[string]bool{"cordoned": n.cordoned, "admitted": n.admRaw != "", "reboot-approved": n.approved != "", "settling": n.settleRaw != ""} {
+			if on {
+				left = append(left, key)
 			}
 		}
-		if n.Spec.Unschedulable {
+		if n.unschedulable {
 			left = append(left, "unschedulable")
 		}
 		if len(left) > 0 {
-			c.violate(now, End, "node %s is left %v", name, left)
+			sort.Strings(left)
+			v.violate(now, End, "node %s is left %v", name, left)
 		}
 	}
-}
-
-// Unmet counts the requests the soak made that have neither a
-// NodeMaintenance nor a reboot of their node after them, yet: a policy's
-// request comes some seconds after its metric crossed the threshold.
-func (c *Checker) Unmet() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, q := range c.requests {
-		if c.recordOf(q) == nil && !c.rebootedAfter(q.Node, q.At) {
-			n++
-		}
-	}
-	return n
-}
-
-// recordOf finds the NodeMaintenance of a request the soak made.
-func (c *Checker) recordOf(q Request) *record {
-	if q.Tag == "" {
-		return nil
-	}
-	if r := c.records[q.Tag]; r != nil && r.nm != nil {
-		return r
-	}
-	for _, r := range c.records {
-		if r.nm != nil && r.nm.Spec.NodeName == q.Node && strings.Contains(r.nm.Spec.Reason, q.Tag) {
-			return r
-		}
-	}
-	return nil
-}
-
-// rebootedAfter reports whether the node rebooted after at, or came back
-// after at from a reboot begun before it: a node seen back in a new boot
-// answered whatever was asked of its old one while it was away (an alert
-// that fired, a schedule that fired), as kmaint counts a reboot done when
-// the node is back.
-func (c *Checker) rebootedAfter(node string, at time.Time) bool {
-	for _, r := range c.reboots {
-		if r.Node != node || r.Again {
-			continue
-		}
-		if r.At.After(at) {
-			return true
-		}
-		if back, ok := c.back[nodeBoot{node, r.To}]; ok && back.After(at) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,30 +24,65 @@ import (
 // when the watch ends (an API server restarted): nothing is missed then.
 // When that version is gone (etcd compacted it), the kind is listed again
 // and the time since its last event is a blind window: the changes made
-// in it were not seen one by one, and the checks that need them (an
-// admission's budget, a reboot's approval) are not held to that window
-// (see blindAt). Watch returns once every kind was listed.
+// in it were not seen one by one. What the list shows changed is known to
+// lie in the window (after the last version seen, at or before its own),
+// and held to what that allows (listed.go); a reboot whose approval the
+// window hid is excused (see blindAt). Watch returns once every kind was
+// listed.
 func (c *Checker) Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("checker client: %w", err)
 	}
+	return c.watchWith(ctx, wc)
+}
+
+// watchWith follows every kind through wc.
+func (c *Checker) watchWith(ctx context.Context, wc client.WithWatch) error {
 	kinds := []follower{
-		{kind: "pools", list: func() client.ObjectList { return &v1alpha1.MaintenancePoolList{} }, feed: func(obj runtime.Object, deleted bool, floor int64) {
-			if p, ok := obj.(*v1alpha1.MaintenancePool); ok {
-				c.pool(p, deleted, floor)
-			}
-		}},
-		{kind: "nodes", list: func() client.ObjectList { return &corev1.NodeList{} }, feed: func(obj runtime.Object, deleted bool, floor int64) {
-			if n, ok := obj.(*corev1.Node); ok {
-				c.node(n, deleted, floor > 0)
-			}
-		}},
-		{kind: "nodemaintenances", list: func() client.ObjectList { return &v1alpha1.NodeMaintenanceList{} }, feed: func(obj runtime.Object, deleted bool, _ int64) {
-			if nm, ok := obj.(*v1alpha1.NodeMaintenance); ok {
-				c.Maintenance(nm, deleted)
-			}
-		}},
+		{kind: "pools", list: func() client.ObjectList { return &v1alpha1.MaintenancePoolList{} },
+			feed: func(obj runtime.Object, deleted bool) {
+				if p, ok := obj.(*v1alpha1.MaintenancePool); ok {
+					c.Pool(p, deleted)
+				}
+			},
+			relisted: func(l listing, listed, gone []runtime.Object) {
+				for i, obj := range slices.Concat(listed, gone) {
+					if p, ok := obj.(*v1alpha1.MaintenancePool); ok && l.from == 0 {
+						c.Pool(p, i >= len(listed))
+					} else if ok {
+						c.pool(p, i >= len(listed), &l)
+					}
+				}
+			}},
+		{kind: "nodes", list: func() client.ObjectList { return &corev1.NodeList{} },
+			feed: func(obj runtime.Object, deleted bool) {
+				if n, ok := obj.(*corev1.Node); ok {
+					c.Node(n, deleted)
+				}
+			},
+			relisted: func(l listing, listed, gone []runtime.Object) {
+				if l.from == 0 {
+					for _, n := range nodesOf(listed) {
+						c.Node(n, false)
+					}
+					return
+				}
+				c.relistNodes(l, nodesOf(listed), nodesOf(gone))
+			}},
+		{kind: "nodemaintenances", list: func() client.ObjectList { return &v1alpha1.NodeMaintenanceList{} },
+			feed: func(obj runtime.Object, deleted bool) {
+				if nm, ok := obj.(*v1alpha1.NodeMaintenance); ok {
+					c.Maintenance(nm, deleted)
+				}
+			},
+			relisted: func(_ listing, listed, gone []runtime.Object) {
+				for i, obj := range slices.Concat(listed, gone) {
+					if nm, ok := obj.(*v1alpha1.NodeMaintenance); ok {
+						c.Maintenance(nm, i >= len(listed))
+					}
+				}
+			}},
 	}
 	for i := range kinds {
 		f := &kinds[i]
@@ -62,15 +98,25 @@ func (c *Checker) Watch(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 	return nil
 }
 
+func nodesOf(objs []runtime.Object) []*corev1.Node {
+	var out []*corev1.Node
+	for _, obj := range objs {
+		if n, ok := obj.(*corev1.Node); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // follower follows one kind.
 type follower struct {
 	kind string
 	list func() client.ObjectList
-	// feed hands an object to the checker; floor is 0 for a change seen
-	// as it came, and for one seen in a list after a blind window the
-	// lowest version it may have been made at: just after the last the
-	// follower saw.
-	feed func(obj runtime.Object, deleted bool, floor int64)
+	// feed hands the checker a change seen as it came; relisted hands it
+	// what a list after a blind window showed (the first list's, too,
+	// with l.from 0), and what it no longer showed (gone).
+	feed     func(obj runtime.Object, deleted bool)
+	relisted func(l listing, listed, gone []runtime.Object)
 
 	c      *Checker
 	wc     client.WithWatch
@@ -95,7 +141,7 @@ func (f *follower) follow(ctx context.Context) {
 				pause(ctx, time.Second)
 				continue
 			}
-			version = v
+			version, seen = v, v
 		}
 		w, err := f.wc.Watch(ctx, f.list(), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: version, AllowWatchBookmarks: true}})
 		if err != nil {
@@ -105,28 +151,28 @@ func (f *follower) follow(ctx context.Context) {
 			pause(ctx, time.Second)
 			continue
 		}
-		version = f.drain(w, version)
-		if version != "" {
-			seen = version
+		var gone bool
+		version, gone = f.drain(w, version)
+		seen = version
+		if gone {
+			version = ""
 		}
 	}
 }
 
-// drain feeds a watch's events until it ends, and returns the version to
-// watch again from ("" when it is gone and a list must be made).
-func (f *follower) drain(w watch.Interface, version string) string {
+// drain feeds a watch's events until it ends, and returns the last version
+// it saw, to watch again from unless it is gone (a list must be made).
+func (f *follower) drain(w watch.Interface, version string) (last string, gone bool) {
 	defer w.Stop()
 	for ev := range w.ResultChan() {
 		switch ev.Type {
 		case watch.Error:
-			if err := apierrors.FromObject(ev.Object); apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-				return ""
-			}
-			return version
+			err := apierrors.FromObject(ev.Object)
+			return version, apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
 		case watch.Bookmark:
 			f.caughtUp = f.c.Now()
 		default:
-			f.feed(ev.Object, ev.Type == watch.Deleted, 0)
+			f.feed(ev.Object, ev.Type == watch.Deleted)
 			f.caughtUp = f.c.Now()
 			if m, err := meta.Accessor(ev.Object); err == nil {
 				if ev.Type == watch.Deleted {
@@ -142,7 +188,7 @@ func (f *follower) drain(w watch.Interface, version string) string {
 	}
 	// Ended without an error: every change until now was seen.
 	f.caughtUp = f.c.Now()
-	return version
+	return version, false
 }
 
 // relist lists the kind, feeds what changed since the last list as seen
@@ -157,35 +203,35 @@ func (f *follower) relist(ctx context.Context, lastSeen time.Time, seen string) 
 	if err != nil {
 		return "", err
 	}
+	m, err := meta.ListAccessor(list)
+	if err != nil {
+		return "", err
+	}
 	first := f.known == nil
-	floor := int64(0)
+	l := listing{rv: versionOf(m.GetResourceVersion())}
 	if !first {
-		floor = versionOf(seen) + 1
+		// What changed was made after the last version seen.
+		l.from = versionOf(seen) + 1
 	}
 	listed := map[string]runtime.Object{}
+	var gone []runtime.Object
 	for _, obj := range items {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			continue
+		if m, err := meta.Accessor(obj); err == nil {
+			listed[m.GetName()] = obj
 		}
-		listed[m.GetName()] = obj
-		f.feed(obj, false, floor)
 	}
 	for name, obj := range f.known {
 		if _, ok := listed[name]; !ok {
-			f.feed(obj, true, floor)
+			gone = append(gone, obj)
 		}
 	}
+	f.relisted(l, items, gone)
 	f.known = listed
 	f.caughtUp = f.c.Now()
 	if first {
 		close(f.synced)
 	} else {
 		f.c.blind(f.kind, lastSeen, f.c.Now())
-	}
-	m, err := meta.ListAccessor(list)
-	if err != nil {
-		return "", err
 	}
 	return m.GetResourceVersion(), nil
 }
