@@ -22,17 +22,24 @@ import (
 
 // result is the part of a soak result the picture draws.
 type result struct {
-	Seed            uint64          `json:"seed"`
-	DurationSeconds float64         `json:"durationSeconds"`
-	EndSeconds      float64         `json:"endSeconds"`
-	RebootsByDaemon int             `json:"rebootsByDaemon"`
-	Violations      []struct{}      `json:"violations"`
-	Checked         map[string]int  `json:"checked"`
-	OperatorFlat    string          `json:"operatorFlat"`
-	Commit          string          `json:"commit"`
-	Command         string          `json:"command"`
-	Timeline        []moment        `json:"timeline"`
-	Operator        []replicaSample `json:"operator"`
+	Seed            uint64         `json:"seed"`
+	DurationSeconds float64        `json:"durationSeconds"`
+	EndSeconds      float64        `json:"endSeconds"`
+	RebootsByDaemon int            `json:"rebootsByDaemon"`
+	Violations      []struct{}     `json:"violations"`
+	Checked         map[string]int `json:"checked"`
+	Excused         map[string]struct {
+		Count   int     `json:"count"`
+		Seconds float64 `json:"seconds"`
+	} `json:"excused"`
+	// Checker names the checker that made a result older than the one
+	// that reports what it excused.
+	Checker      string          `json:"checker"`
+	OperatorFlat string          `json:"operatorFlat"`
+	Commit       string          `json:"commit"`
+	Command      string          `json:"command"`
+	Timeline     []moment        `json:"timeline"`
+	Operator     []replicaSample `json:"operator"`
 }
 
 type moment struct {
@@ -110,6 +117,12 @@ func draw(r result) string {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s">%s</text>`+"\n", x, y, anchor, html.EscapeString(s))
 	}
 	height := 74 + panelH + 30 + float64(len(kinds))*rowH + 30 + panelH + 60
+	if len(r.Excused) > 0 {
+		height += 14
+	}
+	if r.Checker != "" {
+		height += 14
+	}
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	text(left, y, "start", fmt.Sprintf("soak, seed %d: %d reboots by daemons in %.0fs of faults, then %.0fs to end every request; %d violations",
@@ -121,6 +134,18 @@ func draw(r result) string {
 		}
 		y += 14
 		text(left, y, "start", "invariants held to: "+strings.Join(held, ", "))
+	}
+	if len(r.Excused) > 0 {
+		var let []string
+		for _, why := range slices.Sorted(maps.Keys(r.Excused)) {
+			let = append(let, fmt.Sprintf("%s %d (%.0fs)", why, r.Excused[why].Count, r.Excused[why].Seconds))
+		}
+		y += 14
+		text(left, y, "start", "excused: "+strings.Join(let, ", "))
+	}
+	if r.Checker != "" {
+		y += 14
+		text(left, y, "start", "checker: "+r.Checker)
 	}
 	y += 20
 
