@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -87,12 +88,21 @@ type Excuse struct {
 	Why     string  `json:"why"`
 }
 
-var excuseWhy = map[string]string{
-	ExcusedPoolChange:     fmt.Sprintf("a pool's change made less than %s before an admission or approval, after the gate's one read of the pool in that reconcile", liveReadSpan),
-	ExcusedNodeDown:       fmt.Sprintf("a node down of its own for less than %s before an admission or approval, before the gate's watch of Nodes could show it", nodeViewLag),
-	ExcusedListedDown:     "admissions or approvals first seen in a list after a blind window, in a pool where nodes were down of their own at the list: those may have come up or gone down in the window unseen, and were not counted",
-	ExcusedUnseenApproval: "a daemon's reboot in a blind window of Nodes: its approval came and went unseen",
-	ExcusedBlind:          "the watch's version was compacted away: the kind was listed again, and its changes in the window were not seen one by one",
+// excuseWhy says why the checker lets a reason pass.
+func excuseWhy(reason string) string {
+	switch {
+	case reason == ExcusedPoolChange:
+		return fmt.Sprintf("a pool's change made less than %s before an admission or approval, after the gate's one read of the pool in that reconcile", liveReadSpan)
+	case reason == ExcusedNodeDown:
+		return fmt.Sprintf("a node down of its own for less than %s before an admission or approval, before the gate's watch of Nodes could show it", nodeViewLag)
+	case reason == ExcusedListedDown:
+		return "admissions or approvals first seen in a list after a blind window, in a pool where nodes were down of their own at the list: those may have come up or gone down in the window unseen, and were not counted"
+	case reason == ExcusedUnseenApproval:
+		return "a daemon's reboot in a blind window of Nodes: its approval came and went unseen"
+	case strings.HasPrefix(reason, ExcusedBlind):
+		return "the watch's version was compacted away: the kind was listed again, and its changes in the window were not seen one by one"
+	}
+	return ""
 }
 
 // verdicts are what one replay of the history found.
@@ -109,11 +119,7 @@ func (v *verdicts) violate(at time.Time, invariant, format string, args ...any) 
 func (v *verdicts) excuse(reason string, lag time.Duration) {
 	e := v.excused[reason]
 	if e == nil {
-		why := excuseWhy[reason]
-		if strings.HasPrefix(reason, ExcusedBlind) {
-			why = excuseWhy[ExcusedBlind]
-		}
-		e = &Excuse{Why: why}
+		e = &Excuse{Why: excuseWhy(reason)}
 		v.excused[reason] = e
 	}
 	e.Count++
@@ -164,7 +170,6 @@ func (c *Checker) replay() verdicts {
 		out: verdicts{checked: map[string]int{}, excused: map[string]*Excuse{}}}
 	for _, e := range events {
 		if e.pool != nil {
-			e.pool.key = e.key
 			r.pools[e.pool.name] = append(r.pools[e.pool.name], e.pool)
 		}
 	}
@@ -221,20 +226,11 @@ func (r *replay) set(t *nodeTrack, k int64, s *nodeState) {
 func pools(states ...*nodeState) []string {
 	var out []string
 	for _, s := range states {
-		if s.held() && !containsString(out, s.pool()) {
+		if s.held() && !slices.Contains(out, s.pool()) {
 			out = append(out, s.pool())
 		}
 	}
 	return out
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // count is how many nodes kmaint holds in the pool.

@@ -215,7 +215,7 @@ func TestWhatTheCheckerCouldNotSeeIsNotHeldAgainstKmaint(t *testing.T) {
 	g.Expect(h.Checked()).To(HaveKeyWithValue(CheckedReboots, 1), "c's reboot is excused, not checked")
 	g.Expect(h.Excused()).To(And(
 		HaveKeyWithValue(ExcusedUnseenApproval, HaveField("Count", 1)),
-		HaveKeyWithValue(ExcusedBlind+"nodes", Excuse{Count: 1, Seconds: 30, Why: excuseWhy[ExcusedBlind]})))
+		HaveKeyWithValue(ExcusedBlind+"nodes", Excuse{Count: 1, Seconds: 30, Why: excuseWhy(ExcusedBlind + "nodes")})))
 }
 
 // TestAPoolChangeCountsInTheOrderEtcdMadeItNotAsItsWatchDeliveredIt: the

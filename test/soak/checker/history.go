@@ -224,6 +224,9 @@ func (h *eventLog) add(rv int64, at time.Time, e event) {
 	h.last = max(h.last, rv)
 	h.seq++
 	e.key, e.seq = rv, h.seq
+	if e.pool != nil {
+		e.pool.key = rv
+	}
 	h.events = append(h.events, e)
 	h.clock.saw(rv, at)
 }

@@ -1,6 +1,9 @@
 package checker
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // relisted replays a list of Nodes made after a blind window: the changes
 // it shows were made somewhere in the window, in an order not seen.
@@ -23,7 +26,7 @@ func (r *replay) relisted(k int64, l *relist) {
 		t := r.track(s.name)
 		before[s.name] = t.cur
 		for _, p := range pools(t.cur, s) {
-			if !containsString(touched, p) {
+			if !slices.Contains(touched, p) {
 				touched = append(touched, p)
 			}
 		}
