@@ -13,16 +13,17 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/recent"
@@ -234,16 +235,19 @@ func (st *poolState) wakeAt(t time.Time) {
 // times requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("aftercare").
-		WithOptions(opts).
+	return enqueue.Register(ctrl.NewControllerManagedBy(mgr).Named("aftercare").WithOptions(opts), r.watches()).Complete(r)
+}
+
+// watches are aftercare's watches.
+func (r *Reconciler) watches() []enqueue.Watch {
+	return []enqueue.Watch{
 		// Every update of a pool, its status too: the gate writes the
 		// status's other fields, and a write of it from an old copy puts
 		// back a halt this controller changed, which it then writes again.
-		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)).
-		Watches(&corev1.Node{}, poolnodes.NodeHandler(r.Client), builder.WithPredicates(poolnodes.NodeChanged(false))).
-		Watches(&corev1.Node{}, poolnodes.ReleaseReplaced(r.kept)).
-		Complete(r)
+		{Object: &v1alpha1.MaintenancePool{}, Handler: handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)},
+		{Object: &corev1.Node{}, Handler: poolnodes.NodeHandler(r.Client), Predicates: []predicate.Predicate{poolnodes.NodeChanged(false)}},
+		{Object: &corev1.Node{}, Handler: poolnodes.ReleaseReplaced(r.kept)},
+	}
 }
 
 // prepare sets the defaults and what a reconcile needs besides the client:

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -211,30 +211,35 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 // return, which requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("gate").
-		WithOptions(opts).
-		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(),
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged()))).
-		// The kept views learn of every change of a node before the
-		// reconcile it causes runs (poolnodes.Kept.Sync).
-		Watches(&corev1.Node{}, poolnodes.TrackNodes(r.kept, poolnodes.NodeHandler(r.Client), poolnodes.NodeChanged(true))).
-		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.maintenancePools)).
-		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allPools),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// The cluster's stop holds every pool, the default pool too.
-		Watches(&v1alpha1.MaintenanceGate{}, handler.EnqueueRequestsFromMapFunc(r.allPools)).
+	b := enqueue.Register(ctrl.NewControllerManagedBy(mgr).Named("gate").WithOptions(opts), r.watches()).
 		// Each drain step wakes the pool of its node, and the drain steps
 		// run as long as the controller does.
 		WatchesRawSource(source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			r.steps.Start(ctx, wakePool(q))
 			return nil
 		}))
+	return b.Complete(r)
+}
+
+// watches are the gate's watches of the API's kinds.
+func (r *Reconciler) watches() []enqueue.Watch {
+	w := []enqueue.Watch{
+		{Object: &v1alpha1.MaintenancePool{}, Handler: r.poolHandler(),
+			Predicates: []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged())}},
+		// The kept views learn of every change of a node before the
+		// reconcile it causes runs (poolnodes.Kept.Sync).
+		{Object: &corev1.Node{}, Handler: poolnodes.TrackNodes(r.kept, poolnodes.NodeHandler(r.Client), poolnodes.NodeChanged(true))},
+		{Object: &v1alpha1.NodeMaintenance{}, Handler: handler.EnqueueRequestsFromMapFunc(r.maintenancePools)},
+		{Object: &v1alpha1.RebootPolicy{}, Handler: handler.EnqueueRequestsFromMapFunc(r.allPools),
+			Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}},
+		// The cluster's stop holds every pool, the default pool too.
+		{Object: &v1alpha1.MaintenanceGate{}, Handler: handler.EnqueueRequestsFromMapFunc(r.allPools)},
+	}
 	if r.HooksNamespace != "" {
 		// A hook's Job that finishes wakes its node's pool.
-		b = b.Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(hookJobPool(r.HooksNamespace)))
+		w = append(w, enqueue.Watch{Object: &batchv1.Job{}, Handler: handler.EnqueueRequestsFromMapFunc(hookJobPool(r.HooksNamespace))})
 	}
-	return b.Complete(r)
+	return w
 }
 
 // hookJobPool maps a hook's Job to the pool it runs for.

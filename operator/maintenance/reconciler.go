@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/metrics"
 )
@@ -213,10 +213,13 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 		r.Clock = clock.RealClock{}
 	}
 	r.writes = newWritten()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("maintenance").
-		WithOptions(opts).
-		Watches(&v1alpha1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	return enqueue.Register(ctrl.NewControllerManagedBy(mgr).Named("maintenance").WithOptions(opts), r.watches()).Complete(r)
+}
+
+// watches are the controller's watches.
+func (r *Reconciler) watches() []enqueue.Watch {
+	return []enqueue.Watch{
+		{Object: &v1alpha1.NodeMaintenance{}, Handler: handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			nm := o.(*v1alpha1.NodeMaintenance)
 			if nm.Unreadable() != nil {
 				return nil // its node is unknown; package unreadable reports it
@@ -225,13 +228,13 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, opts 
 			// done with.
 			r.writes.seen(nm)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nm.Spec.NodeName}}}
-		})).
-		Watches(&corev1.Node{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(protocolChanged())).
-		Watches(&v1alpha1.MaintenancePool{}, r.poolHandler(), builder.WithPredicates(poolChanged())).
-		Watches(&v1alpha1.RebootPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyNodes),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.MaintenanceGate{}, handler.EnqueueRequestsFromMapFunc(r.gateNodes)).
-		Complete(r)
+		})},
+		{Object: &corev1.Node{}, Handler: &handler.EnqueueRequestForObject{}, Predicates: []predicate.Predicate{protocolChanged()}},
+		{Object: &v1alpha1.MaintenancePool{}, Handler: r.poolHandler(), Predicates: []predicate.Predicate{poolChanged()}},
+		{Object: &v1alpha1.RebootPolicy{}, Handler: handler.EnqueueRequestsFromMapFunc(r.policyNodes),
+			Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}},
+		{Object: &v1alpha1.MaintenanceGate{}, Handler: handler.EnqueueRequestsFromMapFunc(r.gateNodes)},
+	}
 }
 
 // protocolChanged passes node changes that can move a NodeMaintenance.
