@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,14 +18,18 @@ import (
 // reboot costs the maintenance controller (one Reconcile of the node,
 // which moves its request to Succeeded) in pools of realistic nodes held
 // as the informers hold them, without an API server (package memcluster),
-// as BenchmarkGateEvent does the gate's. It works one node per reconcile:
-// its cost should not grow with the pool.
+// as BenchmarkGateEvent does the gate's, with the controller's watches'
+// handlers (SetupWithManager's). It works one node per reconcile: its cost
+// should not grow with the pool.
 func BenchmarkMaintenanceEvent(b *testing.B) { memcluster.RunSizes(b, benchmarkMaintenanceEvent) }
 
 func benchmarkMaintenanceEvent(b *testing.B, n int) {
 	ro, rec := memcluster.BenchRollout(b, "bench", n)
-	r := &Reconciler{Client: ro.Client(), Recorder: &events.FakeRecorder{}, Clock: clock.RealClock{}, Metrics: rec, writes: newWritten()}
+	r := &Reconciler{Client: ro.Client(), Recorder: ro.Recorder("kmaint-maintenance"), Clock: clock.RealClock{}, Metrics: rec, writes: newWritten()}
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
+	if err := ro.Watch(ctx, memcluster.Queue(b), r.watches()...); err != nil {
+		b.Fatal(err)
+	}
 	ro.NodeEvents(b, ro.BackFromReboot, func(node string) error {
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: node}})
 		return err

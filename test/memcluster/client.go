@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -91,21 +92,22 @@ func (m *memClient) List(_ context.Context, list client.ObjectList, opts ...clie
 // with a conflict when it carries another resourceVersion (an optimistic
 // lock), and leaves obj as written.
 func (m *memClient) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
-	defer m.c.serving(time.Now())
 	return m.c.patch(obj, patch)
 }
 
 func (m *memClient) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-	defer m.c.serving(time.Now())
 	return m.c.update(obj)
 }
 
 func (m *memClient) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
-	defer m.c.serving(time.Now())
+	m.c.writes.Add(1)
+	began := time.Now()
 	if _, err := m.c.Object(obj, client.ObjectKeyFromObject(obj)); err == nil {
+		m.c.serving(began)
 		return apierrors.NewAlreadyExists(schema.GroupResource{}, obj.GetName())
 	}
 	stored := obj.DeepCopyObject().(client.Object)
+	m.c.serving(began)
 	if err := m.c.Add(stored); err != nil {
 		return err
 	}
@@ -113,12 +115,14 @@ func (m *memClient) Create(_ context.Context, obj client.Object, _ ...client.Cre
 }
 
 func (m *memClient) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
-	defer m.c.serving(time.Now())
+	m.c.writes.Add(1)
+	began := time.Now()
 	gvk, err := m.c.gvk(obj)
 	if err != nil {
 		return err
 	}
 	stored, err := m.c.Object(obj, client.ObjectKeyFromObject(obj))
+	m.c.serving(began)
 	if err != nil {
 		return err
 	}
@@ -135,30 +139,42 @@ type statusWriter struct {
 }
 
 func (s statusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
-	defer s.c.serving(time.Now())
 	return s.c.patch(obj, patch)
 }
 
 func (s statusWriter) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
-	defer s.c.serving(time.Now())
 	return s.c.update(obj)
 }
 
+// patch builds the patch's data from obj, as the client does, then serves
+// it as the API server does: applied to the stored object.
 func (c *Cluster) patch(obj client.Object, patch client.Patch) error {
-	stored, err := c.Object(obj, client.ObjectKeyFromObject(obj))
-	if err != nil {
-		return err
-	}
+	c.writes.Add(1)
 	data, err := patch.Data(obj)
 	if err != nil {
 		return fmt.Errorf("patch data: %w", err)
 	}
-	original, err := json.Marshal(stored)
+	began := time.Now()
+	written, stored, err := c.applyPatch(obj, patch.Type(), data)
+	c.serving(began)
 	if err != nil {
 		return err
 	}
+	return c.commit(obj, stored, written)
+}
+
+// applyPatch is the API server's part of a patch: the stored object, and
+// what it is with the patch applied.
+func (c *Cluster) applyPatch(obj client.Object, pt types.PatchType, data []byte) (written, stored client.Object, err error) {
+	if stored, err = c.Object(obj, client.ObjectKeyFromObject(obj)); err != nil {
+		return nil, nil, err
+	}
+	original, err := json.Marshal(stored)
+	if err != nil {
+		return nil, nil, err
+	}
 	var patched []byte
-	switch patch.Type() {
+	switch pt {
 	case types.MergePatchType:
 		patched, err = jsonpatch.MergePatch(original, data)
 	case types.JSONPatchType:
@@ -167,40 +183,77 @@ func (c *Cluster) patch(obj client.Object, patch client.Patch) error {
 			patched, err = p.Apply(original)
 		}
 	default:
-		return fmt.Errorf("patch type %s is not served", patch.Type())
+		return nil, nil, fmt.Errorf("patch type %s is not served", pt)
 	}
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("patch %s: %v", obj.GetName(), err))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("patch %s: %v", obj.GetName(), err))
 	}
-	written, err := decode(patched, stored)
-	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("patch %s: %v", obj.GetName(), err))
+	if written, err = decode(patched, stored); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("patch %s: %v", obj.GetName(), err))
 	}
-	return c.write(obj, stored, written)
+	return written, stored, nil
 }
 
 func (c *Cluster) update(obj client.Object) error {
+	c.writes.Add(1)
+	began := time.Now()
 	stored, err := c.Object(obj, client.ObjectKeyFromObject(obj))
+	var written client.Object
+	if err == nil {
+		written = obj.DeepCopyObject().(client.Object)
+	}
+	c.serving(began)
 	if err != nil {
 		return err
 	}
-	return c.write(obj, stored, obj.DeepCopyObject().(client.Object))
+	return c.commit(obj, stored, written)
 }
 
-// write stores written in place of stored unless it carries another
+// commit stores written in place of stored unless it carries another
 // resourceVersion than stored (empty: no lock), and copies it into obj.
-func (c *Cluster) write(obj, stored, written client.Object) error {
+// The check is the API server's, the rest the operator's: its informers
+// store the new object and tell their handlers, and its client reads the
+// answer into obj.
+func (c *Cluster) commit(obj, stored, written client.Object) error {
+	began := time.Now()
 	if rv := written.GetResourceVersion(); rv != "" && rv != stored.GetResourceVersion() {
+		c.serving(began)
 		return apierrors.NewConflict(schema.GroupResource{}, obj.GetName(), fmt.Errorf("the object has been modified"))
 	}
+	c.serving(began)
 	if err := c.Set(written); err != nil {
 		return err
 	}
 	return copyInto(obj, written)
 }
 
-type labelSet map[string]string
+// LiveReader returns a reader that serves Gets and Lists as the client
+// does, each counted as a read past the cache (LiveReads): what the
+// operator's controllers get as the manager's API reader, which reads
+// from the API server, a round trip each, and which the cluster answers
+// from memory.
+func (c *Cluster) LiveReader() client.Reader { return liveReader{m: &memClient{c: c}} }
 
-func (l labelSet) Has(k string) bool              { _, ok := l[k]; return ok }
-func (l labelSet) Get(k string) string            { return l[k] }
-func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
+type liveReader struct{ m *memClient }
+
+func (l liveReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	l.m.c.liveRead("get", obj)
+	return l.m.Get(ctx, key, obj, opts...)
+}
+
+func (l liveReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l.m.c.liveRead("list", list)
+	return l.m.List(ctx, list, opts...)
+}
+
+// liveRead counts a read past the cache, by verb and kind ("get
+// MaintenancePool", "list Pod").
+func (c *Cluster) liveRead(verb string, obj runtime.Object) {
+	kind := fmt.Sprintf("%T", obj)
+	if gvk, err := c.gvk(obj); err == nil {
+		kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.liveReads[verb+" "+kind]++
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -38,23 +39,59 @@ type Cluster struct {
 	handlers map[schema.GroupVersionKind][]toolscache.ResourceEventHandler
 	// version is the last resourceVersion given out.
 	version int64
-	// served is how long the cluster has spent applying writes, in
-	// nanoseconds: an API server's work, which Latencies leaves out.
+	// served is how long the cluster has spent applying writes as an API
+	// server applies them, in nanoseconds: the one part of an event that
+	// Events leaves out of the operator's time.
 	served atomic.Int64
+	// handling is how long the handlers told of changes took, in
+	// nanoseconds: the operator's work.
+	handling atomic.Int64
+	// writes counts the client's writes, and recorded the Events of
+	// Recorder.
+	writes, recorded atomic.Int64
+	// liveReads counts the reads of LiveReader by verb and kind, under mu.
+	liveReads map[string]int64
 }
 
-// Served is how long the cluster has spent applying the client's writes
-// (patches, updates, creations and deletions): what an API server would
-// do, not the controller.
+// Served is how long the cluster has spent applying the client's writes to
+// the stored objects as an API server would: checking a write's
+// resourceVersion, and applying a patch to the object (encoding it,
+// merging, decoding the result) or taking an update's or a creation's
+// object. It is not the operator's work. Building a patch (client.MergeFrom
+// encodes the object twice and diffs them), the informers' store and its
+// indexes taking the new object, the handlers told of it, and copying the
+// written object back to the caller are the operator's, and not in it.
 func (c *Cluster) Served() time.Duration { return time.Duration(c.served.Load()) }
 
 // serving counts the time from began as the cluster's.
 func (c *Cluster) serving(began time.Time) { c.served.Add(int64(time.Since(began))) }
 
+// Handling is how long the handlers told of changes (Watch,
+// AddEventHandler) have taken, all together.
+func (c *Cluster) Handling() time.Duration { return time.Duration(c.handling.Load()) }
+
+// Writes is how many writes the client has made: patches, updates,
+// creations and deletions, the status's among them.
+func (c *Cluster) Writes() int64 { return c.writes.Load() }
+
+// LiveReads is how many reads LiveReader has served, by verb and kind
+// ("get MaintenancePool"): each a round trip to an API server in a real
+// cluster.
+func (c *Cluster) LiveReads() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.liveReads)
+}
+
+// Recorded is how many Kubernetes Events Recorder has recorded: each a
+// write that the operator's event broadcaster makes apart from the
+// reconcile.
+func (c *Cluster) Recorded() int64 { return c.recorded.Load() }
+
 // New returns an empty cluster of the scheme's kinds.
 func New(scheme *runtime.Scheme) *Cluster {
 	return &Cluster{scheme: scheme, stores: map[schema.GroupVersionKind]toolscache.Indexer{},
-		handlers: map[schema.GroupVersionKind][]toolscache.ResourceEventHandler{}}
+		handlers: map[schema.GroupVersionKind][]toolscache.ResourceEventHandler{}, liveReads: map[string]int64{}}
 }
 
 // fieldIndex names an index as controller-runtime's cache names it.
@@ -147,11 +184,13 @@ func (c *Cluster) Add(objs ...client.Object) error {
 }
 
 // tell tells the kind's handlers of a change: old is nil for an object
-// added, obj nil for one deleted.
+// added, obj nil for one deleted. Their time counts as Handling.
 func (c *Cluster) tell(gvk schema.GroupVersionKind, old, obj any) {
 	c.mu.Lock()
 	handlers := c.handlers[gvk]
 	c.mu.Unlock()
+	began := time.Now()
+	defer func() { c.handling.Add(int64(time.Since(began))) }()
 	for _, h := range handlers {
 		switch {
 		case old == nil:
