@@ -30,6 +30,11 @@ func Commit(root string) (string, error) {
 	return commit, nil
 }
 
+// Dirty reports whether commit, as Commit returns it, says the work tree
+// differed from the commit: what ran is in no commit, and cannot be made
+// again.
+func Dirty(commit string) bool { return strings.HasSuffix(commit, "-dirty") }
+
 // Machine describes where a benchmark ran.
 type Machine struct {
 	CPU       string `json:"cpu"`
