@@ -125,6 +125,9 @@ test-prereqs: envtest $(TEST_PREREQS)
 # sees go test's own ok/FAIL lines; make test fails if either failed. The
 # prerequisites see KMAINT_STEPS_LOG (a target's variables reach its
 # prerequisites); verify's own make does not, so its steps count once.
+# go test runs every benchmark once after its package's tests (-bench .
+# -benchtime 1x), so that their own checks run; KMAINT_BENCH_SMOKE=1 has
+# the long ones run small and keep no result (test/bench/smoke).
 # Everything make test builds is built with -trimpath: a compiled package
 # then names no checkout's directory, so a fresh clone reuses what the
 # machine compiled for another (go vet ./... in a fresh clone: 150 s
@@ -138,7 +141,7 @@ test: test-steps-start mod-download test-deps ## Run verify, then every test aga
 	@verify=0; $(STEP) verify env -u KMAINT_STEPS_LOG $(MAKE) --no-print-directory verify || verify=$$?; \
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	pkgs="$$(hack/test-packages.sh "$(TEST_FIRST)" "$(TEST_LAST)")"; \
-	tests=0; KUBEBUILDER_ASSETS="$$assets" $(STEP) go-test go test -p $$(( $$(nproc) + 1 )) -race=false -count=1 -timeout 30m $$pkgs 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
+	tests=0; KUBEBUILDER_ASSETS="$$assets" KMAINT_BENCH_SMOKE=1 $(STEP) go-test go test -p $$(( $$(nproc) + 1 )) -race=false -count=1 -bench . -benchtime 1x -timeout 30m $$pkgs 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
 	hack/steps.sh summary "$(TEST_LOG)"; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))
@@ -177,7 +180,9 @@ realcluster-clean: ## Kill and remove what a killed real-cluster test run left (
 .PHONY: bench
 # BENCH picks the rolling-reboot scenarios as N:k:r, e.g. BENCH=100:10:2s;
 # the default is 500 nodes at k=25, 2000 at k=100 and 5000 at k=250, r=10s.
-# Each result records the command that made it (KMAINT_BENCH_COMMAND); then
+# Each result records the command that made it (KMAINT_BENCH_COMMAND) and
+# its commit: a work tree that differs from its commit is refused (commit
+# first; KMAINT_BENCH_RESULTS=dir keeps results elsewhere). Then
 # test/bench/plot draws every result into test/bench/results/scaling.svg.
 # The API server's audit log breaks requests down by verb and resource;
 # KMAINT_BENCH_AUDIT=off runs without it. To profile a rollout: the operator
@@ -213,17 +218,23 @@ soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot pat
 
 .PHONY: bench-controllers
 # What one event costs each controller (observe, decide, act: one
-# reconcile) in pools of 500, 5000 and 20000 realistic nodes, without an API
-# server (package test/memcluster): the gate, aftercare and maintenance.
-# test/bench/perevent saves the figures (reconcile p50 and p99 less the
-# memory cluster's serving of the writes, an API server's work; bytes and
-# allocations) to test/bench/results/event-*.json, and test/bench/plot
-# draws them. The packages' TestMains want an API server, which the
-# benchmarks never ask.
+# reconcile, with the patches it builds and its watches' handlers) in pools
+# of 500, 5000 and 20000 realistic nodes, without an API server (package
+# test/memcluster): the gate, aftercare and maintenance; then the gate's
+# reads past its cache against the real API server of the gate's tests
+# (BenchmarkGateLiveRead). test/bench/perevent saves the figures (per
+# event: the operator's time, mean, p50 and p99, less only the memory
+# cluster applying the writes as an API server would; that time added
+# back; the writes, reads past the cache and Events; bytes and
+# allocations) to test/bench/results/event-*.json, refusing a work tree
+# that differs from its commit, and test/bench/plot draws them.
+# BENCH_NOTE='...' says what else ran on the machine, saved with them.
 bench-controllers: mod-download envtest ## Benchmark each controller's cost per event at 500, 5000 and 20000 nodes, without an API server
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	set -o pipefail; KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
-		./operator/gate/ ./operator/aftercare/ ./operator/maintenance/ | go run ./test/bench/perevent
+	set -o pipefail; { KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
+		./operator/gate/ ./operator/aftercare/ ./operator/maintenance/ && \
+		KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench '^BenchmarkGateLiveRead$$' -benchtime 500x -timeout 10m ./operator/gate/; } | \
+		go run ./test/bench/perevent -note "$${BENCH_NOTE:-}"
 	go run ./test/bench/plot
 
 # The files controller-gen writes. An untracked one is a generated file

@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/test/bench/provenance"
+	"github.com/kmaint/kmaint/test/bench/smoke"
 	"github.com/kmaint/kmaint/test/harness"
 	"github.com/kmaint/kmaint/test/sim"
 	"github.com/kmaint/kmaint/test/testbed"
@@ -75,9 +77,13 @@ type scenario struct {
 }
 
 // scenarios are the issue's: 500 nodes at k=25, 2000 at k=100 and 5000
-// at k=250. KMAINT_BENCH replaces them, e.g. "100:10:2s,500:25:10s".
+// at k=250; in a smoke run (make test's), 20 nodes at k=5 with r=2s.
+// KMAINT_BENCH replaces them, e.g. "100:10:2s,500:25:10s".
 func scenarios(b *testing.B) []scenario {
 	spec := os.Getenv("KMAINT_BENCH")
+	if spec == "" && smoke.On() {
+		return []scenario{{20, 5, 2 * time.Second}}
+	}
 	if spec == "" {
 		return []scenario{{500, 25, 10 * time.Second}, {2000, 100, 10 * time.Second}, {5000, 250, 10 * time.Second}}
 	}
@@ -157,9 +163,11 @@ type result struct {
 	Machine    machine `json:"machine"`
 	Date       string  `json:"date"`
 	// Command made this result; Commit is the code's commit, "-dirty"
-	// when the work tree differed from it.
+	// when the work tree differed from it, which Dirty says too: such a
+	// result is kept only outside test/bench/results (resultsDir).
 	Command string `json:"command"`
 	Commit  string `json:"commit"`
+	Dirty   bool   `json:"dirty,omitempty"`
 }
 
 func BenchmarkRollingReboot(b *testing.B) {
@@ -167,6 +175,7 @@ func BenchmarkRollingReboot(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	dir := resultsDir(b, commit)
 	operatorBin := harness.BuildOperator(b)
 	daemonConfig := userConfig(b, daemonUser)
 	for _, sc := range scenarios(b) {
@@ -174,7 +183,7 @@ func BenchmarkRollingReboot(b *testing.B) {
 			// One rollout is one iteration; make bench runs one (-benchtime 1x).
 			for i := range b.N {
 				res := rollout(b, sc, operatorBin, daemonConfig, fmt.Sprintf("n%d-k%d-%d", sc.N, sc.K, i))
-				res.Command, res.Commit = benchCommand(), commit
+				res.Command, res.Commit, res.Dirty = benchCommand(), commit, provenance.Dirty(commit)
 				b.ReportMetric(res.MakespanOverIdeal, "makespan/ideal")
 				b.ReportMetric(res.SlotToApprovalP99Ms, "slot-to-approval-p99-ms")
 				b.ReportMetric(res.SlotToAdmissionP99Ms, "slot-to-admission-p99-ms")
@@ -184,7 +193,7 @@ func BenchmarkRollingReboot(b *testing.B) {
 				b.ReportMetric(res.OperatorRequestsPerRb, "operator-requests/reboot")
 				b.ReportMetric(res.DaemonRequestsPerRb, "daemon-requests/reboot")
 				b.ReportMetric(float64(res.PeakUnavailable), "peak-unavailable")
-				save(b, res)
+				save(b, dir, res)
 				if res.Unfinished {
 					b.Errorf("rollout of %d nodes did not finish in %.0f s: %d rebooted; what was measured until then is saved, marked unfinished",
 						sc.N, res.MakespanSeconds, res.Rebooted)
@@ -446,13 +455,36 @@ func cleanup(b *testing.B, pool string) {
 	}
 }
 
-// save writes the result to results/rolling-N-k.json and logs it.
-func save(b *testing.B, r result) {
+// resultsEnv names another directory for the results than
+// test/bench/results.
+const resultsEnv = "KMAINT_BENCH_RESULTS"
+
+// resultsDir is where the results go: $KMAINT_BENCH_RESULTS; else, in a
+// smoke run, a directory of the run's own, removed after it; else
+// test/bench/results, which takes only a result of code that is in a
+// commit: from a work tree that differs from its commit (commit, as
+// sourceCommit says it), the benchmark refuses to start.
+func resultsDir(b *testing.B, commit string) string {
+	if dir := os.Getenv(resultsEnv); dir != "" {
+		return dir
+	}
+	if smoke.On() {
+		return b.TempDir()
+	}
+	if provenance.Dirty(commit) {
+		b.Fatalf("the work tree differs from %s (git status): commit first, so that a result in test/bench/results says what a commit does (%s=DIR keeps it elsewhere)",
+			strings.TrimSuffix(commit, "-dirty"), resultsEnv)
+	}
+	return filepath.Join(testbed.RepoRoot(), "test", "bench", "results")
+}
+
+// save writes the result to dir/rolling-N-k.json and logs it.
+func save(b *testing.B, dir string, r result) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(testbed.RepoRoot(), "test", "bench", "results", fmt.Sprintf("rolling-%d-%d.json", r.Nodes, r.MaxUnavailable))
+	path := filepath.Join(dir, fmt.Sprintf("rolling-%d-%d.json", r.Nodes, r.MaxUnavailable))
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/test/bench/smoke"
 	"github.com/kmaint/kmaint/test/gen"
 	"github.com/kmaint/kmaint/test/harness"
 	nodeshape "github.com/kmaint/kmaint/test/shape"
@@ -48,9 +49,13 @@ const paddedPool = "padded"
 // one's desired-config), it reports the operator's heap after a GC (its
 // pprof endpoint's, ?gc=1), its resident memory and its peak resident
 // memory (VmHWM: the list that filled its caches, and the rollout's pass,
-// included). KMAINT_BENCH_PADDED_NODES sets the node count (2000).
+// included). KMAINT_BENCH_PADDED_NODES sets the node count (2000; 20 in a
+// smoke run, make test's).
 func BenchmarkPaddedNodes(b *testing.B) {
 	nodes := 2000
+	if smoke.On() {
+		nodes = 20
+	}
 	if s := os.Getenv("KMAINT_BENCH_PADDED_NODES"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

@@ -13,15 +13,22 @@ import (
 
 	"github.com/kmaint/kmaint/api/scheme"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/test/bench/smoke"
 )
 
 // Sizes are the pool sizes the per-event benchmarks run at: the end to
-// end bench's smallest, its largest, and four times that.
-var Sizes = []int{500, 5000, 20000}
+// end bench's smallest, its largest, and four times that; in a smoke run
+// (make test's), the smallest alone.
+func Sizes() []int {
+	if smoke.On() {
+		return []int{500}
+	}
+	return []int{500, 5000, 20000}
+}
 
 // RunSizes runs bench at each of Sizes, as sub-benchmarks nodes=N.
 func RunSizes(b *testing.B, bench func(b *testing.B, nodes int)) {
-	for _, n := range Sizes {
+	for _, n := range Sizes() {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { bench(b, n) })
 	}
 }
