@@ -2,9 +2,14 @@
 // (test/bench/results/rolling-*.json) against the number of nodes into
 // test/bench/results/scaling.svg: makespan over ideal, slot-to-approval
 // p99, the operator's peak RSS and API requests per reboot, each with the
-// issue's goals, and under them the commit, date and command of every
-// result. make bench runs it after the benchmarks; `go run ./test/bench/plot`
-// redraws by hand. It writes the SVG by hand: no dependencies.
+// issue's goals, and the per-event figures (event-*.json: the operator's
+// time per event, p50, and the gate's mean); under them the commit, date
+// and command of every result. A result that did not finish is drawn
+// hollow, its makespan labelled as the lower bound it is, its figures per
+// reboot not drawn, and its line says how far it got; one made from a
+// work tree that differed from its commit is ringed and says so. make
+// bench runs it after the benchmarks; `go run ./test/bench/plot` redraws
+// by hand. It writes the SVG by hand: no dependencies.
 package main
 
 import (

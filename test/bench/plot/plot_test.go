@@ -25,7 +25,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		{Nodes: 2000, MaxUnavailable: 100, RebootSeconds: 10, MakespanOverIdeal: 3.6, SlotToApprovalP99Ms: 2050, SlotToAdmissionP99Ms: 800, MakespanOverIdealWithDrains: 1.08, OperatorPeakRSSMiB: 162, OperatorRequests: 19.9, DaemonRequests: 6.8, Commit: "bbbb", Date: "2026-12-01T10:00:00Z", Command: "make bench"},
 		{Nodes: 500, MaxUnavailable: 25, RebootSeconds: 10, MakespanOverIdeal: 1.06, SlotToApprovalP99Ms: 300, SlotToAdmissionP99Ms: 200, MakespanOverIdealWithDrains: 1.02, OperatorPeakRSSMiB: 98, OperatorRequests: 22.7, DaemonRequests: 6.8, Commit: "aaaa-dirty", Date: "2026-12-01T09:00:00Z", Command: "make bench"},
 		{Nodes: 100, MaxUnavailable: 10, RebootSeconds: 2, MakespanOverIdeal: 1.5, SlotToApprovalP99Ms: 700, OperatorPeakRSSMiB: 85, OperatorRequests: 25.6, DaemonRequests: 6.6, Commit: "dddd", Date: "2026-12-01T12:00:00Z", Command: "make bench BENCH=100:10:2s"},
-		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: longCommand},
+		{Nodes: 5000, MaxUnavailable: 250, RebootSeconds: 10, Unfinished: true, Rebooted: 3100, Dirty: true, MakespanOverIdeal: 1.4, SlotToApprovalP99Ms: 4000, SlotToAdmissionP99Ms: 900, MakespanOverIdealWithDrains: 1.2, OperatorPeakRSSMiB: 300, OperatorRequests: 18, DaemonRequests: 6.8, Commit: "cccc", Date: "2026-12-01T11:00:00Z", Command: longCommand},
 	}
 	for _, r := range made {
 		data, err := json.Marshal(r)
@@ -41,7 +41,11 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		e := map[string]any{"controller": controller, "command": "make bench-controllers", "commit": "eeee", "date": "2026-12-05T12:00:00Z"}
 		var pts []map[string]any
 		for i, n := range []int{500, 5000, 20000} {
-			pts = append(pts, map[string]any{"nodes": n, "reconcileP50Ms": p50s[i]})
+			pt := map[string]any{"nodes": n, "eventP50Ms": p50s[i]}
+			if controller == "gate" {
+				pt["eventMeanMs"] = p50s[i] * 1.5
+			}
+			pts = append(pts, pt)
 		}
 		e["points"] = pts
 		data, err := json.Marshal(e)
@@ -63,6 +67,8 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 
 	points := map[string]map[string]int{} // panel → series → points
 	hollow := map[string]int{}            // panel → points of unfinished results
+	dirty := map[string]int{}             // panel → points of results from a dirty tree
+	rings := map[string]int{}             // panel → dashed rings
 	goals := map[string][]string{}        // panel → nodes@y
 	lines := map[string]int{}             // panel → polylines
 	var texts []string
@@ -96,12 +102,17 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 					points[panel] = map[string]int{}
 				}
 				points[panel][attrs["data-series"]]++
+				if attrs["data-dirty"] == "true" {
+					dirty[panel]++
+				}
 				if attrs["data-unfinished"] == "true" {
 					if attrs["fill"] != "white" {
 						t.Errorf("panel %s: a point of an unfinished result is filled %q, want hollow", panel, attrs["fill"])
 					}
 					hollow[panel]++
 				}
+			case attrs["class"] == "dirty":
+				rings[panel]++
 			case el.Name.Local == "polyline":
 				lines[panel]++
 			case attrs["class"] == "goal":
@@ -191,7 +202,7 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 		}
 	}
 	all := strings.Join(texts, "\n")
-	for _, want := range []string{"≥ 1.400", "unfinished: 3100 of 5000 rebooted"} {
+	for _, want := range []string{"≥ 1.400", "(unfinished: 3100 of 5000 rebooted; from a dirty tree)", "k=25, r=10s (from a dirty tree)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the picture does not say %q", want)
 		}
@@ -208,11 +219,19 @@ func TestRunDrawsOnePointPerResultAndEveryGoal(t *testing.T) {
 	if len(goalLabels) != 8 {
 		t.Errorf("%d goal labels, want one per goal (8)", len(goalLabels))
 	}
-	// One point per size of each controller measured, none of one not.
-	if got := points["event"]; got["gate"] != 3 || got["aftercare"] != 3 || got["maintenance"] != 0 {
-		t.Errorf("panel event: points %v, want 3 of the gate, 3 of aftercare, none of maintenance", got)
+	// The 500-node result came from a dirty tree (its commit says so), and
+	// the 5000-node one (it says so): each of their points is ringed, and
+	// no other.
+	for p := range wantSeries {
+		if dirty[p] == 0 || rings[p] != dirty[p] {
+			t.Errorf("panel %s: %d points of a dirty tree, %d rings, want one ring each", p, dirty[p], rings[p])
+		}
 	}
-	if !slices.Contains(texts, "20000 nodes, one event's reconcile per controller, no API server: commit eeee, 2026-12-05T12:00:00Z") {
+	// One point per size of each controller measured, none of one not.
+	if got := points["event"]; got["gate"] != 3 || got["gate mean"] != 3 || got["aftercare"] != 3 || got["maintenance"] != 0 {
+		t.Errorf("panel event: points %v, want 3 of the gate's p50 and mean, 3 of aftercare, none of maintenance", got)
+	}
+	if !slices.Contains(texts, "20000 nodes, one event per controller, no API server (patches and handlers counted): commit eeee, 2026-12-05T12:00:00Z") {
 		t.Error("no line under the panels names the per-event figures' commit")
 	}
 	for i, a := range allLabels {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // result is the part of a benchmark result (test/bench's result) that the
@@ -28,17 +29,26 @@ type result struct {
 	// Rebooted nodes did, and MakespanOverIdeal is a lower bound.
 	Rebooted   int  `json:"rebooted"`
 	Unfinished bool `json:"unfinished"`
-	// Event is true for the figures of one event's reconcile per
-	// controller (test/bench/results/event-*.json, make
-	// bench-controllers) at one size, which have only the *EventP50Ms.
+	// Dirty results were made from a work tree that differed from their
+	// commit: the code they measured is in no commit.
+	Dirty bool `json:"dirty"`
+	// Event is true for the figures of one event per controller
+	// (test/bench/results/event-*.json, make bench-controllers) at one
+	// size, which have only the *Event*Ms.
 	Event                 bool    `json:"-"`
 	GateEventP50Ms        float64 `json:"-"`
+	GateEventMeanMs       float64 `json:"-"`
 	AftercareEventP50Ms   float64 `json:"-"`
 	MaintenanceEventP50Ms float64 `json:"-"`
 	Date                  string  `json:"date"`
 	Command               string  `json:"command"`
 	Commit                string  `json:"commit"`
 }
+
+// dirty reports whether the result was made from a work tree that
+// differed from its commit: it says so, or its commit does, as results
+// made before the field did.
+func (r result) dirty() bool { return r.Dirty || strings.HasSuffix(r.Commit, "-dirty") }
 
 // readResults reads every rolling-*.json in dir, fewest nodes first.
 func readResults(dir string) ([]result, error) {
@@ -87,14 +97,15 @@ type eventResult struct {
 	Commit     string `json:"commit"`
 	Date       string `json:"date"`
 	Points     []struct {
-		Nodes int     `json:"nodes"`
-		P50Ms float64 `json:"reconcileP50Ms"`
+		Nodes  int     `json:"nodes"`
+		P50Ms  float64 `json:"eventP50Ms"`
+		MeanMs float64 `json:"eventMeanMs"`
 	} `json:"points"`
 }
 
 // readEventResults reads every event-*.json in dir into one result per
-// size, with each controller's p50; the gate's command and commit name
-// them.
+// size, with each controller's p50 and the gate's mean; the gate's command
+// and commit name them.
 func readEventResults(dir string) ([]result, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "event-*.json"))
 	if err != nil {
@@ -121,7 +132,7 @@ func readEventResults(dir string) ([]result, error) {
 			}
 			switch e.Controller {
 			case "gate":
-				r.GateEventP50Ms = pt.P50Ms
+				r.GateEventP50Ms, r.GateEventMeanMs = pt.P50Ms, pt.MeanMs
 			case "aftercare":
 				r.AftercareEventP50Ms = pt.P50Ms
 			case "maintenance":

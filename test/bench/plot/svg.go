@@ -89,9 +89,10 @@ func panels() []panel {
 			goals: []goal{{0, 15, "sum ≤ 15"}},
 		},
 		{
-			id: "event", title: "One event's reconcile, p50, no API server", unit: "ms", digits: 1,
+			id: "event", title: "One event, the operator's time, p50", unit: "ms", digits: 1,
 			series: []series{
 				{name: "gate", color: "#1f77b4", value: func(r result) float64 { return r.GateEventP50Ms }},
+				{name: "gate mean", color: "#9467bd", value: func(r result) float64 { return r.GateEventMeanMs }},
 				{name: "aftercare", color: "#ff7f0e", value: func(r result) float64 { return r.AftercareEventP50Ms }},
 				{name: "maintenance", color: "#2ca02c", value: func(r result) float64 { return r.MaintenanceEventP50Ms }},
 			},
@@ -144,19 +145,27 @@ func draw(results []result) string {
 		drawPanel(&b, p, results, float64((i%2)*panelW), float64(marginTop+(i/2)*panelH), ticks(0, p.xMax(results)*1.05, 5))
 	}
 	y := marginTop + rows*panelH + 20
-	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: the goals of issues 16 and 44 (r = 10 s). Lines join results of one r; hollow: unfinished. Results:")
+	text(&b, 16, float64(y), "start", 12, "bold", "Dashed red: goals of issues 16 and 44 (r = 10 s). Lines join results of one r;"+
+		" hollow: unfinished; ringed: dirty tree.")
 	for i, r := range results {
-		unfinished := ""
+		var marks []string
 		if r.Unfinished {
-			unfinished = fmt.Sprintf(" (unfinished: %d of %d rebooted)", r.Rebooted, r.Nodes)
+			marks = append(marks, fmt.Sprintf("unfinished: %d of %d rebooted", r.Rebooted, r.Nodes))
+		}
+		if r.dirty() {
+			marks = append(marks, "from a dirty tree")
+		}
+		mark := ""
+		if len(marks) > 0 {
+			mark = " (" + strings.Join(marks, "; ") + ")"
 		}
 		// The picture names a commit by the first 12 digits, as git log
 		// --abbrev=12 would; the JSON keeps the whole hash.
-		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, unfinished,
+		line := fmt.Sprintf("%d nodes, k=%d, r=%gs%s: commit %s, %s", r.Nodes, r.MaxUnavailable, r.RebootSeconds, mark,
 			abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
 		if r.Event {
-			line = fmt.Sprintf("%d nodes, one event's reconcile per controller, no API server: commit %s, %s", r.Nodes,
-				abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
+			line = fmt.Sprintf("%d nodes, one event per controller, no API server (patches and handlers counted)%s: commit %s, %s", r.Nodes,
+				mark, abbrev(orUnknown(r.Commit)), orUnknown(r.Date))
 		}
 		text(&b, 16, float64(y+footerLine*(2*i+1)), "start", 11, "normal", line)
 		text(&b, 32, float64(y+footerLine*(2*i+2)), "start", 11, "normal", orUnknown(r.Command))
@@ -272,8 +281,12 @@ func drawPanel(b *strings.Builder, p panel, results []result, x0, y0 float64, xT
 					label = "≥ " + label
 				}
 			}
-			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" data-unfinished="%t" cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
-				s.name, r.Nodes, r.Unfinished, px(float64(r.Nodes)), py(v), fill, s.color)
+			fmt.Fprintf(b, `<circle class="point" data-series="%s" data-nodes="%d" data-unfinished="%t" data-dirty="%t" cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n",
+				s.name, r.Nodes, r.Unfinished, r.dirty(), px(float64(r.Nodes)), py(v), fill, s.color)
+			if r.dirty() {
+				fmt.Fprintf(b, `<circle class="dirty" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="%s" stroke-width="1" stroke-dasharray="2 2"/>`+"\n",
+					px(float64(r.Nodes)), py(v), s.color)
+			}
 			at := pointLabel(labels, px(float64(r.Nodes)), py(v), label)
 			labels = append(labels, at)
 			text(b, at.x1, at.y, "start", pointLabelSize, "normal", label, `fill="`+s.color+`"`, `class="point-label"`)
