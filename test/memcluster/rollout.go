@@ -41,9 +41,13 @@ type Rollout struct {
 // NewRollout fills c with a pool of n realistic nodes (shape.RealisticNode)
 // of maxUnavailable budget, each asking for a reboot into the pool's config
 // (its daemon's annotation) with its NodeMaintenance open (Requested), the
-// first budget of them admitted, approved and cordoned (Rebooting).
+// first budget of them admitted, approved and cordoned (Rebooting) a
+// minute ago: rebooting within aftercare's bounds (a node approved an hour
+// ago is not back in time, and aftercare's every reconcile after Refill
+// would mark them all so).
 func NewRollout(c *Cluster, pool string, n, budget int) (*Rollout, error) {
 	ro := &Rollout{Cluster: c, Pool: pool, Config: "os-2", Start: time.Now().Add(-time.Hour)}
+	approved := time.Now().Add(-time.Minute)
 	p := gen.Pool(pool, intstr.FromInt32(int32(budget)))
 	p.Spec.DesiredConfig = ro.Config
 	// As the gate counted them when the rollout began.
@@ -59,7 +63,7 @@ func NewRollout(c *Cluster, pool string, n, budget int) (*Rollout, error) {
 		nm := ro.Ask(node)
 		if i < budget {
 			boot := node.Status.NodeInfo.BootID
-			at := ro.Start.Add(time.Duration(i) * time.Millisecond)
+			at := approved.Add(time.Duration(i) * time.Millisecond)
 			gen.Admitted(boot, at, nm.Status.RequestID)(node)
 			gen.ApprovedAt(boot, at, nm.Status.RequestID)(node)
 			gen.Unschedulable()(node)
