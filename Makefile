@@ -227,11 +227,13 @@ soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot pat
 # cluster applying the writes as an API server would; that time added
 # back; the writes, reads past the cache and Events; bytes and
 # allocations) to test/bench/results/event-*.json, refusing a work tree
-# that differs from its commit, and test/bench/plot draws them.
+# that differs from its commit, and test/bench/plot draws them. One
+# package at a time (-p 1): side by side, one's benchmark took the other's
+# cores (aftercare's p50 at 20000 nodes 8 ms beside the gate's, 2.7 alone).
 # BENCH_NOTE='...' says what else ran on the machine, saved with them.
 bench-controllers: mod-download envtest ## Benchmark each controller's cost per event at 500, 5000 and 20000 nodes, without an API server
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	set -o pipefail; { KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
+	set -o pipefail; { KUBEBUILDER_ASSETS="$$assets" go test -p 1 -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
 		./operator/gate/ ./operator/aftercare/ ./operator/maintenance/ && \
 		KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench '^BenchmarkGateLiveRead$$' -benchtime 500x -timeout 10m ./operator/gate/; } | \
 		go run ./test/bench/perevent -note "$${BENCH_NOTE:-}"
