@@ -13,6 +13,12 @@
 // reboot count the nodes that rebooted, and its makespan over ideal is a
 // lower bound. The benchmark then fails, and the picture draws it hollow.
 //
+// A result goes into results/ only from a work tree that is its commit:
+// from another, the benchmark refuses to start (commit first), unless
+// KMAINT_BENCH_RESULTS names another directory for it. make test runs
+// both benchmarks once, small (package smoke: 20 nodes each), its
+// results in a directory of its own.
+//
 // The API server's audit log (testbed.WithAuditLog) counts the requests of
 // the operator and of the daemons, each a user of its own, by verb and
 // resource; KMAINT_BENCH_AUDIT=off turns it off, to measure what it costs
