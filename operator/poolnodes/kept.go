@@ -218,14 +218,19 @@ func (k *Kept[T]) Added(node *corev1.Node) {
 // them when it named every node or the context is another, and returns
 // the nodes Changed named and those whose object changed since it was last
 // called; k.entriesMu is held.
+//
+// The sets it returns are the caller's alone, read without k.mu: an empty
+// one is nil, never the Kept's own, which Changed and Added write from the
+// watches' goroutines while the caller reads (the race detector caught a
+// Sync ranging over the set Changed was adding to).
 func (k *Kept[T]) takeChanged(context string) (dirty, stale map[string]struct{}) {
 	k.mu.Lock()
-	dirty, stale, all := k.dirty, k.stale, k.all
-	if len(dirty) > 0 {
-		k.dirty = map[string]struct{}{}
+	all := k.all
+	if len(k.dirty) > 0 {
+		dirty, k.dirty = k.dirty, map[string]struct{}{}
 	}
-	if len(stale) > 0 {
-		k.stale = map[string]struct{}{}
+	if len(k.stale) > 0 {
+		stale, k.stale = k.stale, map[string]struct{}{}
 	}
 	k.all = false
 	k.mu.Unlock()
