@@ -216,6 +216,16 @@ soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot pat
 		-soak.results=$(CURDIR)/test/soak/results $(SOAK_FLAGS)
 	go run ./test/soak/plot
 
+.PHONY: mutants
+# Each mutant (test/mutants) breaks one of the design's invariants on
+# purpose, as a patch applied to a scratch copy of the tree; the tests named
+# for it must catch it. MUTANTS=name1,name2 runs those only; MUTANTS_SOAK=0
+# leaves out the soak's runs (minutes each). go test's output goes to
+# bin/mutants/.
+mutants: mod-download test-deps envtest bin-module ## Break each invariant on purpose and fail unless a test that runs real parts catches it; result in test/mutants/results.json
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" GOFLAGS="$(strip $(GOFLAGS) -trimpath)" go run ./test/mutants/run
+
 .PHONY: bench-controllers
 # What one event costs each controller (observe, decide, act: one
 # reconcile, with the patches it builds and its watches' handlers) in pools

@@ -215,3 +215,40 @@ func TestABareApprovalIsRefused(t *testing.T) {
 	approve(g, "bare-approval", n.BootID())
 	g.Eventually(n.Reboots, timeout).Should(Equal(1))
 }
+
+// A daemon shown the admission of another boot reboots for none of it:
+// after a reboot the operator has not completed yet, the node still
+// carries the admission and approval of the boot before. A request in the
+// new boot is not approved by them, nor by an approval of the new boot
+// written beside the old admission: the gate approves only the boot it
+// admitted, in the same patch, so that approval is not the gate's.
+func TestAnAdmissionOfAnotherBootApprovesNothing(t *testing.T) {
+	g := NewWithT(t)
+	n := startNode(t, "other-admission", harness.NodeOptions{})
+	requestReboot(t, n, "first")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "other-admission").Requests }, timeout).Should(HaveLen(1))
+	before := n.BootID()
+	approve(g, "other-admission", before)
+	g.Eventually(func(g Gomega) { g.Expect(state(g, "other-admission").BootID).NotTo(Equal(before)) }, timeout).Should(Succeed())
+	g.Expect(n.Reboots()).To(Equal(1))
+
+	// The boot before's admission and approval stay on the node.
+	requestReboot(t, n, "second")
+	g.Eventually(func(g Gomega) []protocol.Request { return requested(g, "other-admission").Requests }, timeout).
+		Should(ConsistOf(HaveField("Reason", "second")))
+	node := getNode(g, "other-admission")
+	g.Expect(node.Annotations).To(HaveKeyWithValue(protocol.RebootApproved, before))
+	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(1))
+
+	// An approval of this boot beside the boot before's admission.
+	patch := []byte(`{"metadata":{"annotations":{"` + protocol.RebootApproved + `":"` + n.BootID() + `"}}}`)
+	g.Expect(bed.Client.Patch(context.Background(), node, rawMerge(patch))).To(Succeed())
+	g.Eventually(func(g Gomega) string { return state(g, "other-admission").Message }, timeout).
+		Should(ContainSubstring("refused: the node's admission is of boot " + before))
+	g.Consistently(n.Reboots, 2*time.Second).Should(Equal(1))
+	g.Expect(state(g, "other-admission").Phase).To(Equal(protocol.DaemonRequested))
+
+	// The gate's approval, with the admission of this boot, reboots it.
+	approve(g, "other-admission", n.BootID())
+	g.Eventually(n.Reboots, timeout).Should(Equal(2))
+}
