@@ -87,8 +87,8 @@ func (s *soak) result(start, quiet, ended time.Time, violations []checker.Violat
 		Outcomes: map[string]map[string]int{}, Complete: map[string]percentiles{}, FailureReasons: map[string]int{},
 		EndSeconds: ended.Sub(quiet).Seconds(), Violations: violations,
 		Machine: provenance.ThisMachine(), Date: time.Now().UTC().Format(time.RFC3339),
-		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d SOAK_MIN_EACH=%d SOAK_FLAGS='-soak.pace=%s -soak.fault-pace=%s'",
-			*seed, *duration, *nodes, *minEach, *pace, *faultPace),
+		Command: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%s SOAK_NODES=%d SOAK_MIN_EACH=%d SOAK_FLAGS='-soak.pace=%s -soak.fault-pace=%s -soak.min-reboots=%d'",
+			*seed, *duration, *nodes, *minEach, *pace, *faultPace, *minReboots),
 	}
 	s.mu.Lock()
 	for k, v := range s.done {
