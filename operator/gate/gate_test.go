@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -245,7 +246,7 @@ func TestDesiredConfigIsWrittenToThePoolsNodes(t *testing.T) {
 	// One node already runs it, as its daemon reports.
 	n := getNode(g, nodes[0])
 	base := n.DeepCopy()
-	n.Annotations[protocol.CurrentConfig] = "os-1.2.3"
+	metav1.SetMetaDataAnnotation(&n.ObjectMeta, protocol.CurrentConfig, "os-1.2.3")
 	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		p := getPool(g, "cfg")

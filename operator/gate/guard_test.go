@@ -323,6 +323,6 @@ func TestCanariesGoFirst(t *testing.T) {
 func setCurrentConfig(g Gomega, node, config string) {
 	n := getNode(g, node)
 	base := n.DeepCopy()
-	n.Annotations[protocol.CurrentConfig] = config
+	metav1.SetMetaDataAnnotation(&n.ObjectMeta, protocol.CurrentConfig, config)
 	g.Expect(bed.Client.Patch(context.Background(), n, client.MergeFrom(base))).To(Succeed())
 }

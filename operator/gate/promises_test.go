@@ -175,7 +175,7 @@ func TestANodeReleasedForADrainRetryIsAdmittedAgainOnlyWithinTheBudget(t *testin
 func TestAHookJobGoneBeforeItFinishedIsNotMadeAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	h := newHeldJob(t, "hookgone")
+	h := newHeldJob(t, "hookvanished")
 	node, jobs := h.node, h.jobs
 	harness.StartOperatorWith(t, bed, operator.Options{HooksNamespace: h.ns})
 

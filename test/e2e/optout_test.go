@@ -59,7 +59,9 @@ func TestOptOutsAndTheClusterStop(t *testing.T) {
 	// not be disrupted.
 	n := getNode(g, w(0))
 	base := n.DeepCopy()
-	n.Annotations[protocol.DoNotDisrupt] = "payments freeze, ask #payments"
+	// The node may not carry annotations yet: its daemon writes its first
+	// ones as it starts.
+	metav1.SetMetaDataAnnotation(&n.ObjectMeta, protocol.DoNotDisrupt, "payments freeze, ask #payments")
 	g.Expect(bed.Client.Patch(ctx, n, client.MergeFrom(base))).To(Succeed())
 	pod := gen.Pod("optout", "ledger", w(1), map[string]string{"app": "ledger"})
 	pod.Annotations = map[string]string{protocol.KarpenterDoNotDisrupt: "true"}
