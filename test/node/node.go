@@ -91,7 +91,10 @@ type Node struct {
 	noDaemonOnBoot bool
 	// down is true while the node reboots: nothing starts on a machine
 	// that is down, and the reboot starts the daemon of the new boot.
-	down       bool
+	down bool
+	// stopped is true once Stop began: a reboot under way starts nothing
+	// after it.
+	stopped    bool
 	rebootDone chan struct{}
 }
 
@@ -235,7 +238,18 @@ func (n *Node) startJournald() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start journald on node %s: %w", n.cfg.Name, err)
 	}
-	n.journald = cmd
+	// A reboot starts the new boot's journald while Stop may be ending the
+	// node: it reads n.journald from another goroutine.
+	n.mu.Lock()
+	stopped := n.stopped
+	if !stopped {
+		n.journald = cmd
+	}
+	n.mu.Unlock()
+	if stopped {
+		kill(cmd)
+		return fmt.Errorf("node %s was stopped while its journald started", n.cfg.Name)
+	}
 	// journald is ready once it has created its socket; the socket lives in
 	// the namespace's /run, reached through the holder's root.
 	sock := filepath.Join("/proc", strconv.Itoa(n.holder.Process.Pid), "root", "run/systemd/journal/socket")
@@ -260,7 +274,12 @@ func (n *Node) StartDaemon(ctx context.Context) error {
 	return n.startDaemonLocked(ctx)
 }
 
+// startDaemonLocked starts the daemon unless the node was stopped; n.mu is
+// held.
 func (n *Node) startDaemonLocked(ctx context.Context) error {
+	if n.stopped {
+		return nil
+	}
 	cmd := n.command(n.cfg.Daemon...)
 	cmd.Env = append(os.Environ(), n.cfg.Env...)
 	cmd.Stderr = n.cfg.Log
@@ -383,7 +402,11 @@ func (n *Node) reboot(ctx context.Context, from string) error {
 // boot's daemon started, unless the node keeps it from starting.
 func (n *Node) restart(ctx context.Context, daemon *exec.Cmd, old string) error {
 	kill(daemon)
-	kill(n.journald)
+	n.mu.Lock()
+	journald := n.journald
+	n.journald = nil
+	n.mu.Unlock()
+	kill(journald)
 	if n.cfg.VolatileJournal {
 		// /run is a tmpfs: a reboot empties it.
 		if err := n.forgetRuntimeJournal(); err != nil {
@@ -430,13 +453,15 @@ func (n *Node) forgetRuntimeJournal() error {
 }
 
 // Stop ends the node's processes and namespace.
+// A reboot under way (its daemon asked, or a test) starts nothing after.
 func (n *Node) Stop() {
-	n.KillDaemon()
 	n.mu.Lock()
-	j := n.journald
-	n.journald = nil
+	n.stopped = true
+	daemon, journald := n.daemon, n.journald
+	n.daemon, n.journald = nil, nil
 	n.mu.Unlock()
-	kill(j)
+	kill(daemon)
+	kill(journald)
 	if n.holder != nil && n.holder.Process != nil {
 		_ = n.holder.Process.Kill()
 		_ = n.holder.Wait()

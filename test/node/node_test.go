@@ -60,3 +60,43 @@ func lines(path string) []string {
 	}
 	return strings.Fields(string(b))
 }
+
+// TestStopEndsANodeThatReboots: a test may end while its node reboots (the
+// daemon asked, the test's cleanup stops the node). Stop ends every process
+// the node runs, and the reboot under way starts none after it. Under -race
+// (make test) the reboot and Stop share the node's journald without a race.
+func TestStopEndsANodeThatReboots(t *testing.T) {
+	harness.RequireRoot(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	// Where Stop falls in the reboot is the scheduler's choice: a few
+	// tries cover the reboot's steps.
+	for try := range 5 {
+		n, err := node.Start(ctx, node.Config{Name: "stopped", Dir: t.TempDir(), Daemon: []string{"sleep", "1000"}})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(n.Stop)
+		out, err := n.Exec(ctx, 0, "readlink", "/proc/self/ns/mnt")
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		namespace := strings.TrimSpace(string(out))
+
+		rebooted := make(chan error, 1)
+		go func() { rebooted <- n.Reboot(ctx) }()
+		n.Stop()
+		<-rebooted // it may have ended before Stop, or failed for it
+		g.Expect(inNamespace(namespace)).To(BeEmpty(), "try %d: processes left in the stopped node's namespace %s", try, namespace)
+	}
+}
+
+// inNamespace lists the processes in the mount namespace ns (as
+// /proc/PID/ns/mnt reads).
+func inNamespace(ns string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var in []string
+	for _, p := range procs {
+		if link, err := os.Readlink(filepath.Join(p, "ns/mnt")); err == nil && link == ns {
+			cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+			in = append(in, p+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return in
+}
