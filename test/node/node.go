@@ -92,10 +92,15 @@ type Node struct {
 	// down is true while the node reboots: nothing starts on a machine
 	// that is down, and the reboot starts the daemon of the new boot.
 	down bool
-	// stopped is true once Stop began: a reboot under way starts nothing
-	// after it.
-	stopped    bool
-	rebootDone chan struct{}
+	// stopped is true once Stop began: nothing starts after it.
+	stopped bool
+	// stop ends the hooks of a reboot under way (OnReboot's context) when
+	// Stop begins.
+	stop context.CancelFunc
+	// running counts the daemons' watches and the reboots under way: Stop
+	// waits for them, so that nothing the node does uses its Log or its Dir
+	// after Stop (the caller closes and removes them).
+	running sync.WaitGroup
 }
 
 // RebootLine is what the simulated rebooter prints to ask for a reboot.
@@ -120,7 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.WriteFile(filepath.Join(cfg.Dir, "machine-id"), []byte(machineID+"\n"), 0o444); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, rebootDone: make(chan struct{}, 16)}
+	n := &Node{cfg: cfg}
 	if cfg.BootID == "" {
 		cfg.BootID = uuid.NewString()
 	}
@@ -172,9 +177,6 @@ func (n *Node) Reboots() int {
 	defer n.mu.Unlock()
 	return n.reboots
 }
-
-// RebootDone is signalled after each completed reboot.
-func (n *Node) RebootDone() <-chan struct{} { return n.rebootDone }
 
 // SetIgnoreReboots makes the node ignore its daemon's reboots, or stop
 // ignoring them.
@@ -291,6 +293,7 @@ func (n *Node) startDaemonLocked(ctx context.Context) error {
 		return fmt.Errorf("start daemon on node %s: %w", n.cfg.Name, err)
 	}
 	n.daemon = cmd
+	n.running.Add(1)
 	go n.watchDaemon(ctx, cmd, out, n.bootID)
 	return nil
 }
@@ -302,6 +305,7 @@ func (n *Node) startDaemonLocked(ctx context.Context) error {
 // changes nothing. A daemon process asks once: a second ask of the same
 // process counts as a reboot of its own (see Reboots), so that it shows.
 func (n *Node) watchDaemon(ctx context.Context, cmd *exec.Cmd, out io.Reader, boot string) {
+	defer n.running.Done()
 	defer n.reportExit(cmd)
 	sc := bufio.NewScanner(out)
 	asked := false
@@ -377,6 +381,10 @@ func (n *Node) reboot(ctx context.Context, from string) error {
 	// test restarting a killed one) would run in the old boot on the new
 	// boot's machine, which no real machine does.
 	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return fmt.Errorf("node %s is stopped", n.cfg.Name)
+	}
 	if n.down || from != "" && from != n.bootID {
 		n.mu.Unlock()
 		return nil
@@ -386,21 +394,26 @@ func (n *Node) reboot(ctx context.Context, from string) error {
 	n.reboots++
 	n.down = true
 	old := n.bootID
+	// Only the reboot's hooks end with Stop: ctx outlives the reboot, in
+	// the new boot's daemon.
+	hooks, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.stop = cancel
+	n.running.Add(1)
+	defer n.running.Done()
 	n.mu.Unlock()
-	err := n.restart(ctx, daemon, old)
+	err := n.restart(ctx, hooks, daemon, old)
 	n.mu.Lock()
 	n.down = false
+	n.stop = nil
 	n.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	n.rebootDone <- struct{}{}
-	return nil
+	return err
 }
 
 // restart is a reboot's work, while the node is down: it ends with the new
-// boot's daemon started, unless the node keeps it from starting.
-func (n *Node) restart(ctx context.Context, daemon *exec.Cmd, old string) error {
+// boot's daemon started, unless the node keeps it from starting. OnReboot
+// runs with hooks.
+func (n *Node) restart(ctx, hooks context.Context, daemon *exec.Cmd, old string) error {
 	kill(daemon)
 	n.mu.Lock()
 	journald := n.journald
@@ -421,7 +434,7 @@ func (n *Node) restart(ctx context.Context, daemon *exec.Cmd, old string) error 
 		return err
 	}
 	if n.cfg.OnReboot != nil {
-		if err := n.cfg.OnReboot(ctx, old, next); err != nil {
+		if err := n.cfg.OnReboot(hooks, old, next); err != nil {
 			return err
 		}
 	}
@@ -452,16 +465,22 @@ func (n *Node) forgetRuntimeJournal() error {
 	return nil
 }
 
-// Stop ends the node's processes and namespace.
-// A reboot under way (its daemon asked, or a test) starts nothing after.
+// Stop ends the node's processes and namespace. A reboot under way (its
+// daemon asked, or a test) starts nothing after it: its OnReboot's context
+// is cancelled, and Stop returns once it and the daemons' watches ended.
+// Not from OnReboot, which Stop would wait for.
 func (n *Node) Stop() {
 	n.mu.Lock()
 	n.stopped = true
-	daemon, journald := n.daemon, n.journald
+	daemon, journald, stop := n.daemon, n.journald, n.stop
 	n.daemon, n.journald = nil, nil
 	n.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	kill(daemon)
 	kill(journald)
+	n.running.Wait()
 	if n.holder != nil && n.holder.Process != nil {
 		_ = n.holder.Process.Kill()
 		_ = n.holder.Wait()

@@ -62,9 +62,11 @@ func lines(path string) []string {
 }
 
 // TestStopEndsANodeThatReboots: a test may end while its node reboots (the
-// daemon asked, the test's cleanup stops the node). Stop ends every process
-// the node runs, and the reboot under way starts none after it. Under -race
-// (make test) the reboot and Stop share the node's journald without a race.
+// daemon asked, the test's cleanup stops the node and closes its log, as
+// harness.StartNode's does). Stop ends every process the node runs, and
+// the reboot under way starts none after it nor uses the log: run under
+// -race (make test), a reboot that went on after Stop read the node's
+// journald beside it, and started the new boot's with the closed log.
 func TestStopEndsANodeThatReboots(t *testing.T) {
 	harness.RequireRoot(t)
 	g := NewWithT(t)
@@ -72,7 +74,10 @@ func TestStopEndsANodeThatReboots(t *testing.T) {
 	// Where Stop falls in the reboot is the scheduler's choice: a few
 	// tries cover the reboot's steps.
 	for try := range 5 {
-		n, err := node.Start(ctx, node.Config{Name: "stopped", Dir: t.TempDir(), Daemon: []string{"sleep", "1000"}})
+		dir := t.TempDir()
+		log, err := os.Create(filepath.Join(dir, "log"))
+		g.Expect(err).NotTo(HaveOccurred())
+		n, err := node.Start(ctx, node.Config{Name: "stopped", Dir: dir, Daemon: []string{"sleep", "1000"}, Log: log})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(n.Stop)
 		out, err := n.Exec(ctx, 0, "readlink", "/proc/self/ns/mnt")
@@ -82,6 +87,7 @@ func TestStopEndsANodeThatReboots(t *testing.T) {
 		rebooted := make(chan error, 1)
 		go func() { rebooted <- n.Reboot(ctx) }()
 		n.Stop()
+		g.Expect(log.Close()).To(Succeed())
 		<-rebooted // it may have ended before Stop, or failed for it
 		g.Expect(inNamespace(namespace)).To(BeEmpty(), "try %d: processes left in the stopped node's namespace %s", try, namespace)
 	}

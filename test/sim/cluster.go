@@ -617,7 +617,12 @@ func (c *Cluster) startJournaldNode(name, boot string) (Node, error) {
 					return err
 				}
 			}
-			<-time.After(c.Config.Timing.jittered())
+			// The node's Stop cancels ctx, and waits for this hook.
+			select {
+			case <-time.After(c.Config.Timing.jittered()):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			if err := gen.SetBoot(ctx, c.Bed.Client, name, next, true); err != nil {
 				return err
 			}
