@@ -111,6 +111,9 @@ func StartNode(t testing.TB, bed *testbed.Bed, name string, opts NodeOptions) *n
 	t.Cleanup(func() {
 		n.Stop()
 		_ = logFile.Close()
+		if races, err := n.RaceReports(); err != nil || races != "" {
+			t.Errorf("node %s: data races in its daemon (%v):\n%s", name, err, tail([]byte(races), 20000))
+		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logFile.Name()); err == nil {
 				t.Logf("log of node %s:\n%s", name, tail(b, 6000))
@@ -221,7 +224,10 @@ func StartSentinelWatcher(t testing.TB, file, report string, interval time.Durat
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if t.Failed() {
+		// A test binary built with -race reports a race to its output.
+		if bytes.Contains(out.Bytes(), []byte("WARNING: DATA RACE")) {
+			t.Errorf("watch-sentinel met a data race:\n%s", tail(out.Bytes(), 20000))
+		} else if t.Failed() {
 			t.Logf("output of watch-sentinel:\n%s", tail(out.Bytes(), 4000))
 		}
 	})

@@ -221,7 +221,7 @@ func (n *Node) Exec(ctx context.Context, uid int, args ...string) ([]byte, error
 		prefix = []string{"setpriv", "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--"}
 	}
 	cmd := n.command(append(prefix, args...)...)
-	cmd.Env = append(os.Environ(), n.cfg.Env...)
+	cmd.Env = n.env()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -232,6 +232,39 @@ func (n *Node) Exec(ctx context.Context, uid int, args ...string) ([]byte, error
 		}
 	}()
 	return cmd.CombinedOutput()
+}
+
+// env is the environment of the programs the node runs: this process's,
+// the Config's, and GORACE's log_path in the node's Dir (see RaceReports).
+func (n *Node) env() []string {
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " log_path=" + filepath.Join(n.cfg.Dir, raceLog))
+	return append(append(os.Environ(), n.cfg.Env...), "GORACE="+gorace)
+}
+
+// raceLog is the name in a node's Dir the race detector's reports take,
+// with each process's ID after a dot.
+const raceLog = "race"
+
+// RaceReports returns the data races the race detector found in the
+// programs the node ran, empty when it found none. A daemon built with
+// -race (a test binary run again as the daemon, under make test) writes
+// them to the node's Dir, one file per process: its output, in the node's
+// Log, is read only when a test fails, and a daemon killed at the test's
+// end never exits with the race detector's failing status.
+func (n *Node) RaceReports() (string, error) {
+	files, err := filepath.Glob(filepath.Join(n.cfg.Dir, raceLog+".*"))
+	if err != nil {
+		return "", err
+	}
+	var reports strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("read the race detector's report of node %s: %w", n.cfg.Name, err)
+		}
+		reports.Write(b)
+	}
+	return reports.String(), nil
 }
 
 func (n *Node) startJournald() error {
@@ -283,7 +316,7 @@ func (n *Node) startDaemonLocked(ctx context.Context) error {
 		return nil
 	}
 	cmd := n.command(n.cfg.Daemon...)
-	cmd.Env = append(os.Environ(), n.cfg.Env...)
+	cmd.Env = n.env()
 	cmd.Stderr = n.cfg.Log
 	out, err := cmd.StdoutPipe()
 	if err != nil {

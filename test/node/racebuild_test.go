@@ -1,0 +1,6 @@
+//go:build race
+
+package node_test
+
+// raceBuild says this binary was built with the race detector.
+const raceBuild = true
