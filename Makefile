@@ -44,8 +44,22 @@ TEST_LOG := $(BIN)/test.log
 # The longest of them goes first, the others last; the slowest of the rest
 # (make test's summary names them) come next, so that none starts at the end
 # and runs alone.
-TEST_FIRST := ./test/realkmaint ./test/e2e ./operator/gate ./operator/policy ./daemon
+TEST_FIRST := ./test/realkmaint ./test/e2e ./test/soak ./operator/gate ./operator/policy ./daemon ./test/testbed
 TEST_LAST := ./test/demo ./test/realcluster
+
+# The packages whose code runs kmaint's goroutines (the operator's
+# controllers, drain workers, kept views and watches; the daemon; what they
+# share) and the test helpers their tests start run under the race detector
+# (-race); a race fails the test it happens in. One go test builds all its
+# packages one way, so make test runs two side by side (hack/go-test.sh):
+# these, and the rest without -race (the real-cluster, end-to-end, soak,
+# demo and install tests, which run the same code at sizes or in processes
+# where the detector would cost more than it finds; test/README.md, Where
+# the time goes). TEST_RACE_P packages run at a time under -race, of the
+# cores + 1 the two share; empty, half of them.
+TEST_RACE := ./api/... ./internal/... ./policies/... ./operator/... ./daemon/... \
+	./test/testbed ./test/harness ./test/sim ./test/memcluster ./test/node ./test/promtest ./test/soak/checker
+TEST_RACE_P ?=
 
 .PHONY: help
 help: ## List the targets
@@ -140,8 +154,8 @@ test: test-steps-start mod-download test-deps ## Run verify, then every test aga
 	@$(MAKE) --no-print-directory -j 8 --output-sync=target test-prereqs
 	@verify=0; $(STEP) verify env -u KMAINT_STEPS_LOG $(MAKE) --no-print-directory verify || verify=$$?; \
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	pkgs="$$(hack/test-packages.sh "$(TEST_FIRST)" "$(TEST_LAST)")"; \
-	tests=0; KUBEBUILDER_ASSETS="$$assets" KMAINT_BENCH_SMOKE=1 $(STEP) go-test go test -p $$(( $$(nproc) + 1 )) -race=false -count=1 -bench . -benchtime 1x -timeout 30m $$pkgs 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
+	tests=0; KUBEBUILDER_ASSETS="$$assets" KMAINT_BENCH_SMOKE=1 KMAINT_RACE_P="$(TEST_RACE_P)" $(STEP) go-test \
+		hack/go-test.sh "$(TEST_FIRST)" "$(TEST_LAST)" "$(TEST_RACE)" -count=1 -bench . -benchtime 1x -timeout 30m 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
 	hack/steps.sh summary "$(TEST_LOG)"; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))

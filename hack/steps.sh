@@ -9,7 +9,8 @@
 #                                       "NAME SECONDS EXIT" to it
 #   hack/steps.sh summary GO_TEST_LOG   prints each step's time and the ten
 #                                       slowest packages of GO_TEST_LOG (go
-#                                       test's output)
+#                                       test's output), marking those that
+#                                       ran under -race (hack/go-test.sh)
 set -euo pipefail
 
 start() {
@@ -57,10 +58,15 @@ summary() {
 	fi
 	if [[ -s "${tests}" ]]; then
 		echo "  the ten slowest packages (go test runs several at once):"
+		# hack/go-test.sh's first line names the packages it ran under -race.
+		local raced
+		raced=" $(sed -n 's/^go-test: under -race[^:]*: //p' "${tests}") "
 		# go test's result lines: "ok  <tab>PKG<tab>12.3s" and "FAIL<tab>PKG<tab>12.3s".
 		awk -F'\t' '($1 ~ /^(ok|FAIL) *$/) && $3 ~ /^[0-9.]+s/ { sub(/s.*/, "", $3); sub(/ *$/, "", $1); print $3, $2, $1 }' "${tests}" |
 			sort -rn | head -n 10 | while read -r secs name rc; do
-			printf '    %10s  %s%s\n' "$(clock "${secs}")" "${name#github.com/kmaint/kmaint/}" "$([[ "${rc}" == ok ]] || echo "  (FAIL)")"
+			name="${name#github.com/kmaint/kmaint/}"
+			printf '    %10s  %s%s%s\n' "$(clock "${secs}")" "${name}" "$([[ "${raced}" != *" ${name} "* ]] || echo "  (-race)")" \
+				"$([[ "${rc}" == ok ]] || echo "  (FAIL)")"
 		done
 	fi
 }
