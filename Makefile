@@ -55,8 +55,9 @@ TEST_LAST := ./test/demo ./test/realcluster
 # these, and the rest without -race (the real-cluster, end-to-end, soak,
 # demo and install tests, which run the same code at sizes or in processes
 # where the detector would cost more than it finds; test/README.md, Where
-# the time goes). TEST_RACE_P packages run at a time under -race, of the
-# cores + 1 the two share; empty, half of them.
+# the time goes; make test-race-more runs those of them that run kmaint's
+# code in their own process under -race). TEST_RACE_P packages run at a time
+# under -race; empty, as many as the machine has cores.
 TEST_RACE := ./api/... ./internal/... ./policies/... ./operator/... ./daemon/... \
 	./test/testbed ./test/harness ./test/sim ./test/memcluster ./test/node ./test/promtest ./test/soak/checker
 TEST_RACE_P ?=
@@ -229,6 +230,18 @@ soak: mod-download test-deps envtest $(TEST_PREREQS) ## Run the whole reboot pat
 		-soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.nodes=$(SOAK_NODES) -soak.min-each=$(SOAK_MIN_EACH) \
 		-soak.results=$(CURDIR)/test/soak/results $(SOAK_FLAGS)
 	go run ./test/soak/plot
+
+# The packages make test runs without the race detector that run kmaint's
+# code in their own process (the operator's replicas and the simulated
+# nodes' daemons): the end-to-end tests, the short soak, the demo and the
+# kubectl plugin's tests, under -race (test/README.md, Where the time goes).
+TEST_RACE_MORE := ./test/e2e ./test/soak ./test/demo ./cmd/...
+
+.PHONY: test-race-more
+test-race-more: export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+test-race-more: mod-download test-deps envtest $(TEST_PREREQS) ## Run the in-process end-to-end, soak, demo and plugin tests under the race detector (make test runs them without)
+	assets="$$(hack/envtest-assets.sh bin)"; \
+	KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 60m -p $$(nproc) $(TEST_RACE_MORE)
 
 .PHONY: mutants
 # Each mutant (test/mutants) breaks one of the design's invariants on

@@ -7,11 +7,13 @@
 # packages of each, which hack/steps.sh summary reads. It fails if either
 # failed.
 #
-# Together they run one package more at a time than the machine has cores,
-# as one go test did: half of those (rounded down, at least one) under
-# -race, the rest without, where the packages that start a real cluster
-# wait for its nodes (Makefile, TEST_FIRST). KMAINT_RACE_P sets the -race
-# share.
+# Each runs as many packages at a time as the machine has cores (go test
+# -p, which bounds its compiles too), so together twice as many: the tests
+# mostly wait on API servers, journald and nodes (on the two-core machine
+# make test keeps the cores about half busy), and a go test given one at a
+# time would compile the race detector's builds of every dependency one
+# after the other on a machine that has none yet. KMAINT_RACE_P sets the
+# -race side's share.
 #
 # Usage: hack/go-test.sh "FIRST..." "LAST..." "RACE..." [go test flags...]
 set -euo pipefail
@@ -29,11 +31,10 @@ mapfile -t raced <<<"${raced}"
 mapfile -t rest <<<"${rest}"
 module="$(go list -m)"
 
-slots=$(($(nproc) + 1))
-race_p="${KMAINT_RACE_P:-$((slots / 2))}"
+cores="$(nproc)"
+race_p="${KMAINT_RACE_P:-${cores}}"
 ((race_p >= 1)) || race_p=1
-rest_p=$((slots - race_p))
-((rest_p >= 1)) || rest_p=1
+rest_p="${cores}"
 
 # short PKGS... prints the packages without the module's path, on one line.
 short() { echo "${*//${module}\//}"; }
