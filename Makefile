@@ -140,9 +140,9 @@ test-prereqs: envtest $(TEST_PREREQS)
 # sees go test's own ok/FAIL lines; make test fails if either failed. The
 # prerequisites see KMAINT_STEPS_LOG (a target's variables reach its
 # prerequisites); verify's own make does not, so its steps count once.
-# go test runs every benchmark once after its package's tests (-bench .
-# -benchtime 1x), so that their own checks run; KMAINT_BENCH_SMOKE=1 has
-# the long ones run small and keep no result (test/bench/smoke).
+# hack/go-test.sh also runs every benchmark once (-bench . -benchtime 1x),
+# so that their own checks run; KMAINT_BENCH_SMOKE=1 has the long ones run
+# small and keep no result (test/bench/smoke).
 # Everything make test builds is built with -trimpath: a compiled package
 # then names no checkout's directory, so a fresh clone reuses what the
 # machine compiled for another (go vet ./... in a fresh clone: 150 s
@@ -156,7 +156,7 @@ test: test-steps-start mod-download test-deps ## Run verify, then every test aga
 	@verify=0; $(STEP) verify env -u KMAINT_STEPS_LOG $(MAKE) --no-print-directory verify || verify=$$?; \
 	assets="$$(hack/envtest-assets.sh bin)"; \
 	tests=0; KUBEBUILDER_ASSETS="$$assets" KMAINT_BENCH_SMOKE=1 KMAINT_RACE_P="$(TEST_RACE_P)" $(STEP) go-test \
-		hack/go-test.sh "$(TEST_FIRST)" "$(TEST_LAST)" "$(TEST_RACE)" -count=1 -bench . -benchtime 1x -timeout 30m 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
+		hack/go-test.sh "$(TEST_FIRST)" "$(TEST_LAST)" "$(TEST_RACE)" -count=1 -timeout 30m 2>&1 | tee "$(TEST_LOG)" || tests=$$?; \
 	hack/steps.sh summary "$(TEST_LOG)"; \
 	if (( verify != 0 )); then echo "make test: verify failed, see its output above" >&2; fi; \
 	(( verify == 0 && tests == 0 ))

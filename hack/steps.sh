@@ -62,8 +62,9 @@ summary() {
 		local raced
 		raced=" $(sed -n 's/^go-test: under -race[^:]*: //p' "${tests}") "
 		# go test's result lines: "ok  <tab>PKG<tab>12.3s" and "FAIL<tab>PKG<tab>12.3s".
-		awk -F'\t' '($1 ~ /^(ok|FAIL) *$/) && $3 ~ /^[0-9.]+s/ { sub(/s.*/, "", $3); sub(/ *$/, "", $1); print $3, $2, $1 }' "${tests}" |
-			sort -rn | head -n 10 | while read -r secs name rc; do
+		# A benchmark run's lines name "PKG (benchmarks)" (hack/go-test.sh).
+		awk -F'\t' '($1 ~ /^(ok|FAIL) *$/) && $3 ~ /^[0-9.]+s/ { sub(/s.*/, "", $3); sub(/ *$/, "", $1); print $3 "\t" $2 "\t" $1 }' "${tests}" |
+			sort -rn | head -n 10 | while IFS=$'\t' read -r secs name rc; do
 			name="${name#github.com/kmaint/kmaint/}"
 			printf '    %10s  %s%s%s\n' "$(clock "${secs}")" "${name}" "$([[ "${raced}" != *" ${name} "* ]] || echo "  (-race)")" \
 				"$([[ "${rc}" == ok ]] || echo "  (FAIL)")"
