@@ -34,8 +34,10 @@ func TestRebootCompletesWithoutAMissingDaemon(t *testing.T) {
 	c, clk, t0, _ := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, operator.Options{DaemonConfirmTimeout: bound})
 
 	c.Node(lost).SetNoDaemonOnBoot(true)
-	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
+	// The boot is read before the request: the reboot may be done by the
+	// time RequestReboot returns (a second, on a slow machine).
 	first := c.Node(lost).BootID()
+	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
 
 	// Back, Ready with a new boot; no daemon clears the old boot's request.
 	// The operator holds the node as it was, and writes nothing yet: most
@@ -144,8 +146,10 @@ func TestAnOperatorRestartedWhileADaemonIsAwaited(t *testing.T) {
 	c, clk, t0, op := twoNodesOnAFakeClock(t, pool, sim.Timing{Reboot: time.Second}, opts)
 
 	c.Node(lost).SetNoDaemonOnBoot(true)
-	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
+	// The boot is read before the request: the reboot may be done by the
+	// time RequestReboot returns (a second, on a slow machine).
 	first := c.Node(lost).BootID()
+	g.Expect(c.Node(lost).RequestReboot("kernel update")).To(Succeed())
 	awaiting := func(g Gomega) protocol.NodeState {
 		st, err := protocol.Read(getNode(g, lost))
 		g.Expect(err).NotTo(HaveOccurred())
