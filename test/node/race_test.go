@@ -45,6 +45,11 @@ func racy() int {
 func TestRaceInANodesDaemonIsReported(t *testing.T) {
 	harness.RequireRoot(t)
 	if !raceBuild {
+		// make test builds this package with -race (the Makefile's
+		// TEST_RACE): there a build without it is a mistake, not a skip.
+		if os.Getenv("KMAINT_MAKE_TEST") != "" {
+			t.Fatal("make test ran test/node without -race: the Makefile's TEST_RACE must name ./test/node")
+		}
 		t.Skip("the race detector reports only in a build with -race (make test builds this package with it)")
 	}
 	g := NewWithT(t)
