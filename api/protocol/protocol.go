@@ -167,6 +167,12 @@ type Admission struct {
 	// in approvals written before the field existed, whose wait the gate
 	// then times from when it first sees them.
 	ApprovedAt time.Time `json:"approvedAt,omitzero"`
+	// View is the newest version of the Nodes the gate's view held when it
+	// counted the pool's unavailable nodes for this admission, or for the
+	// approval once there is one: a node that went down (NotReady, or
+	// cordoned by another) at a later version was not counted, as no
+	// gate could have. Empty when it did not know.
+	View string `json:"view,omitempty"`
 }
 
 // DrainFailure is the value of DrainFailed.

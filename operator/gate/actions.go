@@ -256,7 +256,9 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, fo
 		return nil
 	}
 	boot := v.Admission.BootID
-	if _, err := r.patchNode(ctx, st, v, true, protocol.Approve(*v.Admission, st.now, forced != nil)); err != nil {
+	approval := *v.Admission
+	approval.View = st.freshness.nodes
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Approve(approval, st.now, forced != nil)); err != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Reboot approved", "node", v.Node.Name, "bootID", boot, "forced", forced != nil)
@@ -315,7 +317,8 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	for _, name := range a.plan.admit {
 		v := st.view(name)
 		cur := v.Current()
-		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID}
+		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID,
+			View: st.freshness.nodes}
 		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
 			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
 		}

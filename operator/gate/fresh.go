@@ -39,6 +39,11 @@ const cacheBehindRetry = time.Second
 type freshness struct {
 	asked  bool
 	behind string
+	// nodes is the newest version of the Nodes the reconcile's views
+	// were read after (poolnodes.Seen): an admission or approval records
+	// it, so that a node's change after it is known as one the gate could
+	// not count.
+	nodes string
 }
 
 // cacheBehind reports why the pool's cache is behind what decides its

@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,6 +93,38 @@ func TestPercentBudgetCountsNotReadyAndPersonCordonedNodes(t *testing.T) {
 	// kmaint leaves it cordoned afterwards.
 	request(t, cordoned, "c", time.Now())
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, cordoned, true) }, timeout).Should(Succeed())
+}
+
+// An admission and its approval record the view of Nodes the gate counted
+// the pool from: one that holds the change that made room for it.
+func TestAnAdmissionRecordsTheViewOfNodesItCountedFrom(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createPool(t, gen.Pool("viewed", intstr.FromInt32(1)))
+	node := createNodes(t, "viewed", "viewed", 1)[0]
+	sick := createNodes(t, "viewed-sick", "viewed", 1, gen.NotReady())[0]
+	startOperator(t)
+
+	request(t, node, "v", time.Now())
+	g.Eventually(func(g Gomega) int32 { return getPool(g, "viewed").Status.PendingRequests }, timeout).Should(BeEquivalentTo(1))
+	g.Expect(getNode(g, node).Annotations).NotTo(HaveKey(protocol.Admitted))
+	n := getNode(g, sick)
+	gen.SetReady(n, true)
+	g.Expect(bed.Client.Status().Update(ctx, n)).To(Succeed())
+	recovered, err := strconv.ParseUint(n.ResourceVersion, 10, 64)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	viewOf := func(g Gomega) uint64 {
+		st, err := protocol.Read(getNode(g, node))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.Admission).NotTo(BeNil())
+		v, err := strconv.ParseUint(st.Admission.View, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred(), "the view %q", st.Admission.View)
+		return v
+	}
+	g.Eventually(viewOf, timeout).Should(BeNumerically(">=", recovered), "admitted once the sick node's recovery was seen")
+	g.Eventually(func(g Gomega) map[string]string { return getNode(g, node).Annotations }, timeout).Should(HaveKey(protocol.RebootApproved))
+	g.Expect(viewOf(g)).To(BeNumerically(">=", recovered), "the approval's view")
 }
 
 func TestPausedPoolAdmitsNothingUntilResumed(t *testing.T) {

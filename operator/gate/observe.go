@@ -127,6 +127,8 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	m := r.members.of(pool.Name)
 	// The views only read the cached objects; a write goes through
 	// patchNode, which copies.
+	// Read before the views: every change up to it is in them.
+	st.freshness.nodes = r.nodesSeen.Version()
 	err = r.kept.Of(pool.Name).Sync(poolnodes.Sync[keptView]{
 		Decoded: r.Decoded,
 		List: func() ([]*corev1.Node, error) {

@@ -97,6 +97,10 @@ type Reconciler struct {
 	settings *requestSettings
 	// kept keeps each pool's views of its nodes between reconciles.
 	kept *poolnodes.KeptPools[keptView]
+	// nodesSeen is the newest version of the Nodes the views were told
+	// of; an admission or approval records the one its views were read
+	// after.
+	nodesSeen *poolnodes.Seen
 	// members keeps what the gate made of each pool's nodes, and their
 	// queue, between reconciles.
 	members *poolMembers
@@ -228,7 +232,7 @@ func (r *Reconciler) watches() []enqueue.Watch {
 			Predicates: []predicate.Predicate{predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, readabilityChanged(), haltChanged())}},
 		// The kept views learn of every change of a node before the
 		// reconcile it causes runs (poolnodes.Kept.Sync).
-		{Object: &corev1.Node{}, Handler: poolnodes.TrackNodes(r.kept, poolnodes.NodeHandler(r.Client), poolnodes.NodeChanged(true))},
+		{Object: &corev1.Node{}, Handler: poolnodes.TrackNodes(r.kept, r.nodesSeen, poolnodes.NodeHandler(r.Client), poolnodes.NodeChanged(true))},
 		{Object: &v1alpha1.NodeMaintenance{}, Handler: handler.EnqueueRequestsFromMapFunc(r.maintenancePools)},
 		{Object: &v1alpha1.RebootPolicy{}, Handler: handler.EnqueueRequestsFromMapFunc(r.allPools),
 			Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}},
@@ -292,6 +296,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	}
 	r.settings = newRequestSettings()
 	r.kept = poolnodes.NewKeptPools[keptView]()
+	r.nodesSeen = &poolnodes.Seen{}
 	r.members = newPoolMembers()
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()

@@ -138,36 +138,51 @@ func TestSyncReadsOnlyWhatChangedAndTellsWhatAFullReadWould(t *testing.T) {
 	}
 }
 
-// TrackNodes tells the Kept of a change before it hands the event on: the
-// reconcile the event causes finds the node to read.
-func TestTrackNodesTellsTheKeptBeforeItEnqueues(t *testing.T) {
+// TrackNodes tells the Kept of a change, then the Seen of its version,
+// before it hands the event on: the reconcile the event causes finds the
+// node to read, and a view read after a version holds its change.
+func TestTrackNodesTellsTheKeptThenTheVersionBeforeItEnqueues(t *testing.T) {
 	var order []string
-	kept := trackerFunc{added: func(n *corev1.Node) { order = append(order, "added "+n.Name) },
-		replaced: func(n *corev1.Node) { order = append(order, "replaced "+n.Name) }}
+	seen := &Seen{}
+	kept := trackerFunc{added: func(n *corev1.Node) { order = append(order, "added "+n.Name+" at "+seen.Version()) },
+		replaced: func(n *corev1.Node) { order = append(order, "replaced "+n.Name+" at "+seen.Version()) }}
+	enqueued := func() { order = append(order, "enqueued at "+seen.Version()) }
 	next := handler.Funcs{
 		CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			order = append(order, "enqueued")
+			enqueued()
 		},
 		UpdateFunc: func(context.Context, event.UpdateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			order = append(order, "enqueued")
+			enqueued()
 		},
 		DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			order = append(order, "enqueued")
+			enqueued()
 		},
 	}
-	// Updates of n2 do not pass: the Kept is told, nothing is enqueued.
+	// Updates of n2 do not pass: the Kept and the Seen are told, nothing
+	// is enqueued.
 	onlyN1 := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == "n1" })
-	h := TrackNodes(kept, next, onlyN1)
-	n1, n2 := requesting("n1", "u1", "1", "b"), requesting("n2", "u2", "1", "b")
+	h := TrackNodes(kept, seen, next, onlyN1)
+	n1, n2 := requesting("n1", "u1", "7", "b"), requesting("n2", "u2", "5", "b")
+	n1b, n2b := requesting("n1", "u1", "12", "b"), requesting("n2", "u2", "9", "b")
 	ctx := context.Background()
 	h.Create(ctx, event.CreateEvent{Object: n1}, nil)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: n2, ObjectNew: n2}, nil)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: n1, ObjectNew: n1}, nil)
-	h.Delete(ctx, event.DeleteEvent{Object: n1}, nil)
-	want := []string{"added n1", "enqueued", "replaced n2", "replaced n1", "enqueued", "replaced n1", "enqueued"}
+	h.Update(ctx, event.UpdateEvent{ObjectOld: n2, ObjectNew: n2b}, nil)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: n1, ObjectNew: n1b}, nil)
+	// A list after a compacted watch hands on an older version after a
+	// newer one: the newest stays.
+	h.Update(ctx, event.UpdateEvent{ObjectOld: n2b, ObjectNew: n2b}, nil)
+	h.Delete(ctx, event.DeleteEvent{Object: n1b}, nil)
+	want := []string{"added n1 at ", "enqueued at 7", "replaced n2 at 7", "replaced n1 at 9", "enqueued at 12",
+		"replaced n2 at 12", "replaced n1 at 12", "enqueued at 12"}
 	if !slices.Equal(order, want) {
 		t.Fatalf("order %v, want %v", order, want)
 	}
+	var none *Seen
+	if got := none.Version(); got != "" {
+		t.Fatalf("no Seen: version %q, want none", got)
+	}
+	h = TrackNodes(kept, none, next, onlyN1)
+	h.Create(ctx, event.CreateEvent{Object: n1}, nil) // a nil Seen is told nothing, and does not fail
 }
 
 type trackerFunc struct{ added, replaced func(*corev1.Node) }

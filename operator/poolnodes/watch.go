@@ -118,12 +118,13 @@ type NodeTracker interface {
 }
 
 // TrackNodes tells kept of every Node the cache adds, replaces or drops,
-// and then hands the events that changed passes to next. One handler does
-// both, in that order: a Kept that Syncs reads only the nodes it was told
-// of, and a separate handler, on a goroutine of its own, might tell it
-// after the reconcile next enqueued had run, which would miss the change
-// that caused it.
-func TrackNodes(kept NodeTracker, next handler.TypedEventHandler[client.Object, reconcile.Request], changed predicate.Predicate) handler.TypedEventHandler[client.Object, reconcile.Request] {
+// then seen (nil: none) of its version, and then hands the events that
+// changed passes to next. One handler does all three, in that order: a Kept
+// that Syncs reads only the nodes it was told of, and a separate handler,
+// on a goroutine of its own, might tell it after the reconcile next
+// enqueued had run, which would miss the change that caused it; and seen
+// names only versions whose changes the Kept was told of.
+func TrackNodes(kept NodeTracker, seen *Seen, next handler.TypedEventHandler[client.Object, reconcile.Request], changed predicate.Predicate) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	tell := func(obj client.Object, f func(*corev1.Node)) {
 		if node, ok := obj.(*corev1.Node); ok {
 			f(node)
@@ -131,17 +132,20 @@ func TrackNodes(kept NodeTracker, next handler.TypedEventHandler[client.Object, 
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if tell(e.Object, kept.Added); changed.Create(e) {
+			tell(e.Object, kept.Added)
+			if seen.saw(e.Object); changed.Create(e) {
 				next.Create(ctx, e, q)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if tell(e.ObjectOld, kept.Replaced); changed.Update(e) {
+			tell(e.ObjectOld, kept.Replaced)
+			if seen.saw(e.ObjectNew); changed.Update(e) {
 				next.Update(ctx, e, q)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if tell(e.Object, kept.Replaced); changed.Delete(e) {
+			tell(e.Object, kept.Replaced)
+			if seen.saw(e.Object); changed.Delete(e) {
 				next.Delete(ctx, e, q)
 			}
 		},

@@ -88,12 +88,16 @@ func TestSoak(t *testing.T) {
 	if err := s.quiesce(); err != nil {
 		t.Fatalf("end the faults: %v", err)
 	}
+	// left is what kept the soak from its end at the last look.
+	var left string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, endBound, true, func(ctx context.Context) (bool, error) {
 		ops.sample(start)
-		if check.Unmet() > 0 {
+		if open := check.Unmet(); open > 0 {
+			left = fmt.Sprintf("%d requests the soak made have not ended", open)
 			return false, nil
 		}
-		return settled(ctx)
+		left = unsettled(ctx)
+		return left == "", nil
 	})
 	ended := time.Now()
 	violations := check.Final()
@@ -103,7 +107,7 @@ func TestSoak(t *testing.T) {
 	violations = append(violations, grew...)
 	if err != nil {
 		violations = append(violations, checker.Violation{At: ended, Invariant: checker.End,
-			Message: fmt.Sprintf("not every request ended, and every node back in service, within %s of the faults' end", endBound)})
+			Message: fmt.Sprintf("not every request ended, and every node back in service, within %s of the faults' end: %s", endBound, left)})
 	}
 	res := s.result(start, quiet, ended, violations)
 	res.Blind = check.Blind()
@@ -333,33 +337,39 @@ func (s *soak) count(kind string) {
 	s.timeline = append(s.timeline, moment{Seconds: time.Since(s.start).Seconds(), Kind: kind})
 }
 
-// settled reports whether every NodeMaintenance has ended and no node is
-// held by kmaint or cordoned.
-func settled(ctx context.Context) (bool, error) {
+// unsettled says what keeps the soak from its end: the NodeMaintenances
+// not ended, and the nodes kmaint still holds, has cordoned or has a
+// request of; "" when there is none.
+func unsettled(ctx context.Context) string {
 	var nms v1alpha1.NodeMaintenanceList
 	if err := bed.Client.List(ctx, &nms); err != nil {
-		return false, nil
+		return fmt.Sprintf("list NodeMaintenances: %v", err)
 	}
+	var left []string
 	for _, nm := range nms.Items {
 		if nm.Status.Phase != v1alpha1.PhaseSucceeded && nm.Status.Phase != v1alpha1.PhaseFailed {
-			return false, nil
+			left = append(left, fmt.Sprintf("NodeMaintenance %s (node %s, %s) is %q: %s", nm.Name, nm.Spec.NodeName, nm.Spec.Source, nm.Status.Phase, nm.Status.Message))
 		}
 	}
 	var nodes corev1.NodeList
 	if err := bed.Client.List(ctx, &nodes); err != nil {
-		return false, nil
+		return fmt.Sprintf("list nodes: %v", err)
 	}
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || n.Annotations[protocol.RebootRequested] != "" {
-			return false, nil
+		var held []string
+		if n.Spec.Unschedulable {
+			held = append(held, "unschedulable")
 		}
-		for _, key := range []string{protocol.Admitted, protocol.RebootApproved, protocol.Settling, protocol.Cordoned} {
-			if _, ok := n.Annotations[key]; ok {
-				return false, nil
+		for _, key := range []string{protocol.RebootRequested, protocol.Admitted, protocol.RebootApproved, protocol.Settling, protocol.Cordoned} {
+			if v, ok := n.Annotations[key]; ok && (v != "" || key != protocol.RebootRequested) {
+				held = append(held, fmt.Sprintf("%s=%s", key, v))
 			}
 		}
+		if len(held) > 0 {
+			left = append(left, fmt.Sprintf("node %s (boot %s): %s", n.Name, n.Status.NodeInfo.BootID, strings.Join(held, ", ")))
+		}
 	}
-	return true, nil
+	return strings.Join(left, "; ")
 }
 
 // fragmentationPolicy asks for a reboot of a node of the pools whose memory

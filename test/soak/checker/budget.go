@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// The graces: the only slack the budget's checks allow, each where the gate
-// itself cannot know sooner. Both are measured on etcd's clock as the
+// The grace: the one slack of time the budget's checks allow, where the
+// gate itself cannot know sooner. It is measured on etcd's clock as the
 // checker reads it (clock): from when etcd made the change to when it made
-// the admission or approval, whenever either's watch delivered it.
+// the admission or approval, whenever either's watch delivered it. A node
+// down of its own needs none: the admission or approval records the
+// version of the Nodes the gate counted from (ExcusedNodeDown).
 const (
 	// liveReadSpan is how long before an admission or approval a change
 	// of its pool may be made and still not be known to the gate. Before
@@ -26,15 +28,6 @@ const (
 	// most in the soak), each a round trip of milliseconds, tens on a
 	// machine the soak loads. A second bounds it with room to spare.
 	liveReadSpan = time.Second
-	// nodeViewLag is how long after a node went down of its own (NotReady,
-	// or cordoned by someone else) the gate may still admit or approve
-	// without counting it. The gate reads only the pool and the
-	// MaintenanceGate live; it counts the nodes from its cache, which its
-	// watch of Nodes fills a moment after etcd made each change, and its
-	// event handler marks changed before a reconcile reads them again
-	// (operator/poolnodes). On one machine that is milliseconds, tens when
-	// it is loaded; a second bounds it with room to spare.
-	nodeViewLag = time.Second
 )
 
 // What Checked counts.
@@ -65,9 +58,16 @@ const (
 	// ExcusedPoolChange: an admission or approval over a budget that its
 	// pool's change, made less than liveReadSpan before it, had lowered.
 	ExcusedPoolChange = "pool-change-within-live-read-span"
-	// ExcusedNodeDown: one over the budget counting a node down of its
-	// own for less than nodeViewLag.
-	ExcusedNodeDown = "node-down-within-view-lag"
+	// ExcusedNodeDown: one over the budget counting a node that went down
+	// of its own (NotReady, or cordoned by someone else) after the view
+	// the gate counted from: a version later than the one the admission
+	// or approval records (protocol.Admission.View). The gate reads only
+	// the pool and the MaintenanceGate live; it counts the nodes from its
+	// cache, which its watch of Nodes fills a moment after etcd made each
+	// change. A node down at the recorded version or before is counted,
+	// however short its lag; one written with no version is held to every
+	// node down before it.
+	ExcusedNodeDown = "node-down-after-the-gates-view"
 	// ExcusedListedDown: admissions or approvals first seen in a list
 	// after a blind window, held to the nodes kmaint held at the list, in
 	// a pool where nodes were down of their own: those are not counted.
@@ -94,7 +94,7 @@ func excuseWhy(reason string) string {
 	case reason == ExcusedPoolChange:
 		return fmt.Sprintf("a pool's change made less than %s before an admission or approval, after the gate's one read of the pool in that reconcile", liveReadSpan)
 	case reason == ExcusedNodeDown:
-		return fmt.Sprintf("a node down of its own for less than %s before an admission or approval, before the gate's watch of Nodes could show it", nodeViewLag)
+		return "a node down of its own at a version later than the view of Nodes the gate counted from, which its admission or approval records: no gate could have counted it"
 	case reason == ExcusedListedDown:
 		return "admissions or approvals first seen in a list after a blind window, in a pool where nodes were down of their own at the list: those may have come up or gone down in the window unseen, and were not counted"
 	case reason == ExcusedUnseenApproval:
@@ -245,10 +245,11 @@ func (r *replay) count(pool string) int {
 }
 
 // others tells, of the nodes of the pool other than name, those that count
-// against a write at version k: those counted holds, and those down of
-// their own since at least nodeViewLag before it (down); fresh are those
-// down for less, and lag how long the oldest of them had been.
-func (r *replay) others(pool, name string, k int64, counted func(*nodeState) bool) (held, down, fresh []string, lag time.Duration) {
+// against a write at version k made from the view of Nodes at version view
+// (0: none recorded): those counted holds, and those down of their own
+// since view or before (down); unseen are those that went down after it,
+// and lag how long before the write the oldest of them had been.
+func (r *replay) others(pool, name string, k, view int64, counted func(*nodeState) bool) (held, down, unseen []string, lag time.Duration) {
 	now := r.clock.made(k)
 	for other, t := range r.nodes {
 		s := t.cur
@@ -260,17 +261,17 @@ func (r *replay) others(pool, name string, k int64, counted func(*nodeState) boo
 			held = append(held, other)
 		case s.down():
 			since := now.Sub(r.clock.made(t.downKey))
-			if since >= nodeViewLag {
-				down = append(down, fmt.Sprintf("%s (down %.1fs)", other, since.Seconds()))
+			if view == 0 || t.downKey <= view {
+				down = append(down, fmt.Sprintf("%s (down since v%d, %.1fs)", other, t.downKey, since.Seconds()))
 			} else {
-				fresh = append(fresh, other)
+				unseen = append(unseen, other)
 				lag = max(lag, since)
 			}
 		}
 	}
 	sort.Strings(held)
 	sort.Strings(down)
-	return held, down, fresh, lag
+	return held, down, unseen, lag
 }
 
 // admission holds a new admission to its pool's budget: the nodes kmaint
@@ -279,8 +280,8 @@ func (r *replay) others(pool, name string, k int64, counted func(*nodeState) boo
 // is down already at no cost, but only while the pool is within it.
 func (r *replay) admission(k int64, s *nodeState) {
 	pool := s.pool()
-	held, down, fresh, downLag := r.others(pool, s.name, k, (*nodeState).held)
-	r.hold(k, s, CheckedAdmissions, "admitted", pool, held, down, fresh, downLag, (*poolState).admitBudget)
+	held, down, unseen, downLag := r.others(pool, s.name, k, s.adm.view(), (*nodeState).held)
+	r.hold(k, s, CheckedAdmissions, "admitted", pool, held, down, unseen, downLag, (*poolState).admitBudget)
 }
 
 // approval holds a new approval to its pool's budget: the nodes past
@@ -301,13 +302,13 @@ func (r *replay) approval(k int64, s *nodeState) {
 	}
 	pool := s.pool()
 	past := func(o *nodeState) bool { return o.rebooting() || o.held() && !o.ready }
-	held, down, fresh, downLag := r.others(pool, s.name, k, past)
-	r.hold(k, s, CheckedApprovals, "approved", pool, held, down, fresh, downLag, (*poolState).approveBudget)
+	held, down, unseen, downLag := r.others(pool, s.name, k, s.adm.view(), past)
+	r.hold(k, s, CheckedApprovals, "approved", pool, held, down, unseen, downLag, (*poolState).approveBudget)
 }
 
 // hold checks that held, down and the node fit the budget, and tells which
 // grace let it pass where one did.
-func (r *replay) hold(k int64, s *nodeState, checked, what, pool string, held, down, fresh []string, downLag time.Duration, of func(*poolState) int) {
+func (r *replay) hold(k int64, s *nodeState, checked, what, pool string, held, down, unseen []string, downLag time.Duration, of func(*poolState) int) {
 	at := r.clock.made(k)
 	r.out.checked[checked]++
 	b, ok := r.budgetAt(pool, k, of)
@@ -318,11 +319,11 @@ func (r *replay) hold(k int64, s *nodeState, checked, what, pool string, held, d
 	n := len(held) + len(down) + 1
 	switch {
 	case n > b.lenient:
-		r.out.violate(at, Budget, "pool %s: node %s %s (v%d) with %d counted against a budget of %d: kmaint's %v, down %v (%s)",
-			pool, s.name, what, s.rv, n, b.lenient, held, down, r.budgetsBefore(pool, k))
+		r.out.violate(at, Budget, "pool %s: node %s %s (v%d, from its view of Nodes at v%d) with %d counted against a budget of %d: kmaint's %v, down %v (%s)",
+			pool, s.name, what, s.rv, s.adm.view(), n, b.lenient, held, down, r.budgetsBefore(pool, k))
 	case n > b.strict:
 		r.out.excuse(ExcusedPoolChange, b.lag)
-	case n+len(fresh) > b.lenient:
+	case n+len(unseen) > b.lenient:
 		r.out.excuse(ExcusedNodeDown, downLag)
 	}
 }

@@ -30,22 +30,39 @@ func TestAnAdmissionOverTheBudgetIsCaught(t *testing.T) {
 	g.Expect(invariants(h.Violations())).To(ContainElement(Budget), "two of a budget of one")
 }
 
-func TestANodeDownOfItsOwnCountsOnceTheGateCanHaveSeenIt(t *testing.T) {
+// A node down of its own counts against an admission made from a view of
+// Nodes that held its change, however soon after it; one made from a view
+// before it is excused, and counted as such.
+func TestANodeDownOfItsOwnCountsOnceTheGatesViewHeldIt(t *testing.T) {
 	g := NewWithT(t)
 	h := newHistory()
 	h.pool("p", 1, false)
 	h.Node(node("a", "p"), false)
 	h.Node(node("b", "p"), false)
 	h.Node(node("c", "p"), false)
-	// b goes NotReady a moment before a's admission: a race, not a fault
-	// of the gate's.
+	// b goes NotReady a moment before a's admission, whose view is of the
+	// version before: a race, not a fault of the gate's.
 	h.after(time.Second).Node(node("b", "p", notReady), false)
-	h.after(nodeViewLag/2).Node(node("a", "p", admitted("a1", "p")), false)
+	down := h.version()
+	h.after(5*time.Second).Node(node("a", "p", admitted("a1", "p"), seeing(down-1)), false)
 	g.Expect(h.Violations()).To(BeEmpty())
-	g.Expect(h.Excused()).To(HaveKeyWithValue(ExcusedNodeDown, HaveField("Count", 1)))
-	// c's admission comes long after b went down (and a's slot is gone).
+	g.Expect(h.Excused()).To(HaveKeyWithValue(ExcusedNodeDown, And(HaveField("Count", 1), HaveField("Seconds", BeNumerically("~", 5, 0.01)))))
+	// c's admission comes a moment after a's slot is gone, from a view
+	// that holds b's change: b counts.
 	h.after(time.Second).Node(node("a", "p"), false)
-	h.after(nodeViewLag).Node(node("c", "p", admitted("c1", "p")), false)
+	h.after(10*time.Millisecond).Node(node("c", "p", admitted("c1", "p"), seeing(down)), false)
+	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
+}
+
+// An admission that records no view is held to every node down before it.
+func TestAnAdmissionWithoutAViewCountsEveryNodeDownBeforeIt(t *testing.T) {
+	g := NewWithT(t)
+	h := newHistory()
+	h.pool("p", 1, false)
+	h.Node(node("a", "p"), false)
+	h.Node(node("b", "p"), false)
+	h.Node(node("b", "p", notReady), false)
+	h.after(10*time.Millisecond).Node(node("a", "p", admitted("a1", "p")), false)
 	g.Expect(invariants(h.Violations())).To(Equal([]string{Budget}))
 }
 

@@ -45,8 +45,10 @@
 //   - liveReadSpan: a pool's change made less than a second before an
 //     admission or approval, after the gate's one live read of the pool in
 //     that reconcile;
-//   - nodeViewLag: a node down of its own for less than a second, before
-//     the gate's watch of Nodes can show it;
+//   - a node down of its own at a version later than the view of Nodes
+//     the gate counted from, which its admission or approval records
+//     (protocol.Admission.View): no gate could have counted it. One down
+//     at that version or before counts, however short its lag;
 //   - blind windows: the changes of a kind in a window its watch's version
 //     was compacted away were not seen one by one. A daemon's reboot in a
 //     blind window of Nodes whose approval came and went unseen is

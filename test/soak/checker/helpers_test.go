@@ -2,6 +2,7 @@ package checker
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,23 @@ func admittedAt(at time.Time, boot, pool string, requests ...string) func(*corev
 		n.Spec.Unschedulable = true
 	}
 }
+
+// seeing records, in the node's admission, the view of Nodes the gate
+// counted from: the version given.
+func seeing(view int64) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		var a map[string]any
+		if err := json.Unmarshal([]byte(n.Annotations[protocol.Admitted]), &a); err != nil {
+			panic("seeing an admission that is not there: " + err.Error())
+		}
+		a["view"] = strconv.FormatInt(view, 10)
+		b, _ := json.Marshal(a)
+		n.Annotations[protocol.Admitted] = string(b)
+	}
+}
+
+// version is the version the history's last change was given.
+func (h *history) version() int64 { return h.h.last }
 
 func approved(boot string) func(*corev1.Node) {
 	return func(n *corev1.Node) { n.Annotations[protocol.RebootApproved] = boot }

@@ -54,6 +54,18 @@ type admission struct {
 	Requests []string  `json:"requests"`
 	Pool     string    `json:"pool"`
 	Time     time.Time `json:"time"`
+	// View is the newest version of the Nodes the gate's view held when
+	// it counted the pool for this admission, or its approval.
+	View string `json:"view"`
+}
+
+// view is the version View names; 0 when it names none, which holds the
+// write to every node down before it.
+func (a *admission) view() int64 {
+	if a == nil {
+		return 0
+	}
+	return versionOf(a.View)
 }
 
 // id names one admission: the gate writes a new one (another time) for
