@@ -85,7 +85,7 @@ func (s *slimmer) ready(conditions []corev1.NodeCondition) []corev1.NodeConditio
 }
 
 // job keeps of a hook's Job what the operator reads from its cache (the
-// gate's hookJob and hookJobPool, hooks.PhaseOf): its name, namespace,
+// Job kind of package hooks and the gate's hookJobPool): its name, namespace,
 // UID, resourceVersion, creation and deletion times, the labels and
 // annotations under kmaint.io/ and app.kubernetes.io/managed-by (which
 // name the hook, its token and its pool), and its status's conditions

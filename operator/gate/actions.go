@@ -99,7 +99,7 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			errs = append(errs, r.stopHookJobs(ctx, rec))
+			errs = append(errs, r.hooks.Stop(ctx, rec))
 			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
 				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 		}

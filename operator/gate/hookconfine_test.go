@@ -124,7 +124,7 @@ func TestAPreMadeHookJobPassesNothing(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &batchv1.Job{}
 		g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(premade), got)).To(Succeed())
-		g.Expect(hooks.PhaseOf(got).Phase).To(Equal(hooks.JobSucceeded), "the forged Job is done")
+		g.Expect(hooks.PhaseOf(got).State).To(Equal(hooks.AttemptPassed), "the forged Job is done")
 	}, timeout).Should(Succeed())
 
 	acknowledge(g, node, "db-stepdown", drainToken)

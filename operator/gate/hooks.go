@@ -2,20 +2,11 @@ package gate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -56,19 +47,12 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, po
 		return hookPassed, nil
 	}
 	resumeAt, _ := st.pool.ResumeHaltTime(st.now) // aftercare reports an unusable one
-	token := v.HookTokenAt(point, bootID)
-	var lookupErr error
-	d := hooks.Decide(hooks.Input{
-		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
-		Acked: func(hook string) bool { return protocol.Acknowledged(v.Node, hook, token) },
-		Job: func(hook string, p protocol.HookProgress) hooks.Job {
-			j, err := r.hookJob(ctx, protocol.HookJobName(hook, token, p.Attempt), p.JobUID)
-			lookupErr = errors.Join(lookupErr, err)
-			return j
-		},
+	subject := hookSubject(st, v, point, bootID)
+	d, err := r.hooks.Decide(ctx, subject, hooks.Input{
+		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: subject.Token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
 	})
-	if lookupErr != nil {
-		return hookWaiting, lookupErr
+	if err != nil {
+		return hookWaiting, err
 	}
 	st.wakeAt(d.Wake)
 	if d.Write {
@@ -80,11 +64,10 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, po
 	r.tellHooks(ctx, st, v, point, d.Events)
 	if len(d.Start) > 0 {
 		events := len(d.Events)
-		started, refused, err := r.startJobs(ctx, st, v, point, bootID, token, specs, d)
+		rec, err := r.hooks.Start(ctx, subject, specs, &d)
 		if err != nil {
 			return hookWaiting, err
 		}
-		rec := d.Started(specs, started, refused, st.now)
 		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(rec)); err != nil {
 			return hookWaiting, err
 		}
@@ -101,158 +84,15 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, po
 	return hookWaiting, nil
 }
 
-// hookJob reads an attempt's Job. The cache may not have a Job made a
-// moment ago: a Job it does not have is looked up in the API before it is
-// taken for gone, which fails its hook. One whose UID is not uid (the one
-// made for the attempt) is not it.
-func (r *Reconciler) hookJob(ctx context.Context, name, uid string) (hooks.Job, error) {
-	key := types.NamespacedName{Namespace: r.HooksNamespace, Name: name}
-	var job batchv1.Job
-	err := r.Get(ctx, key, &job)
-	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, key, &job)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return hooks.Job{Phase: hooks.JobMissing}, nil
-	case err != nil:
-		return hooks.Job{}, fmt.Errorf("get hook Job %s: %w", key, err)
-	case uid != "" && string(job.UID) != uid:
-		return hooks.Job{Phase: hooks.JobReplaced}, nil
-	}
-	return hooks.PhaseOf(&job), nil
-}
-
-// startJobs makes the Jobs a decision asks for, and returns their UIDs
-// by hook. A Job the API server refuses (its template invalid, its
-// namespace missing, a quota or a pod security level in the way) is
-// returned as refused: its hook fails, never passes. A Job that exists
-// already is taken only if it is the one the gate would have made
-// (adoptJob); else it is refused too. Any other error is returned, to try
-// again.
-func (r *Reconciler) startJobs(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID, token string, specs []v1alpha1.Hook, d hooks.Decision) (started map[string]string, refused map[string]hooks.Refusal, err error) {
-	started, refused = map[string]string{}, map[string]hooks.Refusal{}
-	var errs []error
-	for _, name := range d.Start {
-		h, p := hookNamed(specs, name), progressNamed(d.Record, name)
-		if h == nil || p == nil {
-			continue
+// hookSubject is the node's point as its hooks are told of it.
+func hookSubject(st *poolState, v *nodeView, point protocol.HookPoint, bootID string) hooks.Subject {
+	s := hooks.Subject{Pool: st.pool.Name, Node: v.Node, Point: point, BootID: bootID, Token: v.HookTokenAt(point, bootID),
+		DesiredConfig: st.pool.Spec.DesiredConfig, CurrentConfig: v.CurrentConfig, Now: st.now}
+	if v.Admission != nil {
+		for _, src := range v.Admission.Sources {
+			s.Sources = append(s.Sources, string(src))
 		}
-		if r.HooksNamespace == "" {
-			refused[name] = hooks.Refusal{Reason: hooks.ReasonNotStarted, Message: "the operator runs no hook Jobs: it was started without --hooks-namespace"}
-			continue
-		}
-		c := hooks.JobContext{
-			Namespace: r.HooksNamespace, Pool: st.pool.Name, Node: v.Node.Name, Point: point, BootID: bootID, Token: token,
-			Attempt: p.Attempt, DesiredConfig: st.pool.Spec.DesiredConfig, CurrentConfig: v.CurrentConfig,
-			Deadline: p.Deadline, Now: st.now, ServiceAccount: r.HookServiceAccount, PriorityClass: r.HookPriorityClass,
-		}
-		if v.Admission != nil {
-			for _, s := range v.Admission.Sources {
-				c.Sources = append(c.Sources, string(s))
-			}
-			c.Reasons = v.Admission.Reasons
-		}
-		job := hooks.NewJob(h, c)
-		err := r.Create(ctx, job)
-		var notOurs string
-		if apierrors.IsAlreadyExists(err) {
-			job, notOurs, err = r.adoptJob(ctx, job, h, p)
-		}
-		switch {
-		case err == nil && notOurs != "":
-			ctrl.LoggerFrom(ctx).Info("Hook Job not ours", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "why", notOurs)
-			refused[name] = hooks.Refusal{Reason: hooks.ReasonJobNotOurs, Message: fmt.Sprintf(
-				"Job %s/%s existed before kmaint made it, and is not the one kmaint makes for the attempt (%s): whoever made it may run anything in it, so what it says counts for nothing; it is left for a person to look at",
-				r.HooksNamespace, job.Name, notOurs)}
-		case err == nil:
-			ctrl.LoggerFrom(ctx).Info("Hook Job made", "node", v.Node.Name, "hook", name, "point", point, "job", job.Name, "attempt", p.Attempt)
-			started[name] = string(job.UID)
-		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
-			refused[name] = hooks.Refusal{Reason: hooks.ReasonNotStarted, Message: fmt.Sprintf("Job %s/%s could not be made: %v", r.HooksNamespace, job.Name, err)}
-		default:
-			errs = append(errs, fmt.Errorf("make hook Job %s/%s: %w", r.HooksNamespace, job.Name, err))
-		}
-	}
-	return started, refused, errors.Join(errs...)
-}
-
-// adoptJob reads the Job of want's name, which exists already, and says
-// why it is not the one the gate makes for the attempt ("" when it is).
-// The gate meets its own when it made the Job and its record of it was
-// not written (the operator died, or the node changed meanwhile). But a
-// hook Job's name is computed from what any reader of Nodes sees, so a
-// Job made first by someone else, running anything, would otherwise pass
-// the hook: only the operator may make Jobs in the hooks namespace
-// (config/admission), and this holds where that policy is missing.
-//
-// Its labels and annotations must be want's, and its spec what the API
-// server makes of want's: the gate asks it with a dry run of want under
-// another name (its defaults, and what admission adds, are the API
-// server's to say, not a copy here to drift from it), and compares the
-// two but for what the API server derives from the Job's own name and
-// UID (the selector and the pod labels that carry them) and the deadline
-// (counted from when each was made). A Job that the record names by UID
-// must have that UID. A legitimate Job made before the pool's template or
-// desiredConfig changed is not taken either: its hook fails, and what it
-// ran is for a person to judge.
-func (r *Reconciler) adoptJob(ctx context.Context, want *batchv1.Job, h *v1alpha1.Hook, p *protocol.HookProgress) (*batchv1.Job, string, error) {
-	have := &batchv1.Job{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		// Gone in between: the next pass makes it, or finds it.
-		return want, "", fmt.Errorf("get hook Job %s/%s, which exists: %w", want.Namespace, want.Name, err)
-	}
-	if p.JobUID != "" && string(have.UID) != p.JobUID {
-		return have, fmt.Sprintf("its UID is %s, the record's %s", have.UID, p.JobUID), nil
-	}
-	probe := want.DeepCopy()
-	probe.Name, probe.GenerateName = "", want.Name
-	if err := r.Create(ctx, probe, client.DryRunAll); err != nil {
-		return have, "", fmt.Errorf("dry run of hook Job %s/%s, to compare it with the one that exists: %w", want.Namespace, want.Name, err)
-	}
-	return have, notTheJob(have, probe, h.TimeoutOrDefault()), nil
-}
-
-// notTheJob says how have differs from made, what the API server made of
-// the Job the gate would make ("" when it does not).
-func notTheJob(have, made *batchv1.Job, timeout time.Duration) string {
-	switch {
-	case !maps.Equal(have.Labels, made.Labels):
-		return "its labels differ"
-	case !maps.Equal(have.Annotations, made.Annotations):
-		return "its annotations differ"
-	case !validDeadline(have.Spec.ActiveDeadlineSeconds, timeout):
-		return "its activeDeadlineSeconds is not within the hook's timeout"
-	}
-	h, m := comparableSpec(have), comparableSpec(made)
-	if !equality.Semantic.DeepEqual(h.Template, m.Template) {
-		return "its pod template differs"
-	}
-	if !equality.Semantic.DeepEqual(h, m) {
-		return "its spec differs"
-	}
-	return ""
-}
-
-// validDeadline: the gate gives a Job the time left of its attempt, at
-// least a second, never more than the hook's timeout.
-func validDeadline(s *int64, timeout time.Duration) bool {
-	return s != nil && *s >= 1 && *s <= int64(math.Ceil(timeout.Seconds()))
-}
-
-// comparableSpec is a Job's spec without what the API server derives
-// from the Job's own name and UID, and without its deadline. With no
-// manual selector, the API server makes the selector and these labels
-// itself, whatever the Job says.
-func comparableSpec(job *batchv1.Job) batchv1.JobSpec {
-	s := *job.Spec.DeepCopy()
-	s.ActiveDeadlineSeconds = nil
-	if s.ManualSelector == nil || !*s.ManualSelector {
-		s.Selector = nil
-		// The API server sets both the labels and their legacy forms.
-		for _, k := range []string{batchv1.ControllerUidLabel, batchv1.JobNameLabel, "controller-uid", "job-name"} {
-			delete(s.Template.Labels, k)
-		}
+		s.Reasons = v.Admission.Reasons
 	}
 	return s
 }
@@ -288,7 +128,7 @@ func (r *Reconciler) tellHooks(ctx context.Context, st *poolState, v *nodeView, 
 
 // hookThen says what a hook's failure for good does.
 func hookThen(pool *v1alpha1.MaintenancePool, point protocol.HookPoint, name string) string {
-	h := hookNamed(pool.Spec.Hooks.At(string(point)), name)
+	h := hooks.Named(pool.Spec.Hooks.At(string(point)), name)
 	switch {
 	case h != nil && h.FailurePolicy() == v1alpha1.HookRelease && point == protocol.AfterReboot:
 		return "the node is released as it is"
@@ -296,24 +136,6 @@ func hookThen(pool *v1alpha1.MaintenancePool, point protocol.HookPoint, name str
 		return "the node is released and its requests fail"
 	}
 	return fmt.Sprintf("the node keeps its slot and pool %s is halted until it is resumed (kubectl kmaint resume %s), which runs the hook again", pool.Name, pool.Name)
-}
-
-func hookNamed(specs []v1alpha1.Hook, name string) *v1alpha1.Hook {
-	for i := range specs {
-		if specs[i].Name == name {
-			return &specs[i]
-		}
-	}
-	return nil
-}
-
-func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress {
-	for i := range rec.Hooks {
-		if rec.Hooks[i].Name == name {
-			return &rec.Hooks[i]
-		}
-	}
-	return nil
 }
 
 // hookPassedAt is when the node passed its hooks at point (before its
@@ -449,29 +271,5 @@ func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v *nodeView
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("Released for a failed hook", "node", v.Node.Name, "message", msg)
-	return r.stopHookJobs(ctx, rec)
-}
-
-// stopHookJobs deletes the Jobs a record made that may still run, once the
-// node they ran for was released: their work is for a reboot that is not
-// coming. Their pods go with them. An attempt the record began but shows no
-// Job for may have one all the same: the Job is made after the attempt is
-// written, and the write that says so can fail (the node changed meanwhile,
-// as when its request is withdrawn). Its name is the attempt's, so it is
-// deleted too; there may be none.
-func (r *Reconciler) stopHookJobs(ctx context.Context, rec *protocol.HookRecord) error {
-	if rec == nil || r.HooksNamespace == "" {
-		return nil
-	}
-	var errs []error
-	for _, h := range rec.Hooks {
-		if h.Attempt == 0 || !h.Passed.IsZero() {
-			continue
-		}
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: r.HooksNamespace, Name: protocol.HookJobName(h.Name, rec.Token, h.Attempt)}}
-		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("delete hook Job %s/%s: %w", job.Namespace, job.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return r.hooks.Stop(ctx, rec)
 }

@@ -86,6 +86,8 @@ type Reconciler struct {
 
 	inflight *inflight
 	events   poolnodes.Events
+	// hooks runs the pools' hooks through their kinds.
+	hooks *hooks.Runner
 	// steps steps drains outside the reconcile.
 	steps *drain.Steps
 	// status writes the pools' status.
@@ -287,6 +289,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = informers
 	r.apiReader = apiReader
+	r.hooks = hooks.NewRunner(&hooks.JobKind{Client: r.Client, APIReader: apiReader, Namespace: r.HooksNamespace,
+		ServiceAccount: r.HookServiceAccount, PriorityClass: r.HookPriorityClass}, hooks.Acknowledgement{})
 	if r.Pods == nil {
 		r.Pods = apiReader
 	}

@@ -9,31 +9,6 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
-// JobPhase is what the API says of one attempt's Job.
-type JobPhase int
-
-// The phases of a Job, as Decide needs them.
-const (
-	// JobRunning: the Job exists and has not finished.
-	JobRunning JobPhase = iota
-	// JobMissing: no such Job.
-	JobMissing
-	// JobSucceeded: the Job completed.
-	JobSucceeded
-	// JobFailed: the Job failed; Job.Message says why.
-	JobFailed
-	// JobReplaced: a Job of the name exists, and is not the one made for
-	// the attempt: someone deleted it and made another.
-	JobReplaced
-)
-
-// Job is one attempt's Job as the API shows it.
-type Job struct {
-	Phase JobPhase
-	// Message says why a Job failed.
-	Message string
-}
-
 // Input is what Decide decides from.
 type Input struct {
 	Now   time.Time
@@ -47,13 +22,9 @@ type Input struct {
 	Hooks []v1alpha1.Hook
 	// Record is the node's record; nil when it has none.
 	Record *protocol.HookRecord
-	// Acked reports whether the node carries the named hook's
-	// acknowledgement for Token.
-	Acked func(hook string) bool
-	// Job says what the API shows of an attempt's Job; asked only of
-	// attempts whose Job was made. A Job of the attempt's name whose UID is
-	// not the one recorded is JobReplaced.
-	Job func(hook string, p protocol.HookProgress) Job
+	// Observe says where an attempt of a hook stands, as the hook's kind
+	// sees it (Runner.Decide asks the kinds).
+	Observe func(h *v1alpha1.Hook, p protocol.HookProgress) Observation
 	// ResumeAt is the pool's kmaint.io/resume-halt; zero when none. A
 	// failure that halts at or before it runs its hook again.
 	ResumeAt time.Time
@@ -90,8 +61,8 @@ type Decision struct {
 	// differs from Input.Record.
 	Record protocol.HookRecord
 	Write  bool
-	// Start names the Job hooks whose attempt's Job is to be made, once the
-	// record is written.
+	// Start names the hooks whose attempt is to be begun (Kind.Start),
+	// once the record is written.
 	Start []string
 	// Passed is true when every hook at the point passed.
 	Passed bool
@@ -169,12 +140,13 @@ func (d *Decision) begin(h *v1alpha1.Hook, attempt int32, now time.Time) protoco
 	return protocol.HookProgress{Name: h.Name, Attempt: attempt, Since: now, Deadline: now.Add(h.TimeoutOrDefault())}
 }
 
-// step moves one hook on; a Job hook that failed and runs again asks for
-// its next attempt's Job at once.
+// step moves one hook on; a hook that failed and runs again asks for its
+// next attempt to begin at once.
 func (d *Decision) step(in Input, h *v1alpha1.Hook, p protocol.HookProgress) protocol.HookProgress {
 	attempt := p.Attempt
 	p = d.move(in, h, p)
-	if h.Job != nil && p.Attempt != attempt && p.Failure == nil && p.Passed.IsZero() && p.JobStarted.IsZero() && !slices.Contains(d.Start, h.Name) {
+	if p.Attempt != attempt && p.Failure == nil && p.Passed.IsZero() && !slices.Contains(d.Start, h.Name) &&
+		in.Observe(h, p).State == AttemptUnstarted {
 		d.Start = append(d.Start, h.Name)
 	}
 	return p
@@ -193,28 +165,15 @@ func (d *Decision) move(in Input, h *v1alpha1.Hook, p protocol.HookProgress) pro
 		// again.
 		p = d.begin(h, p.Attempt+1, in.Now)
 	}
-	switch {
-	case h.Acknowledgement != nil:
-		if in.Acked(h.Name) {
-			return d.pass(p, in.Now)
-		}
-	case h.Job != nil && p.JobStarted.IsZero():
+	switch o := in.Observe(h, p); o.State {
+	case AttemptUnstarted:
 		if in.Now.Before(p.Deadline) {
 			d.Start = append(d.Start, h.Name)
 		}
-	case h.Job != nil:
-		switch j := in.Job(h.Name, p); j.Phase {
-		case JobSucceeded:
-			return d.pass(p, in.Now)
-		case JobFailed:
-			return d.Fail(h, p, ReasonJobFailed, j.Message, in.Now)
-		case JobMissing:
-			return d.Fail(h, p, ReasonJobLost, fmt.Sprintf("Job %s was made and is gone before kmaint saw it finish; it is not made again, since it may have run",
-				protocol.HookJobName(h.Name, in.Token, p.Attempt)), in.Now)
-		case JobReplaced:
-			return d.Fail(h, p, ReasonJobLost, fmt.Sprintf("Job %s is not the one kmaint made (uid %s): it was deleted and made again by someone else, and what it says counts for nothing",
-				protocol.HookJobName(h.Name, in.Token, p.Attempt), p.JobUID), in.Now)
-		}
+	case AttemptPassed:
+		return d.pass(p, in.Now)
+	case AttemptFailed:
+		return d.Fail(h, p, o.Reason, o.Message, in.Now)
 	}
 	if !in.Now.Before(p.Deadline) {
 		return d.Fail(h, p, ReasonTimeout, fmt.Sprintf("not passed within %s", h.TimeoutOrDefault()), in.Now)
@@ -250,8 +209,8 @@ func (d *Decision) Fail(h *v1alpha1.Hook, p protocol.HookProgress, reason, messa
 	return p
 }
 
-// Started records the outcome of making the Jobs a decision asked for:
-// each made (or found) Job's attempt started at now with the Job's UID
+// Started records the outcome of beginning the attempts a decision asked
+// for: each begun attempt started at now with its handle, a Job's UID
 // (started, by hook), and each refused one failed with its refusal's
 // reason, never passed. It returns the record to write.
 func (d *Decision) Started(hooks []v1alpha1.Hook, started map[string]string, refused map[string]Refusal, now time.Time) protocol.HookRecord {

@@ -23,15 +23,24 @@ func ack(name string) v1alpha1.Hook {
 	return v1alpha1.Hook{Name: name, Timeout: &metav1.Duration{Duration: time.Minute}, Acknowledgement: &v1alpha1.HookAcknowledgement{}}
 }
 
-// input is a decision at now for the hooks, the record as given, no
-// acknowledgements, and every Job as jobs says (running when unsaid).
-func input(now time.Time, specs []v1alpha1.Hook, rec *protocol.HookRecord, jobs map[string]hooks.Job) hooks.Input {
+// input is a decision at now for the hooks, the record as given, and each
+// attempt as seen says, as the kinds would see it (waiting when unsaid): a
+// Job hook's attempt whose Job was not made yet is unstarted.
+func input(now time.Time, specs []v1alpha1.Hook, rec *protocol.HookRecord, seen map[string]hooks.Observation) hooks.Input {
 	return hooks.Input{
 		Now: now, Point: protocol.BeforeReboot, BootID: "boot-0", Token: "tok", Hooks: specs, Record: rec,
-		Acked: func(string) bool { return false },
-		Job:   func(h string, _ protocol.HookProgress) hooks.Job { return jobs[h] },
+		Observe: func(h *v1alpha1.Hook, p protocol.HookProgress) hooks.Observation {
+			if h.Job != nil && p.JobStarted.IsZero() {
+				return hooks.Observation{State: hooks.AttemptUnstarted}
+			}
+			return seen[h.Name]
+		},
 	}
 }
+
+// lostJob is how the Job kind sees an attempt whose Job is gone, or was
+// made again by someone else.
+var lostJob = hooks.Observation{State: hooks.AttemptFailed, Reason: hooks.ReasonJobLost, Message: "Job gone"}
 
 func TestDecide(t *testing.T) {
 	g := NewWithT(t)
@@ -59,12 +68,12 @@ func TestDecide(t *testing.T) {
 
 	// A Job of its name that is not the one made fails its hook: what it
 	// says counts for nothing.
-	replaced := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobReplaced}}))
+	replaced := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Observation{"stage": lostJob}))
 	g.Expect(replaced.Passed).To(BeFalse())
 	g.Expect(replaced.Failed.Failure.Reason).To(Equal(hooks.ReasonJobLost))
 
 	// A recorded Job that is gone fails its hook, and is not made again.
-	lost := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobMissing}}))
+	lost := hooks.Decide(input(t0.Add(time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Observation{"stage": lostJob}))
 	g.Expect(lost.Start).To(BeEmpty())
 	g.Expect(lost.Failed).NotTo(BeNil())
 	g.Expect(lost.Failed.Failure.Reason).To(Equal(hooks.ReasonJobLost))
@@ -76,7 +85,7 @@ func TestDecide(t *testing.T) {
 
 	// A hook removed from the pool is waited for no more; one passed stays
 	// passed.
-	done := hooks.Decide(input(t0.Add(2*time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobSucceeded}}))
+	done := hooks.Decide(input(t0.Add(2*time.Second), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Observation{"stage": {State: hooks.AttemptPassed}}))
 	g.Expect(done.Passed).To(BeTrue())
 	g.Expect(done.Record.Hooks).To(HaveLen(1))
 	g.Expect(done.Events[0].Kind).To(Equal(hooks.Passed))
@@ -100,7 +109,7 @@ func TestDecideFailures(t *testing.T) {
 	rec := d.Started(specs, map[string]string{"stage": "uid-1"}, nil, t0)
 
 	// The first failure runs it again at once, as attempt 2.
-	first := hooks.Decide(input(t0.Add(time.Second), specs, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobFailed, Message: "exit 1"}}))
+	first := hooks.Decide(input(t0.Add(time.Second), specs, &rec, map[string]hooks.Observation{"stage": {State: hooks.AttemptFailed, Reason: hooks.ReasonJobFailed, Message: "exit 1"}}))
 	g.Expect(first.Failed).To(BeNil())
 	g.Expect(first.Record.Hooks[0].Attempt).To(BeEquivalentTo(2))
 	g.Expect(first.Start).To(Equal([]string{"stage"}))
@@ -147,9 +156,8 @@ func TestDecideFailures(t *testing.T) {
 // keeps them even when its controller saw only the later point.
 func TestDecideKeepsTheEarlierPointsStretches(t *testing.T) {
 	g := NewWithT(t)
-	drain := input(t0, []v1alpha1.Hook{ack("db")}, nil, nil)
+	drain := input(t0, []v1alpha1.Hook{ack("db")}, nil, map[string]hooks.Observation{"db": {State: hooks.AttemptPassed}})
 	drain.Point = protocol.BeforeDrain
-	drain.Acked = func(string) bool { return true }
 	drained := hooks.Decide(drain)
 	g.Expect(drained.Passed).To(BeTrue())
 	g.Expect(drained.Record.Earlier).To(BeEmpty())
@@ -159,7 +167,7 @@ func TestDecideKeepsTheEarlierPointsStretches(t *testing.T) {
 	g.Expect(reboot.Record.Earlier).To(Equal([]protocol.HookStretch{{Point: protocol.BeforeDrain, BootID: "boot-0", Hooks: []string{"db"}, Since: t0, Passed: t0}}))
 	// Later decisions at the point keep them.
 	rec := reboot.Started([]v1alpha1.Hook{job("stage")}, map[string]string{"stage": "uid-1"}, nil, t0.Add(time.Minute))
-	passed := hooks.Decide(input(t0.Add(2*time.Minute), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Job{"stage": {Phase: hooks.JobSucceeded}}))
+	passed := hooks.Decide(input(t0.Add(2*time.Minute), []v1alpha1.Hook{job("stage")}, &rec, map[string]hooks.Observation{"stage": {State: hooks.AttemptPassed}}))
 	g.Expect(passed.Record.Earlier).To(HaveLen(1))
 	g.Expect(passed.Record.Stretches()).To(Equal([]protocol.HookStretch{
 		{Point: protocol.BeforeDrain, BootID: "boot-0", Hooks: []string{"db"}, Since: t0, Passed: t0},

@@ -1,6 +1,8 @@
-// Package hooks decides where a node stands in its pool's hooks at one
-// point of its reboot path (beforeDrain, beforeReboot, afterReboot) and
-// builds the Jobs that run them.
+// Package hooks runs a pool's hooks at one point of a node's reboot path
+// (beforeDrain, beforeReboot, afterReboot): it decides where the node
+// stands in them, and begins, observes and ends each attempt through the
+// hook's kind. The controllers ask the Runner; none of them calls a kind's
+// API (the Job API) itself.
 //
 // Decide is pure: from the pool's hooks, the node's record
 // (protocol.HookRecord), its acknowledgements and what the API says of the
@@ -17,4 +19,28 @@
 // (onFailure Retry), and otherwise stands: the gate halts the pool or
 // releases the node, as the hook says, until kmaint.io/resume-halt lifts a
 // halt by running the hook again.
+//
+// # Kinds
+//
+// A hook's kind is how it runs: JobKind makes a Job in the operator's hooks
+// namespace per attempt and reads its outcome; Acknowledgement waits for
+// another controller's annotation on the Node. A Kind says whether it runs
+// a hook (the hook's API field), where an attempt stands (Observe: waiting,
+// unstarted, passed, failed with a reason), begins an attempt (Start: the
+// handle the record keeps, or why it cannot begin, which fails it) and
+// ends one that may still run once its node was released (Stop).
+//
+// Adding a kind is three things:
+//  1. a field of v1alpha1.Hook that selects it, with its validation (one
+//     kind per hook), and `make generate`;
+//  2. a type implementing Kind in this package, its Observe never blocking
+//     on what it waits for (the controller asks again when the node, the
+//     pool or a watched object changes, or at the attempt's deadline);
+//  3. its tests: a table of Observe and Start against the states it can
+//     meet, and one test against the real API server that a hook of the
+//     kind holds a node and lets it go.
+//
+// Then add it to the NewRunner call of the controllers that run hooks
+// (operator/gate). Deadlines, retries, halts and releases, the record and
+// its events are the runner's and Decide's, the same for every kind.
 package hooks

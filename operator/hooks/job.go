@@ -134,22 +134,22 @@ func (c JobContext) env(hook string) []corev1.EnvVar {
 	return out
 }
 
-// PhaseOf reads a Job's phase from its conditions.
-func PhaseOf(job *batchv1.Job) Job {
+// PhaseOf reads where a Job's attempt stands from the Job's conditions.
+func PhaseOf(job *batchv1.Job) Observation {
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return Job{Phase: JobSucceeded}
+			return Observation{State: AttemptPassed}
 		case batchv1.JobFailed:
 			msg := c.Reason
 			if c.Message != "" {
 				msg += ": " + c.Message
 			}
-			return Job{Phase: JobFailed, Message: "Job " + job.Name + " failed: " + msg}
+			return Observation{State: AttemptFailed, Reason: ReasonJobFailed, Message: "Job " + job.Name + " failed: " + msg}
 		}
 	}
-	return Job{Phase: JobRunning}
+	return Observation{State: AttemptWaiting}
 }

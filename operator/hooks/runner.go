@@ -1,0 +1,208 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+)
+
+// Kind is one way a hook runs: a Job the operator makes (JobKind), a
+// controller's acknowledgement on the Node (Acknowledgement). The runner
+// asks a hook's kind, and nothing else, where an attempt stands, to begin
+// one, and to end one. See the package's doc for adding a kind.
+type Kind interface {
+	// Runs reports whether the hook is of this kind: the field of
+	// v1alpha1.Hook that selects it is set.
+	Runs(h *v1alpha1.Hook) bool
+	// Observe says where an attempt stands.
+	Observe(ctx context.Context, a Attempt) (Observation, error)
+	// Start begins an attempt Observe said was AttemptUnstarted, and returns its
+	// handle, which the record keeps (a Job's UID); or why it cannot be
+	// begun (refused), which fails the attempt. An error is tried again.
+	Start(ctx context.Context, a Attempt) (handle string, refused *Refusal, err error)
+	// Stop ends an attempt that may still run: its node was released, and
+	// its work is for a reboot that is not coming. Its Hook may be nil (the
+	// pool's hook is gone); there may be nothing to stop.
+	Stop(ctx context.Context, a Attempt) error
+}
+
+// State is where one attempt of a hook stands.
+type State int
+
+// The states an attempt can be in.
+const (
+	// AttemptWaiting: neither passed nor failed.
+	AttemptWaiting State = iota
+	// AttemptUnstarted: the attempt asks to be begun (Kind.Start).
+	AttemptUnstarted
+	// AttemptPassed: the attempt passed.
+	AttemptPassed
+	// AttemptFailed: the attempt failed; Reason and Message say why.
+	AttemptFailed
+)
+
+// Observation is what a hook's kind says of one attempt.
+type Observation struct {
+	State State
+	// Reason and Message say why an attempt failed.
+	Reason, Message string
+}
+
+// Subject is what a node's point is, as its hooks are told of it.
+type Subject struct {
+	Pool  string
+	Node  *corev1.Node
+	Point protocol.HookPoint
+	// BootID and Token are those of the point (protocol.NodeState.HookTokenAt).
+	BootID, Token string
+	// Sources and Reasons are the node's requests', in their order.
+	Sources, Reasons []string
+	// DesiredConfig is the pool's desiredConfig, CurrentConfig what the
+	// node's daemon says it runs.
+	DesiredConfig, CurrentConfig string
+	Now                          time.Time
+}
+
+// Attempt is one attempt of a hook at a subject's point.
+type Attempt struct {
+	Subject
+	Hook     *v1alpha1.Hook
+	Progress protocol.HookProgress
+}
+
+// Runner runs a point's hooks through their kinds.
+type Runner struct {
+	kinds []Kind
+}
+
+// NewRunner returns a runner over kinds; a hook that none of them runs
+// fails at once.
+func NewRunner(kinds ...Kind) *Runner { return &Runner{kinds: kinds} }
+
+func (r *Runner) kindOf(h *v1alpha1.Hook) Kind {
+	for _, k := range r.kinds {
+		if k.Runs(h) {
+			return k
+		}
+	}
+	return nil
+}
+
+// Decide is Decide, the kinds observing each attempt; Input.Observe is
+// set here.
+func (r *Runner) Decide(ctx context.Context, s Subject, in Input) (Decision, error) {
+	var errs []error
+	in.Observe = func(h *v1alpha1.Hook, p protocol.HookProgress) Observation {
+		k := r.kindOf(h)
+		if k == nil {
+			return Observation{State: AttemptFailed, Reason: ReasonNotStarted, Message: fmt.Sprintf("hook %s has no kind this operator runs", h.Name)}
+		}
+		o, err := k.Observe(ctx, Attempt{Subject: s, Hook: h, Progress: p})
+		errs = append(errs, err)
+		return o
+	}
+	d := Decide(in)
+	return d, errors.Join(errs...)
+}
+
+// Start begins the attempts a decision asks for, and returns the record to
+// write: each begun attempt with its handle, each refused one failed with
+// its refusal (Decision.Started). specs are the point's hooks.
+func (r *Runner) Start(ctx context.Context, s Subject, specs []v1alpha1.Hook, d *Decision) (protocol.HookRecord, error) {
+	started, refused := map[string]string{}, map[string]Refusal{}
+	var errs []error
+	for _, name := range d.Start {
+		h, p := hookNamed(specs, name), progressNamed(d.Record, name)
+		if h == nil || p == nil {
+			continue
+		}
+		k := r.kindOf(h)
+		if k == nil {
+			refused[name] = Refusal{Reason: ReasonNotStarted, Message: fmt.Sprintf("hook %s has no kind this operator runs", name)}
+			continue
+		}
+		handle, why, err := k.Start(ctx, Attempt{Subject: s, Hook: h, Progress: *p})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case why != nil:
+			refused[name] = *why
+		default:
+			started[name] = handle
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return protocol.HookRecord{}, err
+	}
+	return d.Started(specs, started, refused, s.Now), nil
+}
+
+// Stop ends every attempt of the record that may still run (begun, not
+// passed), once the node it ran for was released. An attempt that shows no
+// handle may have begun all the same: the record that says so is written
+// after the kind began it, and that write can fail.
+func (r *Runner) Stop(ctx context.Context, rec *protocol.HookRecord) error {
+	if rec == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range rec.Hooks {
+		if p.Attempt == 0 || !p.Passed.IsZero() {
+			continue
+		}
+		a := Attempt{Subject: Subject{Pool: rec.Pool, Point: rec.Point, BootID: rec.BootID, Token: rec.Token}, Progress: p}
+		for _, k := range r.kinds {
+			errs = append(errs, k.Stop(ctx, a))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Named returns the hook of specs named name; nil when there is none.
+func Named(specs []v1alpha1.Hook, name string) *v1alpha1.Hook { return hookNamed(specs, name) }
+
+func progressNamed(rec protocol.HookRecord, name string) *protocol.HookProgress {
+	for i := range rec.Hooks {
+		if rec.Hooks[i].Name == name {
+			return &rec.Hooks[i]
+		}
+	}
+	return nil
+}
+
+func hookNamed(specs []v1alpha1.Hook, name string) *v1alpha1.Hook {
+	for i := range specs {
+		if specs[i].Name == name {
+			return &specs[i]
+		}
+	}
+	return nil
+}
+
+// Acknowledgement is the kind of a hook another controller opens: it passes
+// when the node carries hooks.kmaint.io/<name> valued with the point's
+// token (protocol.Acknowledged). Nothing is begun or ended.
+type Acknowledgement struct{}
+
+// Runs reports whether the hook is an acknowledgement.
+func (Acknowledgement) Runs(h *v1alpha1.Hook) bool { return h.Acknowledgement != nil }
+
+// Observe: passed once the node carries the acknowledgement.
+func (Acknowledgement) Observe(_ context.Context, a Attempt) (Observation, error) {
+	if protocol.Acknowledged(a.Node, a.Hook.Name, a.Token) {
+		return Observation{State: AttemptPassed}, nil
+	}
+	return Observation{State: AttemptWaiting}, nil
+}
+
+// Start has nothing to begin.
+func (Acknowledgement) Start(context.Context, Attempt) (string, *Refusal, error) { return "", nil, nil }
+
+// Stop has nothing to end.
+func (Acknowledgement) Stop(context.Context, Attempt) error { return nil }
