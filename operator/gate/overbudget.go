@@ -69,6 +69,8 @@ func unavailableBecause(v *nodeView) string {
 		why = "rebooting"
 	case v.Draining():
 		why = "draining"
+	case v.Settle != nil || v.SettleUnreadable():
+		why = "settling after its reboot"
 	case !v.Ready:
 		why = "not Ready"
 	default:
