@@ -142,15 +142,9 @@ func (r *Reconciler) settleStep(ctx context.Context, st *poolState, v poolnodes.
 func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 	var out []v1alpha1.HaltedNode
 	for _, v := range st.nodes.Members {
-		if v.HookHalts() {
-			out = append(out, hookHalt(v.NodeState))
+		if h := v.HaltsPool(); h != nil {
+			out = append(out, h.Entry)
 		}
-		if !v.HealthCheckFailed() {
-			continue
-		}
-		f := v.Settle.Failure
-		out = append(out, v1alpha1.HaltedNode{Node: v.Node.Name, Check: f.Check, Value: v1alpha1.FitMessage(f.Value),
-			Message: v1alpha1.FitMessage(f.Message()), Time: metav1.NewTime(f.Time.Truncate(time.Second))})
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.HaltedNode) int {
 		if c := a.Time.Compare(b.Time.Time); c != 0 {
@@ -159,14 +153,6 @@ func haltedNodes(st *poolState) []v1alpha1.HaltedNode {
 		return cmp.Compare(a.Node, b.Node)
 	})
 	return out
-}
-
-// hookHalt is a node's hook failure that halts its pool, as status.halt
-// lists it: the hook's name in place of a check's.
-func hookHalt(s protocol.NodeState) v1alpha1.HaltedNode {
-	h := s.Hook.Failed()
-	return v1alpha1.HaltedNode{Node: s.Node.Name, Check: h.Name, Value: h.Failure.Reason,
-		Message: v1alpha1.FitMessage(s.Hook.Describe()), Time: metav1.NewTime(h.Failure.Time.Truncate(time.Second))}
 }
 
 // maxHaltedNodes is status.halt.nodes' bound in the schema.

@@ -1,8 +1,6 @@
 package gate
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -23,12 +21,8 @@ func (st *poolState) haltWait() *policies.Halt {
 		return h
 	}
 	for _, v := range st.views {
-		if v.HealthCheckFailed() {
-			return &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason,
-				Message: fmt.Sprintf("node %s failed: %s", v.Node.Name, v.Settle.Failure.Message())}
-		}
-		if v.HookHalts() {
-			return &policies.Halt{Reason: v1alpha1.HookFailedReason, Message: fmt.Sprintf("node %s: %s", v.Node.Name, v.Hook.Describe())}
+		if h := v.HaltsPool(); h != nil {
+			return &policies.Halt{Reason: h.Reason, Message: h.Message()}
 		}
 	}
 	return nil
