@@ -13,6 +13,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
@@ -76,9 +77,9 @@ func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
 				errs = append(errs, err)
 				continue
 			}
-			if outcome == hookWaiting || outcome == hookHalted {
+			if outcome == hooks.OutcomeWaiting || outcome == hooks.OutcomeHalted {
 				// Back, still cordoned, in its slot: its afterReboot hooks
-				// decide when it is completed (hookReleased completes it as
+				// decide when it is completed (hooks.OutcomeReleased completes it as
 				// it is, as the hook's failure said).
 				continue
 			}
@@ -166,7 +167,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 				errs = append(errs, err)
 				continue
 			}
-			if v = st.view(name); outcome != hookPassed {
+			if v = st.view(name); outcome != hooks.OutcomePassed {
 				errs = append(errs, r.heldByHooks(ctx, st, v, outcome))
 				continue
 			}

@@ -14,74 +14,26 @@ import (
 	"github.com/kmaint/kmaint/operator/hooks"
 )
 
-// hookOutcome is where a node stands at a point of its path.
-type hookOutcome int
-
-const (
-	// hookWaiting: a hook neither passed nor failed for good.
-	hookWaiting hookOutcome = iota
-	// hookPassed: every hook at the point passed (or there are none).
-	hookPassed
-	// hookHalted: a hook failed for good and halts the pool; the node
-	// keeps its slot where it is.
-	hookHalted
-	// hookReleased: a hook failed for good and its onFailure lets the node
-	// go; the caller releases it.
-	hookReleased
-)
-
-// atHooks runs the pool's hooks at point for the node: it writes where the
-// node stands (protocol.RecordHooks) before it makes a Job or acts on a
-// failure, then makes the Jobs the point asks for, and tells the events.
-// bootID is the boot the point is for: the admitted one before the reboot,
-// the new one after it.
-func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID string) (hookOutcome, error) {
-	specs := st.pool.Spec.Hooks.At(string(point))
-	if len(specs) == 0 {
-		// The pool has none (any longer): a record of the point waits for
-		// nothing.
-		if v.Hook != nil && v.Hook.Point == point && !v.Hook.Passed() {
-			_, err := r.patchNode(ctx, st, v, true, protocol.ForgetHooks())
-			return hookPassed, err
-		}
-		return hookPassed, nil
-	}
+// atHooks runs the pool's hooks at point for the node (hooks.Runner.Run):
+// each write of where the node stands goes through patchNode, so that the
+// later phases and the status see it. bootID is the boot the point is for:
+// the admitted one before the reboot, the new one after it.
+func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID string) (hooks.Outcome, error) {
 	resumeAt, _ := st.pool.ResumeHaltTime(st.now) // aftercare reports an unusable one
 	subject := hookSubject(st, v, point, bootID)
-	d, err := r.hooks.Decide(ctx, subject, hooks.Input{
-		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: subject.Token, Hooks: specs, Record: v.Hook, ResumeAt: resumeAt,
-	})
+	name := v.Node.Name
+	d, err := r.hooks.Run(ctx, subject, hooks.Input{
+		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: subject.Token,
+		Hooks: st.pool.Spec.Hooks.At(string(point)), Record: v.Hook, ResumeAt: resumeAt,
+	}, func(t protocol.Transition) error {
+		_, err := r.patchNode(ctx, st, st.view(name), true, t)
+		return err
+	}, func(events []hooks.Event) { r.tellHooks(ctx, st, st.view(name), point, events) })
 	if err != nil {
-		return hookWaiting, err
+		return hooks.OutcomeWaiting, err
 	}
 	st.wakeAt(d.Wake)
-	if d.Write {
-		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(d.Record)); err != nil {
-			return hookWaiting, err
-		}
-		v = st.view(v.Node.Name)
-	}
-	r.tellHooks(ctx, st, v, point, d.Events)
-	if len(d.Start) > 0 {
-		events := len(d.Events)
-		rec, err := r.hooks.Start(ctx, subject, specs, &d)
-		if err != nil {
-			return hookWaiting, err
-		}
-		if _, err := r.patchNode(ctx, st, v, true, protocol.RecordHooks(rec)); err != nil {
-			return hookWaiting, err
-		}
-		r.tellHooks(ctx, st, v, point, d.Events[events:])
-	}
-	switch f := d.Record.Failed(); {
-	case f != nil && f.Failure.Halts():
-		return hookHalted, nil
-	case f != nil:
-		return hookReleased, nil
-	case d.Record.Passed():
-		return hookPassed, nil
-	}
-	return hookWaiting, nil
+	return d.Outcome(), nil
 }
 
 // hookSubject is the node's point as its hooks are told of it.
@@ -192,18 +144,18 @@ func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeVie
 	var last drain.StepResult
 	if waited {
 		key := drain.KeyOf(v.Node.Name, v.Admission.BootID, v.Admission.Time)
-		if outcome == hookPassed {
+		if outcome == hooks.OutcomePassed {
 			key = key.AfterHooks()
 		}
 		var stepped bool
 		last, stepped = r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
-		if outcome == hookPassed {
+		if outcome == hooks.OutcomePassed {
 			redrain = redrainReport(last, stepped)
 		}
 	}
 	timeout := drainTimeout(st.pool)
 	switch {
-	case outcome != hookPassed:
+	case outcome != hooks.OutcomePassed:
 		return r.heldByHooks(ctx, st, v, outcome)
 	case redrain != nil && pastDeadlineAfterHooks(v, last, st.now, timeout):
 		// The drain after the hooks is a drain like the first: the pool's
@@ -252,13 +204,13 @@ func redrainReport(last drain.StepResult, stepped bool) *drainReport {
 // pool's Draining condition, and releases one whose hook's failure lets it
 // go: uncordoned, its requests failed with the hook's reason (as an
 // abandoned drain fails them), so that they are not admitted again.
-func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v *nodeView, outcome hookOutcome) error {
+func (r *Reconciler) heldByHooks(ctx context.Context, st *poolState, v *nodeView, outcome hooks.Outcome) error {
 	msg := "its hooks have not passed"
 	if v.Hook != nil {
 		msg = v.Hook.Describe()
 	}
-	if outcome != hookReleased {
-		st.drains[v.Node.Name] = drainReport{message: msg, blocked: outcome == hookHalted}
+	if outcome != hooks.OutcomeReleased {
+		st.drains[v.Node.Name] = drainReport{message: msg, blocked: outcome == hooks.OutcomeHalted}
 		return nil
 	}
 	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.HookFailedReason, Message: msg}

@@ -206,3 +206,74 @@ func (Acknowledgement) Start(context.Context, Attempt) (string, *Refusal, error)
 
 // Stop has nothing to end.
 func (Acknowledgement) Stop(context.Context, Attempt) error { return nil }
+
+// Outcome is where a node stands at a point, once its hooks were run.
+type Outcome int
+
+const (
+	// OutcomeWaiting: a hook neither passed nor failed for good.
+	OutcomeWaiting Outcome = iota
+	// OutcomePassed: every hook at the point passed (or there are none).
+	OutcomePassed
+	// OutcomeHalted: a hook failed for good and halts the pool; the node
+	// keeps its slot where it is.
+	OutcomeHalted
+	// OutcomeReleased: a hook failed for good and its onFailure lets the
+	// node go; the caller releases it.
+	OutcomeReleased
+)
+
+// Outcome says where the decision leaves the node.
+func (d Decision) Outcome() Outcome {
+	switch f := d.Record.Failed(); {
+	case f != nil && f.Failure.Halts():
+		return OutcomeHalted
+	case f != nil:
+		return OutcomeReleased
+	case d.Record.Passed():
+		return OutcomePassed
+	}
+	return OutcomeWaiting
+}
+
+// Run runs the point's hooks (in.Hooks) for the subject, the whole of one
+// pass: it decides where the node stands, writes it (write, a transition
+// of the node) before it begins an attempt or a failure is acted on, tells
+// what happened once the write that holds it is made (tell), begins the
+// attempts the decision asks for, and writes and tells again. A point
+// whose pool has no hooks (any longer) passes; a record of it that waits is
+// removed. An operator killed at any moment finds the same attempts,
+// deadlines and handles (see the package's doc).
+func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(protocol.Transition) error, tell func([]Event)) (Decision, error) {
+	if len(in.Hooks) == 0 {
+		if in.Record != nil && in.Record.Point == in.Point && !in.Record.Passed() {
+			if err := write(protocol.ForgetHooks()); err != nil {
+				return Decision{}, err
+			}
+		}
+		return Decision{Passed: true, Record: protocol.HookRecord{Point: in.Point}}, nil
+	}
+	d, err := r.Decide(ctx, s, in)
+	if err != nil {
+		return Decision{}, err
+	}
+	if d.Write {
+		if err := write(protocol.RecordHooks(d.Record)); err != nil {
+			return Decision{}, err
+		}
+	}
+	tell(d.Events)
+	if len(d.Start) == 0 {
+		return d, nil
+	}
+	told := len(d.Events)
+	rec, err := r.Start(ctx, s, in.Hooks, &d)
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := write(protocol.RecordHooks(rec)); err != nil {
+		return Decision{}, err
+	}
+	tell(d.Events[told:])
+	return d, nil
+}

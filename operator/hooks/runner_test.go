@@ -122,3 +122,62 @@ func TestTheRunnerStopsEveryAttemptThatMayStillRun(t *testing.T) {
 	g.Expect(b.stopped).To(Equal(want))
 	g.Expect(hooks.NewRunner(a).Stop(context.Background(), nil)).To(Succeed(), "no record, nothing to stop")
 }
+
+// Run writes where the node stands before it begins an attempt, tells
+// what happened only after the write that holds it, and writes the begun
+// attempt's handle; a point whose pool has no hooks any longer passes, and
+// a record of it that waits is removed.
+func TestRunWritesBeforeItBeginsAndTellsAfterItWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	var order []string
+	k := &fakeKind{names: map[string]bool{"a": true}, starts: map[string]string{"a": "handle-a"}}
+	r := hooks.NewRunner(k)
+	var written []protocol.HookRecord
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{}}}
+	write := func(tr protocol.Transition) error {
+		tr(node)
+		st, err := protocol.Read(node)
+		if err != nil {
+			return err
+		}
+		if st.Hook != nil {
+			written = append(written, *st.Hook)
+			order = append(order, "write")
+		} else {
+			order = append(order, "forget")
+		}
+		return nil
+	}
+	tell := func(events []hooks.Event) {
+		for _, e := range events {
+			order = append(order, "tell "+string(e.Kind))
+		}
+	}
+	specs := []v1alpha1.Hook{hook("a")}
+	in := hooks.Input{Now: t0, Point: protocol.BeforeReboot, Pool: "p", BootID: "boot-0", Token: "tok", Hooks: specs}
+	d, err := r.Run(ctx, subject(), in, write, tell)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Outcome()).To(Equal(hooks.OutcomeWaiting))
+	g.Expect(order).To(Equal([]string{"write", "tell HookStarted", "write"}))
+	g.Expect(written).To(HaveLen(2))
+	g.Expect(written[0].Hooks[0].JobUID).To(BeEmpty(), "the attempt is written before it begins")
+	g.Expect(written[1].Hooks[0].JobUID).To(Equal("handle-a"))
+
+	// The pool's hooks are gone: the waiting record goes, the point passes.
+	order = nil
+	in.Hooks, in.Record = nil, &written[1]
+	d, err = r.Run(ctx, subject(), in, write, tell)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Outcome()).To(Equal(hooks.OutcomePassed))
+	g.Expect(order).To(Equal([]string{"forget"}))
+
+	// A kind that cannot begin an attempt now: the first write stands,
+	// nothing more is written or told, and the error is returned.
+	order, written = nil, nil
+	k.fail = errors.New("connection refused")
+	in.Hooks, in.Record = specs, nil
+	_, err = r.Run(ctx, subject(), in, write, tell)
+	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
+	g.Expect(order).To(Equal([]string{"write", "tell HookStarted"}))
+}
