@@ -17,7 +17,7 @@ import (
 
 // healthResult is one evaluation of a pool's health checks.
 type healthResult struct {
-	// at is when they ran, by the gate's clock.
+	// at is when they ran, by aftercare's clock.
 	at time.Time
 	// generation is the pool's generation they ran for.
 	generation int64

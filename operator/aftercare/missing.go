@@ -21,7 +21,7 @@ import (
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
-// defaultDaemonConfirmTimeout is how long the gate waits, by default, for
+// defaultDaemonConfirmTimeout is how long aftercare waits, by default, for
 // the daemon of a node back from its reboot. A daemon that comes back at all
 // does within a minute or two (its pod restarts with the node, its image is
 // cached); ten minutes also covers a daemon pod whose first starts crash
@@ -29,21 +29,21 @@ import (
 // short beside the hours a node would otherwise stay cordoned in the budget.
 const defaultDaemonConfirmTimeout = 10 * time.Minute
 
-// daemonWaitGrace is how long the gate keeps its wait for a node's daemon
+// daemonWaitGrace is how long aftercare keeps its wait for a node's daemon
 // in memory before it writes the wait on the node (half the bound when that
 // is shorter). Nearly every daemon confirms its node's reboot within seconds
 // of the kubelet reporting Ready: writing the wait at first sight cost a
 // node patch in nearly every reboot, and often a conflict with the daemon's
-// own write. A wait written after the grace names the time the gate first
+// own write. A wait written after the grace names the time aftercare first
 // saw the node back, so the bound still counts from then. A node already
-// back when the gate first looks at its pool may have been seen back by an
+// back when aftercare first looks at its pool may have been seen back by an
 // operator before this one, whose sighting died with it: its wait is
 // written at once, so that restarts lengthen the bound by one grace at
 // most, however many there are.
 const daemonWaitGrace = time.Minute
 
 // daemonPodGrace is how long, within daemonWaitGrace, a node may be back
-// from its reboot without its daemon before the gate deletes the node's
+// from its reboot without its daemon before aftercare deletes the node's
 // failed daemon pods (deleteFailedDaemonPods says why they hold the daemon
 // off). The DaemonSet controller's back-off behind them doubles with every
 // reboot of the node, so a node rebooted a few times within half an hour
@@ -53,19 +53,19 @@ const daemonWaitGrace = time.Minute
 // daemon that confirms within this grace, nearly every one, costs no List.
 const daemonPodGrace = 10 * time.Second
 
-// backSighting is when the gate first saw a node back from the reboot
+// backSighting is when aftercare first saw a node back from the reboot
 // approved for approvedBoot, its daemon silent.
 type backSighting struct {
 	approvedBoot string
 	at           time.Time
-	// atFirstLook: the node was already back at the gate's first look at
+	// atFirstLook: the node was already back at aftercare's first look at
 	// its pool, so an earlier operator may have seen it back before.
 	atFirstLook bool
 }
 
 func (b backSighting) MadeAt() time.Time { return b.at }
 
-// firstSeenBack returns when the gate first saw the node back from the
+// firstSeenBack returns when aftercare first saw the node back from the
 // reboot approved for its approved boot, remembering now if it never did.
 func (r *Reconciler) firstSeenBack(st *poolState, v poolnodes.Member) backSighting {
 	if b, ok := r.backSightings.Get(v.Node.Name); ok && b.approvedBoot == v.Approved {
@@ -78,7 +78,7 @@ func (r *Reconciler) firstSeenBack(st *poolState, v poolnodes.Member) backSighti
 	return b
 }
 
-// lookedPools are the pools, by UID, this gate has observed.
+// lookedPools are the pools, by UID, this operator's aftercare has observed.
 type lookedPools struct {
 	mu   sync.Mutex
 	uids map[types.UID]struct{}
@@ -86,7 +86,7 @@ type lookedPools struct {
 
 func newLookedPools() *lookedPools { return &lookedPools{uids: map[types.UID]struct{}{}} }
 
-// first reports whether the gate looks at the pool for the first time, and
+// first reports whether aftercare looks at the pool for the first time, and
 // remembers that it did. Pools are few: a deleted pool's UID is kept.
 func (l *lookedPools) first(uid types.UID) bool {
 	l.mu.Lock()
@@ -98,7 +98,7 @@ func (l *lookedPools) first(uid types.UID) bool {
 	return true
 }
 
-// daemonStep is what the gate does about a node that is back from its
+// daemonStep is what aftercare does about a node that is back from its
 // approved reboot while its daemon has not confirmed it.
 type daemonStep int
 
@@ -112,7 +112,7 @@ const (
 	// startDaemonWait writes on the node when it was first seen back, so
 	// that the wait is bounded whatever restarts.
 	startDaemonWait
-	// completeWithoutDaemon: the bound has passed; the gate completes what
+	// completeWithoutDaemon: the bound has passed; aftercare completes what
 	// it can prove (a new boot ID, Ready) without the daemon.
 	completeWithoutDaemon
 )
@@ -194,7 +194,7 @@ func (r *Reconciler) awaitDaemon(ctx context.Context, st *poolState, v poolnodes
 // manifests label them.
 const daemonPodLabel, daemonPodLabelValue = "app.kubernetes.io/name", "kmaint-daemon"
 
-// clearedDaemonPods is when the gate deleted the failed daemon pods of a
+// clearedDaemonPods is when aftercare deleted the failed daemon pods of a
 // node back with bootID.
 type clearedDaemonPods struct {
 	bootID string

@@ -12,7 +12,7 @@ import (
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
-// defaultNodeReturnTimeout is how long the gate waits, by default, for a
+// defaultNodeReturnTimeout is how long aftercare waits, by default, for a
 // node approved to reboot to come back (a new boot ID, Ready) before it
 // reports the node not back. A virtual machine is back in a minute or two;
 // a large physical server spends up to ten in its firmware's checks. Fifteen
@@ -20,7 +20,7 @@ import (
 // its pool's rollout with nobody told.
 const defaultNodeReturnTimeout = 15 * time.Minute
 
-// returnStep is what the gate does about a node approved to reboot that is
+// returnStep is what aftercare does about a node approved to reboot that is
 // not back yet.
 type returnStep int
 
@@ -60,7 +60,7 @@ func decideReturnWait(s protocol.NodeState, now time.Time, bound time.Duration) 
 // awaitReturn bounds the wait for a node approved to reboot. Past the bound
 // the node stays as it is, approved, cordoned and in the budget (it really
 // is unavailable, and may come back at any moment to complete as usual),
-// and the gate says so once: NodeNotBack on the node, a Warning event on
+// and aftercare says so once: NodeNotBack on the node, a Warning event on
 // the node and its pool, and from the annotation the pool's and the
 // NodeMaintenance's Degraded conditions.
 func (r *Reconciler) awaitReturn(ctx context.Context, st *poolState, v poolnodes.Member) error {

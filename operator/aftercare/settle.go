@@ -7,7 +7,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
-// settleStep is what the gate does to a settling node.
+// settleStep is what aftercare does to a settling node.
 type settleStep int
 
 const (
@@ -33,7 +33,7 @@ const (
 // settleInput is what decides a settling node's next step.
 type settleInput struct {
 	now time.Time
-	// rec is the node's record, as the gate last wrote it.
+	// rec is the node's record, as it was last written.
 	rec protocol.Settle
 	// node is the node's name, bootID the boot it runs, ready whether it
 	// is Ready.
