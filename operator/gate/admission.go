@@ -176,7 +176,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	if p := a.plan; p.outsideWindow > 0 && !p.nextOpening.IsZero() {
 		st.wakeAt(p.nextOpening)
 	}
-	if a.plan.held > 0 {
+	if a.plan.blockedByQuery > 0 {
 		st.wakeAt(a.block.at.Add(r.BlockingQueryInterval))
 	}
 }
@@ -206,7 +206,7 @@ func (st *poolState) waitInput() policies.WaitInput {
 			}
 		}
 	}
-	if p.held > 0 {
+	if p.blockedByQuery > 0 {
 		in.Blocking = &policies.Blocking{Reason: a.block.reason, Message: a.block.message}
 	}
 	in.Canaries = a.canaries

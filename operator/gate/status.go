@@ -29,7 +29,7 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	if c := a.canaries; c != nil {
 		s.Canaries = &v1alpha1.CanaryStatus{Passed: int32(c.Passed), Want: int32(c.Want)}
 	}
-	if a.plan.held > 0 {
+	if a.plan.blockedByQuery > 0 {
 		// Prometheus's own words are in the message: kept within the
 		// schema's bound, or the whole status write would be refused.
 		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: a.block.query, Reason: a.block.reason, Message: v1alpha1.FitMessage(a.block.message),

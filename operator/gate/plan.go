@@ -24,8 +24,9 @@ type plan struct {
 	// nextOpening is the earliest moment a node held back by windows may
 	// be admitted; zero when none of them knows.
 	nextOpening time.Time
-	// held counts waiting nodes that would have been admitted but for held.
-	held int
+	// blockedByQuery counts waiting nodes that would have been admitted but
+	// for a blocking query.
+	blockedByQuery int
 	// optedOut counts waiting nodes an opt-out holds.
 	optedOut int
 }
@@ -87,11 +88,12 @@ func approvalFree(v *nodeView) bool {
 // budget already; without that rule a person who cordons a node before asking
 // for its reboot would wait forever in a pool of maxUnavailable 1.
 //
-// With hold (a pool-wide hold, policies.Holds), every node waits. A node
-// whose windows are all shut (see nodeView.windowOpen: its pool's, its
+// With poolHeld (a pool-wide hold, policies.Holds), every node waits. A
+// node whose windows are all shut (see nodeView.windowOpen: its pool's, its
 // requests' policies', unless a request ignores windows) waits; the budget
-// holds for the others all the same. With held (a blocking query), no node
-// is admitted: the plan then counts those that would have been.
+// holds for the others all the same. With queryBlocks (a blocking query
+// holds the pool), no node is admitted: the plan then counts those that
+// would have been (blockedByQuery).
 //
 // A node an opt-out holds (optOut) waits and gives its turn to the next.
 //
@@ -106,7 +108,7 @@ func approvalFree(v *nodeView) bool {
 //
 // counted are the nodes that count against the budget besides the views
 // (poolState.counted).
-func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable int, hold, held bool) plan {
+func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable int, poolHeld, queryBlocks bool) plan {
 	p := plan{maxUnavailable: maxUnavailable, unavailable: counted}
 	for _, v := range views {
 		if v.unavailable() {
@@ -115,9 +117,10 @@ func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable
 	}
 	order := newWaitOrder(views, q)
 	free := maxUnavailable - p.unavailable
-	blocked := hold || maxUnavailable == 0
+	// none: no node may be admitted, whatever its windows.
+	none := poolHeld || maxUnavailable == 0
 	for v, ordinary := order.next(); v != nil; v, ordinary = order.next() {
-		if ordinary && q.counted && (blocked || free <= 0) {
+		if ordinary && q.counted && (none || free <= 0) {
 			// An ordinary member costs a slot, has no opt-out and no
 			// window: it and every one after it waits. The first are
 			// named, as the pool's messages name them.
@@ -136,7 +139,7 @@ func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable
 		if v.unavailable() {
 			cost = 0
 		}
-		if !v.windowOpen && !blocked {
+		if !v.windowOpen && !none {
 			p.waiting = append(p.waiting, v.Node.Name)
 			p.outsideWindow++
 			if !v.nextOpening.IsZero() && (p.nextOpening.IsZero() || v.nextOpening.Before(p.nextOpening)) {
@@ -144,13 +147,13 @@ func planAdmissions(views []*nodeView, q *ordinaryQueue, counted, maxUnavailable
 			}
 			continue
 		}
-		if blocked || cost > free {
+		if none || cost > free {
 			p.waiting = append(p.waiting, v.Node.Name)
 			continue
 		}
-		if held {
+		if queryBlocks {
 			p.waiting = append(p.waiting, v.Node.Name)
-			p.held++
+			p.blockedByQuery++
 			free -= cost
 			continue
 		}

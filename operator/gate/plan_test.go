@@ -360,7 +360,7 @@ func TestPlanAdmissions(t *testing.T) {
 			g.Expect(got.maxUnavailable).To(Equal(tc.maxUnavailable), "maxUnavailable")
 			g.Expect(got.outsideWindow).To(Equal(tc.wantOutsideWindow), "outsideWindow")
 			g.Expect(got.nextOpening).To(Equal(tc.wantNextOpening), "nextOpening")
-			g.Expect(got.held).To(Equal(tc.wantHeld), "held")
+			g.Expect(got.blockedByQuery).To(Equal(tc.wantHeld), "blocked by the query")
 			g.Expect(got.optedOut).To(Equal(tc.wantOptedOut), "optedOut")
 			// Invariant 1, as the plan sees it: what it admits at a cost
 			// never takes the pool over its budget.
