@@ -217,6 +217,15 @@ func ForgetHooks() Transition {
 	return func(n *corev1.Node) { delete(n.Annotations, Hook) }
 }
 
+// WriteHooks is RecordHooks of rec, or ForgetHooks when rec is nil: what
+// a hook runner asks to write (operator/hooks Runner.Run).
+func WriteHooks(rec *HookRecord) Transition {
+	if rec == nil {
+		return ForgetHooks()
+	}
+	return RecordHooks(*rec)
+}
+
 func cordon(n *corev1.Node) {
 	if !n.Spec.Unschedulable {
 		n.Spec.Unschedulable = true

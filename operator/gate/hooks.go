@@ -25,8 +25,8 @@ func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, po
 	d, err := r.hooks.Run(ctx, subject, hooks.Input{
 		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: subject.Token,
 		Hooks: st.pool.Spec.Hooks.At(string(point)), Record: v.Hook, ResumeAt: resumeAt,
-	}, func(t protocol.Transition) error {
-		_, err := r.patchNode(ctx, st, st.view(name), true, t)
+	}, func(rec *protocol.HookRecord) error {
+		_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
 		return err
 	}, func(events []hooks.Event) { r.tellHooks(ctx, st, st.view(name), point, events) })
 	if err != nil {

@@ -237,17 +237,18 @@ func (d Decision) Outcome() Outcome {
 }
 
 // Run runs the point's hooks (in.Hooks) for the subject, the whole of one
-// pass: it decides where the node stands, writes it (write, a transition
-// of the node) before it begins an attempt or a failure is acted on, tells
-// what happened once the write that holds it is made (tell), begins the
+// reconcile's work at the point: it decides where the node stands, writes
+// it (write: the record, through protocol.WriteHooks; nil removes it)
+// before it begins an attempt or a failure is acted on, tells what
+// happened once the write that holds it is made (tell), begins the
 // attempts the decision asks for, and writes and tells again. A point
 // whose pool has no hooks (any longer) passes; a record of it that waits is
 // removed. An operator killed at any moment finds the same attempts,
 // deadlines and handles (see the package's doc).
-func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(protocol.Transition) error, tell func([]Event)) (Decision, error) {
+func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(*protocol.HookRecord) error, tell func([]Event)) (Decision, error) {
 	if len(in.Hooks) == 0 {
 		if in.Record != nil && in.Record.Point == in.Point && !in.Record.Passed() {
-			if err := write(protocol.ForgetHooks()); err != nil {
+			if err := write(nil); err != nil {
 				return Decision{}, err
 			}
 		}
@@ -258,7 +259,7 @@ func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(protoc
 		return Decision{}, err
 	}
 	if d.Write {
-		if err := write(protocol.RecordHooks(d.Record)); err != nil {
+		if err := write(&d.Record); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -271,7 +272,7 @@ func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(protoc
 	if err != nil {
 		return Decision{}, err
 	}
-	if err := write(protocol.RecordHooks(rec)); err != nil {
+	if err := write(&rec); err != nil {
 		return Decision{}, err
 	}
 	tell(d.Events[told:])

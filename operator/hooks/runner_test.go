@@ -135,8 +135,8 @@ func TestRunWritesBeforeItBeginsAndTellsAfterItWrites(t *testing.T) {
 	r := hooks.NewRunner(k)
 	var written []protocol.HookRecord
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{}}}
-	write := func(tr protocol.Transition) error {
-		tr(node)
+	write := func(rec *protocol.HookRecord) error {
+		protocol.WriteHooks(rec)(node)
 		st, err := protocol.Read(node)
 		if err != nil {
 			return err
