@@ -132,12 +132,7 @@ func TestALagOneSecondPastEachGraceIsCaught(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for lag, caught := range map[time.Duration]bool{c.grace - 100*time.Millisecond: false, c.grace + time.Second: true} {
 				g := NewWithT(t)
-				h := newHistory()
-				h.pool("p", 2, false)
-				h.Node(node("a", "p", admitted("a1", "p")), false)
-				h.Node(node("b", "p"), false)
-				h.Node(node("c", "p"), false)
-				h.after(time.Minute)
+				h := oneOfTwoHeld()
 				c.change(h)
 				h.after(lag).Node(node("b", "p", admitted("b1", "p")), false)
 				if caught {
@@ -167,12 +162,7 @@ func TestANodeDownInTheGatesViewIsCaughtHoweverShortItsLag(t *testing.T) {
 				before bool // the view is of the version before the change
 			}{{10 * time.Millisecond, false}, {time.Minute, true}} {
 				g := NewWithT(t)
-				h := newHistory()
-				h.pool("p", 2, false)
-				h.Node(node("a", "p", admitted("a1", "p")), false)
-				h.Node(node("b", "p"), false)
-				h.Node(node("c", "p"), false)
-				h.after(time.Minute)
+				h := oneOfTwoHeld()
 				change(h)
 				view := h.version()
 				if c.before {
@@ -188,6 +178,17 @@ func TestANodeDownInTheGatesViewIsCaughtHoweverShortItsLag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneOfTwoHeld is a minute into a pool of budget 2 whose node a is
+// admitted, b and c Ready: one more admission fits.
+func oneOfTwoHeld() *history {
+	h := newHistory()
+	h.pool("p", 2, false)
+	h.Node(node("a", "p", admitted("a1", "p")), false)
+	h.Node(node("b", "p"), false)
+	h.Node(node("c", "p"), false)
+	return h.after(time.Minute)
 }
 
 // A request is ended by its own end only: a cron schedule's fire that
