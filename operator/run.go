@@ -36,6 +36,7 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate"
 	"github.com/kmaint/kmaint/operator/history"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
@@ -69,11 +70,11 @@ type Options struct {
 	DrainPollInterval time.Duration
 	// DaemonConfirmTimeout is how long a node may be back from its approved
 	// reboot (Ready, new boot ID) without its daemon confirming it before
-	// the gate completes the reboot without it and reports the daemon
+	// aftercare completes the reboot without it and reports the daemon
 	// missing; 0 means 10m.
 	DaemonConfirmTimeout time.Duration
 	// NodeReturnTimeout is how long a node approved to reboot may take to
-	// come back (a new boot ID, Ready) before the gate reports it not back
+	// come back (a new boot ID, Ready) before aftercare reports it not back
 	// (NodeNotBack); the node keeps its slot either way; 0 means 15m.
 	NodeReturnTimeout time.Duration
 	// Clock is the time source; nil means the real clock.
@@ -260,6 +261,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	// The gate and aftercare read the same nodes: each version is decoded
 	// once for both.
 	decoded := poolnodes.NewDecoded()
+	hookJobs := hooks.JobSettings{Namespace: opts.HooksNamespace, ServiceAccount: opts.HooksServiceAccount, PriorityClass: opts.HooksPriorityClass}
 	g := &gate.Reconciler{
 		Client:            c,
 		Decoded:           decoded,
@@ -273,9 +275,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 		BlockingPodInterval:   opts.BlockingPodInterval,
 		Pods:                  mgr.GetAPIReader(),
-		HooksNamespace:        opts.HooksNamespace,
-		HookServiceAccount:    opts.HooksServiceAccount,
-		HookPriorityClass:     opts.HooksPriorityClass,
+		Hooks:                 hookJobs,
 	}
 	if prom != nil {
 		// A nil *Prometheus in the interface would not read as nil.
@@ -293,6 +293,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
 		NodeReturnTimeout:    opts.NodeReturnTimeout,
 		Decoded:              decoded,
+		Hooks:                hookJobs,
 	}
 	if prom != nil {
 		ac.Prometheus = prom

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/test/memcluster"
 )
 
@@ -46,4 +47,34 @@ func benchmarkAftercareEvent(b *testing.B, n int) {
 func (r *Reconciler) noted(node string) bool {
 	_, ok := r.backSightings.Get(node)
 	return ok
+}
+
+// BenchmarkAftercareCompletion measures, as BenchmarkAftercareEvent does,
+// the event that ends a node's reboot: the node back from it, its daemon's
+// word given, which aftercare completes in one patch (no afterReboot hooks,
+// the bench pool settles at once). Before the gate's work after the reboot
+// moved here, BenchmarkGateEvent's events held this one.
+func BenchmarkAftercareCompletion(b *testing.B) { memcluster.RunSizes(b, benchmarkAftercareCompletion) }
+
+func benchmarkAftercareCompletion(b *testing.B, n int) {
+	const pool = "bench"
+	ro, rec := memcluster.BenchRollout(b, pool, n)
+	r := &Reconciler{Client: ro.Client(), Recorder: ro.Recorder("kmaint-aftercare"), Metrics: rec}
+	r.prepare(ro.Informers(), ro.LiveReader())
+	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
+	if err := ro.Watch(ctx, memcluster.Queue(b), r.watches()...); err != nil {
+		b.Fatal(err)
+	}
+	ro.NodeEvents(b, ro.BackFromReboot, func(string) error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
+		return err
+	}, func(first string) {
+		node, err := ro.Node(first)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s, _ := protocol.Read(node); s.Approved != "" || s.Admission != nil {
+			b.Fatalf("node %s came back with its daemon's word and aftercare did not complete it", first)
+		}
+	})
 }

@@ -1,8 +1,12 @@
 // Package aftercare looks after a pool's nodes from their approval on,
 // apart from the gate, as cluster-api keeps MachineHealthCheck apart from
-// the MachineSet controller. The gate admits, drains, approves and
-// completes; aftercare:
+// the MachineSet controller. The gate admits, drains and approves, and
+// ends there; aftercare owns everything from the node's return:
 //
+//   - completes the reboot of a node that is back (a new boot ID, Ready)
+//     and whose daemon confirmed it, once the pool's afterReboot hooks
+//     passed (or released it), in one patch with its settle record
+//     (complete.go); the hooks run through hooks.Runner, as the gate's do;
 //   - bounds the wait for a node that does not come back from its approved
 //     reboot (NodeNotBack, notback.go; it keeps its slot);
 //   - bounds the wait for the daemon of a node that is back, deleting its
@@ -19,9 +23,9 @@
 //     controller's (guard.go). The gate reads Halted, as NodeMaintenances
 //     do, and holds every admission while it is True.
 //
-// The settle record is written in the gate's completion patch, not here,
-// so that no crash frees the slot of a node that has not settled
-// (invariant 5); from then on aftercare alone writes it. A failure is
+// The settle record is written in the completion patch, not after it, so
+// that no crash frees the slot of a node that has not settled (invariant
+// 5); from then on the settle phase alone writes it. A failure is
 // written on the node before the pool's condition says so: the gate, which
 // may see the node first, also holds admissions while a node of the pool
 // has a failure on record.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/enqueue"
+	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/recent"
@@ -32,9 +34,10 @@ import (
 
 // Reconciler looks after the nodes of one pool per reconcile from their
 // approval on: it bounds the wait for a node that does not come back and
-// for a daemon that does not confirm its node's reboot, and settles nodes
-// back from their reboot, running the pool's health checks and halting the
-// pool when one fails. The built-in default pool reconciles under the name
+// for a daemon that does not confirm its node's reboot, completes the
+// reboots that are done once their afterReboot hooks let them, and settles
+// nodes back from their reboot, running the pool's health checks and
+// halting the pool when one fails. The built-in default pool reconciles under the name
 // "default".
 type Reconciler struct {
 	client.Client
@@ -61,8 +64,16 @@ type Reconciler struct {
 	// Decoded keeps the nodes' decoded protocol states between reconciles;
 	// the gate may share it. Nil makes one.
 	Decoded *poolnodes.Decoded
+	// Hooks say where the pools' afterReboot Job hooks run; an empty
+	// namespace runs none, and a Job hook then fails as one that cannot
+	// start (as the gate's do).
+	Hooks hooks.JobSettings
 
 	events poolnodes.Events
+	// hooks runs the pools' afterReboot hooks through their kinds;
+	// hookTeller tells what happened to them.
+	hooks      *hooks.Runner
+	hookTeller hooks.Teller
 	// kept keeps each pool's members between reconciles.
 	kept *poolnodes.KeptPools[poolnodes.Member]
 	// healthChecks keeps each pool's last health-check evaluation, by UID.
@@ -85,6 +96,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,namespace=kmaint-hooks,resources=jobs,verbs=get;list;watch;create;delete
 
 // poolState is one reconcile's picture of a pool's nodes and what the
 // phases found.
@@ -165,14 +177,17 @@ func (r *Reconciler) observe(ctx context.Context, name string) (*poolState, erro
 	return st, nil
 }
 
-// awaitNodes bounds the waits of the pool's nodes that are approved: for a
-// node that does not come back from its reboot, and for the daemon of one
-// that did. A node of another pool is that pool's to look after. They run
-// while a MaintenancePool cannot be read: they need no pool but the node's.
+// awaitNodes looks after the pool's nodes that are approved: it completes
+// those back from their reboot whose daemon confirmed it, and bounds the
+// waits for a node that does not come back and for the daemon of one that
+// did. A node of another pool is that pool's to look after. They run while
+// a MaintenancePool cannot be read: they need no pool but the node's.
 func (r *Reconciler) awaitNodes(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, m := range st.nodes.Members {
 		switch {
+		case m.RebootDone():
+			errs = append(errs, r.complete(ctx, st, *m))
 		case m.AwaitingDaemon():
 			errs = append(errs, r.awaitDaemon(ctx, st, *m))
 		case m.UnconfirmedStale():
@@ -240,7 +255,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 
 // watches are aftercare's watches.
 func (r *Reconciler) watches() []enqueue.Watch {
-	return []enqueue.Watch{
+	w := []enqueue.Watch{
 		// Every update of a pool, its status too: the gate writes the
 		// status's other fields, and a write of it from an old copy puts
 		// back a halt this controller changed, which it then writes again.
@@ -248,6 +263,11 @@ func (r *Reconciler) watches() []enqueue.Watch {
 		{Object: &corev1.Node{}, Handler: poolnodes.NodeHandler(r.Client), Predicates: []predicate.Predicate{poolnodes.NodeChanged(false)}},
 		{Object: &corev1.Node{}, Handler: poolnodes.ReleaseReplaced(r.kept)},
 	}
+	if r.Hooks.Namespace != "" {
+		// A hook's Job that finishes wakes its node's pool.
+		w = append(w, enqueue.Watch{Object: &batchv1.Job{}, Handler: handler.EnqueueRequestsFromMapFunc(hooks.JobPool(r.Hooks.Namespace))})
+	}
+	return w
 }
 
 // prepare sets the defaults and what a reconcile needs besides the client:
@@ -270,6 +290,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.Decoded = poolnodes.NewDecoded()
 	}
 	r.events = poolnodes.Events{Recorder: r.Recorder}
+	r.hooks = hooks.NewRunnerOf(r.Client, apiReader, r.Hooks)
+	r.hookTeller = hooks.Teller{Events: r.events, Metrics: r.Metrics}
 	r.kept = poolnodes.NewKeptPools[poolnodes.Member]()
 	r.cache = informers
 	r.healthChecks = recent.New[types.UID, healthResult]()

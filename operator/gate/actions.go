@@ -62,48 +62,25 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	return errors.Join(errs...)
 }
 
-// finish completes reboots that are done and releases admissions that no
-// longer stand for a request, freeing their slots. Each is one patch, so no
-// crash can leave a node uncordoned with its approval, or the reverse.
-// Aftercare bounds the waits for a node that does not come back and for a
-// daemon that does not confirm its node's reboot.
-func (r *Reconciler) finish(ctx context.Context, st *poolState) error {
+// releaseVoid releases admissions that no longer stand for a request
+// (protocol.NodeState.AdmissionVoid), freeing their slots: the node
+// rebooted by other means, or its requests are gone. The release is one
+// patch, and the Jobs of its hooks are stopped after it. What comes after
+// an approved reboot is aftercare's.
+func (r *Reconciler) releaseVoid(ctx context.Context, st *poolState) error {
 	var errs []error
 	for _, v := range st.views {
-		switch {
-		case v.RebootDone():
-			outcome, err := r.atHooks(ctx, st, v, protocol.AfterReboot, v.BootID)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if outcome == hooks.OutcomeWaiting || outcome == hooks.OutcomeHalted {
-				// Back, still cordoned, in its slot: its afterReboot hooks
-				// decide when it is completed (hooks.OutcomeReleased completes it as
-				// it is, as the hook's failure said).
-				continue
-			}
-			v = st.view(v.Node.Name)
-			approved := v.Approved
-			_, err = r.patchNode(ctx, st, v, true, protocol.Complete(st.pool.Spec.NodeMarking, protocol.SettleOnCompletion(st.pool, v.NodeState, st.now)))
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ctrl.LoggerFrom(ctx).Info("Reboot completed", "node", v.Node.Name, "bootID", v.BootID, "settle", st.pool.Spec.Guarded())
-			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "RebootCompleted", "Complete",
-				"Node %s is back and Ready with boot %s (approved for boot %s)", v.Node.Name, v.BootID, approved)
-		case v.AdmissionVoid():
-			rec := v.Hook
-			_, err := r.patchNode(ctx, st, v, true, protocol.Release())
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			errs = append(errs, r.hooks.Stop(ctx, rec))
-			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
-				"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
+		if !v.AdmissionVoid() {
+			continue
 		}
+		rec := v.Hook
+		if _, err := r.patchNode(ctx, st, v, true, protocol.Release()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, r.hooks.Stop(ctx, rec))
+		r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, "AdmissionReleased", "Release",
+			"Node %s no longer requests a reboot of the admitted boot; released before approval", v.Node.Name)
 	}
 	return errors.Join(errs...)
 }
@@ -162,7 +139,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		var stepped bool
 		if marked {
 			// Nothing is evicted before the beforeDrain hooks pass.
-			outcome, err := r.atHooks(ctx, st, v, protocol.BeforeDrain, v.Admission.BootID)
+			outcome, err := r.atHooks(ctx, st, v, protocol.BeforeDrain)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -248,7 +225,7 @@ func report(p drain.Progress, err error) drainReport {
 // on the node, an earlier one's goes.
 func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, forced *protocol.DrainForcing) error {
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
-		return nil // finish releases it on the next pass
+		return nil // releaseVoid releases it on the next pass
 	}
 	if behind := r.cacheBehind(ctx, st); behind != "" {
 		// Approved from a stale budget, it could take the pool past a

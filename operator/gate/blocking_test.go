@@ -89,7 +89,7 @@ func startStoppableGate(t *testing.T, opts gateOptions) (stop func()) {
 	if err := g.SetupWithManager(mgr, copts); err != nil {
 		t.Fatal(err)
 	}
-	// Aftercare settles the nodes the gate completes and halts the pool
+	// Aftercare completes and settles the nodes the gate approved and halts the pool
 	// when a check fails, which the gate then honours.
 	ac := &aftercare.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-aftercare"), Clock: opts.clock,
 		Prometheus: opts.prometheus, Pods: opts.daemonPods}

@@ -23,10 +23,11 @@ import (
 // without an API server (package memcluster): a rollout of every node of
 // the pool under way, maxUnavailable a twentieth of it (25 at 500, as the
 // end-to-end bench), every slot taken. Each op is the two events of one
-// node's turn: a node back from its reboot, which the gate completes,
-// admitting the next node in the queue and starting its drain; and that
-// drain's end, which the gate approves. Completed nodes ask again, so the
-// queue stays as long. An event's time is the operator's (memcluster.Events):
+// node's turn: a node's reboot completed (by aftercare, outside the
+// measure: BenchmarkAftercareCompletion times it), whose slot the gate
+// gives to the next node in the queue, admitting it and starting its
+// drain; and that drain's end, which the gate approves. Completed nodes
+// ask again, so the queue stays as long. An event's time is the operator's (memcluster.Events):
 // the reconcile, with the patches it builds, and the gate's watches'
 // handlers (SetupWithManager's) for its own writes and for the changes
 // that caused the event (the node back, the node that asked again); only
@@ -119,8 +120,10 @@ func newRollout(b testing.TB, n int) *rollout {
 	return ro
 }
 
+// comeBack has the oldest node in flight come back and its reboot
+// completed, as aftercare completes it.
 func (ro *rollout) comeBack(b testing.TB) {
-	if _, err := ro.BackFromReboot(); err != nil {
+	if _, err := ro.CompletedReboot(); err != nil {
 		b.Fatal(err)
 	}
 }

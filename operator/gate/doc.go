@@ -1,13 +1,14 @@
 // Package gate is the approval gate: it admits nodes that request a reboot
 // within their pool's budget, in the order they asked, cordons and drains
-// them, approves each reboot for the boot it was requested in, and once the
-// node is back with a new boot ID, uncordons what it cordoned and frees the
-// slot for the next node.
+// them, runs their hooks before the reboot, and approves each reboot for the
+// boot it was requested in. There it ends: from the node's return on
+// (completion, the afterReboot hooks, settle, health checks, halts) the
+// node is aftercare's (package aftercare).
 //
 // Like every kmaint reconciler it reads observe → decide → act: observe
 // reads the pool's nodes through protocol.Read and resolves the pool's
 // budget once; decide (admission.go) makes the one admission decision, and
-// the actions (finish, admit, drain) write what was decided; the pool's
+// the actions (releaseVoid, admit, drain) write what was decided; the pool's
 // status reports the same decision, so nothing is decided twice.
 //
 // # The admission path

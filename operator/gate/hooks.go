@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -14,80 +13,22 @@ import (
 	"github.com/kmaint/kmaint/operator/hooks"
 )
 
-// atHooks runs the pool's hooks at point for the node (hooks.Runner.Run):
-// each write of where the node stands goes through patchNode, so that the
-// later phases and the status see it. bootID is the boot the point is for:
-// the admitted one before the reboot, the new one after it.
-func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, bootID string) (hooks.Outcome, error) {
-	resumeAt, _ := st.pool.ResumeHaltTime(st.now) // aftercare reports an unusable one
-	subject := hookSubject(st, v, point, bootID)
+// atHooks runs the pool's hooks at point for the node (hooks.Runner.RunAt)
+// before its reboot, for its admitted boot: each write of where the node
+// stands goes through patchNode, so that the later phases and the status
+// see it.
+func (r *Reconciler) atHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint) (hooks.Outcome, error) {
 	name := v.Node.Name
-	d, err := r.hooks.Run(ctx, subject, hooks.Input{
-		Now: st.now, Point: point, Pool: st.pool.Name, BootID: bootID, Token: subject.Token,
-		Hooks: st.pool.Spec.Hooks.At(string(point)), Record: v.Hook, ResumeAt: resumeAt,
-	}, func(rec *protocol.HookRecord) error {
+	at := hooks.At{Pool: st.pool, Node: v.NodeState, Point: point, BootID: v.Admission.BootID, Now: st.now}
+	d, err := r.hooks.RunAt(ctx, r.hookTeller, at, func(rec *protocol.HookRecord) error {
 		_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
 		return err
-	}, func(events []hooks.Event) { r.tellHooks(ctx, st, st.view(name), point, events) })
+	})
 	if err != nil {
 		return hooks.OutcomeWaiting, err
 	}
 	st.wakeAt(d.Wake)
 	return d.Outcome(), nil
-}
-
-// hookSubject is the node's point as its hooks are told of it.
-func hookSubject(st *poolState, v *nodeView, point protocol.HookPoint, bootID string) hooks.Subject {
-	s := hooks.Subject{Pool: st.pool.Name, Node: v.Node, Point: point, BootID: bootID, Token: v.HookTokenAt(point, bootID),
-		DesiredConfig: st.pool.Spec.DesiredConfig, CurrentConfig: v.CurrentConfig, Now: st.now}
-	if v.Admission != nil {
-		for _, src := range v.Admission.Sources {
-			s.Sources = append(s.Sources, string(src))
-		}
-		s.Reasons = v.Admission.Reasons
-	}
-	return s
-}
-
-// tellHooks tells what happened to the node's hooks: events, a log line
-// and the metrics.
-func (r *Reconciler) tellHooks(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint, events []hooks.Event) {
-	log := ctrl.LoggerFrom(ctx).WithValues("node", v.Node.Name, "point", point)
-	for _, e := range events {
-		switch e.Kind {
-		case hooks.Started:
-			log.Info("Hook started", "hook", e.Hook, "attempt", e.Attempt)
-			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, string(e.Kind), "Hook",
-				"Node %s waits for hook %s (%s), attempt %d", v.Node.Name, e.Hook, point, e.Attempt)
-		case hooks.Passed:
-			log.Info("Hook passed", "hook", e.Hook, "attempt", e.Attempt, "took", e.Took)
-			r.Metrics.HookFinished(st.pool.Name, string(point), e.Hook, "passed", e.Took)
-			r.events.Node(st.pool, v.Node, corev1.EventTypeNormal, string(e.Kind), "Hook",
-				"Node %s passed hook %s (%s) in %s", v.Node.Name, e.Hook, point, e.Took.Round(time.Second))
-		case hooks.Failed:
-			log.Info("Hook failed", "hook", e.Hook, "attempt", e.Attempt, "reason", e.Reason, "message", e.Message, "again", e.Again)
-			r.Metrics.HookFinished(st.pool.Name, string(point), e.Hook, "failed", e.Took)
-			r.Metrics.HookFailed(st.pool.Name, string(point), e.Hook, e.Reason)
-			then := "it runs again"
-			if !e.Again {
-				then = hookThen(st.pool, point, e.Hook)
-			}
-			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, string(e.Kind), "Hook",
-				"Node %s failed hook %s (%s) at attempt %d: %s: %s; %s", v.Node.Name, e.Hook, point, e.Attempt, e.Reason, e.Message, then)
-		}
-	}
-}
-
-// hookThen says what a hook's failure for good does.
-func hookThen(pool *v1alpha1.MaintenancePool, point protocol.HookPoint, name string) string {
-	h := hooks.Named(pool.Spec.Hooks.At(string(point)), name)
-	switch {
-	case h != nil && h.FailurePolicy() == v1alpha1.HookRelease && point == protocol.AfterReboot:
-		return "the node is released as it is"
-	case h != nil && h.FailurePolicy() == v1alpha1.HookRelease:
-		return "the node is released and its requests fail"
-	}
-	return fmt.Sprintf("the node keeps its slot and pool %s is halted until it is resumed (kubectl kmaint resume %s), which runs the hook again", pool.Name, pool.Name)
 }
 
 // hookPassedAt is when the node passed its hooks at point (before its
@@ -135,7 +76,7 @@ func drainedForHooks(v *nodeView) bool {
 // PodDisruptionBudget holding, not killed by it. While the node waits at
 // its hooks its drain goes on, and evicts such pods as they land.
 func (r *Reconciler) beforeReboot(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int, waited bool) error {
-	outcome, err := r.atHooks(ctx, st, v, protocol.BeforeReboot, v.Admission.BootID)
+	outcome, err := r.atHooks(ctx, st, v, protocol.BeforeReboot)
 	if err != nil {
 		return err
 	}

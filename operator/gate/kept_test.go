@@ -25,7 +25,8 @@ import (
 // reconciles; nothing of it is not in the API (invariant 5). So after any
 // run of events, a gate started afresh on the same cache sees the same
 // views and plans the same admissions as the gate that kept them: nodes
-// back from their reboot and drained (the gate's own writes), a
+// whose reboot aftercare completed, and nodes drained (the gate's own
+// writes), a
 // NodeMaintenance made again with an earlier record (its node moves to the
 // head of the queue: only the NodeMaintenance watch tells the kept views),
 // a node relabelled out of the pool and back.
@@ -60,8 +61,8 @@ func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
 		var step string
 		switch rnd.IntN(3) {
 		case 0:
-			step = "a node back and the next one drained"
-			if _, err := ro.BackFromReboot(); err != nil {
+			step = "a node's reboot completed and the next one drained"
+			if _, err := ro.CompletedReboot(); err != nil {
 				t.Fatal(err)
 			}
 			reconcile(step)

@@ -77,17 +77,16 @@ type Reconciler struct {
 	// StatusInterval is the least time between two writes of a pool's
 	// status that change only its counts (1s if zero; see package poolstatus).
 	StatusInterval time.Duration
-	// HooksNamespace is where the pools' Job hooks run; empty runs none,
-	// and a Job hook then fails as one that cannot start.
-	HooksNamespace string
-	// HookServiceAccount and HookPriorityClass are what the hooks' pods
-	// run under (hooks.JobContext).
-	HookServiceAccount, HookPriorityClass string
+	// Hooks say where the pools' Job hooks run; an empty namespace runs
+	// none, and a Job hook then fails as one that cannot start.
+	Hooks hooks.JobSettings
 
 	inflight *inflight
 	events   poolnodes.Events
-	// hooks runs the pools' hooks through their kinds.
-	hooks *hooks.Runner
+	// hooks runs the pools' hooks through their kinds, before the
+	// reboot; hookTeller tells what happened to them.
+	hooks      *hooks.Runner
+	hookTeller hooks.Teller
 	// steps steps drains outside the reconcile.
 	steps *drain.Steps
 	// status writes the pools' status.
@@ -168,11 +167,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	r.tellRelabelled(ctx, st)
-	// Finishing frees slots that admitting fills at once, and a node just
+	// Releasing frees slots that admitting fills at once, and a node just
 	// admitted starts draining in the same pass.
 	errs := []error{
 		r.syncDesiredConfig(ctx, st),
-		r.finish(ctx, st),
+		r.releaseVoid(ctx, st),
 		r.releaseOptedOut(ctx, st),
 		r.admit(ctx, st),
 		r.syncHeld(ctx, st),
@@ -194,13 +193,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // be read. Its selector is unknown, so any node may be its own, and what
 // this pool sees as its nodes may not be: the gate admits nothing, steps no
 // drain (another pool's drain options could evict what this one's keep),
-// approves nothing and writes no desired config. It still completes
-// reboots that are done, which needs no pool: a node that came back is
-// uncordoned, whichever pool it is in. Every readable pool's Blocked
+// approves nothing and writes no desired config. It still releases
+// admissions that stand for nothing, which needs no pool (aftercare
+// completes the reboots that are done, as it does meanwhile). Every readable pool's Blocked
 // condition names the unreadable one, and package unreadable reports it on
 // the pool itself.
 func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error {
-	err := r.finish(ctx, st)
+	err := r.releaseVoid(ctx, st)
 	r.decide(ctx, st) // held: it asks nothing and admits nothing
 	for _, v := range st.views {
 		if v.Draining() {
@@ -241,22 +240,11 @@ func (r *Reconciler) watches() []enqueue.Watch {
 		// The cluster's stop holds every pool, the default pool too.
 		{Object: &v1alpha1.MaintenanceGate{}, Handler: handler.EnqueueRequestsFromMapFunc(r.allPools)},
 	}
-	if r.HooksNamespace != "" {
+	if r.Hooks.Namespace != "" {
 		// A hook's Job that finishes wakes its node's pool.
-		w = append(w, enqueue.Watch{Object: &batchv1.Job{}, Handler: handler.EnqueueRequestsFromMapFunc(hookJobPool(r.HooksNamespace))})
+		w = append(w, enqueue.Watch{Object: &batchv1.Job{}, Handler: handler.EnqueueRequestsFromMapFunc(hooks.JobPool(r.Hooks.Namespace))})
 	}
 	return w
-}
-
-// hookJobPool maps a hook's Job to the pool it runs for.
-func hookJobPool(namespace string) handler.MapFunc {
-	return func(_ context.Context, o client.Object) []reconcile.Request {
-		pool := o.GetAnnotations()[hooks.PoolAnnotation]
-		if o.GetNamespace() != namespace || o.GetLabels()[hooks.ManagedByLabel] != "kmaint" || pool == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
-	}
 }
 
 // wakePool is Steps' wake for the gate's workqueue.
@@ -289,8 +277,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = informers
 	r.apiReader = apiReader
-	r.hooks = hooks.NewRunner(&hooks.JobKind{Client: r.Client, APIReader: apiReader, Namespace: r.HooksNamespace,
-		ServiceAccount: r.HookServiceAccount, PriorityClass: r.HookPriorityClass}, hooks.Acknowledgement{})
+	r.hooks = hooks.NewRunnerOf(r.Client, apiReader, r.Hooks)
+	r.hookTeller = hooks.Teller{Events: r.events, Metrics: r.Metrics}
 	if r.Pods == nil {
 		r.Pods = apiReader
 	}

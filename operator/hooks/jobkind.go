@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -29,12 +31,37 @@ type JobKind struct {
 	Client client.Client
 	// APIReader reads from the API server what the cache may not have yet.
 	APIReader client.Reader
+	JobSettings
+}
+
+// JobSettings say where and how the hooks' Jobs run.
+type JobSettings struct {
 	// Namespace is where the Jobs run; empty runs none: a Job hook fails
 	// at its first attempt, saying why.
 	Namespace string
 	// ServiceAccount and PriorityClass are what the Jobs' pods run under
 	// (JobContext).
 	ServiceAccount, PriorityClass string
+}
+
+// NewRunnerOf returns the runner over every kind of hook kmaint has: the
+// one the controllers that run hooks (the gate before the reboot,
+// aftercare after it) each make. c reads Jobs from the cache and makes
+// them; apiReader reads what the cache does not have yet.
+func NewRunnerOf(c client.Client, apiReader client.Reader, jobs JobSettings) *Runner {
+	return NewRunner(&JobKind{Client: c, APIReader: apiReader, JobSettings: jobs}, Acknowledgement{})
+}
+
+// JobPool maps a hook's Job in namespace to the pool it runs for, so that
+// a Job that finishes wakes its node's pool.
+func JobPool(namespace string) handler.MapFunc {
+	return func(_ context.Context, o client.Object) []reconcile.Request {
+		pool := o.GetAnnotations()[PoolAnnotation]
+		if o.GetNamespace() != namespace || o.GetLabels()[ManagedByLabel] != "kmaint" || pool == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+	}
 }
 
 // Runs reports whether the hook runs a Job.

@@ -117,6 +117,24 @@ func (ro *Rollout) BackFromReboot() (string, error) { return ro.back(true) }
 // as every node is for a moment. It returns the node's name.
 func (ro *Rollout) BackBeforeItsDaemon() (string, error) { return ro.back(false) }
 
+// CompletedReboot brings the oldest node in flight back from its reboot,
+// its daemon's word given, and completes the reboot in one patch as
+// aftercare does (protocol.Complete; the bench pool marks nothing and
+// settles at once): the event that frees a slot for the gate. It returns
+// the node's name.
+func (ro *Rollout) CompletedReboot() (string, error) {
+	name, err := ro.back(true)
+	if err != nil {
+		return "", err
+	}
+	node, err := ro.Node(name)
+	if err != nil {
+		return "", err
+	}
+	protocol.Complete(nil, nil).Apply(node)
+	return name, ro.Set(node)
+}
+
 func (ro *Rollout) back(daemon bool) (string, error) {
 	name := ro.InFlight[0]
 	ro.InFlight = ro.InFlight[1:]
