@@ -270,7 +270,7 @@ mutants: mod-download test-deps envtest bin-module ## Break each invariant on pu
 # BENCH_NOTE='...' says what else ran on the machine, saved with them.
 bench-controllers: mod-download envtest ## Benchmark each controller's cost per event at 500, 5000 and 20000 nodes, without an API server
 	assets="$$(hack/envtest-assets.sh bin)"; \
-	set -o pipefail; { KUBEBUILDER_ASSETS="$$assets" go test -p 1 -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event' -benchtime 40x -timeout 60m \
+	set -o pipefail; { KUBEBUILDER_ASSETS="$$assets" go test -p 1 -run '^$$' -bench 'Benchmark(Gate|Aftercare|Maintenance)Event|BenchmarkAftercareCompletion' -benchtime 40x -timeout 60m \
 		./operator/gate/ ./operator/aftercare/ ./operator/maintenance/ && \
 		KUBEBUILDER_ASSETS="$$assets" go test -run '^$$' -bench '^BenchmarkGateLiveRead$$' -benchtime 500x -timeout 10m ./operator/gate/; } | \
 		go run ./test/bench/perevent -note "$${BENCH_NOTE:-}"

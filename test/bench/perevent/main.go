@@ -1,5 +1,6 @@
 // Command perevent saves what the controllers' per-event benchmarks
-// (BenchmarkGateEvent, BenchmarkAftercareEvent, BenchmarkMaintenanceEvent:
+// (BenchmarkGateEvent, BenchmarkAftercareEvent, BenchmarkMaintenanceEvent,
+// and BenchmarkAftercareCompletion, saved as aftercare-completion:
 // one event's reconcile in pools of 500, 5000 and 20000 realistic nodes,
 // without an API server; and BenchmarkGateLiveRead, the gate's reads past
 // its cache against a real API server) measured: it reads `go test -bench`
@@ -109,7 +110,7 @@ type LiveRead struct {
 // "BenchmarkGateEvent/nodes=500-2  40  7885408 ns/op  3.405 ms/event-p50 ...";
 // liveLine BenchmarkGateLiveRead's.
 var (
-	line     = regexp.MustCompile(`^Benchmark(Gate|Aftercare|Maintenance)Event/nodes=(\d+)(?:-\d+)?\s+(\d+)\s+(.*)$`)
+	line     = regexp.MustCompile(`^Benchmark(Gate|Aftercare|Maintenance)(Event|Completion)/nodes=(\d+)(?:-\d+)?\s+(\d+)\s+(.*)$`)
 	liveLine = regexp.MustCompile(`^BenchmarkGateLiveRead(?:-\d+)?\s+(\d+)\s+(.*)$`)
 )
 
@@ -184,9 +185,9 @@ func parse(r io.Reader) (map[string][]Point, *LiveRead, error) {
 		if m == nil {
 			continue
 		}
-		nodes, _ := strconv.Atoi(m[2])
-		iterations, _ := strconv.Atoi(m[3])
-		metrics, err := fields(m[4])
+		nodes, _ := strconv.Atoi(m[3])
+		iterations, _ := strconv.Atoi(m[4])
+		metrics, err := fields(m[5])
 		if err != nil {
 			return nil, nil, fmt.Errorf("%q: %w", text, err)
 		}
@@ -209,6 +210,10 @@ func parse(r io.Reader) (map[string][]Point, *LiveRead, error) {
 			return nil, nil, fmt.Errorf("%q: no ms/event-p50 or -mean: a benchmark that does not measure with memcluster.Events", text)
 		}
 		controller := strings.ToLower(m[1])
+		if m[2] == "Completion" {
+			// One event of a kind of its own: aftercare's completions.
+			controller += "-completion"
+		}
 		out[controller] = append(out[controller], p)
 	}
 	return out, live, sc.Err()
