@@ -20,7 +20,8 @@
 //     pool's settling nodes together (health.go);
 //   - halts the pool when a check fails or cannot run, and reports it:
 //     status.settling, status.halt and the Halted condition are this
-//     controller's (guard.go). The gate reads Halted, as NodeMaintenances
+//     controller's, applied as its own field manager beside the gate's
+//     (guard.go, poolstatus.AftercarePart). The gate reads Halted, as NodeMaintenances
 //     do, and holds every admission while it is True.
 //
 // The settle record is written in the completion patch, not after it, so

@@ -20,6 +20,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/poolnodes"
+	"github.com/kmaint/kmaint/operator/poolstatus"
 )
 
 // guardState is what the settle phase found: what halts the pool.
@@ -186,37 +187,65 @@ func setHalted(st *poolState) (begins bool) {
 }
 
 // writeStatus writes the pool's halt when it changed, with a Warning event
-// PoolHalted as a halt begins. The patch holds the whole list of
-// conditions, the gate's among them, as the cache shows them: it is applied
-// only to the version of the pool it was made from, and a conflict (the
-// cache behind the gate's last write) is reported for a retry, not as an
-// error. The built-in default pool has no status, and a pool that cannot be
-// read is never written back.
-func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) (conflict bool, err error) {
+// PoolHalted as a halt begins: aftercare's part of the status
+// (poolstatus.AftercarePart: settling, halt and the Halted condition),
+// applied as its own field manager, so that it and the gate, which writes
+// the rest, never undo each other's writes; applied only to the version of
+// the pool it was made from, so that a halt is announced once. The built-in default pool has
+// no status, and a pool that cannot be read is never written back.
+func (r *Reconciler) writeStatus(ctx context.Context, st *poolState) error {
 	pool := st.pool
 	// The gate writes the status first: its counts are required fields,
-	// which a patch of the halt alone would leave out. Its write wakes this
+	// which an apply of the halt alone would leave out. Its write wakes this
 	// controller again.
 	if pool.UID == "" || pool.Unreadable() != nil || pool.Status.ObservedGeneration == 0 {
-		return false, nil
+		return nil
 	}
 	base := pool.DeepCopy()
 	begins := setHalted(st)
 	if equality.Semantic.DeepEqual(base.Status, pool.Status) {
-		return false, nil
+		return nil
 	}
-	if err := r.Status().Patch(ctx, pool, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("patch status of pool %s: %w", pool.Name, err)
+	applied, err := poolstatus.AftercarePart.Part(pool)
+	if err != nil {
+		return err
+	}
+	switch err := r.Status().Patch(ctx, pool, poolstatus.AftercarePart, client.FieldOwner(poolstatus.AftercareManager), client.ForceOwnership); {
+	case apierrors.IsConflict(err):
+		// The cache is behind a write (this controller's: the halt would
+		// be announced twice; or the gate's), or the pool was made again:
+		// the next reconcile, on the pool as it is, writes it.
+		st.wakeAt(st.now.Add(time.Second))
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("apply the halt of pool %s: %w", pool.Name, err)
+	}
+	if err := r.removeLeftovers(ctx, pool, applied); err != nil {
+		return err
 	}
 	if begins {
 		reason, msg := haltMessage(st)
 		ctrl.LoggerFrom(ctx).Info("Pool halted", "reason", reason)
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, v1alpha1.PoolHaltedReason, "Halt", "%s", v1alpha1.FitMessage(msg))
 	}
-	return false, nil
+	return nil
+}
+
+// removeLeftovers removes from the pool what is aftercare's part of its
+// status but was not applied (statuspatch.Apply.Leftovers): a halt written
+// by an operator before the status had a field manager per controller
+// would otherwise outlive its end.
+func (r *Reconciler) removeLeftovers(ctx context.Context, stored *v1alpha1.MaintenancePool, applied map[string]any) error {
+	patch, err := poolstatus.AftercarePart.Leftovers(stored, applied)
+	if patch == nil || err != nil {
+		return err
+	}
+	if err := r.Status().Patch(ctx, stored, patch, client.FieldOwner(poolstatus.AftercareManager)); err != nil && !apierrors.IsInvalid(err) {
+		return fmt.Errorf("remove what is left of an earlier halt of pool %s: %w", stored.Name, err)
+	}
+	return nil
 }
 
 // haltMessage says why the pool is halted: the failed nodes first, since

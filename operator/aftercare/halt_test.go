@@ -33,7 +33,7 @@ func TestFailedCheckHaltsAndAResumeLiftsItWithoutADrain(t *testing.T) {
 	pool.Spec.HealthChecks = &v1alpha1.HealthChecks{Queries: []v1alpha1.HealthCheck{{Name: "node-ok", Query: "app_ready == 0"}},
 		Interval: &metav1.Duration{Duration: 5 * time.Second}}
 	harness.Create(t, bed, pool)
-	// The gate writes the pool's counts first; aftercare writes the halt
+	// The gate writes the pool's counts first; aftercare applies the halt
 	// beside them.
 	live := harness.GetPool(g, bed, name)
 	live.Status.ObservedGeneration = live.Generation

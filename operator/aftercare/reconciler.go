@@ -128,12 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("pool", st.pool.Name))
 	errs := []error{r.awaitNodes(ctx, st)}
 	if !st.unreadablePools {
-		errs = append(errs, r.settle(ctx, st))
-		conflict, err := r.writeStatus(ctx, st)
-		errs = append(errs, err)
-		if conflict {
-			st.wakeAt(st.now.Add(time.Second))
-		}
+		errs = append(errs, r.settle(ctx, st), r.writeStatus(ctx, st))
 	}
 	var result ctrl.Result
 	if !st.wake.IsZero() {
@@ -256,9 +251,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // watches are aftercare's watches.
 func (r *Reconciler) watches() []enqueue.Watch {
 	w := []enqueue.Watch{
-		// Every update of a pool, its status too: the gate writes the
-		// status's other fields, and a write of it from an old copy puts
-		// back a halt this controller changed, which it then writes again.
+		// Every update of a pool, its status too: the gate's first write
+		// of the status (its required counts) lets this controller write
+		// its part.
 		{Object: &v1alpha1.MaintenancePool{}, Handler: handler.EnqueueRequestsFromMapFunc(poolnodes.PoolAndDefault)},
 		{Object: &corev1.Node{}, Handler: poolnodes.NodeHandler(r.Client), Predicates: []predicate.Predicate{poolnodes.NodeChanged(false)}},
 		{Object: &corev1.Node{}, Handler: poolnodes.ReleaseReplaced(r.kept)},

@@ -146,6 +146,7 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return harness.EventReasons(g, bed, "MaintenancePool", pool, "Warning") }, timeout).
 		Should(ContainElements(v1alpha1.HealthCheckFailedReason, v1alpha1.PoolHaltedReason))
+	expectOneWriterPerStatusField(g, pool)
 
 	// The operator restarts mid-halt: still halted, the failure as it was.
 	stop()
@@ -186,6 +187,25 @@ func TestFailedHealthCheckHaltsUntilResumed(t *testing.T) {
 	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[1], false) }, 2*timeout).Should(Succeed())
 	g.Expect(halted(g, pool).Status).To(Equal(metav1.ConditionFalse))
 	g.Eventually(func(g Gomega) *v1alpha1.PoolHalt { return getPool(g, pool).Status.Halt }, timeout).Should(BeNil())
+	expectOneWriterPerStatusField(g, pool)
+}
+
+// expectOneWriterPerStatusField asserts that no field of the pool's status
+// has two writers: the gate and aftercare each apply their own part
+// (poolstatus.GatePart, AftercarePart). Only the managers named count,
+// when some are.
+func expectOneWriterPerStatusField(g Gomega, pool string, managers ...string) {
+	p := getPool(g, pool)
+	shared, err := harness.StatusOwners(p, managers...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(shared).To(BeEmpty(), "fields of pool %s's status that two field managers own", pool)
+	var writers []string
+	for _, e := range p.ManagedFields {
+		if e.Subresource == "status" {
+			writers = append(writers, e.Manager+"/"+string(e.Operation))
+		}
+	}
+	g.Expect(writers).To(ContainElements("kmaint-gate/Apply", "kmaint-aftercare/Apply"), "the status's writers")
 }
 
 // A pool that resumes OnRecovery goes on by itself once the failed node

@@ -273,7 +273,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	if r.StatusInterval == 0 {
 		r.StatusInterval = poolstatus.DefaultInterval
 	}
-	r.status = poolstatus.NewWriter(r.Client, apiReader, r.Recorder, r.StatusInterval)
+	r.status = poolstatus.NewWriter(r.Client, r.Recorder, r.StatusInterval)
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.cache = informers
 	r.apiReader = apiReader

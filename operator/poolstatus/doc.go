@@ -3,9 +3,12 @@
 // once: a freeze that starts or ends, a pool over its budget, a rollout
 // that starts or finishes.
 //
-// The status is written whole, but never more than once a second while
-// only its counts change (pace.go); locked to the version of the pool it
-// was read from, since aftercare writes its halt beside it; and compared
-// with what this operator last wrote, which the cache may not show yet, so
-// that nothing is written or announced twice (Writer).
+// Each controller applies its own part of the status as a field manager of
+// its own (server-side apply; GatePart, AftercarePart): the gate all of it
+// but aftercare's settling, halt and Halted condition, so that no field
+// has two writers and neither undoes the other's writes. The gate's part
+// is written never more than once a second while only its counts change
+// (pace.go), and compared with what this operator last wrote, which the
+// cache may not show yet, so that nothing is written or announced twice
+// (Writer).
 package poolstatus

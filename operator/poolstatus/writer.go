@@ -7,9 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +19,6 @@ import (
 // NewWriter.
 type Writer struct {
 	client   client.Client
-	live     client.Reader
 	recorder events.EventRecorder
 	interval time.Duration
 	// written is the status last written per pool, so that an unchanged
@@ -32,86 +29,101 @@ type Writer struct {
 	rollouts rollouts
 }
 
-// NewWriter returns a Writer that patches with c, reads a pool afresh with
-// live (the API server, not the cache) after a conflict, and writes a
-// status that only moves counts at most once per interval.
-func NewWriter(c client.Client, live client.Reader, recorder events.EventRecorder, interval time.Duration) *Writer {
-	return &Writer{client: c, live: live, recorder: recorder, interval: interval, pace: newPace()}
+// NewWriter returns a Writer that writes with c, and writes a status that
+// only moves counts at most once per interval.
+func NewWriter(c client.Client, recorder events.EventRecorder, interval time.Duration) *Writer {
+	return &Writer{client: c, recorder: recorder, interval: interval, pace: newPace()}
 }
 
-// Last is the pool's status as this operator last wrote it, or as the cache
-// shows it when it wrote none: the cache may not show the last write yet,
-// and an episode must be announced once.
+// Last is the gate's part of the pool's status as this operator last wrote
+// it, or as the cache shows it when it wrote none: the cache may not show
+// the last write yet, and an episode must be announced once.
 func (w *Writer) Last(pool *v1alpha1.MaintenancePool) *v1alpha1.MaintenancePoolStatus {
 	if last, ok := w.written.Last(pool.Name, pool.UID); ok {
 		return last
 	}
-	return pool.Status.DeepCopy()
+	return gatePart(&pool.Status)
 }
 
-// Write has set fill the pool's status, given the status last written, and
-// writes it when it changed; it returns when to write again at the latest.
-//
-// Aftercare writes settling, halt and the Halted condition: the patch
-// leaves the first two out, and puts the conditions back as the pool shows
-// them, to that version of the pool only. When the cache is behind a write
-// of aftercare's, the pool is read from the API server and the patch made
-// again on it, so that the gate's own write, and the events announcing it,
-// happen once.
+// The field managers of the pool's status: the gate writes all of it but
+// aftercare's part, aftercare settling, halt and the Halted condition
+// (server-side apply, statuspatch.Apply), so that no field has two
+// writers.
+const (
+	GateManager      = "kmaint-gate"
+	AftercareManager = "kmaint-aftercare"
+)
+
+// GatePart is the gate's part of a pool's status.
+var GatePart = statuspatch.Apply{Kind: v1alpha1.GroupVersion.WithKind("MaintenancePool"), Leave: []string{"settling", "halt"},
+	Conditions: []string{v1alpha1.BlockedCondition, v1alpha1.DrainingCondition, v1alpha1.DegradedCondition, v1alpha1.ConflictingCondition,
+		v1alpha1.OverBudgetCondition, v1alpha1.OptedOutCondition, v1alpha1.FrozenCondition}}
+
+// AftercarePart is aftercare's part of a pool's status.
+var AftercarePart = statuspatch.Apply{Kind: v1alpha1.GroupVersion.WithKind("MaintenancePool"), Fields: []string{"settling", "halt"},
+	Conditions: []string{v1alpha1.HaltedCondition}, Lock: true}
+
+// Write has set fill the pool's status, given the gate's part of the
+// status last written, and writes the gate's part when it changed (Apply,
+// as GateManager); it returns when to write again at the latest.
 func (w *Writer) Write(ctx context.Context, pool *v1alpha1.MaintenancePool, set func(last *v1alpha1.MaintenancePoolStatus)) (time.Duration, error) {
 	before := w.Last(pool)
 	set(before)
-	if w.written.Same(pool.Name, pool.UID, &pool.Status) {
+	mine := gatePart(&pool.Status)
+	if w.written.Same(pool.Name, pool.UID, mine) {
 		return 0, nil
 	}
-	if wait := w.pace.wait(pool.UID, before, &pool.Status, w.interval, time.Now()); wait > 0 {
+	if wait := w.pace.wait(pool.UID, before, mine, w.interval, time.Now()); wait > 0 {
 		return wait, nil
 	}
-	// blockingQuery is omitted when no query blocks: named, it is removed,
-	// or waiting requests would go on quoting the last one; freeze
-	// likewise once the freeze is over.
-	patch := statuspatch.Whole{Leave: []string{"settling", "halt"}, Lock: true}
-	written := pool
-	err := w.client.Status().Patch(ctx, written, patch)
-	if apierrors.IsConflict(err) {
-		live := &v1alpha1.MaintenancePool{}
-		if err := w.live.Get(ctx, types.NamespacedName{Name: pool.Name}, live); err != nil {
-			return 0, fmt.Errorf("get pool %s: %w", pool.Name, err)
-		}
-		if live.UID != pool.UID {
-			return 0, nil // deleted and made again: its own reconcile writes it
-		}
-		written = live.DeepCopy()
-		written.Status = *pool.Status.DeepCopy()
-		keepAftercare(&written.Status, &live.Status)
-		err = w.client.Status().Patch(ctx, written, patch)
-		if apierrors.IsConflict(err) {
-			return time.Second, nil // changed again meanwhile: the next reconcile writes it
-		}
-	}
+	applied, err := GatePart.Part(pool)
 	if err != nil {
-		return 0, fmt.Errorf("patch status of pool %s: %w", pool.Name, err)
+		return 0, err
 	}
-	pool.Status = written.Status
-	w.written.Remember(pool.Name, pool.UID, &pool.Status)
+	written := pool.DeepCopy()
+	switch err := w.client.Status().Patch(ctx, written, GatePart, client.FieldOwner(GateManager), client.ForceOwnership); {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return 0, nil // deleted, maybe made again: its own reconcile writes it
+	case err != nil:
+		return 0, fmt.Errorf("apply the status of pool %s: %w", pool.Name, err)
+	}
+	if err := w.removeLeftovers(ctx, written, applied); err != nil {
+		return 0, err
+	}
+
+	w.written.Remember(pool.Name, pool.UID, mine)
 	w.pace.wrote(pool.UID, time.Now())
 	w.rolloutFinished(ctx, pool, before)
 	return 0, nil
 }
 
-// keepAftercare puts in s what aftercare wrote in live: the settling
-// count, the halt and the Halted condition.
-func keepAftercare(s, live *v1alpha1.MaintenancePoolStatus) {
-	s.Settling, s.Halt = live.Settling, live.Halt
-	c := meta.FindStatusCondition(live.Conditions, v1alpha1.HaltedCondition)
-	if c == nil {
-		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.HaltedCondition)
-		return
+// removeLeftovers removes from the pool what is the gate's part of its
+// status but was not applied: written by an operator before the status
+// had a field manager per controller, or by a person. Their entry of
+// managedFields keeps the fields whose values it wrote, beside the gate
+// (an apply shares a field with the writer of the same value), so no
+// apply of the gate's removes them; and only a write of the pool itself,
+// which the operator is not granted, could drop that entry. Nearly every
+// write finds none.
+func (w *Writer) removeLeftovers(ctx context.Context, stored *v1alpha1.MaintenancePool, applied map[string]any) error {
+	patch, err := GatePart.Leftovers(stored, applied)
+	if patch == nil || err != nil {
+		return err
 	}
-	// In its place, with its own transition time.
-	if i := slices.IndexFunc(s.Conditions, func(x metav1.Condition) bool { return x.Type == c.Type }); i >= 0 {
-		s.Conditions[i] = *c
-		return
+	if err := w.client.Status().Patch(ctx, stored, patch, client.FieldOwner(GateManager)); err != nil && !apierrors.IsInvalid(err) {
+		// Invalid: a test failed, the status changed meanwhile; the next
+		// write looks again.
+		return fmt.Errorf("remove what is left of an earlier status of pool %s: %w", stored.Name, err)
 	}
-	s.Conditions = append(s.Conditions, *c)
+	return nil
+}
+
+// gatePart is a copy of s holding only the gate's part (GatePart).
+func gatePart(s *v1alpha1.MaintenancePoolStatus) *v1alpha1.MaintenancePoolStatus {
+	part := s.DeepCopy()
+	part.Settling, part.Halt = 0, nil
+	part.Conditions = slices.DeleteFunc(part.Conditions, func(c metav1.Condition) bool {
+		return !slices.Contains(GatePart.Conditions, c.Type)
+	})
+	return part
 }

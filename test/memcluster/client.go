@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,6 +183,8 @@ func (c *Cluster) applyPatch(obj client.Object, pt types.PatchType, data []byte)
 		if p, err = jsonpatch.DecodePatch(data); err == nil {
 			patched, err = p.Apply(original)
 		}
+	case types.ApplyPatchType:
+		patched, err = applyStatus(original, data)
 	default:
 		return nil, nil, fmt.Errorf("patch type %s is not served", pt)
 	}
@@ -192,6 +195,46 @@ func (c *Cluster) applyPatch(obj client.Object, pt types.PatchType, data []byte)
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("patch %s: %v", obj.GetName(), err))
 	}
 	return written, stored, nil
+}
+
+// applyStatus serves a server-side apply of a status (statuspatch.Apply)
+// as far as a benchmark needs: each field applied is set, each condition
+// applied replaces the stored one of its type. It keeps no managedFields,
+// so it removes nothing an earlier apply of the same manager set and this
+// one leaves out: an API server's work, which the benchmarks leave out.
+func applyStatus(original, data []byte) ([]byte, error) {
+	var stored, applied map[string]any
+	if err := json.Unmarshal(original, &stored); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &applied); err != nil {
+		return nil, err
+	}
+	status, _ := stored["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		stored["status"] = status
+	}
+	part, _ := applied["status"].(map[string]any)
+	for key, v := range part {
+		if key != "conditions" {
+			status[key] = v
+			continue
+		}
+		conds, _ := status["conditions"].([]any)
+		for _, c := range v.([]any) {
+			i := slices.IndexFunc(conds, func(have any) bool {
+				return have.(map[string]any)["type"] == c.(map[string]any)["type"]
+			})
+			if i < 0 {
+				conds = append(conds, c)
+			} else {
+				conds[i] = c
+			}
+		}
+		status["conditions"] = conds
+	}
+	return json.Marshal(stored)
 }
 
 func (c *Cluster) update(obj client.Object) error {
