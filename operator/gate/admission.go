@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/policies"
@@ -16,8 +17,9 @@ import (
 // and resolves its budget (admission); decide runs the pool-wide holds
 // once (policies.Holds), then plans, node by node in the order they asked
 // (opt-outs, windows and freezes, then the node's pods when its turn
-// comes), within the budget (planAdmissions); admit writes what was
-// decided, and setStatus reports the same decision (Blocked, Waiting
+// comes), within the budget (planAdmissions), and runs the holds again
+// once the API server said the cache is behind (fresh.go); admit writes
+// what was decided, and setStatus reports the same decision (Blocked, Waiting
 // through the pool's status).
 
 // admission is what the pool's admissions depend on in one reconcile, and
@@ -119,6 +121,7 @@ func (st *poolState) holdBase() policies.WaitInput {
 		Stop:            a.stop,
 		PodSelectorErr:  a.podSelectorErr,
 		Halt:            st.haltWait(),
+		CacheBehind:     st.freshness.behind,
 	}
 }
 
@@ -135,7 +138,8 @@ func poolHold(in policies.WaitInput) *verdict {
 // decide makes the reconcile's one admission decision: the pool-wide
 // holds, then the plan within the budget, the canaries lowering it, a
 // blocking query holding it, and the pods of each node whose turn comes
-// passing it to the next. Blocking queries are asked only when they decide
+// passing it to the next; last, once the plan admits, whether the cache is
+// behind (the CacheBehind hold). Blocking queries are asked only when they decide
 // something, and before any node's pods: a pool a query holds lists no
 // pods. A pool whose selector cannot be parsed has no nodes of its own to
 // plan for, and a budget that cannot be resolved plans nothing unless a
@@ -178,6 +182,14 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	}
 	if a.plan.blockedByQuery > 0 {
 		st.wakeAt(a.block.at.Add(r.BlockingQueryInterval))
+	}
+	// Last, once a node would be admitted, the hold that costs a read past
+	// the cache (fresh.go): what the API server says fills its input, and
+	// while it holds, the nodes planned wait like the others.
+	if len(a.plan.admit) > 0 && r.cacheBehind(ctx, st) != "" {
+		a.hold = poolHold(st.holdInput())
+		a.plan = planAdmissions(st.views, st.queue, st.counted(), a.budget, true, false)
+		ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", st.freshness.behind)
 	}
 }
 
