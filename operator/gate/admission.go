@@ -10,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -30,9 +32,9 @@ type admission struct {
 	// reconcile; budgetErr says why it cannot be (nothing is admitted then).
 	budget    int
 	budgetErr error
-	// windowErr says why the pool's windows could not be used; nothing is
-	// admitted then.
-	windowErr error
+	// windows are the pool's and its RebootPolicies' windows and freezes
+	// at now; nil before observe reads them.
+	windows *pools.Windows
 	// freeze is what the pool's own freezes say at now (freeze.go).
 	freeze policies.FreezeState
 	// stop is what the cluster's MaintenanceGate says when it stops every
@@ -55,6 +57,15 @@ type admission struct {
 	// passed of how many; nil when they hold none. The pool's status
 	// publishes it for the waiting requests.
 	canaries *policies.Canaries
+}
+
+// windowErr says why the pool's windows cannot be used; nothing is
+// admitted then.
+func (a *admission) windowErr() error {
+	if a.windows == nil {
+		return nil
+	}
+	return a.windows.PoolErr()
 }
 
 // verdict is why requests wait: a reason constant of v1alpha1 and its
@@ -109,20 +120,19 @@ func (st *poolState) waitingHead(n int) (names []string, count int) {
 }
 
 // holdBase is holdInput without the nodes that wait, which the plan
-// tells once made.
+// tells once made: what the pool's spec, status and windows and the
+// cluster's stop say, gathered as for a node's requests (package waits),
+// and what only the gate knows, a node that halts the pool before its
+// status says so and what the API server said of the cache.
 func (st *poolState) holdBase() policies.WaitInput {
 	a := &st.admission
-	return policies.WaitInput{
-		Pool:            st.pool.Name,
-		UnreadablePools: st.unreadablePools,
-		SelectorErr:     st.selectorErr,
-		WindowErr:       a.windowErr,
-		Paused:          st.pool.Spec.Paused,
-		Stop:            a.stop,
-		PodSelectorErr:  a.podSelectorErr,
-		Halt:            st.haltWait(),
-		CacheBehind:     st.freshness.behind,
+	in := waits.Pool(waits.Sources{Pools: []string{st.pool.Name}, Pool: st.pool, Selection: st.selection, Unreadable: st.unreadablePools,
+		Stop: a.stop, Windows: a.windows})
+	if in.Halt == nil {
+		in.Halt = st.nodeHalt()
 	}
+	in.CacheBehind = st.freshness.behind
+	return in
 }
 
 // poolHold runs the pool-wide holds, once, and returns the first that
