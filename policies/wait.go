@@ -58,6 +58,12 @@ type WaitInput struct {
 	// Canaries is, while a rollout's canaries hold the waiting requests,
 	// how many passed of how many; nil when they hold none.
 	Canaries *Canaries
+	// CacheBehind says how the gate's cache is behind the API server in
+	// what decides admissions, or why that cannot be told; empty when it
+	// is not, or when nobody asked. Only the gate asks (a read past its
+	// cache of the pool and the MaintenanceGate), once a node would be
+	// admitted or approved; unused for one node.
+	CacheBehind string
 	// Now is when the wait is told; rules that change with time alone
 	// (a drain's retry backoff) read it.
 	Now time.Time
@@ -154,6 +160,7 @@ func Holds() []WaitFunc {
 		DrainRetryBackoff,
 		Paused,
 		Halted,
+		CacheBehind,
 	}
 }
 
@@ -278,6 +285,18 @@ func Halted(in WaitInput) (string, string, bool) {
 		return v1alpha1.HaltedReason, fmt.Sprintf("pool %s is halted: %s", in.Pool, in.Halt.Message), true
 	}
 	return v1alpha1.HaltedReason, fmt.Sprintf("The pool is halted (%s): %s", in.Halt.Reason, in.Halt.Message), true
+}
+
+// CacheBehind: a gate whose cache is behind the API server in what decides
+// admissions (a budget lowered, a pool paused or halted, the cluster
+// stopped while a watch was away) admits and approves nothing until it
+// catches up: it would act on a decision the change forbids. It comes last,
+// as the gate asks the API server only once nothing else holds the pool.
+func CacheBehind(in WaitInput) (string, string, bool) {
+	if in.CacheBehind == "" {
+		return "", "", false
+	}
+	return v1alpha1.CacheBehindReason, in.CacheBehind + "; nothing is admitted or approved until it does", true
 }
 
 // WaitingForCanaries: the first nodes of a rollout go alone, and the rest

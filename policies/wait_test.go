@@ -135,6 +135,15 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", Paused: true, Halt: &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason, Message: "m"}, Budget: budgetFull},
 			wantReason: v1alpha1.PausedReason,
 		},
+		"the cache behind holds the pool, after every other hold": {
+			in:          policies.WaitInput{Pool: "p", CacheBehind: "MaintenancePool p's spec changed at the API server (generation 3), and the operator's cache has generation 2", Windows: policies.WindowWait{Shut: true}, Budget: budgetFull},
+			wantReason:  v1alpha1.CacheBehindReason,
+			wantMessage: "MaintenancePool p's spec changed at the API server (generation 3), and the operator's cache has generation 2; nothing is admitted or approved until it does",
+		},
+		"a halted pool whose cache is behind says halted": {
+			in:         policies.WaitInput{Pool: "p", Halt: &policies.Halt{Reason: v1alpha1.HealthCheckFailedReason, Message: "m"}, CacheBehind: "MaintenanceGate cluster was created at the API server, and the operator's cache does not have it yet"},
+			wantReason: v1alpha1.HaltedReason,
+		},
 		"canaries come before the budget": {
 			in:         policies.WaitInput{Pool: "p", Canaries: &policies.Canaries{Passed: 1, Want: 2}, Budget: budgetFull},
 			wantReason: v1alpha1.CanariesReason, wantMessage: "1 of 2 run the new config and passed their checks",

@@ -351,41 +351,17 @@ func Changed(old, updated *corev1.Node) bool {
 
 // Position tells the node's stage from its annotations. pending is whether
 // the node has an open NodeMaintenance its daemon has not raised yet, which
-// only the API knows.
+// only the API knows. What degrades the node comes first, then where its
+// admission stands (InFlight), then its settling and its requests.
 func (s NodeState) Position(pending bool) Position {
+	if p, ok := s.degradedPosition(); ok {
+		return p
+	}
+	if p, ok := s.InFlight(); ok {
+		return p
+	}
 	cur := s.Current()
 	switch {
-	case s.Unreadable != nil:
-		return Position{Stage: StageDegraded, Message: s.Unreadable.Error()}
-	case s.DaemonDegraded():
-		return Position{Stage: StageDegraded, Message: s.Daemon.Message, Since: s.Daemon.Since}
-	case s.DrainFailedForCurrent():
-		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}
-	case s.DaemonMissing():
-		return Position{Stage: StageDegraded, Message: s.Unconfirmed.Message(), Since: s.Unconfirmed.Since}
-	case s.NodeNotBackReported():
-		return Position{Stage: StageDegraded, Message: s.NotBack.Message(), Since: s.NotBack.Since}
-	case s.Approved != "" && s.Approved == s.BootID:
-		if s.DaemonRebooting() {
-			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}
-		}
-		return Position{Stage: v1alpha1.PhaseApproved}
-	case s.AwaitingDaemon():
-		// The gate writes when it first saw the node back only once the
-		// wait has lasted a minute; before that the node is just as back.
-		var since time.Time
-		if u := s.UnconfirmedFor(); u != nil {
-			since = u.Since
-		}
-		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: since}
-	case s.Approved != "" && s.hookAt(AfterReboot):
-		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; %s", s.BootID, s.Hook.Describe()), Since: s.Hook.Since}
-	case s.Approved != "":
-		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}
-	case s.Admission != nil && (s.hookAt(BeforeDrain) || s.hookAt(BeforeReboot)):
-		return Position{Stage: v1alpha1.PhaseDraining, Message: s.Hook.Describe(), Since: s.Hook.Since}
-	case s.Admission != nil:
-		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}
 	case s.Settle != nil && s.Settle.Failure != nil:
 		return Position{Stage: v1alpha1.PhaseSettling, Message: s.Settle.Failure.Message() + "; its pool is halted", Since: s.Settle.Failure.Time}
 	case s.Settle != nil && s.Settle.Until.IsZero():
@@ -398,6 +374,59 @@ func (s NodeState) Position(pending bool) Position {
 		return Position{Stage: v1alpha1.PhasePending}
 	}
 	return Position{Stage: StageIdle}
+}
+
+// degradedPosition is the node's stage when it needs a person (Degraded),
+// and why; false when nothing degrades it.
+func (s NodeState) degradedPosition() (Position, bool) {
+	switch {
+	case s.Unreadable != nil:
+		return Position{Stage: StageDegraded, Message: s.Unreadable.Error()}, true
+	case s.DaemonDegraded():
+		return Position{Stage: StageDegraded, Message: s.Daemon.Message, Since: s.Daemon.Since}, true
+	case s.DrainFailedForCurrent():
+		return Position{Stage: StageDegraded, Message: fmt.Sprintf("drain failed (%s): %s", s.DrainFailure.Reason, s.DrainFailure.Message), Since: s.DrainFailure.Time}, true
+	case s.DaemonMissing():
+		return Position{Stage: StageDegraded, Message: s.Unconfirmed.Message(), Since: s.Unconfirmed.Since}, true
+	case s.NodeNotBackReported():
+		return Position{Stage: StageDegraded, Message: s.NotBack.Message(), Since: s.NotBack.Since}, true
+	}
+	return Position{}, false
+}
+
+// InFlight is where a node its pool admitted stands, leaving aside what
+// degrades it (Position says that first): Draining, at the hooks of its
+// admission before the reboot or not; Approved, until its daemon says it
+// asked for the reboot; Rebooting, then, and once back in another boot
+// until the reboot is completed (waiting for the daemon's word, or at its
+// afterReboot hooks). False when the node is neither admitted nor approved.
+// The gate's protocol makes these stages; the plugin and the
+// NodeMaintenance controller read them here.
+func (s NodeState) InFlight() (Position, bool) {
+	switch {
+	case s.Approved != "" && s.Approved == s.BootID:
+		if s.DaemonRebooting() {
+			return Position{Stage: v1alpha1.PhaseRebooting, Since: s.Daemon.Since}, true
+		}
+		return Position{Stage: v1alpha1.PhaseApproved}, true
+	case s.AwaitingDaemon():
+		// The gate writes when it first saw the node back only once the
+		// wait has lasted a minute; before that the node is just as back.
+		var since time.Time
+		if u := s.UnconfirmedFor(); u != nil {
+			since = u.Since
+		}
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; waiting for its daemon to confirm", s.BootID), Since: since}, true
+	case s.Approved != "" && s.hookAt(AfterReboot):
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("back with boot %s; %s", s.BootID, s.Hook.Describe()), Since: s.Hook.Since}, true
+	case s.Approved != "":
+		return Position{Stage: v1alpha1.PhaseRebooting, Message: fmt.Sprintf("coming back with boot %s", orUnknown(s.BootID))}, true
+	case s.Admission != nil && (s.hookAt(BeforeDrain) || s.hookAt(BeforeReboot)) && s.Hook.BootID == s.Admission.BootID:
+		return Position{Stage: v1alpha1.PhaseDraining, Message: s.Hook.Describe(), Since: s.Hook.Since}, true
+	case s.Admission != nil:
+		return Position{Stage: v1alpha1.PhaseDraining, Since: s.Admission.Time}, true
+	}
+	return Position{}, false
 }
 
 func orUnknown(s string) string {

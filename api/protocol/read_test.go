@@ -258,3 +258,35 @@ func TestPositionPending(t *testing.T) {
 	st, _ = protocol.Read(gen.Node("n", gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h")))
 	g.Expect(st.Position(true).Stage).To(Equal(v1alpha1.PhaseRequested), "raised requests are further along")
 }
+
+// InFlight is the stage of an admitted node, at the hooks of its admission
+// or not, without what degrades it; Position says the degradation first.
+func TestInFlight(t *testing.T) {
+	g := NewWithT(t)
+	st, _ := protocol.Read(gen.Node("n", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h")))
+	_, ok := st.InFlight()
+	g.Expect(ok).To(BeFalse(), "a node that only asks is not in flight")
+
+	node := gen.Node("n", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"), gen.Admitted("boot-0", t0, "h"))
+	protocol.RecordHooks(protocol.HookRecord{Point: protocol.BeforeDrain, BootID: "boot-0", Since: t0,
+		Hooks: []protocol.HookProgress{{Name: "db-stepdown"}}}).Apply(node)
+	st, _ = protocol.Read(node)
+	pos, ok := st.InFlight()
+	g.Expect(ok).To(BeTrue())
+	g.Expect(pos.Stage).To(Equal(v1alpha1.PhaseDraining))
+	g.Expect(pos.Message).To(ContainSubstring("waiting for hook db-stepdown (beforeDrain)"))
+	g.Expect(st.Position(false)).To(Equal(pos))
+
+	// A record of another boot is no hook of this admission.
+	protocol.RecordHooks(protocol.HookRecord{Point: protocol.BeforeDrain, BootID: "boot-old", Since: t0,
+		Hooks: []protocol.HookProgress{{Name: "db-stepdown"}}}).Apply(node)
+	st, _ = protocol.Read(node)
+	pos, _ = st.InFlight()
+	g.Expect(pos).To(Equal(protocol.Position{Stage: v1alpha1.PhaseDraining, Since: t0}))
+
+	st, _ = protocol.Read(gen.Node("n", gen.BootID("boot-0"), gen.RequestedIDs("boot-0", v1alpha1.SourceHost, t0, "h"),
+		gen.ApprovedAt("boot-0", t0, "h"), gen.DaemonState(protocol.DaemonDegraded, "boot-0", "logind refused", t0)))
+	pos, _ = st.InFlight()
+	g.Expect(pos.Stage).To(Equal(v1alpha1.PhaseApproved), "approved, whatever its daemon says")
+	g.Expect(st.Position(false).Stage).To(Equal(protocol.StageDegraded), "a daemon that did not reboot degrades the node")
+}

@@ -281,16 +281,6 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 	if a.budgetErr != nil {
 		return a.budgetErr
 	}
-	if len(a.plan.admit) > 0 {
-		if behind := r.cacheBehind(ctx, st); behind != "" {
-			// The hold is the pool's Blocked condition until the cache
-			// catches up; the nodes planned wait like the others.
-			a.hold = &verdict{reason: v1alpha1.CacheBehindReason, message: behind + "; nothing is admitted or approved until it does"}
-			a.plan = planAdmissions(st.views, st.queue, st.counted(), a.budget, true, false)
-			ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", behind)
-			return nil
-		}
-	}
 	var errs []error
 	for _, name := range a.plan.admit {
 		v := st.view(name)

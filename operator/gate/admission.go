@@ -7,8 +7,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -16,8 +19,9 @@ import (
 // and resolves its budget (admission); decide runs the pool-wide holds
 // once (policies.Holds), then plans, node by node in the order they asked
 // (opt-outs, windows and freezes, then the node's pods when its turn
-// comes), within the budget (planAdmissions); admit writes what was
-// decided, and setStatus reports the same decision (Blocked, Waiting
+// comes), within the budget (planAdmissions), and runs the holds again
+// once the API server said the cache is behind (fresh.go); admit writes
+// what was decided, and setStatus reports the same decision (Blocked, Waiting
 // through the pool's status).
 
 // admission is what the pool's admissions depend on in one reconcile, and
@@ -28,9 +32,9 @@ type admission struct {
 	// reconcile; budgetErr says why it cannot be (nothing is admitted then).
 	budget    int
 	budgetErr error
-	// windowErr says why the pool's windows could not be used; nothing is
-	// admitted then.
-	windowErr error
+	// windows are the pool's and its RebootPolicies' windows and freezes
+	// at now; nil before observe reads them.
+	windows *pools.Windows
 	// freeze is what the pool's own freezes say at now (freeze.go).
 	freeze policies.FreezeState
 	// stop is what the cluster's MaintenanceGate says when it stops every
@@ -53,6 +57,15 @@ type admission struct {
 	// passed of how many; nil when they hold none. The pool's status
 	// publishes it for the waiting requests.
 	canaries *policies.Canaries
+}
+
+// windowErr says why the pool's windows cannot be used; nothing is
+// admitted then.
+func (a *admission) windowErr() error {
+	if a.windows == nil {
+		return nil
+	}
+	return a.windows.PoolErr()
 }
 
 // verdict is why requests wait: a reason constant of v1alpha1 and its
@@ -107,19 +120,19 @@ func (st *poolState) waitingHead(n int) (names []string, count int) {
 }
 
 // holdBase is holdInput without the nodes that wait, which the plan
-// tells once made.
+// tells once made: what the pool's spec, status and windows and the
+// cluster's stop say, gathered as for a node's requests (package waits),
+// and what only the gate knows, a node that halts the pool before its
+// status says so and what the API server said of the cache.
 func (st *poolState) holdBase() policies.WaitInput {
 	a := &st.admission
-	return policies.WaitInput{
-		Pool:            st.pool.Name,
-		UnreadablePools: st.unreadablePools,
-		SelectorErr:     st.selectorErr,
-		WindowErr:       a.windowErr,
-		Paused:          st.pool.Spec.Paused,
-		Stop:            a.stop,
-		PodSelectorErr:  a.podSelectorErr,
-		Halt:            st.haltWait(),
+	in := waits.Pool(waits.Sources{Pools: []string{st.pool.Name}, Pool: st.pool, Selection: st.selection, Unreadable: st.unreadablePools,
+		Stop: a.stop, Windows: a.windows})
+	if in.Halt == nil {
+		in.Halt = st.nodeHalt()
 	}
+	in.CacheBehind = st.freshness.behind
+	return in
 }
 
 // poolHold runs the pool-wide holds, once, and returns the first that
@@ -135,7 +148,8 @@ func poolHold(in policies.WaitInput) *verdict {
 // decide makes the reconcile's one admission decision: the pool-wide
 // holds, then the plan within the budget, the canaries lowering it, a
 // blocking query holding it, and the pods of each node whose turn comes
-// passing it to the next. Blocking queries are asked only when they decide
+// passing it to the next; last, once the plan admits, whether the cache is
+// behind (the CacheBehind hold). Blocking queries are asked only when they decide
 // something, and before any node's pods: a pool a query holds lists no
 // pods. A pool whose selector cannot be parsed has no nodes of its own to
 // plan for, and a budget that cannot be resolved plans nothing unless a
@@ -178,6 +192,14 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	}
 	if a.plan.blockedByQuery > 0 {
 		st.wakeAt(a.block.at.Add(r.BlockingQueryInterval))
+	}
+	// Last, once a node would be admitted, the hold that costs a read past
+	// the cache (fresh.go): what the API server says fills its input, and
+	// while it holds, the nodes planned wait like the others.
+	if len(a.plan.admit) > 0 && r.cacheBehind(ctx, st) != "" {
+		a.hold = poolHold(st.holdInput())
+		a.plan = planAdmissions(st.views, st.queue, st.counted(), a.budget, true, false)
+		ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", st.freshness.behind)
 	}
 }
 

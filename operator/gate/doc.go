@@ -15,13 +15,16 @@
 //
 // decide runs, once per reconcile and in order: the pool-wide holds
 // (policies.Holds: an unreadable pool, the cluster's stop, a selector,
-// windows or blockingPodSelector that cannot be read, a pause, a halt),
-// each a named function returning a reason constant and a message; then
-// the plan (planAdmissions, a pure function), which takes the waiting
-// nodes in the order they asked and passes over those their own verdicts
-// hold (an opt-out, closed windows or a freeze) and, when a node's turn
-// comes, those its pods hold; then the budget, lowered by a rollout's
-// canaries (canary.go) and held by a blocking query (blocking.go). The
+// windows or blockingPodSelector that cannot be read, a pause, a halt,
+// the cache behind the API server), each a named function returning a
+// reason constant and a message; then the plan (planAdmissions, a pure
+// function), which takes the waiting nodes in the order they asked and
+// passes over those their own verdicts hold (an opt-out, closed windows or
+// a freeze) and, when a node's turn comes, those its pods hold; then the
+// budget, lowered by a rollout's canaries (canary.go) and held by a
+// blocking query (blocking.go). Whether the cache is behind is asked of
+// the API server only once the plan admits a node (fresh.go); then the
+// holds run again with the answer. The
 // hold, or else what the plan left waiting (policies.Turns), is the pool's
 // Blocked condition; the budget, the blocking query and the canaries go to
 // the pool's status, which the waiting requests quote (package

@@ -48,7 +48,9 @@ type freshness struct {
 
 // cacheBehind reports why the pool's cache is behind what decides its
 // admissions and approvals, or why that cannot be told; empty when the cache
-// is current. The answer stands for the rest of the reconcile.
+// is current. The answer stands for the rest of the reconcile: it is the
+// input of the CacheBehind hold (policies.Holds, holdBase), which holds
+// admissions, and approve and force wait on it.
 func (r *Reconciler) cacheBehind(ctx context.Context, st *poolState) string {
 	f := &st.freshness
 	if !f.asked {

@@ -9,17 +9,14 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// haltWait is the pool's halt, which holds every admission; nil when it is
-// not halted. Aftercare decides it and reports it in the pool's Halted
-// condition, which is what the gate reads. A node's failed check is also
-// written on the node itself (and so is a hook's failure that halts),
-// before the condition: the gate may see that
-// node before the pool's new status reaches its cache, and must not admit
-// in between.
-func (st *poolState) haltWait() *policies.Halt {
-	if h := policies.PoolHalt(st.pool); h != nil {
-		return h
-	}
+// nodeHalt is the halt a node of the pool records, which holds every
+// admission as the pool's; nil when none does. Aftercare decides a halt and
+// reports it in the pool's Halted condition, which is what the holds read
+// (package waits). A node's failed check is also written on the node
+// itself (and so is a hook's failure that halts), before the condition:
+// the gate may see that node before the pool's new status reaches its
+// cache, and must not admit in between.
+func (st *poolState) nodeHalt() *policies.Halt {
 	for _, v := range st.views {
 		if h := v.HaltsPool(); h != nil {
 			return &policies.Halt{Reason: h.Reason, Message: h.Message()}

@@ -107,7 +107,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		poolObj = pool
 	}
 	wins := pools.NewWindows(st.now, poolObj, rebootPolicies.Items)
-	st.admission.windowErr = wins.PoolErr()
+	st.admission.windows = wins
 	st.observeFreeze(wins.PoolFreeze())
 	unreadable, err := r.unreadableRequests(ctx)
 	if err != nil {

@@ -14,7 +14,7 @@ func (r *Reconciler) pass(st *poolState, m *members, wins *pools.Windows) {
 	m.pass++
 	// Without windows or freezes anywhere, or with the pool's unreadable
 	// (nothing is admitted then), the defaults stand.
-	timeless := st.admission.windowErr != nil || wins.Timeless()
+	timeless := wins.PoolErr() != nil || wins.Timeless()
 	anyInflight := r.inflight.any()
 	st.members, st.quiet = m, m.tally
 	st.prepare = func(k *keptView) *nodeView {

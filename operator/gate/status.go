@@ -199,8 +199,8 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 			msg += fmt.Sprintf(", nor in any other pool the %d nodes it might select, until it can be parsed: %s", len(names), poolstatus.NameList(names))
 		}
 		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidSelectorReason, "", msg)
-	case st.admission.windowErr != nil:
-		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.admission.windowErr.Error())
+	case st.admission.windowErr() != nil:
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidWindowReason, "", st.admission.windowErr().Error())
 	case st.admission.podSelectorErr != nil:
 		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
 			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.admission.podSelectorErr))

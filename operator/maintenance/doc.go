@@ -6,9 +6,13 @@
 // which watches no NodeMaintenance (apirequests.go, protocol.APIRequests).
 //
 // Reconcile reads observe → decide → act: it reads the node through
-// protocol.Read and why its requests wait through policies.Wait (observe),
-// decide is a pure function from a NodeMaintenance and its node to a
-// verdict, and act patches each NodeMaintenance that changed.
+// protocol.Read and why its requests wait through policies.Wait, on what
+// package waits gathers as it does for the gate (observe); decide is a pure
+// function from a NodeMaintenance and its node to a verdict, which takes
+// the stage of an admitted node from the protocol (NodeState.InFlight) and
+// adds what only this controller knows: a request cancelled, a duplicate,
+// one not yet raised, the phase a request showed; and act patches each
+// NodeMaintenance that changed.
 //
 // A node's reconciles follow each other faster than the cache learns of
 // the last write: the controller keeps what it created and wrote, as the

@@ -139,24 +139,10 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(nm.Spec.NodeName)
 	case f.DrainFailure != nil && f.DrainFailure.BootID == boot && slices.Contains(f.DrainFailure.Requests, requestID):
 		return failed(v, f.DrainFailure.Reason, f.DrainFailure.Message)
-	case f.Approved == boot:
-		// Approved until the daemon says it asked for the reboot: a node
-		// that stays Approved has a daemon that does not act.
-		// The node runs boot (the case above), so the daemon's word is of it.
-		switch {
-		case f.DaemonDegraded():
-			v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s was asked to reboot and has not", nm.Spec.NodeName)
-			v.degraded, v.degradedReason = f.Daemon.Message, v1alpha1.RebootNotObservedReason
-		case f.DaemonRebooting(), s.Phase == v1alpha1.PhaseRebooting:
-			v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(nm.Spec.NodeName)
-		default:
-			v.phase, v.message = v1alpha1.PhaseApproved, fmt.Sprintf("node %s is drained and approved to reboot; waiting for its daemon to reboot it", nm.Spec.NodeName)
-		}
 	case f.Admission != nil && f.Admission.BootID == boot:
-		v.phase, v.message = v1alpha1.PhaseDraining, fmt.Sprintf("node %s is admitted, cordoned and draining", nm.Spec.NodeName)
-		if h := f.Hook; h != nil && h.Point != protocol.AfterReboot && h.BootID == boot && !h.Passed() {
-			v.message = fmt.Sprintf("node %s is admitted and cordoned; %s", nm.Spec.NodeName, h.Describe())
-		}
+		// The node runs boot (the case above), admitted for it: approved
+		// (an approval is only of the admitted boot) or draining.
+		v = admitted(v, nm.Spec.NodeName, f, s.Phase)
 	default:
 		v.phase, v.message = v1alpha1.PhaseRequested, fmt.Sprintf("node %s requests a reboot and waits for its pool to admit it", nm.Spec.NodeName)
 		v.wait = w
@@ -175,6 +161,32 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 	}
 	if v.phase == v1alpha1.PhaseRequested && w.reason != "" {
 		v.message = fmt.Sprintf("node %s requests a reboot and waits: %s", nm.Spec.NodeName, w.message)
+	}
+	return v
+}
+
+// admitted is where a request stands whose boot its node runs and its pool
+// admitted, at the node's stage (protocol.NodeState.InFlight) in this
+// controller's words: Draining, at a hook before the reboot or not;
+// Approved until the daemon says it asked for the reboot, so that a node
+// that stays Approved has a daemon that does not act; Rebooting then. Only
+// this controller knows what the request showed (was): once Rebooting it
+// stays so.
+func admitted(v verdict, node string, f *protocol.NodeState, was v1alpha1.Phase) verdict {
+	pos, _ := f.InFlight()
+	switch {
+	case pos.Stage == v1alpha1.PhaseDraining:
+		v.phase, v.message = v1alpha1.PhaseDraining, fmt.Sprintf("node %s is admitted, cordoned and draining", node)
+		if pos.Message != "" {
+			v.message = fmt.Sprintf("node %s is admitted and cordoned; %s", node, pos.Message)
+		}
+	case f.DaemonDegraded():
+		v.phase, v.message = v1alpha1.PhaseRebooting, fmt.Sprintf("node %s was asked to reboot and has not", node)
+		v.degraded, v.degradedReason = f.Daemon.Message, v1alpha1.RebootNotObservedReason
+	case pos.Stage == v1alpha1.PhaseRebooting, was == v1alpha1.PhaseRebooting:
+		v.phase, v.message = v1alpha1.PhaseRebooting, rebootingMessage(node)
+	default:
+		v.phase, v.message = v1alpha1.PhaseApproved, fmt.Sprintf("node %s is drained and approved to reboot; waiting for its daemon to reboot it", node)
 	}
 	return v
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -87,47 +88,11 @@ func (r *Reconciler) readPool(ctx context.Context, node *protocol.NodeState, ite
 	return pf, nil
 }
 
-// waitInput is what the node's requests wait for, as the node, its pool's
-// spec and the pool's status (the budget as the gate last counted it, the
-// blocking query that holds it) tell.
+// waitInput is what the node's requests wait for, gathered as the gate
+// gathers what holds its pool (package waits).
 func waitInput(pf *poolFacts, node *protocol.NodeState) policies.WaitInput {
-	in := policies.WaitInput{Node: node, Pools: pf.names, Pool: pf.names[0], UnreadablePools: pf.unreadable, Stop: pf.stop, OptOut: node.OptOut()}
-	if len(pf.names) > 1 {
-		// A pool that cannot parse its selector might select the node: it
-		// is said as such, not as one more pool that selects it.
-		in.Pools = nil
-		for _, name := range pf.names {
-			if err := pf.selection.Err(name); err != nil && in.SelectorErr == nil {
-				in.Pool, in.SelectorErr = name, err
-			} else if err == nil {
-				in.Pools = append(in.Pools, name)
-			}
-		}
-		return in
-	}
-	if len(pf.unreadable) > 0 {
-		return in
-	}
-	in.WindowErr = pf.windows.PoolErr()
-	if cur := node.Current(); cur != nil {
-		in.Windows = pf.windows.Node(cur.Requests, pf.settings)
-	}
-	if p := pf.pool; p != nil {
-		in.Paused = p.Spec.Paused
-		if sel := p.Spec.BlockingPodSelector; sel != nil {
-			_, in.PodSelectorErr = sel.AsSelector()
-		}
-		in.Budget = policies.Budget{Max: int(p.Status.MaxUnavailable), Unavailable: int(p.Status.Unavailable), Nodes: int(p.Status.Nodes),
-			Pending: 1, Waiting: []string{node.Name()}}
-		if b := p.Status.BlockingQuery; b != nil {
-			in.Blocking = &policies.Blocking{Reason: b.Reason, Message: b.Message}
-		}
-		in.Halt = policies.PoolHalt(p)
-		if c := p.Status.Canaries; c != nil {
-			in.Canaries = &policies.Canaries{Passed: int(c.Passed), Want: int(c.Want)}
-		}
-	}
-	return in
+	return waits.Node(waits.Sources{Pools: pf.names, Pool: pf.pool, Selection: pf.selection, Unreadable: pf.unreadable, Stop: pf.stop, Windows: pf.windows},
+		node, pf.settings)
 }
 
 // waitFor says why the node's requests wait, when an open NodeMaintenance
