@@ -3,8 +3,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,19 +83,17 @@ func (r *Reconciler) releaseVoid(ctx context.Context, st *poolState) error {
 	return errors.Join(errs...)
 }
 
-// drain marks every admitted, unapproved node and steps its drain;
-// approves nodes that are drained; retries, abandons or forces drains past
-// the pool's timeout (drain.onTimeout). It returns when to come back while
-// drains are in progress.
+// drain is the drain stage: for every admitted, unapproved node it
+// gathers its facts (drainFacts: the hook runner's decision at the point
+// it reached, its drain's last step, the budget), decides its one step
+// (decideDrain) and takes it (act). The drains step outside the reconcile
+// (drain.Steps) and wake the pool; it returns when to come back at the
+// latest while they run.
 func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
-	timeout := drainTimeout(st.pool)
 	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
 	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
-	// Put the cordon back where someone lifted it, and the pool's marks on
-	// nodes that lack them; then read what each drain's last step found
-	// (drainSteps steps them outside this reconcile) and act on it.
 	following := map[string]bool{}
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
@@ -105,86 +101,112 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		if !v.Draining() || v.Admission.BootID == "" || v.Unreadable != nil {
 			continue
 		}
-		name := v.Node.Name
-		if !v.Unschedulable {
-			// Someone uncordoned a node kmaint is draining; pods would land
-			// on it again, so the cordon goes back on, and what the drain
-			// found before counts for nothing: a node at its beforeReboot
-			// hooks drains again, and meets them again after (their Jobs
-			// are the same, and are not run twice).
-			var err error
-			if drainedForHooks(v) {
-				_, err = r.patchNode(ctx, st, v, true, protocol.Redrain())
-			} else {
-				_, err = r.patchNode(ctx, st, v, true, protocol.Recordon())
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			r.steps.Stop(name)
-			v = st.view(name)
-		}
-		marked, err := r.mark(ctx, st, v)
+		f, followed, err := r.drainFacts(ctx, st, v, mayApprove[v.Node.Name], used)
+		following[v.Node.Name] = followed
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if marked && drainedForHooks(v) {
-			following[name] = true
-			errs = append(errs, r.beforeReboot(ctx, st, v, mayApprove[name], used, true))
-			continue
+		step := decideDrain(f)
+		if step.requeue > 0 && (requeue == 0 || step.requeue < requeue) {
+			requeue = step.requeue
 		}
-		var last drain.StepResult
-		var stepped bool
-		if marked {
-			// Nothing is evicted before the beforeDrain hooks pass.
-			outcome, err := r.atHooks(ctx, st, v, protocol.BeforeDrain)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if v = st.view(name); outcome != hooks.OutcomePassed {
-				errs = append(errs, r.heldByHooks(ctx, st, v, outcome))
-				continue
-			}
-			following[name] = true
-			last, stepped = r.steps.Follow(drain.KeyOf(name, v.Admission.BootID, v.Admission.Time), st.pool.Name, st.pool.Spec.Drain)
-		}
-		drained := stepped && last.Err == nil && last.Progress.Done
-		switch {
-		case drained && !mayApprove[name]:
-			// Drained, but approving it would take the pool past its
-			// budget: it waits, cordoned, and the pool says why. Its
-			// drain is done, so no timeout abandons it.
-			st.drains[name] = drainReport{blocked: true, message: fmt.Sprintf(
-				"drained; its approval waits: %d nodes count against a maxUnavailable of %d", used, st.admission.budget)}
-		case drained && last.Stale:
-			// Its pool's reconciles lagged behind the steps: the next
-			// step, under way, looks again before the node is approved.
-			st.drains[name] = drainReport{message: "drained; looking once more before its approval"}
-		case drained:
-			errs = append(errs, r.beforeReboot(ctx, st, v, true, used, false))
-		case st.now.Sub(st.drainStart(v)) >= timeout:
-			r.steps.Stop(name)
-			errs = append(errs, r.atDeadline(ctx, st, v, timeout, last.Progress, last.Err, mayApprove[name]))
-		default:
-			switch {
-			case stepped:
-				st.drains[name] = report(last.Progress, last.Err)
-			case marked:
-				st.drains[name] = drainReport{message: "its first drain step is under way"}
-			}
-			// Each step wakes the pool; this wakes it at the drain's
-			// deadline should no step end before it.
-			wait := min(drain.StepTimeout, timeout-st.now.Sub(st.drainStart(v)))
-			if requeue == 0 || wait < requeue {
-				requeue = wait
-			}
-		}
+		errs = append(errs, r.act(ctx, st, v, step, f))
 	}
 	r.steps.StopOthers(st.pool.Name, following)
 	return requeue, errors.Join(errs...)
+}
+
+// drainFacts gathers what decides the node's step: reading its hooks'
+// attempts and following its drain, which steps it outside the reconcile
+// (followed), only as far as the node may go: nothing is evicted before
+// the pool's marks are on it and its beforeDrain hooks passed.
+func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainFacts, followed bool, err error) {
+	m := st.pool.Spec.NodeMarking
+	f = drainFacts{node: v.Node.Name, now: st.now, opts: st.pool.Spec.Drain, timeout: drainTimeout(st.pool), cordoned: v.Unschedulable,
+		marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0, atBeforeReboot: drainedForHooks(v),
+		drainStart: st.drainStart(v), rebootHooksPassed: hookPassedAt(v, protocol.BeforeReboot), retrying: v.Retrying(), boot: v.Admission.BootID,
+		mayApprove: mayApprove, used: used, budget: st.admission.budget}
+	if !f.marked {
+		f.markingProblem = markingProblem(st)
+	}
+	if !f.cordoned || !f.marked {
+		return f, false, nil
+	}
+	key := drain.KeyOf(v.Node.Name, v.Admission.BootID, v.Admission.Time)
+	follow := func(key drain.Key) {
+		f.step, f.stepped = r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
+		followed = true
+	}
+	if f.atBeforeReboot {
+		d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+		if err != nil {
+			return f, false, err
+		}
+		f.rebootHooks = &d
+		// Once they passed, the drain taken again after them: its steps
+		// all begin after they passed.
+		if d.Outcome() == hooks.OutcomePassed {
+			key = key.AfterHooks()
+		}
+		follow(key)
+		return f, followed, nil
+	}
+	d, err := r.hookDecision(ctx, st, v, protocol.BeforeDrain)
+	if err != nil || d.Outcome() != hooks.OutcomePassed {
+		f.drainHooks = &d
+		return f, false, err
+	}
+	f.drainHooks = &d
+	follow(key)
+	if drained := f.stepped && f.step.Err == nil && f.step.Progress.Done; drained && mayApprove && !f.step.Stale && !d.Acts() {
+		d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+		if err != nil {
+			return f, followed, err
+		}
+		f.rebootHooks = &d
+	}
+	return f, followed, nil
+}
+
+// act takes the node's step in the drain stage: at most one node write, a
+// protocol transition, with its log line, events and metrics, and what the
+// pool's Draining condition says of the node.
+func (r *Reconciler) act(ctx context.Context, st *poolState, v *nodeView, step drainStep, f drainFacts) error {
+	name := v.Node.Name
+	if step.stopSteps {
+		r.steps.Stop(name)
+	}
+	if step.report != nil {
+		st.drains[name] = *step.report
+		if step.report.markingRefused {
+			r.tellMarkingRefused(st, v, step.report.message)
+		}
+	}
+	var err error
+	switch step.action {
+	case cordonAgain:
+		_, err = r.patchNode(ctx, st, v, true, protocol.Recordon())
+	case drainAgain:
+		_, err = r.patchNode(ctx, st, v, true, protocol.Redrain())
+	case markNode:
+		if _, err = r.patchNode(ctx, st, v, true, protocol.Mark(st.pool.Spec.NodeMarking)); err == nil {
+			ctrl.LoggerFrom(ctx).Info("Node marked for its reboot", "node", name)
+		}
+	case runHooks:
+		err = r.applyHooks(ctx, st, v, *step.hooks)
+	case releaseForHook:
+		err = r.releaseForHook(ctx, st, v, step.message)
+	case approveNode:
+		err = r.approve(ctx, st, v, forcedRecord(v))
+	case retryDrain:
+		err = r.retry(ctx, st, v, step.deadline, step.message)
+	case abandonDrain:
+		err = r.abandon(ctx, st, v, f.timeout, step.message)
+	case forceDrain:
+		err = r.force(ctx, st, v, f)
+	}
+	return err
 }
 
 // drainTimeout is how long a drain of the pool may take (drain.timeout).
@@ -193,30 +215,6 @@ func drainTimeout(p *v1alpha1.MaintenancePool) time.Duration {
 		return t.Duration
 	}
 	return defaultDrainTimeout
-}
-
-// drainReport is where a drain stands, for the pool's Draining condition.
-type drainReport struct {
-	message string
-	// blocked is true when something refuses the drain: a budget, a pod the
-	// options do not allow to evict, or a failing API call.
-	blocked bool
-	// markingRefused is true when the message says why the pool's
-	// nodeMarking cannot be put on the node, whose drain then does not
-	// start (marks.go); its deadline then never forces it.
-	markingRefused bool
-}
-
-// report says, for a person, where a drain stands after a step.
-func report(p drain.Progress, err error) drainReport {
-	if err != nil {
-		return drainReport{message: err.Error(), blocked: true}
-	}
-	msg := fmt.Sprintf("%d pods left", p.Remaining)
-	if len(p.Blockers) > 0 {
-		msg += ": " + strings.Join(p.Blockers, "; ")
-	}
-	return drainReport{message: msg, blocked: len(p.Blockers) > 0}
 }
 
 // approve writes reboot-approved for the boot the requests were made in, the
@@ -251,6 +249,23 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, fo
 	// less per reboot is one write less in a rollout of thousands.
 	r.Metrics.Drained(st.pool.Name, st.now.Sub(v.Admission.Time))
 	return nil
+}
+
+// releaseForHook lets a node go before its reboot as its hook's failure
+// says (msg): uncordoned, its requests failed with the hook's reason (as an
+// abandoned drain fails them), so that they are not admitted again; the
+// hook's attempts that may still run are stopped after the write.
+func (r *Reconciler) releaseForHook(ctx context.Context, st *poolState, v *nodeView, msg string) error {
+	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.HookFailedReason, Message: msg}
+	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
+		failure.Requests = cur.IDs()
+	}
+	rec := v.Hook
+	if _, err := r.patchNode(ctx, st, v, true, protocol.Abandon(failure)); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Released for a failed hook", "node", v.Node.Name, "message", msg)
+	return r.hooks.Stop(ctx, rec)
 }
 
 // abandon gives up a drain that ran past the pool's timeout: the node is

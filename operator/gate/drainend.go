@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,19 +10,18 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/operator/drain"
 )
 
 // deadlineStep is what the gate does with a drain past its timeout.
 type deadlineStep int
 
 const (
-	// abandonDrain: uncordon, and fail the requests.
-	abandonDrain deadlineStep = iota
-	// retryDrain: uncordon, and admit the node again after the backoff.
-	retryDrain
-	// forceDrain: delete what eviction could not move, and approve.
-	forceDrain
+	// deadlineAbandons: uncordon, and fail the requests.
+	deadlineAbandons deadlineStep = iota
+	// deadlineRetries: uncordon, and admit the node again after the backoff.
+	deadlineRetries
+	// deadlineForces: delete what eviction could not move, and approve.
+	deadlineForces
 )
 
 // deadlineDecision is decideDeadline's answer.
@@ -45,11 +43,11 @@ type deadlineDecision struct {
 // balancers, say).
 func decideDeadline(opts v1alpha1.DrainOptions, prev *protocol.DrainRetrying, boot string, markingRefused bool, now time.Time) deadlineDecision {
 	attempts, backoff := opts.RetryLimits()
-	d := deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}
+	d := deadlineDecision{step: deadlineAbandons, attempts: 1, maxAttempts: 1}
 	switch opts.TimeoutAction() {
 	case v1alpha1.DrainForceAction:
 		if !markingRefused {
-			d.step = forceDrain
+			d.step = deadlineForces
 		}
 	case v1alpha1.DrainRetryAction:
 		d.maxAttempts = attempts
@@ -57,50 +55,10 @@ func decideDeadline(opts v1alpha1.DrainOptions, prev *protocol.DrainRetrying, bo
 			d.attempts = prev.Attempts + 1
 		}
 		if d.attempts < d.maxAttempts {
-			d.step, d.nextAt = retryDrain, now.Add(backoff)
+			d.step, d.nextAt = deadlineRetries, now.Add(backoff)
 		}
 	}
 	return d
-}
-
-// atDeadline acts on a drain past its timeout, as decideDeadline says.
-// A forced drain waits, cordoned, while approving it would take the pool
-// past its budget.
-func (r *Reconciler) atDeadline(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration, progress drain.Progress, stepErr error, mayApprove bool) error {
-	var refused string
-	if dr := st.drains[v.Node.Name]; dr.markingRefused {
-		refused = dr.message
-	}
-	d := decideDeadline(st.pool.Spec.Drain, v.Retrying(), v.Admission.BootID, refused != "", st.now)
-	msg := deadlineMessage(v, timeout, progress.Blockers, stepErr, refused)
-	switch d.step {
-	case retryDrain:
-		return r.retry(ctx, st, v, d, msg)
-	case forceDrain:
-		if !mayApprove {
-			st.drains[v.Node.Name] = drainReport{blocked: true, message: "past its timeout; the forced reboot waits for the pool's budget"}
-			return nil
-		}
-		return r.force(ctx, st, v, timeout)
-	}
-	if d.maxAttempts > 1 {
-		msg = fmt.Sprintf("%s (attempt %d of %d; no attempt left)", msg, d.attempts, d.maxAttempts)
-	}
-	return r.abandon(ctx, st, v, timeout, msg)
-}
-
-// deadlineMessage says what kept a drain from finishing.
-func deadlineMessage(v *nodeView, timeout time.Duration, blockers []string, stepErr error, markingRefused string) string {
-	msg := fmt.Sprintf("drain of node %s did not finish within %s", v.Node.Name, timeout)
-	switch {
-	case markingRefused != "":
-		msg += ": " + markingRefused
-	case len(blockers) > 0:
-		msg += ": " + strings.Join(blockers, "; ")
-	case stepErr != nil:
-		msg += ": " + stepErr.Error()
-	}
-	return msg
 }
 
 // retry gives a drain up for now: the node is uncordoned and unmarked
@@ -123,20 +81,22 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d de
 }
 
 // force deletes the pods eviction could not move, recording them on the
-// node first, and then takes the node on as drained: to its beforeReboot
-// hooks, or to its approval in the same pass when it has none (or they
-// passed already: a drain taken again after them was forced). A forced
-// drain lets a node past nothing else: approved straight away, it skipped
-// the work its beforeReboot hooks were for. The record names the boot and
-// requests, so that the NodeMaintenance controller tells the request it
-// was forced whenever it looks, before or after the reboot.
-func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration) error {
+// node first, and then takes the node on as drained, in the same pass: to
+// its beforeReboot hooks, or to its approval when it has none (or they
+// passed already: a drain taken again after them was forced). Only a
+// forcing that ended is taken on: the record of one that failed midway
+// says which pods it named, not that they are gone. A forced drain lets a
+// node past nothing else: approved straight away, it skipped the work its
+// beforeReboot hooks were for. The record names the boot and requests, so
+// that the NodeMaintenance controller tells the request it was forced
+// whenever it looks, before or after the reboot.
+func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainFacts) error {
 	if behind := r.cacheBehind(ctx, st); behind != "" {
 		// Forcing approves: nothing is deleted before it may.
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: "past its deadline; forcing it waits: " + behind}
 		return nil
 	}
-	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: timeout.String()}
+	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.timeout.String()}
 	// A forcing of this admission, recorded by a pass that then failed,
 	// keeps the pods it named.
 	if forcedThisAdmission(v) {
@@ -160,13 +120,16 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, time
 			return err
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", timeout, "deleted", forcing.Pods)
+	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", f.timeout, "deleted", forcing.Pods)
 	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
 	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", forcing.Message(v.Node.Name))
-	// Forcing is only taken when the approval fits the budget: used is
-	// not read.
-	r.steps.Stop(v.Node.Name)
-	return r.beforeReboot(ctx, st, v, true, 0, false)
+	// Forcing is only taken when the approval fits the budget.
+	d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+	if err != nil {
+		return err
+	}
+	f.rebootHooks = &d
+	return r.act(ctx, st, v, decideBeforeReboot(f, false), f)
 }
 
 // forcedRecord is the node's forced-drain record if its current admission

@@ -1,15 +1,12 @@
 package gate
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 )
 
@@ -26,26 +23,11 @@ func markingProblem(st *poolState) string {
 	return ""
 }
 
-// mark puts the pool's duringReboot marks on an admitted node before its
-// drain starts, once per admission: the NodeMarks annotation says it was
-// done. It reports false when the node may not be drained yet, because the
-// marks were refused (the node's drainReport says why) or could not be
-// written.
-func (r *Reconciler) mark(ctx context.Context, st *poolState, v *nodeView) (bool, error) {
-	m := st.pool.Spec.NodeMarking
-	if v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0 {
-		return true, nil
+// tellMarkingRefused warns, on the node and the pool, that the pool's
+// marks cannot be put on the node (problem), once: while the pool's
+// Draining condition does not say so yet.
+func (r *Reconciler) tellMarkingRefused(st *poolState, v *nodeView, problem string) {
+	if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
+		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
 	}
-	if problem := markingProblem(st); problem != "" {
-		st.drains[v.Node.Name] = drainReport{blocked: true, message: problem, markingRefused: true}
-		if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
-			r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
-		}
-		return false, nil
-	}
-	if _, err := r.patchNode(ctx, st, v, true, protocol.Mark(m)); err != nil {
-		return false, err
-	}
-	ctrl.LoggerFrom(ctx).Info("Node marked for its reboot", "node", v.Node.Name)
-	return true, nil
 }

@@ -57,17 +57,17 @@ func TestDecideDeadline(t *testing.T) {
 		refused bool
 		want    deadlineDecision
 	}{
-		"default retries 3 times 30m apart": {want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 3, nextAt: now.Add(30 * time.Minute)}},
-		"second attempt":                    {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 1}, want: deadlineDecision{step: retryDrain, attempts: 2, maxAttempts: 3, nextAt: now.Add(time.Minute)}},
-		"last attempt abandons":             {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 2}, want: deadlineDecision{step: abandonDrain, attempts: 3, maxAttempts: 3}},
-		"a lowered maxAttempts abandons":    {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 5}, want: deadlineDecision{step: abandonDrain, attempts: 6, maxAttempts: 2}},
-		"another boot's attempts count not": {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "old", Attempts: 1}, want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 2, nextAt: now.Add(time.Minute)}},
-		"one attempt is abandon":            {opts: retry(1, time.Minute), want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
-		"stored past the bounds":            {opts: retry(1000, 1000*time.Hour), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 99}, want: deadlineDecision{step: abandonDrain, attempts: 100, maxAttempts: 100}},
-		"largest backoff":                   {opts: retry(100, 24*time.Hour), want: deadlineDecision{step: retryDrain, attempts: 1, maxAttempts: 100, nextAt: now.Add(24 * time.Hour)}},
-		"abandon":                           {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainAbandonAction}, want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
-		"force":                             {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, want: deadlineDecision{step: forceDrain, attempts: 1, maxAttempts: 1}},
-		"a refused marking is never forced": {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, refused: true, want: deadlineDecision{step: abandonDrain, attempts: 1, maxAttempts: 1}},
+		"default retries 3 times 30m apart": {want: deadlineDecision{step: deadlineRetries, attempts: 1, maxAttempts: 3, nextAt: now.Add(30 * time.Minute)}},
+		"second attempt":                    {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 1}, want: deadlineDecision{step: deadlineRetries, attempts: 2, maxAttempts: 3, nextAt: now.Add(time.Minute)}},
+		"last attempt abandons":             {opts: retry(3, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 2}, want: deadlineDecision{step: deadlineAbandons, attempts: 3, maxAttempts: 3}},
+		"a lowered maxAttempts abandons":    {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 5}, want: deadlineDecision{step: deadlineAbandons, attempts: 6, maxAttempts: 2}},
+		"another boot's attempts count not": {opts: retry(2, time.Minute), prev: &protocol.DrainRetrying{BootID: "old", Attempts: 1}, want: deadlineDecision{step: deadlineRetries, attempts: 1, maxAttempts: 2, nextAt: now.Add(time.Minute)}},
+		"one attempt is abandon":            {opts: retry(1, time.Minute), want: deadlineDecision{step: deadlineAbandons, attempts: 1, maxAttempts: 1}},
+		"stored past the bounds":            {opts: retry(1000, 1000*time.Hour), prev: &protocol.DrainRetrying{BootID: "b", Attempts: 99}, want: deadlineDecision{step: deadlineAbandons, attempts: 100, maxAttempts: 100}},
+		"largest backoff":                   {opts: retry(100, 24*time.Hour), want: deadlineDecision{step: deadlineRetries, attempts: 1, maxAttempts: 100, nextAt: now.Add(24 * time.Hour)}},
+		"abandon":                           {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainAbandonAction}, want: deadlineDecision{step: deadlineAbandons, attempts: 1, maxAttempts: 1}},
+		"force":                             {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, want: deadlineDecision{step: deadlineForces, attempts: 1, maxAttempts: 1}},
+		"a refused marking is never forced": {opts: v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainForceAction}, refused: true, want: deadlineDecision{step: deadlineAbandons, attempts: 1, maxAttempts: 1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			NewWithT(t).Expect(decideDeadline(tc.opts, tc.prev, "b", tc.refused, now)).To(Equal(tc.want))

@@ -38,12 +38,30 @@ type At struct {
 // happened through t. write records where the node stands, through
 // protocol.WriteHooks.
 func (r *Runner) RunAt(ctx context.Context, t Teller, at At, write func(*protocol.HookRecord) error) (Decision, error) {
+	d, err := r.DecideAt(ctx, at)
+	if err != nil {
+		return Decision{}, err
+	}
+	return r.ApplyAt(ctx, t, at, d, write)
+}
+
+// DecideAt is where the node stands in the hooks of its point, the kinds
+// observing each attempt; nothing is written or begun.
+func (r *Runner) DecideAt(ctx context.Context, at At) (Decision, error) {
+	return r.decide(ctx, at.subject(), at.input())
+}
+
+// ApplyAt does what d, DecideAt's decision for at, asks (Run's writes and
+// attempts), telling what happened through t.
+func (r *Runner) ApplyAt(ctx context.Context, t Teller, at At, d Decision, write func(*protocol.HookRecord) error) (Decision, error) {
+	return r.apply(ctx, at.subject(), at.input(), d, write, func(events []Event) { t.tell(ctx, at, events) })
+}
+
+// input is what Decide reads of the node's point.
+func (at At) input() Input {
 	resumeAt, _ := at.Pool.ResumeHaltTime(at.Now) // aftercare reports an unusable one
-	s := at.subject()
-	return r.Run(ctx, s, Input{
-		Now: at.Now, Point: at.Point, Pool: at.Pool.Name, BootID: at.BootID, Token: s.Token,
-		Hooks: at.Pool.Spec.Hooks.At(string(at.Point)), Record: at.Node.Hook, ResumeAt: resumeAt,
-	}, write, func(events []Event) { t.tell(ctx, at, events) })
+	return Input{Now: at.Now, Point: at.Point, Pool: at.Pool.Name, BootID: at.BootID, Token: at.Node.HookTokenAt(at.Point, at.BootID),
+		Hooks: at.Pool.Spec.Hooks.At(string(at.Point)), Record: at.Node.Hook, ResumeAt: resumeAt}
 }
 
 // subject is the node's point as its hooks are told of it.

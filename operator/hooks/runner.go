@@ -237,29 +237,41 @@ func (d Decision) Outcome() Outcome {
 }
 
 // Run runs the point's hooks (in.Hooks) for the subject, the whole of one
-// reconcile's work at the point: it decides where the node stands, writes
-// it (write: the record, through protocol.WriteHooks; nil removes it)
-// before it begins an attempt or a failure is acted on, tells what
-// happened once the write that holds it is made (tell), begins the
-// attempts the decision asks for, and writes and tells again. A point
-// whose pool has no hooks (any longer) passes; a record of it that waits is
-// removed. An operator killed at any moment finds the same attempts,
-// deadlines and handles (see the package's doc).
+// reconcile's work at the point: it decides where the node stands (decide)
+// and does what the decision asks (apply). A point whose pool has no hooks
+// (any longer) passes; a record of it that waits is removed. An operator
+// killed at any moment finds the same attempts, deadlines and handles (see
+// the package's doc).
 func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(*protocol.HookRecord) error, tell func([]Event)) (Decision, error) {
-	if len(in.Hooks) == 0 {
-		if in.Record != nil && in.Record.Point == in.Point && !in.Record.Passed() {
-			if err := write(nil); err != nil {
-				return Decision{}, err
-			}
-		}
-		return Decision{Passed: true, Record: protocol.HookRecord{Point: in.Point}}, nil
-	}
-	d, err := r.Decide(ctx, s, in)
+	d, err := r.decide(ctx, s, in)
 	if err != nil {
 		return Decision{}, err
 	}
+	return r.apply(ctx, s, in, d, write, tell)
+}
+
+// decide is Decide for the subject, the kinds observing; a point without
+// hooks passes, and its record, if one waits, is to be removed.
+func (r *Runner) decide(ctx context.Context, s Subject, in Input) (Decision, error) {
+	if len(in.Hooks) == 0 {
+		stale := in.Record != nil && in.Record.Point == in.Point && !in.Record.Passed()
+		return Decision{Passed: true, Record: protocol.HookRecord{Point: in.Point}, Write: stale}, nil
+	}
+	return r.Decide(ctx, s, in)
+}
+
+// apply does what decide decided: it writes where the node stands (write:
+// the record, through protocol.WriteHooks; nil removes it) before it
+// begins an attempt or a failure is acted on, tells what happened once
+// the write that holds it is made (tell), begins the attempts the decision
+// asks for, and writes and tells again.
+func (r *Runner) apply(ctx context.Context, s Subject, in Input, d Decision, write func(*protocol.HookRecord) error, tell func([]Event)) (Decision, error) {
 	if d.Write {
-		if err := write(&d.Record); err != nil {
+		rec := &d.Record
+		if len(in.Hooks) == 0 {
+			rec = nil
+		}
+		if err := write(rec); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -278,3 +290,7 @@ func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(*proto
 	tell(d.Events[told:])
 	return d, nil
 }
+
+// Acts reports whether the decision asks for something to be written or
+// begun (apply); false when the node stands where its record says.
+func (d Decision) Acts() bool { return d.Write || len(d.Start) > 0 }
