@@ -87,8 +87,10 @@ func TestDecideDrain(t *testing.T) {
 			want:  drainStep{report: &drainReport{blocked: true, message: "hook h (beforeDrain) failed at attempt 1: HookJobFailed: exit 1"}},
 		},
 		"a beforeDrain hook failed and releases: released once recorded": {
-			facts: func(f *drainFacts) { f.drainHooks = decision(point(protocol.BeforeDrain, failedWith("Release")), false) },
-			want:  drainStep{action: releaseForHook, stopSteps: true, message: "hook h (beforeDrain) failed at attempt 1: HookJobFailed: exit 1"},
+			facts: func(f *drainFacts) {
+				f.drainHooks = decision(point(protocol.BeforeDrain, failedWith("Release")), false)
+			},
+			want: drainStep{action: releaseForHook, stopSteps: true, message: "hook h (beforeDrain) failed at attempt 1: HookJobFailed: exit 1"},
 		},
 		"a failure that releases is written first": {
 			facts: func(f *drainFacts) { f.drainHooks = decision(point(protocol.BeforeDrain, failedWith("Release")), true) },
@@ -106,8 +108,10 @@ func TestDecideDrain(t *testing.T) {
 			want: drainStep{report: &drainReport{blocked: true, message: "2 pods left: pod a/b: PDB"}, requeue: time.Second},
 		},
 		"a step that failed": {
-			facts: func(f *drainFacts) { f.step, f.stepped = drain.StepResult{Err: errors.New("list pods: timeout"), At: now}, true },
-			want:  drainStep{report: &drainReport{blocked: true, message: "list pods: timeout"}, requeue: drain.StepTimeout},
+			facts: func(f *drainFacts) {
+				f.step, f.stepped = drain.StepResult{Err: errors.New("list pods: timeout"), At: now}, true
+			},
+			want: drainStep{report: &drainReport{blocked: true, message: "list pods: timeout"}, requeue: drain.StepTimeout},
 		},
 		"drained, over the budget: it waits, cordoned": {
 			facts: func(f *drainFacts) { f.step, f.stepped, f.mayApprove, f.used = drained, true, false, 2 },

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/operator/hooks"
 )
