@@ -223,11 +223,11 @@ func drainTimeout(p *v1alpha1.MaintenancePool) time.Duration {
 // on the node, an earlier one's goes.
 func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, forced *protocol.DrainForcing) error {
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
-		return nil // releaseVoid releases it on the next pass
+		return nil // releaseVoid releases it on the next reconcile
 	}
 	if behind := r.cacheBehind(ctx, st); behind != "" {
 		// Approved from a stale budget, it could take the pool past a
-		// lowered one: it waits, drained, for the next pass.
+		// lowered one: it waits, drained, for the next reconcile.
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: "drained; its approval waits: " + behind}
 		return nil
 	}

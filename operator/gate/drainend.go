@@ -81,7 +81,7 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d de
 }
 
 // force deletes the pods eviction could not move, recording them on the
-// node first, and then takes the node on as drained, in the same pass: to
+// node first, and then takes the node on as drained, in the same reconcile: to
 // its beforeReboot hooks, or to its approval when it has none (or they
 // passed already: a drain taken again after them was forced). Only a
 // forcing that ended is taken on: the record of one that failed midway
@@ -97,7 +97,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 		return nil
 	}
 	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.timeout.String()}
-	// A forcing of this admission, recorded by a pass that then failed,
+	// A forcing of this admission, recorded by a reconcile that then failed,
 	// keeps the pods it named.
 	if forcedThisAdmission(v) {
 		forcing = *v.DrainForced

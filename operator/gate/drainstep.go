@@ -32,10 +32,10 @@ type drainFacts struct {
 	atBeforeReboot bool
 	// drainHooks and rebootHooks are the runner's decisions at the
 	// beforeDrain and beforeReboot points, for the point the node reached
-	// in this pass; nil for one it did not.
+	// in this reconcile; nil for one it did not.
 	drainHooks, rebootHooks *hooks.Decision
 	// step is the drain's last step (stepped: one ended) as the drain
-	// stage followed it in this pass.
+	// stage followed it in this reconcile.
 	step    drain.StepResult
 	stepped bool
 	// drainStart is when the drain began (poolState.drainStart);
@@ -51,7 +51,7 @@ type drainFacts struct {
 	used, budget int
 }
 
-// drainAction is the one thing the drain stage does to a node in a pass.
+// drainAction is the one thing the drain stage does to a node in a reconcile.
 type drainAction int
 
 const (
@@ -93,12 +93,12 @@ type drainStep struct {
 	requeue   time.Duration
 }
 
-// decideDrain decides an admitted node's one step in this pass of the
+// decideDrain decides an admitted node's one step in this reconcile of the
 // drain stage: a pure function of its facts. Each step is at most one
-// node write, and the next pass goes on from what it wrote; the hook
+// node write, and the next reconcile goes on from what it wrote; the hook
 // runner writes a second time when it begins an attempt (the record before
 // the Job, its handle after it, invariant 5), and a forced drain is
-// approved in the pass that forced it (forceDrain). The stage's order: the
+// approved in the reconcile that forced it (forceDrain). The stage's order: the
 // cordon back where someone lifted it, the pool's marks, the beforeDrain
 // hooks (nothing is evicted before they pass), the drain, then, drained,
 // the beforeReboot hooks, a drain taken again after them, and the
@@ -162,7 +162,7 @@ func decideAtHooks(d *hooks.Decision) (drainStep, bool) {
 	outcome := d.Outcome()
 	switch {
 	case d.Acts():
-		// Where the node stands is written first: the next pass acts on it.
+		// Where the node stands is written first: the next reconcile acts on it.
 		step := drainStep{action: runHooks, hooks: d}
 		if outcome != hooks.OutcomePassed {
 			step.report = &drainReport{message: d.Record.Describe(), blocked: outcome == hooks.OutcomeHalted}
@@ -199,7 +199,7 @@ func decideBeforeReboot(f drainFacts, waited bool) drainStep {
 		// timeout, counted from when they passed, and drain.onTimeout.
 		// Only a step's finding is past it: a drain whose first step is
 		// under way is not. A node whose hooks were taken out of its pool
-		// while it waited has no passes recorded: from the next pass on
+		// while it waited has no passes recorded: from the next reconcile on
 		// its drain is the first one again, timed from its admission.
 		return decideAtDeadline(f, f.step, "")
 	case !f.mayApprove:
