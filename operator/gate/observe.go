@@ -23,44 +23,49 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// poolState is one reconcile's picture of a pool: the pool, its nodes, and
-// what the phases learned and did.
+// poolState is one reconcile's picture of a pool: what it read of the
+// pool and the cluster, the pool's nodes, and what the phases learned and
+// did.
 type poolState struct {
-	pool *v1alpha1.MaintenancePool
+	poolRead
 	// views are the nodes of the pool the phases read node by node: its
 	// active members, and the ordinary ones pulled in this pass (pass.go).
 	views []*nodeView
-	now   time.Time
-
-	// unreadablePools say which MaintenancePools cannot be read (this one
-	// among them, maybe), and why; while there is one, the gate only
-	// completes reboots that are done (see Reconcile).
-	unreadablePools []string
-	// selectorErr says why the pool's selector cannot be parsed; views
-	// then holds the nodes it might select, which no pool admits.
-	selectorErr error
-	// selection tells which pools nodes are in, and which pools'
-	// selectors cannot be parsed.
-	selection pools.Selection
+	// members is what the gate keeps of the pool's nodes, as this
+	// reconcile reads it: the ordinary members not among the views are
+	// counted there, and the ones that wait queued (package members).
+	members *members.Pass[keptView]
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
-	// gate is the cluster's MaintenanceGate as the cache had it when the
-	// reconcile read its stop (nil: none); freshness compares this one,
-	// the one the decisions came from, with the API server's.
-	gate *v1alpha1.MaintenanceGate
 	// freshness is what the API server said of the cache, asked before
 	// the first admission or approval (fresh.go).
 	freshness freshness
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
-	// members is what the gate keeps of the pool's nodes, as this
-	// reconcile reads it: the ordinary members not among the views are
-	// counted there, and the ones that wait queued (package members).
-	members *members.Pass[keptView]
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time
+}
+
+// poolRead is what a reconcile read of the pool and the cluster before
+// its phases ran, which every phase decides from.
+type poolRead struct {
+	pool *v1alpha1.MaintenancePool
+	now  time.Time
+	// unreadablePools say which MaintenancePools cannot be read (this one
+	// among them, maybe), and why; while there is one, the gate only
+	// completes reboots that are done (see Reconcile).
+	unreadablePools []string
+	// selection tells which pools nodes are in, and which pools'
+	// selectors cannot be parsed; selectorErr says why this pool's cannot
+	// be: views then holds the nodes it might select, which no pool admits.
+	selection   pools.Selection
+	selectorErr error
+	// gate is the cluster's MaintenanceGate as the cache had it when the
+	// reconcile read its stop (nil: none); freshness compares this one,
+	// the one the decisions came from, with the API server's.
+	gate *v1alpha1.MaintenanceGate
 }
 
 // getPool returns the named pool. The built-in default pool exists without
@@ -83,7 +88,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
+	st := &poolState{poolRead: poolRead{pool: pool, now: r.Clock.Now()}, drains: map[string]drainReport{}}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
