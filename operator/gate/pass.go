@@ -41,8 +41,8 @@ func (r *Reconciler) pass(st *poolState, m *members.Pool[keptView], wins *pools.
 				v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
 			}
 		}
-		// A member pulled in is among the views from then: the status
-		// counts it there, not in the tally.
+		// Every member made ready is among the views: one pulled in is
+		// counted there from then, not in the pass's tally.
 		st.views = append(st.views, v)
 	})
 	if anyInflight {
