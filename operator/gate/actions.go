@@ -49,7 +49,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	}
 	if started && st.pool.UID != "" {
 		// The quiet members not among the views are in no other pool.
-		outdated := st.quiet.nodes - st.quiet.current
+		outdated := st.quiet().Nodes - st.quiet().Current
 		for _, v := range st.views {
 			if len(v.otherPools) == 0 && v.CurrentConfig != want {
 				outdated++

@@ -92,23 +92,24 @@ const waitingNamed = 20
 // counts them all, without making the ordinary members' views ready: the
 // holds hold every one of them alike.
 func (st *poolState) waitingHead(n int) (names []string, count int) {
-	order := newWaitOrder(st.views, st.queue)
+	q := st.queue()
+	order := newWaitOrder(st.views, q)
 	count = len(order.others)
-	var queue []*keptView
-	if st.queue != nil {
-		queue = st.queue.queue
+	var queue []*member
+	if q != nil {
+		queue = q.queue
 		count += len(queue)
-		for _, v := range st.pulled {
-			if v.queued && !v.waiting() {
+		for _, k := range st.members.Pulled() {
+			if v := &k.Value.view; v.queued && !v.waiting() {
 				count--
 			}
 		}
 	}
 	i, j := 0, 0
 	for len(names) < n && (i < len(queue) || j < len(order.others)) {
-		if i < len(queue) && (j == len(order.others) || before(&queue[i].view, order.others[j]) < 0) {
-			if v := &queue[i].view; v.pass != st.queue.pass || v.waiting() {
-				names = append(names, v.Node.Name)
+		if i < len(queue) && (j == len(order.others) || before(&queue[i].Value.view, order.others[j]) < 0) {
+			if k := queue[i]; !st.members.HasPulled(k) || k.Value.view.waiting() {
+				names = append(names, k.Value.view.Node.Name)
 			}
 			i++
 			continue
@@ -163,8 +164,9 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	// A rollout's canaries lower the budget for admissions, not approvals.
 	budget, passed, want, limited := canaryBudget(st, a.budget)
 	pods, asked := podPass{}, false
+	q := st.queue()
 	for {
-		a.plan = planAdmissions(st.views, st.queue, st.counted(), budget, a.hold != nil, a.block.blocks())
+		a.plan = planAdmissions(st.views, q, st.counted(), budget, a.hold != nil, a.block.blocks())
 		if len(a.plan.admit) == 0 {
 			break
 		}
@@ -198,7 +200,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	// while it holds, the nodes planned wait like the others.
 	if len(a.plan.admit) > 0 && r.cacheBehind(ctx, st) != "" {
 		a.hold = poolHold(st.holdInput())
-		a.plan = planAdmissions(st.views, st.queue, st.counted(), a.budget, true, false)
+		a.plan = planAdmissions(st.views, q, st.counted(), a.budget, true, false)
 		ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", st.freshness.behind)
 	}
 }

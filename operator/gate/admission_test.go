@@ -18,8 +18,8 @@ func TestPoolHoldCountsEveryWaitingNode(t *testing.T) {
 		return v
 	}
 	st := &poolState{
-		pool:  &v1alpha1.MaintenancePool{},
-		views: []*nodeView{asking("a"), asking("b"), frozenView("c", nil, nil)},
+		poolRead: poolRead{pool: &v1alpha1.MaintenancePool{}},
+		views:    []*nodeView{asking("a"), asking("b"), frozenView("c", nil, nil)},
 	}
 	st.pool.Name, st.pool.Spec.Paused = "p", true
 

@@ -18,8 +18,9 @@ func canaryBudget(st *poolState, maxUnavailable int) (budget, passed, want int, 
 	}
 	// The quiet members not among the views have no settle record: those
 	// that run the config have passed.
-	outdated := st.quiet.current < st.quiet.nodes
-	passed = st.quiet.current
+	quiet := st.quiet()
+	outdated := quiet.Current < quiet.Nodes
+	passed = quiet.Current
 	for _, v := range st.views {
 		switch {
 		case v.CurrentConfig != config:

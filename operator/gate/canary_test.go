@@ -57,7 +57,7 @@ func TestCanaryBudget(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			budget, _, _, limits := canaryBudget(&poolState{pool: tc.pool, views: tc.views}, tc.max)
+			budget, _, _, limits := canaryBudget(&poolState{poolRead: poolRead{pool: tc.pool}, views: tc.views}, tc.max)
 			g.Expect(budget).To(Equal(tc.wantBudget))
 			g.Expect(limits).To(Equal(tc.wantLimits))
 		})

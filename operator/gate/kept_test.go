@@ -126,8 +126,8 @@ func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
 			t.Fatalf("turn %d, after %s: the kept views differ from a fresh gate's:\n%s", turn, step, lineDiff(got, want))
 		}
 		budget := kept.admission.budget
-		keptPlan := planAdmissions(kept.views, kept.queue, kept.counted(), budget, false, false)
-		freshPlan := planAdmissions(found.views, found.queue, found.counted(), budget, false, false)
+		keptPlan := planAdmissions(kept.views, kept.queue(), kept.counted(), budget, false, false)
+		freshPlan := planAdmissions(found.views, found.queue(), found.counted(), budget, false, false)
 		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) || keptPlan.unlisted != freshPlan.unlisted {
 			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v (%d more), a fresh gate %v then %v (%d more)",
 				turn, step, keptPlan.admit, head(keptPlan.waiting), keptPlan.unlisted, freshPlan.admit, head(freshPlan.waiting), freshPlan.unlisted)
@@ -180,9 +180,10 @@ func describeViews(st *poolState) string {
 			fmt.Fprintf(&b, "  relabelled into %v\n", v.relabelled)
 		}
 	}
-	fmt.Fprintf(&b, "ordinary: %d nodes, %d on the desired config\n", st.quiet.nodes, st.quiet.current)
-	for _, k := range st.queue.queue {
-		fmt.Fprintf(&b, "queued %s rv=%s queued=%s\n", k.view.Node.Name, k.view.Node.ResourceVersion, k.view.queuedAt.Format(time.RFC3339Nano))
+	fmt.Fprintf(&b, "ordinary: %d nodes, %d on the desired config\n", st.quiet().Nodes, st.quiet().Current)
+	for _, k := range st.members.Queue() {
+		v := &k.Value.view
+		fmt.Fprintf(&b, "queued %s rv=%s queued=%s\n", v.Node.Name, v.Node.ResourceVersion, v.queuedAt.Format(time.RFC3339Nano))
 	}
 	return b.String()
 }
@@ -190,7 +191,7 @@ func describeViews(st *poolState) string {
 // everyView pulls every ordinary member of the pool among st's views, as a
 // gate that read every node at every reconcile had them, and returns them.
 func everyView(st *poolState) []*nodeView {
-	for _, k := range st.queue.queue {
+	for _, k := range st.members.Queue() {
 		st.pull(k)
 	}
 	return st.views

@@ -34,7 +34,7 @@ func TestMarkingProblem(t *testing.T) {
 			g := NewWithT(t)
 			pool := a.DeepCopy()
 			pool.Spec.NodeMarking = &v1alpha1.NodeMarking{DuringReboot: &v1alpha1.DuringRebootMarks{Labels: tc.labels, Taints: tc.taints}}
-			got := markingProblem(&poolState{pool: pool, now: time.Now()})
+			got := markingProblem(&poolState{poolRead: poolRead{pool: pool, now: time.Now()}})
 			if tc.want == "" {
 				g.Expect(got).To(BeEmpty())
 				return

@@ -17,53 +17,55 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
+	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/policies"
 )
 
-// poolState is one reconcile's picture of a pool: the pool, its nodes, and
-// what the phases learned and did.
+// poolState is one reconcile's picture of a pool: what it read of the
+// pool and the cluster, the pool's nodes, and what the phases learned and
+// did.
 type poolState struct {
-	pool  *v1alpha1.MaintenancePool
+	poolRead
+	// views are the nodes of the pool the phases read node by node: its
+	// active members, and the ordinary ones pulled in this pass (pass.go).
 	views []*nodeView
-	now   time.Time
-
-	// unreadablePools say which MaintenancePools cannot be read (this one
-	// among them, maybe), and why; while there is one, the gate only
-	// completes reboots that are done (see Reconcile).
-	unreadablePools []string
-	// selectorErr says why the pool's selector cannot be parsed; views
-	// then holds the nodes it might select, which no pool admits.
-	selectorErr error
-	// selection tells which pools nodes are in, and which pools'
-	// selectors cannot be parsed.
-	selection pools.Selection
+	// members is what the gate keeps of the pool's nodes, as this
+	// reconcile reads it: the ordinary members not among the views are
+	// counted there, and the ones that wait queued (package members).
+	members *members.Pass[keptView]
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
-	// gate is the cluster's MaintenanceGate as the cache had it when the
-	// reconcile read its stop (nil: none); freshness compares this one,
-	// the one the decisions came from, with the API server's.
-	gate *v1alpha1.MaintenanceGate
 	// freshness is what the API server said of the cache, asked before
 	// the first admission or approval (fresh.go).
 	freshness freshness
 	// drains holds each draining node's last drain step, by node name.
 	drains map[string]drainReport
-	// members is what the gate keeps of the pool's nodes; views holds its
-	// active members and those pulled in this pass (pass.go). quiet
-	// counts the ordinary members not among the views, queue the ones
-	// that wait, which the plan reads; prepare makes a member's view
-	// ready for this pass, and pulled lists the ordinary ones made so.
-	members *members
-	quiet   tally
-	queue   *ordinaryQueue
-	prepare func(*keptView) *nodeView
-	pulled  []*nodeView
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time
+}
+
+// poolRead is what a reconcile read of the pool and the cluster before
+// its phases ran, which every phase decides from.
+type poolRead struct {
+	pool *v1alpha1.MaintenancePool
+	now  time.Time
+	// unreadablePools say which MaintenancePools cannot be read (this one
+	// among them, maybe), and why; while there is one, the gate only
+	// completes reboots that are done (see Reconcile).
+	unreadablePools []string
+	// selection tells which pools nodes are in, and which pools'
+	// selectors cannot be parsed; selectorErr says why this pool's cannot
+	// be: views then holds the nodes it might select, which no pool admits.
+	selection   pools.Selection
+	selectorErr error
+	// gate is the cluster's MaintenanceGate as the cache had it when the
+	// reconcile read its stop (nil: none); freshness compares this one,
+	// the one the decisions came from, with the API server's.
+	gate *v1alpha1.MaintenanceGate
 }
 
 // getPool returns the named pool. The built-in default pool exists without
@@ -86,7 +88,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{pool: pool, now: r.Clock.Now(), drains: map[string]drainReport{}}
+	st := &poolState{poolRead: poolRead{pool: pool, now: r.Clock.Now()}, drains: map[string]drainReport{}}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
@@ -124,12 +126,12 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	// What is kept of a node depends, besides the node, on these; what
 	// changes with time alone is worked out here, at each reconcile.
 	keptFor := strings.Join([]string{string(pool.UID), pool.Spec.DesiredConfig, st.selection.Key(), unreadableKey(unreadable)}, "\x00")
-	m := r.members.of(pool.Name)
+	m := r.members.Of(pool.Name)
 	// The views only read the cached objects; a write goes through
 	// patchNode, which copies.
 	// Read before the views: every change up to it is in them.
 	st.freshness.nodes = r.nodesSeen.Version()
-	err = r.kept.Of(pool.Name).Sync(poolnodes.Sync[keptView]{
+	err = r.kept.Of(pool.Name).Sync(poolnodes.Sync[member]{
 		Decoded: r.Decoded,
 		List: func() ([]*corev1.Node, error) {
 			nodes, err := cacheread.All(ctx, r.cache, &corev1.Node{})
@@ -143,11 +145,11 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		Pool:      pool.Name,
 		Selection: st.selection,
 		Context:   keptFor,
-		Build: func(s protocol.NodeState, others []string) (keptView, error) {
+		Build: func(s protocol.NodeState, others []string) (member, error) {
 			return r.keep(openOnNode, pool, st.selection, unreadable, st.now, s, others)
 		},
-		Reset: m.reset,
-		Set:   m.set,
+		Reset: m.Reset,
+		Set:   m.Set,
 		Gone:  r.settings.forget,
 	})
 	if err != nil {
@@ -179,9 +181,9 @@ func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string,
 }
 
 // keptView is what observe keeps of a node between reconciles
-// (poolnodes.Kept): its view as far as the node, its NodeMaintenances and
-// the pool's spec tell it, and what the parts of it that change with time
-// are worked out from at each reconcile.
+// (poolnodes.Kept, members.Member): its view as far as the node, its
+// NodeMaintenances and the pool's spec tell it, and what the parts of it
+// that change with time are worked out from at each reconcile.
 type keptView struct {
 	view nodeView
 	// requests are the node's current requests that can be read
@@ -189,17 +191,11 @@ type keptView struct {
 	// them: its windows are found from both.
 	requests []protocol.Request
 	settings pools.SettingsList
-	// quiet is true for a member that is ordinary or quietly rebooting
-	// (nodeView.ordinary, quietlyRebooting): its members count it, and
-	// the phases read it only when its turn comes. current is true when
-	// the node runs the config its pool wants.
-	quiet, current bool
 }
 
 // keep makes what observe keeps of a node of the pool (pools.Of).
 func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, sel pools.Selection,
-	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string) (keptView, error) {
-	selectable := sel.Err(pool.Name) == nil
+	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string) (member, error) {
 	v := viewOf(s)
 	v.otherPools = others
 	v.relabelled = relabelled(s, pool.Name, sel)
@@ -207,7 +203,7 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 	if cur := v.Current(); cur != nil {
 		settings, err := r.requestSettingsOf(open, &v)
 		if err != nil {
-			return keptView{}, err
+			return member{}, err
 		}
 		k.settings = settings
 		v.queueMoves = pools.QueueTimeMoves(cur.Requests, settings)
@@ -215,12 +211,26 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 		v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
 		k.requests = v.holdUnreadable(cur.Requests, unreadable)
 	}
-	ordinary := v.ordinary(pool.Spec.DesiredConfig, selectable)
-	k.quiet = ordinary || v.quietlyRebooting(pool.Spec.DesiredConfig, selectable)
-	k.current = v.CurrentConfig == pool.Spec.DesiredConfig
-	v.queued = ordinary && v.WantsAdmission()
+	place := placeOf(&v, pool.Spec.DesiredConfig, sel.Err(pool.Name) == nil)
+	v.queued = place.Queued
 	k.view = v
-	return k, nil
+	return member{Value: k, Place: place}, nil
+}
+
+// placeOf says where a node goes among its pool's members (package
+// members): quiet when it is ordinary (nodeView.ordinary) or quietly
+// rebooting, queued when it is ordinary and asks to be admitted. desired
+// is its pool's desiredConfig, and selectable false when its pool's
+// selector cannot be parsed.
+func placeOf(v *nodeView, desired string, selectable bool) members.Place {
+	ordinary := v.ordinary(desired, selectable)
+	return members.Place{
+		Quiet:     ordinary || v.quietlyRebooting(desired, selectable),
+		Rebooting: v.Rebooting(),
+		Queued:    ordinary && v.WantsAdmission(),
+		Ready:     v.Ready,
+		Current:   v.CurrentConfig == desired,
+	}
 }
 
 // relabelled returns the pools a node in flight in pool is in by its

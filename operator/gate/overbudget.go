@@ -53,8 +53,8 @@ func (st *poolState) countedNodes() []string {
 			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v)))
 		}
 	}
-	for _, k := range st.members.rebooting {
-		names = append(names, fmt.Sprintf("%s (%s)", k.view.Node.Name, unavailableBecause(&k.view)))
+	for _, k := range st.members.Rebooting() {
+		names = append(names, fmt.Sprintf("%s (%s)", k.Value.view.Node.Name, unavailableBecause(&k.Value.view)))
 	}
 	return names
 }

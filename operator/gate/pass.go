@@ -2,80 +2,98 @@ package gate
 
 import (
 	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/operator/gate/members"
 )
 
-// pass makes the pool's views ready for this reconcile's phases (members):
-// the active members', with what changes with time worked out again; the
-// ordinary members the gate admitted that its cache
-// does not show admitted yet; and, where windows or freezes apply, every
-// ordinary member that waits, each of which has a verdict of its own. The
-// plan pulls the other ordinary members it reads, head of the queue first.
-func (r *Reconciler) pass(st *poolState, m *members, wins *pools.Windows) {
-	m.pass++
+// member is what the gate keeps of a node of a pool between reconciles
+// (package members): its kept view, and where it goes among the pool's
+// members.
+type member = members.Member[keptView]
+
+// pass makes the pool's views ready for this reconcile's phases (package
+// members): the active members', with what changes with time worked out
+// again; the ordinary members the gate admitted that its cache does not
+// show admitted yet; and, where windows or freezes apply, every ordinary
+// member that waits, each of which has a verdict of its own. The plan
+// pulls the other ordinary members it reads, head of the queue first.
+func (r *Reconciler) pass(st *poolState, m *members.Pool[keptView], wins *pools.Windows) {
 	// Without windows or freezes anywhere, or with the pool's unreadable
 	// (nothing is admitted then), the defaults stand.
-	timeless := wins.PoolErr() != nil || wins.Timeless()
+	windowed := !timeless(wins)
 	anyInflight := r.inflight.any()
-	st.members, st.quiet = m, m.tally
-	st.prepare = func(k *keptView) *nodeView {
+	st.views = make([]*nodeView, 0, len(m.Active())+8)
+	st.members = m.Start(func(k *member) {
 		// The views are the kept ones, not copies: at thousands of nodes a
 		// copy of each was most of a reconcile's allocations. What the
 		// phases find of a node in one reconcile starts afresh here
 		// (startPass).
-		v := &k.view
+		v := &k.Value.view
 		v.startPass()
-		v.pass = m.pass
 		v.inflight = anyInflight && r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
 		v.backingOff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil {
 			if v.queueMoves {
-				v.queuedAt = pools.QueueTime(cur.Requests, k.settings, st.now)
+				v.queuedAt = pools.QueueTime(cur.Requests, k.Value.settings, st.now)
 			}
-			if !timeless {
-				ww := wins.Node(k.requests, k.settings)
+			if windowed {
+				ww := wins.Node(k.Value.requests, k.Value.settings)
 				v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
 				v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
 			}
 		}
-		return v
-	}
-	st.views = make([]*nodeView, 0, len(m.active)+8)
-	for _, k := range m.active {
-		st.views = append(st.views, st.prepare(k))
-	}
+		// Every member made ready is among the views: one pulled in is
+		// counted there from then, not in the pass's tally.
+		st.views = append(st.views, v)
+	})
 	if anyInflight {
 		for _, name := range r.inflight.names() {
-			if k, ok := m.byName[name]; ok && k.quiet && !k.view.Rebooting() {
+			if k := m.Get(name); k != nil && k.Place.Quiet && !k.Place.Rebooting {
 				st.pull(k)
 			}
 		}
 	}
-	st.queue = &ordinaryQueue{queue: m.queue, pull: st.pull, pulled: func() []*nodeView { return st.pulled }, pass: m.pass, counted: timeless}
-	if !timeless {
-		for _, k := range m.queue {
+	if windowed {
+		for _, k := range m.Queue() {
 			st.pull(k)
 		}
 	}
 }
 
+// timeless reports whether the plan may count the ordinary members past
+// the budget instead of reading them: no window or freeze applies in the
+// pool (or its windows cannot be read, and nothing is admitted), so each
+// costs one slot and nothing of the time holds it.
+func timeless(wins *pools.Windows) bool {
+	return wins == nil || wins.PoolErr() != nil || wins.Timeless()
+}
+
 // pull makes an ordinary member's view ready for the phases, once per
-// pass, and puts it among the views: the status then counts it there, not
-// in the tally.
-func (st *poolState) pull(k *keptView) *nodeView {
-	v := &k.view
-	if v.pass == st.members.pass {
-		return v
+// pass, and puts it among the views.
+func (st *poolState) pull(k *member) *nodeView {
+	st.members.Pull(k)
+	return &k.Value.view
+}
+
+// queue is the pool's ordinary waiting members as a plan reads them; nil
+// for a state without members (a test's).
+func (st *poolState) queue() *ordinaryQueue {
+	if st.members == nil {
+		return nil
 	}
-	st.prepare(k)
-	st.quiet.add(k, -1)
-	st.views = append(st.views, v)
-	st.pulled = append(st.pulled, v)
-	return v
+	return &ordinaryQueue{members: st.members, queue: st.members.Queue(), counted: timeless(st.admission.windows)}
+}
+
+// quiet counts the quiet members not among the views.
+func (st *poolState) quiet() members.Tally {
+	if st.members == nil {
+		return members.Tally{}
+	}
+	return st.members.Tally()
 }
 
 // counted is how many nodes count against the pool's budget that are not
 // among its views: its quiet members that are rebooting.
-func (st *poolState) counted() int { return st.quiet.rebooting }
+func (st *poolState) counted() int { return st.quiet().Rebooting }
 
 // memberCount is how many nodes the pool selects.
-func (st *poolState) memberCount() int { return len(st.views) + st.quiet.nodes }
+func (st *poolState) memberCount() int { return len(st.views) + st.quiet().Nodes }

@@ -102,7 +102,7 @@ func approvalFree(v *nodeView) bool {
 // frees no slot early, moving one in takes none.
 //
 // q holds the pool's ordinary waiting members in the queue's order
-// (members), read with the waiting nodes among views; nil plans for views
+// (package members), read with the waiting nodes among views; nil plans for views
 // alone. Past the budget, and without windows (q.counted), the ordinary
 // members left are counted, not read: each would wait for the budget.
 //

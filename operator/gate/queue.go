@@ -3,10 +3,12 @@ package gate
 import (
 	"cmp"
 	"slices"
+
+	"github.com/kmaint/kmaint/operator/gate/members"
 )
 
 // The queue: a pool's waiting nodes in the order they asked. Its ordinary
-// members (members) are kept in that order between reconciles, each put in
+// members (package members) are kept in that order between reconciles, each put in
 // its place when its view is made again; the other waiting nodes, few, are
 // sorted at each plan (some of them move with the time: queueMoves), and
 // both are read together, head first (waitOrder). Sorting every waiting
@@ -23,20 +25,24 @@ func before(a, b *nodeView) int {
 	return cmp.Compare(a.Node.Name, b.Node.Name)
 }
 
+// keptOrder is how a pool's members sort the kept views: the queue in
+// before's order.
+func keptOrder() members.Order[keptView] {
+	return members.Order[keptView]{
+		Name:  func(k *keptView) string { return k.view.Node.Name },
+		Queue: func(a, b *keptView) int { return before(&a.view, &b.view) },
+	}
+}
+
 // ordinaryQueue is the ordinary members that ask to be admitted, in the
-// queue's order (members.queue), as one plan reads them.
+// queue's order (members.Pool.Queue), as one plan reads them.
 type ordinaryQueue struct {
-	queue []*keptView
-	// pull makes a member's view ready for this pass and puts it among
-	// the reconcile's views, once (poolState.pull).
-	pull func(*keptView) *nodeView
-	// pulled are the views pulled in this pass so far.
-	pulled func() []*nodeView
-	// pass is the pass of the pool's members: a view pulled in it has it.
-	pass uint64
+	// members is the reconcile's pass over the pool's members: the plan
+	// pulls each member it reads through it, once.
+	members *members.Pass[keptView]
+	queue   []*member
 	// counted is true when the plan may count the ordinary members past
-	// the budget instead of reading them: no window or freeze applies in
-	// the pool, so each costs one slot and nothing of the time holds it.
+	// the budget instead of reading them (timeless).
 	counted bool
 }
 
@@ -67,7 +73,7 @@ func (w *waitOrder) next() (v *nodeView, ordinary bool) {
 	for {
 		var o *nodeView
 		if w.q != nil && w.i < len(w.q.queue) {
-			o = &w.q.queue[w.i].view
+			o = &w.q.queue[w.i].Value.view
 		}
 		if w.j < len(w.others) && (o == nil || before(w.others[w.j], o) < 0) {
 			w.j++
@@ -76,7 +82,9 @@ func (w *waitOrder) next() (v *nodeView, ordinary bool) {
 		if o == nil {
 			return nil, false
 		}
-		v := w.q.pull(w.q.queue[w.i])
+		k := w.q.queue[w.i]
+		w.q.members.Pull(k)
+		v := &k.Value.view
 		w.i++
 		if v.waiting() {
 			return v, true
@@ -92,19 +100,19 @@ func (w *waitOrder) skipOrdinary(n int) (named []string, more int) {
 	if w.q == nil || w.i >= len(w.q.queue) {
 		return nil, 0
 	}
-	skipped := func(v *nodeView) bool { return v.pass == w.q.pass && !v.waiting() }
+	skipped := func(k *member) bool { return w.q.members.HasPulled(k) && !k.Value.view.waiting() }
 	for ; w.i < len(w.q.queue) && len(named) < n; w.i++ {
-		if v := &w.q.queue[w.i].view; !skipped(v) {
-			named = append(named, v.Node.Name)
+		if k := w.q.queue[w.i]; !skipped(k) {
+			named = append(named, k.Value.view.Node.Name)
 		}
 	}
 	if w.i >= len(w.q.queue) {
 		return named, 0
 	}
-	head := &w.q.queue[w.i].view
+	head := &w.q.queue[w.i].Value.view
 	more = len(w.q.queue) - w.i
-	for _, v := range w.q.pulled() {
-		if v.queued && skipped(v) && before(v, head) >= 0 {
+	for _, k := range w.q.members.Pulled() {
+		if k.Value.view.queued && skipped(k) && before(&k.Value.view, head) >= 0 {
 			more--
 		}
 	}

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/operator/gate/members"
 )
 
 // What a pool's members keep, node by node, is what reading and sorting
@@ -19,7 +21,7 @@ import (
 func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 	base := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
 	rnd := rand.New(rand.NewPCG(7, 44))
-	view := func(name string, at time.Time, kind int) *keptView {
+	view := func(name string, at time.Time, kind int) *member {
 		st := protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, BootID: "b", Ready: true,
 			Requested: &protocol.Requested{BootID: "b", Requests: []protocol.Request{{ID: "r-" + name, Source: "host", Time: at}}}}
 		switch kind {
@@ -36,79 +38,79 @@ func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 		case 6: // back from its reboot
 			st.Admission, st.Approved, st.BootID = &protocol.Admission{BootID: "b"}, "b", "c"
 		}
-		k := &keptView{view: nodeView{NodeState: st, windowOpen: true, queuedAt: at}}
-		ordinary := k.view.ordinary("", true)
-		k.quiet = ordinary || k.view.quietlyRebooting("", true)
-		k.current = st.CurrentConfig == ""
-		k.view.queued = ordinary && k.view.WantsAdmission()
-		return k
+		v := nodeView{NodeState: st, windowOpen: true, queuedAt: at}
+		place := placeOf(&v, "", true)
+		v.queued = place.Queued
+		return &member{Value: keptView{view: v}, Place: place}
 	}
-	names := func(ks []*keptView) []string {
+	names := func(ks []*member) []string {
 		var out []string
 		for _, k := range ks {
-			out = append(out, k.view.Node.Name)
+			out = append(out, k.Value.view.Node.Name)
 		}
 		return out
 	}
-	m := newMembers()
-	all := map[string]*keptView{}
-	put := func(k *keptView) {
-		all[k.view.Node.Name] = k
-		m.set(k.view.Node.Name, k)
+	queueOrder := func(a, b *member) int { return keptOrder().Queue(&a.Value, &b.Value) }
+	byName := func(a, b *member) int { return cmp.Compare(a.Value.view.Node.Name, b.Value.view.Node.Name) }
+	m := members.NewPool(keptOrder())
+	all := map[string]*member{}
+	put := func(k *member) {
+		all[k.Value.view.Node.Name] = k
+		m.Set(k.Value.view.Node.Name, k)
 	}
 	for i := range 300 {
 		// Many ask in the same second: the names order them.
 		put(view(fmt.Sprintf("n-%03d", i), base.Add(time.Duration(rnd.IntN(50))*time.Second), rnd.IntN(8)))
 	}
 	for round := range 60 {
-		var queue, active, rebooting []*keptView
-		var want tally
+		var queue, active, rebooting []*member
+		var want members.Tally
 		for _, k := range all {
-			switch {
-			case !k.quiet:
+			switch v := &k.Value.view; {
+			case !k.Place.Quiet:
 				active = append(active, k)
 			default:
-				want.nodes++
-				if k.current {
-					want.current++
+				want.Nodes++
+				if k.Place.Current {
+					want.Current++
 				}
-				if k.view.Ready {
-					want.ready++
+				if v.Ready {
+					want.Ready++
 				}
-				if k.view.Rebooting() {
-					want.rebooting++
+				if v.Rebooting() {
+					want.Rebooting++
 					rebooting = append(rebooting, k)
 				}
-				if k.view.WantsAdmission() {
+				if v.WantsAdmission() {
 					queue = append(queue, k)
 				}
 			}
 		}
-		slices.SortFunc(queue, inQueue)
+		slices.SortFunc(queue, queueOrder)
 		slices.SortFunc(active, byName)
 		slices.SortFunc(rebooting, byName)
 		if len(queue) < 30 || len(active) < 20 {
 			t.Fatalf("round %d: only %d nodes wait and %d are active", round, len(queue), len(active))
 		}
-		if got, want := names(m.queue), names(queue); !slices.Equal(got, want) {
+		if got, want := names(m.Queue()), names(queue); !slices.Equal(got, want) {
 			t.Fatalf("round %d: the kept queue is %v, a sort says %v", round, got, want)
 		}
-		if got, want := names(m.active), names(active); !slices.Equal(got, want) {
+		if got, want := names(m.Active()), names(active); !slices.Equal(got, want) {
 			t.Fatalf("round %d: the active members are %v, a sort says %v", round, got, want)
 		}
-		if got, want := names(m.rebooting), names(rebooting); !slices.Equal(got, want) || len(want) < 10 {
+		if got, want := names(m.Rebooting()), names(rebooting); !slices.Equal(got, want) || len(want) < 10 {
 			t.Fatalf("round %d: the quiet members rebooting are %v, a sort says %v", round, got, want)
 		}
-		if m.tally != want {
-			t.Fatalf("round %d: the tally is %+v, a count says %+v", round, m.tally, want)
+		if m.Tally() != want {
+			t.Fatalf("round %d: the tally is %+v, a count says %+v", round, m.Tally(), want)
 		}
 		for name, k := range all {
 			switch r := rnd.IntN(40); {
 			case r == 0: // gone
 				delete(all, name)
-				m.set(name, nil)
+				m.Set(name, nil)
 			case r <= 6: // written: a new view, maybe asking later, maybe another kind
-				put(view(name, k.view.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
+				put(view(name, k.Value.view.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
 			}
 		}
 		for range rnd.IntN(12) {

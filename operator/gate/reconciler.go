@@ -24,6 +24,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/enqueue"
+	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -97,14 +98,14 @@ type Reconciler struct {
 	// requests.
 	settings *requestSettings
 	// kept keeps each pool's views of its nodes between reconciles.
-	kept *poolnodes.KeptPools[keptView]
+	kept *poolnodes.KeptPools[member]
 	// nodesSeen is the newest version of the Nodes the views were told
 	// of; an admission or approval records the one its views were read
 	// after.
 	nodesSeen *poolnodes.Seen
-	// members keeps what the gate made of each pool's nodes, and their
-	// queue, between reconciles.
-	members *poolMembers
+	// members sorts what kept holds of each pool's nodes into what the
+	// phases read node by node, what they count, and the queue.
+	members *members.Pools[keptView]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *recent.Cache[string, podCheck]
 	// relabels keeps which relabelled nodes in flight the gate told of.
@@ -133,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil || pool == nil {
 		if pool == nil && err == nil {
 			r.kept.Forget(req.Name)
-			r.members.forget(req.Name)
+			r.members.Forget(req.Name)
 			r.relabels.forgetPool(req.Name)
 		}
 		return ctrl.Result{}, err
@@ -287,9 +288,9 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.PodsVersions = drain.NewVersionsReading(r.readPodsVersionFromPods)
 	}
 	r.settings = newRequestSettings()
-	r.kept = poolnodes.NewKeptPools[keptView]()
+	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}
-	r.members = newPoolMembers()
+	r.members = members.NewPools(keptOrder())
 	r.blocks = recent.New[types.UID, blockResult]()
 	r.inflight = newInflight()
 	r.relabels = newRelabels()

@@ -58,14 +58,14 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	}
 	// The quiet members not among the views: ordinary, or rebooting and
 	// nothing else.
-	q := st.quiet
-	s.Nodes += int32(q.nodes)
-	s.Ready += int32(q.ready)
-	s.Rebooting += int32(q.rebooting)
+	q := st.quiet()
+	s.Nodes += int32(q.Nodes)
+	s.Ready += int32(q.Ready)
+	s.Rebooting += int32(q.Rebooting)
 	if pool.Spec.DesiredConfig == "" {
-		s.Updated += int32(q.nodes)
+		s.Updated += int32(q.Nodes)
 	} else {
-		s.Updated += int32(q.current)
+		s.Updated += int32(q.Current)
 	}
 	// Its quiet members that are rebooting count too.
 	s.Unavailable += int32(st.counted())

@@ -66,12 +66,9 @@ type nodeView struct {
 	// node's place in the queue too.
 	queueMoves bool
 	// queued is true when the node is an ordinary member that asks to be
-	// admitted (members): it is in its members' queue, which the plan
-	// reads, and not among the views unless its turn came (pulled).
+	// admitted (members.Place): it is in its members' queue, which the
+	// plan reads, and not among the views unless its turn came (pulled).
 	queued bool
-	// pass is the pass of the pool's members (members.pass) that last
-	// made the view ready for the phases (poolState.prepare).
-	pass uint64
 }
 
 func newNodeView(node *corev1.Node) *nodeView {
@@ -98,7 +95,7 @@ func (v *nodeView) startPass() {
 }
 
 // ordinary reports whether nothing is under way on the node that a phase
-// acts on or reports node by node (members): the gate counts it, and reads
+// acts on or reports node by node (package members): the gate counts it, and reads
 // it when its turn comes. desired is its pool's desiredConfig, and
 // selectable false when its pool's selector cannot be parsed (every node
 // is then reported by name).
@@ -112,7 +109,7 @@ func (v *nodeView) ordinary(desired string, selectable bool) bool {
 
 // quietlyRebooting reports whether the node is rebooting as approved and
 // nothing else is under way on it that a phase acts on or reports node by
-// node (members): it counts against its pool's budget until it is back,
+// node (package members): it counts against its pool's budget until it is back,
 // and the gate reads it again when its object changes. In a rollout, most
 // of a pool's nodes in flight are.
 func (v *nodeView) quietlyRebooting(desired string, selectable bool) bool {
