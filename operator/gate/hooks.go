@@ -20,9 +20,12 @@ func (r *Reconciler) hookDecision(ctx context.Context, st *poolState, v *nodeVie
 // and the status see it.
 func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *nodeView, d hooks.Decision) error {
 	name := v.Node.Name
-	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, func(rec *protocol.HookRecord) error {
-		_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
-		return err
+	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, hooks.NodeRecord{
+		Write: func(rec *protocol.HookRecord) error {
+			_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
+			return err
+		},
+		Current: hooks.RecordCurrent(ctx, r.apiReader, v.Node),
 	})
 	if err != nil {
 		return err

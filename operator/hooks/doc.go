@@ -7,11 +7,15 @@
 // Decide is pure: from the pool's hooks, the node's record
 // (protocol.HookRecord), its acknowledgements and what the API says of the
 // Jobs made so far, it returns the record to write, the Jobs to make, and
-// whether the point passed or a hook failed for good. The gate writes the
+// whether the point passed or a hook failed for good. The runner writes the
 // record before it makes a Job or acts on a failure (invariant 5), so an
 // operator restarted at any moment finds the same attempts, deadlines and
 // Jobs: a Job is named from the node's token, the hook and the attempt
-// (protocol.HookJobName), made once, and never made again once it was.
+// (protocol.HookJobName), made once, and never made again once it was. An
+// attempt recorded begun whose handle the record does not show begins only
+// once the API server holds that same record (NodeRecord.Current): a
+// record read from a cache behind the write of the handle would make again
+// a Job that is gone and may have run.
 //
 // The pool's hooks at the point are the truth: a hook removed from the pool
 // is no longer waited for, and one added is waited for from when it is

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
@@ -35,14 +36,13 @@ type At struct {
 }
 
 // RunAt runs the pool's hooks at the node's point (Run), telling what
-// happened through t. write records where the node stands, through
-// protocol.WriteHooks.
-func (r *Runner) RunAt(ctx context.Context, t Teller, at At, write func(*protocol.HookRecord) error) (Decision, error) {
+// happened through t; node keeps its record.
+func (r *Runner) RunAt(ctx context.Context, t Teller, at At, node NodeRecord) (Decision, error) {
 	d, err := r.DecideAt(ctx, at)
 	if err != nil {
 		return Decision{}, err
 	}
-	return r.ApplyAt(ctx, t, at, d, write)
+	return r.ApplyAt(ctx, t, at, d, node)
 }
 
 // DecideAt is where the node stands in the hooks of its point, the kinds
@@ -53,8 +53,21 @@ func (r *Runner) DecideAt(ctx context.Context, at At) (Decision, error) {
 
 // ApplyAt does what d, DecideAt's decision for at, asks (Run's writes and
 // attempts), telling what happened through t.
-func (r *Runner) ApplyAt(ctx context.Context, t Teller, at At, d Decision, write func(*protocol.HookRecord) error) (Decision, error) {
-	return r.apply(ctx, at.subject(), at.input(), d, write, func(events []Event) { t.tell(ctx, at, events) })
+func (r *Runner) ApplyAt(ctx context.Context, t Teller, at At, d Decision, node NodeRecord) (Decision, error) {
+	return r.apply(ctx, at.subject(), at.input(), d, node, func(events []Event) { t.tell(ctx, at, events) })
+}
+
+// RecordCurrent is NodeRecord.Current for the node as a controller read
+// it: whether the API server (live, past every cache) holds the same hook
+// record.
+func RecordCurrent(ctx context.Context, live client.Reader, node *corev1.Node) func() (bool, error) {
+	return func() (bool, error) {
+		var now corev1.Node
+		if err := live.Get(ctx, client.ObjectKeyFromObject(node), &now); err != nil {
+			return false, fmt.Errorf("read node %s's hook record: %w", node.Name, err)
+		}
+		return now.Annotations[protocol.Hook] == node.Annotations[protocol.Hook], nil
+	}
 }
 
 // input is what Decide reads of the node's point.

@@ -242,12 +242,22 @@ func (d Decision) Outcome() Outcome {
 // (any longer) passes; a record of it that waits is removed. An operator
 // killed at any moment finds the same attempts, deadlines and handles (see
 // the package's doc).
-func (r *Runner) Run(ctx context.Context, s Subject, in Input, write func(*protocol.HookRecord) error, tell func([]Event)) (Decision, error) {
+func (r *Runner) Run(ctx context.Context, s Subject, in Input, node NodeRecord, tell func([]Event)) (Decision, error) {
 	d, err := r.decide(ctx, s, in)
 	if err != nil {
 		return Decision{}, err
 	}
-	return r.apply(ctx, s, in, d, write, tell)
+	return r.apply(ctx, s, in, d, node, tell)
+}
+
+// NodeRecord is how a controller keeps a node's hook record. Write records
+// where the node stands (through protocol.WriteHooks; nil removes the
+// record), applied only to the version of the node the decision read.
+// Current reports whether the record the decision read is still the one
+// the API server holds.
+type NodeRecord struct {
+	Write   func(*protocol.HookRecord) error
+	Current func() (bool, error)
 }
 
 // decide is Decide for the subject, the kinds observing; a point without
@@ -260,18 +270,23 @@ func (r *Runner) decide(ctx context.Context, s Subject, in Input) (Decision, err
 	return r.Decide(ctx, s, in)
 }
 
-// apply does what decide decided: it writes where the node stands (write:
-// the record, through protocol.WriteHooks; nil removes it) before it
-// begins an attempt or a failure is acted on, tells what happened once
-// the write that holds it is made (tell), begins the attempts the decision
-// asks for, and writes and tells again.
-func (r *Runner) apply(ctx context.Context, s Subject, in Input, d Decision, write func(*protocol.HookRecord) error, tell func([]Event)) (Decision, error) {
+// apply does what decide decided: it writes where the node stands
+// (node.Write) before it begins an attempt or a failure is acted on, tells
+// what happened once the write that holds it is made (tell), begins the
+// attempts the decision asks for, and writes and tells again.
+//
+// An attempt the decision begins on a record it did not write (one
+// written begun, its handle not yet: an operator died, or a kind failed to
+// begin it) begins only once the API server holds that same record: read
+// from a cache behind the write of the attempt's handle, the record would
+// begin again an attempt whose Job, gone since, may have run.
+func (r *Runner) apply(ctx context.Context, s Subject, in Input, d Decision, node NodeRecord, tell func([]Event)) (Decision, error) {
 	if d.Write {
 		rec := &d.Record
 		if len(in.Hooks) == 0 {
 			rec = nil
 		}
-		if err := write(rec); err != nil {
+		if err := node.Write(rec); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -279,12 +294,21 @@ func (r *Runner) apply(ctx context.Context, s Subject, in Input, d Decision, wri
 	if len(d.Start) == 0 {
 		return d, nil
 	}
+	if !d.Write {
+		current, err := node.Current()
+		if err != nil || !current {
+			// The node's next version, as the cache gets it, wakes its
+			// controller to decide again.
+			d.Start = nil
+			return d, err
+		}
+	}
 	told := len(d.Events)
 	rec, err := r.Start(ctx, s, in.Hooks, &d)
 	if err != nil {
 		return Decision{}, err
 	}
-	if err := write(&rec); err != nil {
+	if err := node.Write(&rec); err != nil {
 		return Decision{}, err
 	}
 	tell(d.Events[told:])

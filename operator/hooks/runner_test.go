@@ -154,9 +154,10 @@ func TestRunWritesBeforeItBeginsAndTellsAfterItWrites(t *testing.T) {
 			order = append(order, "tell "+string(e.Kind))
 		}
 	}
+	current := func() (bool, error) { return true, nil }
 	specs := []v1alpha1.Hook{hook("a")}
 	in := hooks.Input{Now: t0, Point: protocol.BeforeReboot, Pool: "p", BootID: "boot-0", Token: "tok", Hooks: specs}
-	d, err := r.Run(ctx, subject(), in, write, tell)
+	d, err := r.Run(ctx, subject(), in, hooks.NodeRecord{Write: write, Current: current}, tell)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Outcome()).To(Equal(hooks.OutcomeWaiting))
 	g.Expect(order).To(Equal([]string{"write", "tell HookStarted", "write"}))
@@ -167,7 +168,7 @@ func TestRunWritesBeforeItBeginsAndTellsAfterItWrites(t *testing.T) {
 	// The pool's hooks are gone: the waiting record goes, the point passes.
 	order = nil
 	in.Hooks, in.Record = nil, &written[1]
-	d, err = r.Run(ctx, subject(), in, write, tell)
+	d, err = r.Run(ctx, subject(), in, hooks.NodeRecord{Write: write, Current: current}, tell)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Outcome()).To(Equal(hooks.OutcomePassed))
 	g.Expect(order).To(Equal([]string{"forget"}))
@@ -177,7 +178,42 @@ func TestRunWritesBeforeItBeginsAndTellsAfterItWrites(t *testing.T) {
 	order, written = nil, nil
 	k.fail = errors.New("connection refused")
 	in.Hooks, in.Record = specs, nil
-	_, err = r.Run(ctx, subject(), in, write, tell)
+	_, err = r.Run(ctx, subject(), in, hooks.NodeRecord{Write: write, Current: current}, tell)
 	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
 	g.Expect(order).To(Equal([]string{"write", "tell HookStarted"}))
+}
+
+// An attempt written begun, its handle not yet, begins only once the API
+// server holds that record: read from a cache behind the write of its
+// handle, the record would make again a Job that is gone and may have run.
+func TestAnAttemptBegunOnARecordItDidNotWriteBeginsOnlyOnACurrentOne(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	k := &fakeKind{names: map[string]bool{"a": true}, starts: map[string]string{"a": "handle-a"}}
+	r := hooks.NewRunner(k)
+	begun := protocol.HookRecord{Pool: "p", Point: protocol.BeforeReboot, BootID: "boot-0", Token: "tok", Since: t0,
+		Hooks: []protocol.HookProgress{{Name: "a", Attempt: 1, Since: t0, Deadline: t0.Add(time.Minute)}}}
+	in := hooks.Input{Now: t0.Add(time.Second), Point: protocol.BeforeReboot, Pool: "p", BootID: "boot-0", Token: "tok",
+		Hooks: []v1alpha1.Hook{hook("a")}, Record: &begun}
+	var writes int
+	isCurrent := false
+	node := hooks.NodeRecord{
+		Write:   func(*protocol.HookRecord) error { writes++; return nil },
+		Current: func() (bool, error) { return isCurrent, nil },
+	}
+	tell := func([]hooks.Event) {}
+
+	d, err := r.Run(ctx, subject(), in, node, tell)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Start).To(BeEmpty(), "a record the API server no longer holds begins nothing")
+	g.Expect(writes).To(BeZero())
+
+	isCurrent = true
+	d, err = r.Run(ctx, subject(), in, node, tell)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(d.Start).To(Equal([]string{"a"}), "the same record, current: the attempt begins")
+	g.Expect(writes).To(Equal(1), "and its handle is written")
+
+	_, err = r.Run(ctx, subject(), in, hooks.NodeRecord{Write: node.Write, Current: func() (bool, error) { return false, errors.New("timeout") }}, tell)
+	g.Expect(err).To(MatchError(ContainSubstring("timeout")), "a record that cannot be read begins nothing")
 }
