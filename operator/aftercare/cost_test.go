@@ -23,18 +23,8 @@ import (
 func BenchmarkAftercareEvent(b *testing.B) { memcluster.RunSizes(b, benchmarkAftercareEvent) }
 
 func benchmarkAftercareEvent(b *testing.B, n int) {
-	const pool = "bench"
-	ro, rec := memcluster.BenchRollout(b, pool, n)
-	r := &Reconciler{Client: ro.Client(), Recorder: ro.Recorder("kmaint-aftercare"), Metrics: rec}
-	r.prepare(ro.Informers(), ro.LiveReader())
-	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	if err := ro.Watch(ctx, memcluster.Queue(b), r.watches()...); err != nil {
-		b.Fatal(err)
-	}
-	ro.NodeEvents(b, ro.BackBeforeItsDaemon, func(string) error {
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
-		return err
-	}, func(first string) {
+	ro, r, reconcile := benchAftercare(b, n)
+	ro.NodeEvents(b, ro.BackBeforeItsDaemon, reconcile, func(first string) {
 		// Aftercare notes when the node came back without its daemon's
 		// word: the start of the bound on that wait.
 		if !r.noted(first) {
@@ -57,18 +47,8 @@ func (r *Reconciler) noted(node string) bool {
 func BenchmarkAftercareCompletion(b *testing.B) { memcluster.RunSizes(b, benchmarkAftercareCompletion) }
 
 func benchmarkAftercareCompletion(b *testing.B, n int) {
-	const pool = "bench"
-	ro, rec := memcluster.BenchRollout(b, pool, n)
-	r := &Reconciler{Client: ro.Client(), Recorder: ro.Recorder("kmaint-aftercare"), Metrics: rec}
-	r.prepare(ro.Informers(), ro.LiveReader())
-	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
-	if err := ro.Watch(ctx, memcluster.Queue(b), r.watches()...); err != nil {
-		b.Fatal(err)
-	}
-	ro.NodeEvents(b, ro.BackFromReboot, func(string) error {
-		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
-		return err
-	}, func(first string) {
+	ro, _, reconcile := benchAftercare(b, n)
+	ro.NodeEvents(b, ro.BackFromReboot, reconcile, func(first string) {
 		node, err := ro.Node(first)
 		if err != nil {
 			b.Fatal(err)
@@ -77,4 +57,22 @@ func benchmarkAftercareCompletion(b *testing.B, n int) {
 			b.Fatalf("node %s came back with its daemon's word and aftercare did not complete it", first)
 		}
 	})
+}
+
+// benchAftercare is a rollout of n nodes in the memory cluster, aftercare
+// watching it as SetupWithManager has it watch, and one reconcile of the
+// rollout's pool.
+func benchAftercare(b *testing.B, n int) (*memcluster.Rollout, *Reconciler, func(string) error) {
+	const pool = "bench"
+	ro, rec := memcluster.BenchRollout(b, pool, n)
+	r := &Reconciler{Client: ro.Client(), Recorder: ro.Recorder("kmaint-aftercare"), Metrics: rec}
+	r.prepare(ro.Informers(), ro.LiveReader())
+	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("bench"))
+	if err := ro.Watch(ctx, memcluster.Queue(b), r.watches()...); err != nil {
+		b.Fatal(err)
+	}
+	return ro, r, func(string) error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: pool}})
+		return err
+	}
 }

@@ -2,7 +2,6 @@ package statuspatch
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -36,28 +35,19 @@ func (Whole) Type() types.PatchType { return types.MergePatchType }
 
 // Data implements client.Patch.
 func (p Whole) Data(obj client.Object) ([]byte, error) {
-	raw, err := json.Marshal(obj)
+	status, err := statusOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("status patch of %T: %w", obj, err)
-	}
-	var whole struct {
-		Status map[string]any `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &whole); err != nil {
-		return nil, fmt.Errorf("status patch of %T: %w", obj, err)
-	}
-	if whole.Status == nil {
-		whole.Status = map[string]any{}
+		return nil, err
 	}
 	for _, key := range statusFields(obj) {
-		if _, ok := whole.Status[key]; !ok {
-			whole.Status[key] = nil
+		if _, ok := status[key]; !ok {
+			status[key] = nil
 		}
 	}
 	for _, key := range p.Leave {
-		delete(whole.Status, key)
+		delete(status, key)
 	}
-	patch := map[string]any{"status": whole.Status}
+	patch := map[string]any{"status": status}
 	if p.Lock {
 		patch["metadata"] = map[string]any{"resourceVersion": obj.GetResourceVersion()}
 	}
