@@ -51,7 +51,7 @@ type verdict struct {
 // request stays where it was and says why.
 //
 // In a guarded pool (g) a request whose reboot the gate approved is
-// Rebooting until the gate completes it, Settling while the node settles
+// Rebooting until aftercare completes it, Settling while the node settles
 // (the gate's record names the boot it rebooted from), and Succeeded only
 // once the gate removed the record: never before the gate wrote it.
 func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeState, older string, w waiting, g guard) verdict {
@@ -125,7 +125,7 @@ func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeStat
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s", nm.Spec.NodeName, boot, f.BootID)
 		v.health = settled(nm)
 	case f.BootID != "" && f.BootID != boot && f.Ready && f.Unconfirmed != nil && f.Unconfirmed.ApprovedBoot == boot && f.Approved != boot:
-		// The gate completed the reboot without the daemon: what it can
+		// Aftercare completed the reboot without the daemon: what it can
 		// prove (a new boot, Ready) is all there is to know.
 		v.phase, v.bootIDAfter = v1alpha1.PhaseSucceeded, f.BootID
 		v.message = fmt.Sprintf("node %s rebooted: boot %s, then %s; its daemon did not confirm the reboot", nm.Spec.NodeName, boot, f.BootID)

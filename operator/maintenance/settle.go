@@ -20,7 +20,7 @@ import (
 type guard struct {
 	// guarded is true when the pool keeps it settling (settle time or
 	// health checks) or runs afterReboot hooks: its requests succeed only
-	// once the gate completed the reboot and the node settled.
+	// once aftercare completed the reboot and the node settled.
 	guarded bool
 	// checks is true when the pool has health checks (the Healthy
 	// condition).

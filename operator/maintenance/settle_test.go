@@ -74,7 +74,7 @@ func TestDecideGuarded(t *testing.T) {
 			g := NewWithT(t)
 			node := backApproved
 			if tc.node != nil {
-				// The gate completed the reboot: no approval, maybe a record.
+				// Aftercare completed the reboot: no approval, maybe a record.
 				node = gen.Node("n1", gen.BootID("boot-1"), tc.node)
 			}
 			got := decide(maintenanceIn(tc.status), reqID, read(node), "", waiting{}, tc.guard)
