@@ -52,8 +52,8 @@ type verdict struct {
 //
 // In a guarded pool (g) a request whose reboot the gate approved is
 // Rebooting until aftercare completes it, Settling while the node settles
-// (the gate's record names the boot it rebooted from), and Succeeded only
-// once the gate removed the record: never before the gate wrote it.
+// (the settle record names the boot it rebooted from), and Succeeded only
+// once aftercare removed the record: never before the completion wrote it.
 func decide(nm *v1alpha1.NodeMaintenance, requestID string, f *protocol.NodeState, older string, w waiting, g guard) verdict {
 	s := nm.Status
 	v := verdict{phase: s.Phase, bootIDBefore: s.BootIDBefore, bootIDAfter: s.BootIDAfter}
