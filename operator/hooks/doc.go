@@ -44,7 +44,7 @@
 //     meet, and one test against the real API server that a hook of the
 //     kind holds a node and lets it go.
 //
-// Then add it to the NewRunner call of the controllers that run hooks
-// (operator/gate). Deadlines, retries, halts and releases, the record and
+// Then add it to NewRunnerOf, the runner both controllers that run hooks
+// make (the gate before the reboot, aftercare after it). Deadlines, retries, halts and releases, the record and
 // its events are the runner's and Decide's, the same for every kind.
 package hooks
