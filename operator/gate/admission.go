@@ -6,11 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kmaint/kmaint/api/v1alpha1"
-	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -24,41 +21,6 @@ import (
 // what was decided, and setStatus reports the same decision (Blocked, Waiting
 // through the pool's status).
 
-// admission is what the pool's admissions depend on in one reconcile, and
-// what the gate decided: the planner acts on it and the status reports it,
-// so nothing is decided twice.
-type admission struct {
-	// budget is the pool's maxUnavailable resolved to nodes, once per
-	// reconcile; budgetErr says why it cannot be (nothing is admitted then).
-	budget    int
-	budgetErr error
-	// windows are the pool's and its RebootPolicies' windows and freezes
-	// at now; nil before observe reads them.
-	windows *pools.Windows
-	// freeze is what the pool's own freezes say at now (freeze.go).
-	freeze policies.FreezeState
-	// stop is what the cluster's MaintenanceGate says when it stops every
-	// admission; nil when it does not.
-	stop *v1alpha1.Stop
-	// podSelector is the pool's blockingPodSelector, parsed; nil when it
-	// has none. podSelectorErr says why it cannot be parsed.
-	podSelector    labels.Selector
-	podSelectorErr error
-
-	// hold is the first pool-wide hold (policies.Holds) that holds the
-	// pool: nothing is admitted, and it is what Blocked says. Nil when
-	// none does.
-	hold *verdict
-	// block is what the pool's blocking queries said, when they were asked.
-	block blockResult
-	// plan is the admission decision, once made.
-	plan plan
-	// canaries is, while a rollout's canaries hold waiting nodes, how many
-	// passed of how many; nil when they hold none. The pool's status
-	// publishes it for the waiting requests.
-	canaries *policies.Canaries
-}
-
 // windowErr says why the pool's windows cannot be used; nothing is
 // admitted then.
 func (a *admission) windowErr() error {
@@ -66,12 +28,6 @@ func (a *admission) windowErr() error {
 		return nil
 	}
 	return a.windows.PoolErr()
-}
-
-// verdict is why requests wait: a reason constant of v1alpha1 and its
-// message, as a policies.WaitFunc returns them.
-type verdict struct {
-	reason, message string
 }
 
 // holdInput is what the pool-wide holds read: what observe found, and the

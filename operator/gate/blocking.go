@@ -13,20 +13,6 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// blockResult is what a pool's blocking queries said at one evaluation.
-type blockResult struct {
-	// at is when the queries were evaluated, by the gate's clock.
-	at time.Time
-	// generation is the pool's generation they were evaluated for.
-	generation int64
-	// reason is v1alpha1.BlockingQueryReason or v1alpha1.BlockingQueryFailedReason while the
-	// pool is blocked, empty when no query blocks.
-	reason string
-	// query names the query that blocks.
-	query   string
-	message string
-}
-
 func (b blockResult) blocks() bool { return b.reason != "" }
 
 func (b blockResult) MadeAt() time.Time { return b.at }

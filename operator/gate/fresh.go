@@ -33,19 +33,6 @@ import (
 // cacheBehindRetry is how soon a pool whose cache is behind looks again.
 const cacheBehindRetry = time.Second
 
-// freshness is what a reconcile learned of its cache from the API server:
-// why the cache is behind (empty when it is not). It is asked at most once
-// per reconcile.
-type freshness struct {
-	asked  bool
-	behind string
-	// nodes is the newest version of the Nodes the reconcile's views
-	// were read after (poolnodes.Seen): an admission or approval records
-	// it, so that a node's change after it is known as one the gate could
-	// not count.
-	nodes string
-}
-
 // cacheBehind reports why the pool's cache is behind what decides its
 // admissions and approvals, or why that cannot be told; empty when the cache
 // is current. The answer stands for the rest of the reconcile: it is the

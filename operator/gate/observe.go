@@ -23,51 +23,6 @@ import (
 	"github.com/kmaint/kmaint/policies"
 )
 
-// poolState is one reconcile's picture of a pool: what it read of the
-// pool and the cluster, the pool's nodes, and what the phases learned and
-// did.
-type poolState struct {
-	poolRead
-	// views are the nodes of the pool the phases read node by node: its
-	// active members, and the ordinary ones pulled in this pass (pass.go).
-	views []*nodeView
-	// members is what the gate keeps of the pool's nodes, as this
-	// reconcile reads it: the ordinary members not among the views are
-	// counted there, and the ones that wait queued (package members).
-	members *members.Pass[keptView]
-	// admission is what the pool's admissions depend on, and what the
-	// gate decided (admission.go).
-	admission admission
-	// freshness is what the API server said of the cache, asked before
-	// the first admission or approval (fresh.go).
-	freshness freshness
-	// drains holds each draining node's last drain step, by node name.
-	drains map[string]drainReport
-	// wake is when a phase wants the pool reconciled again at the latest,
-	// for something that changes with time only; zero when nothing does.
-	wake time.Time
-}
-
-// poolRead is what a reconcile read of the pool and the cluster before
-// its phases ran, which every phase decides from.
-type poolRead struct {
-	pool *v1alpha1.MaintenancePool
-	now  time.Time
-	// unreadablePools say which MaintenancePools cannot be read (this one
-	// among them, maybe), and why; while there is one, the gate only
-	// completes reboots that are done (see Reconcile).
-	unreadablePools []string
-	// selection tells which pools nodes are in, and which pools'
-	// selectors cannot be parsed; selectorErr says why this pool's cannot
-	// be: views then holds the nodes it might select, which no pool admits.
-	selection   pools.Selection
-	selectorErr error
-	// gate is the cluster's MaintenanceGate as the cache had it when the
-	// reconcile read its stop (nil: none); freshness compares this one,
-	// the one the decisions came from, with the API server's.
-	gate *v1alpha1.MaintenanceGate
-}
-
 // getPool returns the named pool. The built-in default pool exists without
 // an object: it then has maxUnavailable 1 and no status to write. It returns
 // nil for a deleted pool other than the default.
@@ -178,19 +133,6 @@ func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string,
 		ids[list.Items[i].RequestID()] = list.Items[i].Name
 	}
 	return ids, nil
-}
-
-// keptView is what observe keeps of a node between reconciles
-// (poolnodes.Kept, members.Member): its view as far as the node, its
-// NodeMaintenances and the pool's spec tell it, and what the parts of it
-// that change with time are worked out from at each reconcile.
-type keptView struct {
-	view nodeView
-	// requests are the node's current requests that can be read
-	// (holdUnreadable), and settings what its NodeMaintenances say of
-	// them: its windows are found from both.
-	requests []protocol.Request
-	settings pools.SettingsList
 }
 
 // keep makes what observe keeps of a node of the pool (pools.Of).

@@ -31,19 +31,6 @@ import (
 // beyond it wait for the next pass, a second later.
 const maxPodListsPerReconcile = 32
 
-// podCheck is what a node's pods said when its turn last came.
-type podCheck struct {
-	at time.Time
-	// pool and generation are the pool and its spec the check was made
-	// for: another blockingPodSelector asks again.
-	pool       string
-	generation int64
-	optOut     *protocol.OptOut
-	// unseen is true when the pods could not be listed: what holds the
-	// node then is not an opt-out that podOptOuts.maxHold may set aside.
-	unseen bool
-}
-
 func (p podCheck) MadeAt() time.Time { return p.at }
 
 // podPass is what the pod checks of one reconcile's decision share: how
@@ -124,12 +111,6 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 
 // podListParallelism bounds the Lists of nodes' pods in flight at once.
 const podListParallelism = 16
-
-// podsVersion is a read of the pods' resource version, or why it failed.
-type podsVersion struct {
-	version string
-	err     error
-}
 
 // podsVersionReuse is how old a read of the pods' version a pass may list
 // from: one a drain or another pool's pass made within it serves. A pod

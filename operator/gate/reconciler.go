@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,95 +25,12 @@ import (
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/hooks"
-	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/operator/recent"
-	"github.com/kmaint/kmaint/policies"
 )
 
-// Drainer evicts a node's pods one step at a time; drain.Drainer is the real
-// one.
-type Drainer interface {
-	drain.Stepper
-	// Force deletes what eviction could not move, bypassing
-	// PodDisruptionBudgets, calling before with the pods first.
-	Force(ctx context.Context, node string, opts v1alpha1.DrainOptions, before func(pods []string) error) ([]string, error)
-}
-
 var _ Drainer = (*drain.Drainer)(nil)
-
-// Reconciler admits, drains, approves and completes reboots, one pool per
-// reconcile. The built-in default pool reconciles under the name "default".
-type Reconciler struct {
-	client.Client
-	Drainer  Drainer
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
-	// DrainPollInterval is how often a drain in progress is stepped.
-	DrainPollInterval time.Duration
-	// Metrics records admissions and drains; nil records nothing.
-	Metrics *metrics.Recorder
-	// Prometheus runs pools' blocking queries. Nil blocks every pool that
-	// has some, and says that no Prometheus is configured.
-	Prometheus policies.Querier
-	// BlockingQueryInterval is how long a pool's blocking-query results
-	// stand before the queries run again (30s if zero).
-	BlockingQueryInterval time.Duration
-	// Pods lists the pods of a node whose turn came, to see whether any
-	// holds its admission; it must not be a cached client (a cluster-wide
-	// pod cache is what it avoids). Nil uses the manager's API reader.
-	Pods client.Reader
-	// PodsVersions reads the pods' resource version the pod checks list
-	// from, shared with the drains (drain.Drainer's Versions). Nil reads
-	// it through Pods.
-	PodsVersions *drain.Versions
-	// BlockingPodInterval is how long a node its pods hold waits before
-	// its pods are looked at again (30s if zero).
-	BlockingPodInterval time.Duration
-	// Decoded keeps the nodes' decoded protocol states between reconciles;
-	// aftercare may share it. Nil makes one.
-	Decoded *poolnodes.Decoded
-	// StatusInterval is the least time between two writes of a pool's
-	// status that change only its counts (1s if zero; see package poolstatus).
-	StatusInterval time.Duration
-	// Hooks say where the pools' Job hooks run; an empty namespace runs
-	// none, and a Job hook then fails as one that cannot start.
-	Hooks hooks.JobSettings
-
-	inflight *inflight
-	events   poolnodes.Events
-	// hooks runs the pools' hooks through their kinds, before the
-	// reboot; hookTeller tells what happened to them.
-	hooks      *hooks.Runner
-	hookTeller hooks.Teller
-	// steps steps drains outside the reconcile.
-	steps *drain.Steps
-	// status writes the pools' status.
-	status *poolstatus.Writer
-	// blocks keeps each pool's last blocking-query evaluation, by UID.
-	blocks *recent.Cache[types.UID, blockResult]
-	// settings keeps what nodes' open NodeMaintenances say of their
-	// requests.
-	settings *requestSettings
-	// kept keeps each pool's views of its nodes between reconciles.
-	kept *poolnodes.KeptPools[member]
-	// nodesSeen is the newest version of the Nodes the views were told
-	// of; an admission or approval records the one its views were read
-	// after.
-	nodesSeen *poolnodes.Seen
-	// members sorts what kept holds of each pool's nodes into what the
-	// phases read node by node, what they count, and the queue.
-	members *members.Pools[keptView]
-	// podChecks keeps what nodes' pods said when their turn last came.
-	podChecks *recent.Cache[string, podCheck]
-	// relabels keeps which relabelled nodes in flight the gate told of.
-	relabels *relabels
-	// cache is the manager's cache, whose Nodes observe reads in place.
-	cache cache.Informers
-	// apiReader reads a hook's Job the cache does not have yet.
-	apiReader client.Reader
-}
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools/status,verbs=get;patch;update
