@@ -2,12 +2,17 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -202,4 +207,42 @@ func (st *poolState) blockedBy(in policies.WaitInput) (reason, message string, b
 		return h.reason, h.message, true
 	}
 	return policies.First(policies.Turns(), in)
+}
+
+// admit makes the admission decision (decide) and cordons each admitted
+// node in one patch that also records the admission, then remembers the
+// write until the cache has it. A budget that cannot be resolved admits
+// nothing.
+func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
+	r.decide(ctx, st)
+	a := &st.admission
+	if a.budgetErr != nil {
+		return a.budgetErr
+	}
+	var errs []error
+	for _, name := range a.plan.admit {
+		v := st.view(name)
+		cur := v.Current()
+		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID,
+			View: st.freshness.nodes}
+		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
+			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
+		}
+		node, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.inflight.add(name, node.ResourceVersion, st.now)
+		r.Metrics.Admitted(st.pool.Name)
+		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
+		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
+			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
+		if o := v.overridden; o != nil {
+			r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverriddenReason, "Admit",
+				"%s; held since %s, past the pool's podOptOuts.maxHold (%s): admitted as its afterMaxHold (%s) says",
+				o.Message, v.Held.Since.UTC().Format(time.RFC3339), st.pool.Spec.PodOptOuts.MaxHold.Duration, v1alpha1.PodHoldAdmit)
+		}
+	}
+	return errors.Join(errs...)
 }

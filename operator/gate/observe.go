@@ -17,6 +17,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
+	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -43,7 +44,7 @@ func (r *Reconciler) getPool(ctx context.Context, name string) (*v1alpha1.Mainte
 
 // observe reads the pool's nodes from the cache.
 func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool) (*poolState, error) {
-	st := &poolState{poolRead: poolRead{pool: pool, now: r.Clock.Now()}, drains: map[string]drainReport{}}
+	st := &poolState{poolRead: poolRead{pool: pool, now: r.Clock.Now()}, drains: map[string]drainstep.Report{}}
 	var poolList v1alpha1.MaintenancePoolList
 	if err := r.List(ctx, &poolList); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)

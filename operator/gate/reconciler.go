@@ -23,6 +23,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/enqueue"
+	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -121,7 +122,7 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 	for _, v := range st.views {
 		if v.Draining() {
 			r.steps.Stop(v.Node.Name)
-			st.drains[v.Node.Name] = drainReport{blocked: true, message: "held: " + strings.Join(st.unreadablePools, "; ")}
+			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "held: " + strings.Join(st.unreadablePools, "; ")}
 		}
 	}
 	return err

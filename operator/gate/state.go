@@ -19,6 +19,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
@@ -134,7 +135,7 @@ type poolState struct {
 	// the first admission or approval (fresh.go).
 	freshness freshness
 	// drains holds each draining node's last drain step, by node name.
-	drains map[string]drainReport
+	drains map[string]drainstep.Report
 	// wake is when a phase wants the pool reconciled again at the latest,
 	// for something that changes with time only; zero when nothing does.
 	wake time.Time

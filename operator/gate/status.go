@@ -168,11 +168,11 @@ func setDraining(st *poolState) {
 		if !v.Draining() && !v.backingOff {
 			continue
 		}
-		msg := d.message
+		msg := d.Message
 		if !stepped {
 			msg = "starting"
 		}
-		blocked = blocked || d.blocked
+		blocked = blocked || d.Blocked
 		parts = append(parts, fmt.Sprintf("%s: %s", v.Node.Name, msg))
 	}
 	reason := v1alpha1.EvictingReason

@@ -1,0 +1,376 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/gate/drainstep"
+	"github.com/kmaint/kmaint/operator/hooks"
+)
+
+// The drain stage: for every admitted, unapproved node it gathers the
+// facts (drainFacts), decides the node's one step (drainstep.Decide, a
+// pure function) and takes it (act): at most one node write, a protocol
+// transition, then what the write tells (a log line, events, metrics).
+// Two steps write more than once: the hook runner beginning an attempt
+// (the record before the Job, its handle after it, invariant 5), and a
+// forced drain, which records the pods it deletes before it deletes them
+// and is approved in the reconcile that forced it.
+
+// drain is the drain stage. The drains step outside the reconcile
+// (drain.Steps) and wake the pool; it returns when to come back at the
+// latest while they run.
+func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
+	reportBackoff(st)
+	var requeue time.Duration
+	var errs []error
+	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
+	following := map[string]bool{}
+	for _, v := range st.views {
+		// A node whose annotations cannot be read is never approved: what
+		// its admission stands for cannot be told.
+		if !v.Draining() || v.Admission.BootID == "" || v.Unreadable != nil {
+			continue
+		}
+		f, followed, err := r.drainFacts(ctx, st, v, mayApprove[v.Node.Name], used)
+		following[v.Node.Name] = followed
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		step := drainstep.Decide(f)
+		if step.Requeue > 0 && (requeue == 0 || step.Requeue < requeue) {
+			requeue = step.Requeue
+		}
+		errs = append(errs, r.act(ctx, st, v, step, f))
+	}
+	r.steps.StopOthers(st.pool.Name, following)
+	return requeue, errors.Join(errs...)
+}
+
+// reportBackoff says, in the pool's Draining condition, which nodes wait
+// for their next drain attempt, and wakes the pool when the first may
+// start.
+func reportBackoff(st *poolState) {
+	for _, v := range st.views {
+		if !v.backingOff {
+			continue
+		}
+		r := v.Retrying()
+		st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: r.Waiting()}
+		st.wakeAt(r.NextAt)
+	}
+}
+
+// drainFacts gathers what decides the node's step: reading its hooks'
+// attempts and following its drain, which steps it outside the reconcile
+// (followed), only as far as the node may go: nothing is evicted before
+// the pool's marks are on it and its beforeDrain hooks passed.
+func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainstep.Facts, followed bool, err error) {
+	m := st.pool.Spec.NodeMarking
+	f = drainstep.Facts{Node: v.Node.Name, Now: st.now, Opts: st.pool.Spec.Drain, Timeout: drainstep.Timeout(st.pool.Spec.Drain),
+		Cordoned: v.Unschedulable, Marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0,
+		AtBeforeReboot: drainedForHooks(v), DrainStart: drainStart(v), RebootHooksPassed: hookPassedAt(v, protocol.BeforeReboot),
+		Retrying: v.Retrying(), Boot: v.Admission.BootID, MayApprove: mayApprove, Used: used, Budget: st.admission.budget}
+	if !f.Marked {
+		f.MarkingProblem = drainstep.MarkingProblem(m)
+	}
+	if !f.Cordoned || !f.Marked {
+		return f, false, nil
+	}
+	key := drain.KeyOf(v.Node.Name, v.Admission.BootID, v.Admission.Time)
+	follow := func(key drain.Key) {
+		f.Last, f.Stepped = r.steps.Follow(key, st.pool.Name, st.pool.Spec.Drain)
+		followed = true
+	}
+	if f.AtBeforeReboot {
+		d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+		if err != nil {
+			return f, false, err
+		}
+		f.RebootHooks = &d
+		// Once they passed, the drain taken again after them: its steps
+		// all begin after they passed.
+		if d.Outcome() == hooks.OutcomePassed {
+			key = key.AfterHooks()
+		}
+		follow(key)
+		return f, followed, nil
+	}
+	d, err := r.hookDecision(ctx, st, v, protocol.BeforeDrain)
+	if err != nil || d.Outcome() != hooks.OutcomePassed {
+		f.DrainHooks = &d
+		return f, false, err
+	}
+	f.DrainHooks = &d
+	follow(key)
+	if drained := f.Stepped && f.Last.Err == nil && f.Last.Progress.Done; drained && mayApprove && !f.Last.Stale && !d.Acts() {
+		d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+		if err != nil {
+			return f, followed, err
+		}
+		f.RebootHooks = &d
+	}
+	return f, followed, nil
+}
+
+// act takes the node's step: what the pool's Draining condition says of
+// it, then its one write (transition), then what the write tells (told).
+// The hook runner writes where the node stands itself (applyHooks), and a
+// forced drain records its pods before it approves (force).
+func (r *Reconciler) act(ctx context.Context, st *poolState, v *nodeView, step drainstep.Step, f drainstep.Facts) error {
+	if step.StopSteps {
+		r.steps.Stop(v.Node.Name)
+	}
+	if step.Report != nil {
+		st.drains[v.Node.Name] = *step.Report
+		if step.Report.MarkingRefused {
+			r.tellMarkingRefused(st, v, step.Report.Message)
+		}
+	}
+	switch step.Action {
+	case drainstep.KeepDraining:
+		return nil
+	case drainstep.RunHooks:
+		return r.applyHooks(ctx, st, v, *step.Hooks)
+	case drainstep.ForceDrain:
+		return r.force(ctx, st, v, f)
+	case drainstep.ApproveNode:
+		if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
+			return nil // releaseVoid releases it on the next reconcile
+		}
+		if behind := r.cacheBehind(ctx, st); behind != "" {
+			// Approved from a stale budget, it could take the pool past a
+			// lowered one: it waits, drained, for the next reconcile.
+			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "drained; its approval waits: " + behind}
+			return nil
+		}
+	}
+	was := *v
+	if _, err := r.patchNode(ctx, st, v, true, r.transition(st, v, step)); err != nil {
+		return err
+	}
+	return r.told(ctx, st, &was, step, f)
+}
+
+// transition is the one write that the step asks of the node.
+func (r *Reconciler) transition(st *poolState, v *nodeView, step drainstep.Step) protocol.Transition {
+	switch step.Action {
+	case drainstep.CordonAgain:
+		return protocol.Recordon()
+	case drainstep.DrainAgain:
+		return protocol.Redrain()
+	case drainstep.MarkNode:
+		return protocol.Mark(st.pool.Spec.NodeMarking)
+	case drainstep.ReleaseForHook:
+		return protocol.Abandon(drainFailure(st, v, v1alpha1.HookFailedReason, step.Message))
+	case drainstep.RetryDrain:
+		d := step.Deadline
+		return protocol.Retry(protocol.DrainRetrying{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Attempts: d.Attempts,
+			MaxAttempts: d.MaxAttempts, NextAt: d.NextAt, Message: v1alpha1.FitReason(step.Message)})
+	case drainstep.AbandonDrain:
+		return protocol.Abandon(drainFailure(st, v, v1alpha1.DrainTimeoutReason, step.Message))
+	}
+	// The reboot, approved for the boot its requests were made in: the last
+	// step before the daemon reboots. A forced drain's record stays on the
+	// node, an earlier one's goes.
+	approval := *v.Admission
+	approval.View = st.freshness.nodes
+	return protocol.Approve(approval, st.now, forcedThisAdmission(v))
+}
+
+// drainFailure fails the node's current requests of its admitted boot,
+// for reason, so that the same requests do not start the same drain
+// again: uncordoned and unmarked if kmaint did those.
+func drainFailure(st *poolState, v *nodeView, reason, msg string) protocol.DrainFailure {
+	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: reason, Message: msg}
+	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
+		failure.Requests = cur.IDs()
+	}
+	return failure
+}
+
+// told says what the write of a step did (was: the node before it): its
+// log line, events and metrics; a node released for its hook has the
+// attempts that may still run stopped.
+func (r *Reconciler) told(ctx context.Context, st *poolState, was *nodeView, step drainstep.Step, f drainstep.Facts) error {
+	log, name := ctrl.LoggerFrom(ctx), was.Node.Name
+	switch step.Action {
+	case drainstep.MarkNode:
+		log.Info("Node marked for its reboot", "node", name)
+	case drainstep.ReleaseForHook:
+		log.Info("Released for a failed hook", "node", name, "message", step.Message)
+		return r.hooks.Stop(ctx, was.Hook)
+	case drainstep.RetryDrain:
+		d := step.Deadline
+		st.wakeAt(d.NextAt)
+		log.Info("Drain to be retried", "node", name, "attempt", d.Attempts, "maxAttempts", d.MaxAttempts, "nextAt", d.NextAt)
+		r.Metrics.DrainRetried(st.pool.Name)
+		r.events.Both(st.pool, was.Node, corev1.EventTypeWarning, v1alpha1.DrainRetryScheduledReason, "Drain",
+			"%s (attempt %d of %d); node uncordoned, its requests wait; attempt %d not before %s",
+			step.Message, d.Attempts, d.MaxAttempts, d.Attempts+1, d.NextAt.UTC().Format(time.RFC3339))
+	case drainstep.AbandonDrain:
+		log.Info("Drain abandoned", "node", name, "timeout", f.Timeout, "message", step.Message)
+		r.Metrics.DrainFailed(st.pool.Name, v1alpha1.DrainTimeoutReason)
+		r.events.Both(st.pool, was.Node, corev1.EventTypeWarning, v1alpha1.DrainFailedEventReason, "Drain", "%s", step.Message)
+	case drainstep.ApproveNode:
+		forced := forcedThisAdmission(was)
+		log.Info("Reboot approved", "node", name, "bootID", was.Admission.BootID, "forced", forced)
+		if forced {
+			r.events.Both(st.pool, was.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
+				"Node %s's drain was forced; reboot approved for boot %s", name, was.Admission.BootID)
+			break
+		}
+		// A drain that finished gets no event: the daemon's Rebooting, on
+		// the same node a moment later, tells a person the same, and the
+		// NodeMaintenance's phase times say when the drain ended. One event
+		// less per reboot is one write less in a rollout of thousands.
+		r.Metrics.Drained(st.pool.Name, st.now.Sub(was.Admission.Time))
+	}
+	return nil
+}
+
+// force deletes the pods eviction could not move, recording them on the
+// node first, and then takes the node on as drained, in the same
+// reconcile: to its beforeReboot hooks, or to its approval when it has
+// none (or they passed already: a drain taken again after them was
+// forced). Only a forcing that ended is taken on: the record of one that
+// failed midway says which pods it named, not that they are gone. A
+// forced drain lets a node past nothing else: approved straight away, it
+// skipped the work its beforeReboot hooks were for. The record names the
+// boot and requests, so that the NodeMaintenance controller tells the
+// request it was forced whenever it looks, before or after the reboot.
+func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainstep.Facts) error {
+	if behind := r.cacheBehind(ctx, st); behind != "" {
+		// Forcing approves: nothing is deleted before it may.
+		st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "past its deadline; forcing it waits: " + behind}
+		return nil
+	}
+	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.Timeout.String()}
+	// A forcing of this admission, recorded by a reconcile that then failed,
+	// keeps the pods it named.
+	if forcedThisAdmission(v) {
+		forcing = *v.DrainForced
+	}
+	record := func(pods []string) error {
+		forcing.AddPods(pods)
+		_, err := r.patchNode(ctx, st, v, true, protocol.RecordForcing(forcing))
+		if err == nil {
+			v = st.view(v.Node.Name)
+		}
+		return err
+	}
+	if _, err := r.Drainer.Force(ctx, v.Node.Name, st.pool.Spec.Drain, record); err != nil {
+		return fmt.Errorf("force drain of node %s: %w", v.Node.Name, err)
+	}
+	if !forcedThisAdmission(v) {
+		// Nothing was left to delete: the record still says the drain
+		// was forced, and when.
+		if err := record(nil); err != nil {
+			return err
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", f.Timeout, "deleted", forcing.Pods)
+	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
+	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", forcing.Message(v.Node.Name))
+	// Forcing is only taken when the approval fits the budget.
+	d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
+	if err != nil {
+		return err
+	}
+	f.RebootHooks = &d
+	return r.act(ctx, st, v, drainstep.DecideBeforeReboot(f, false), f)
+}
+
+// forcedThisAdmission reports whether the node's forced-drain record is
+// that of its current admission.
+func forcedThisAdmission(v *nodeView) bool {
+	f := v.DrainForced
+	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
+}
+
+// tellMarkingRefused warns, on the node and the pool, that the pool's
+// marks cannot be put on the node (problem), once: while the pool's
+// Draining condition does not say so yet.
+func (r *Reconciler) tellMarkingRefused(st *poolState, v *nodeView, problem string) {
+	if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
+		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
+	}
+}
+
+// hookDecision is where the node stands in its pool's hooks at point
+// before its reboot, for its admitted boot (hooks.Runner.DecideAt): the
+// kinds observe each attempt; nothing is written.
+func (r *Reconciler) hookDecision(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint) (hooks.Decision, error) {
+	return r.hooks.DecideAt(ctx, hooksAt(st, v, point))
+}
+
+// applyHooks does what the runner's decision at point asks: each write of
+// where the node stands goes through patchNode, so that the later phases
+// and the status see it.
+func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *nodeView, d hooks.Decision) error {
+	name := v.Node.Name
+	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, hooks.NodeRecord{
+		Write: func(rec *protocol.HookRecord) error {
+			_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
+			return err
+		},
+		Current: hooks.RecordCurrent(ctx, r.apiReader, v.Node),
+	})
+	if err != nil {
+		return err
+	}
+	st.wakeAt(d.Wake)
+	return nil
+}
+
+// hooksAt is the node at point before its reboot.
+func hooksAt(st *poolState, v *nodeView, point protocol.HookPoint) hooks.At {
+	return hooks.At{Pool: st.pool, Node: v.NodeState, Point: point, BootID: v.Admission.BootID, Now: st.now}
+}
+
+// hookPassedAt is when the node passed its hooks at point (before its
+// reboot) for its admission, from when a drain after them is timed: the
+// last hook's pass. Zero when it is not at the point, or no pass is
+// recorded (the pool's hooks there were removed).
+func hookPassedAt(v *nodeView, point protocol.HookPoint) time.Time {
+	if v.Hook == nil || v.Hook.Point != point || v.Admission == nil || v.Hook.Token != v.HookTokenAt(point, v.Admission.BootID) {
+		return time.Time{}
+	}
+	var last time.Time
+	for _, h := range v.Hook.Hooks {
+		if h.Passed.After(last) {
+			last = h.Passed
+		}
+	}
+	return last
+}
+
+// drainStart is when the node's drain began: at its admission, or once
+// its beforeDrain hooks passed.
+func drainStart(v *nodeView) time.Time {
+	if t := hookPassedAt(v, protocol.BeforeDrain); t.After(v.Admission.Time) {
+		return t
+	}
+	return v.Admission.Time
+}
+
+// drainedForHooks reports whether the node reached its beforeReboot hooks
+// for its admission: its drain was done. It goes on stepping while the
+// node waits there (drain), so that a pod that lands on it meanwhile (one
+// that tolerates the cordon, or is bound to the node by name) is evicted
+// before the reboot, its PodDisruptionBudget holding.
+func drainedForHooks(v *nodeView) bool {
+	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
+		v.Hook.Token == v.HookTokenAt(protocol.BeforeReboot, v.Admission.BootID)
+}
