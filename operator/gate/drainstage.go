@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,11 +78,19 @@ func reportBackoff(st *poolState) {
 func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainstep.Facts, followed bool, err error) {
 	m := st.pool.Spec.NodeMarking
 	f = drainstep.Facts{Node: v.Node.Name, Now: st.now, Opts: st.pool.Spec.Drain, Timeout: drainstep.Timeout(st.pool.Spec.Drain),
-		Cordoned: v.Unschedulable, Marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0,
+		Admission: *v.Admission, Requests: v.Admission.Requests, Forced: forcedThisAdmission(v),
+		Cordoned: v.Unschedulable, Marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0, Marking: m,
 		AtBeforeReboot: drainedForHooks(v), DrainStart: drainStart(v), RebootHooksPassed: hookPassedAt(v, protocol.BeforeReboot),
-		Retrying: v.Retrying(), Boot: v.Admission.BootID, MayApprove: mayApprove, Used: used, Budget: st.admission.budget}
+		Retrying: v.Retrying(), MayApprove: mayApprove, Used: used, Budget: st.admission.budget}
+	f.Admission.View = st.freshness.nodes
+	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
+		f.Requests, f.BootCurrent = cur.IDs(), true
+	}
 	if !f.Marked {
 		f.MarkingProblem = drainstep.MarkingProblem(m)
+		if c := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); c != nil {
+			f.DrainingSays = c.Message
+		}
 	}
 	if !f.Cordoned || !f.Marked {
 		return f, false, nil
@@ -125,122 +132,76 @@ func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView,
 }
 
 // act takes the node's step: what the pool's Draining condition says of
-// it, then its one write (transition), then what the write tells (told).
-// The hook runner writes where the node stands itself (applyHooks), and a
-// forced drain records its pods before it approves (force).
+// it, its one write (Step.Write, a protocol transition), and what the
+// write tells. The hook runner writes where the node stands itself
+// (applyHooks), and a forced drain records its pods before it approves
+// (force).
 func (r *Reconciler) act(ctx context.Context, st *poolState, v *nodeView, step drainstep.Step, f drainstep.Facts) error {
 	if step.StopSteps {
 		r.steps.Stop(v.Node.Name)
 	}
 	if step.Report != nil {
 		st.drains[v.Node.Name] = *step.Report
-		if step.Report.MarkingRefused {
-			r.tellMarkingRefused(st, v, step.Report.Message)
-		}
 	}
 	switch step.Action {
-	case drainstep.KeepDraining:
-		return nil
 	case drainstep.RunHooks:
 		return r.applyHooks(ctx, st, v, *step.Hooks)
-	case drainstep.ForceDrain:
-		return r.force(ctx, st, v, f)
-	case drainstep.ApproveNode:
-		if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
-			return nil // releaseVoid releases it on the next reconcile
-		}
+	case drainstep.ApproveNode, drainstep.ForceDrain:
 		if behind := r.cacheBehind(ctx, st); behind != "" {
 			// Approved from a stale budget, it could take the pool past a
 			// lowered one: it waits, drained, for the next reconcile.
-			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "drained; its approval waits: " + behind}
+			// Forcing approves: nothing is deleted before it may.
+			waits := "drained; its approval waits: "
+			if step.Action == drainstep.ForceDrain {
+				waits = "past its deadline; forcing it waits: "
+			}
+			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: waits + behind}
 			return nil
 		}
-	}
-	was := *v
-	if _, err := r.patchNode(ctx, st, v, true, r.transition(st, v, step)); err != nil {
-		return err
-	}
-	return r.told(ctx, st, &was, step, f)
-}
-
-// transition is the one write that the step asks of the node.
-func (r *Reconciler) transition(st *poolState, v *nodeView, step drainstep.Step) protocol.Transition {
-	switch step.Action {
-	case drainstep.CordonAgain:
-		return protocol.Recordon()
-	case drainstep.DrainAgain:
-		return protocol.Redrain()
-	case drainstep.MarkNode:
-		return protocol.Mark(st.pool.Spec.NodeMarking)
-	case drainstep.ReleaseForHook:
-		return protocol.Abandon(drainFailure(st, v, v1alpha1.HookFailedReason, step.Message))
-	case drainstep.RetryDrain:
-		d := step.Deadline
-		return protocol.Retry(protocol.DrainRetrying{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Attempts: d.Attempts,
-			MaxAttempts: d.MaxAttempts, NextAt: d.NextAt, Message: v1alpha1.FitReason(step.Message)})
-	case drainstep.AbandonDrain:
-		return protocol.Abandon(drainFailure(st, v, v1alpha1.DrainTimeoutReason, step.Message))
-	}
-	// The reboot, approved for the boot its requests were made in: the last
-	// step before the daemon reboots. A forced drain's record stays on the
-	// node, an earlier one's goes.
-	approval := *v.Admission
-	approval.View = st.freshness.nodes
-	return protocol.Approve(approval, st.now, forcedThisAdmission(v))
-}
-
-// drainFailure fails the node's current requests of its admitted boot,
-// for reason, so that the same requests do not start the same drain
-// again: uncordoned and unmarked if kmaint did those.
-func drainFailure(st *poolState, v *nodeView, reason, msg string) protocol.DrainFailure {
-	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: reason, Message: msg}
-	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
-		failure.Requests = cur.IDs()
-	}
-	return failure
-}
-
-// told says what the write of a step did (was: the node before it): its
-// log line, events and metrics; a node released for its hook has the
-// attempts that may still run stopped.
-func (r *Reconciler) told(ctx context.Context, st *poolState, was *nodeView, step drainstep.Step, f drainstep.Facts) error {
-	log, name := ctrl.LoggerFrom(ctx), was.Node.Name
-	switch step.Action {
-	case drainstep.MarkNode:
-		log.Info("Node marked for its reboot", "node", name)
-	case drainstep.ReleaseForHook:
-		log.Info("Released for a failed hook", "node", name, "message", step.Message)
-		return r.hooks.Stop(ctx, was.Hook)
-	case drainstep.RetryDrain:
-		d := step.Deadline
-		st.wakeAt(d.NextAt)
-		log.Info("Drain to be retried", "node", name, "attempt", d.Attempts, "maxAttempts", d.MaxAttempts, "nextAt", d.NextAt)
-		r.Metrics.DrainRetried(st.pool.Name)
-		r.events.Both(st.pool, was.Node, corev1.EventTypeWarning, v1alpha1.DrainRetryScheduledReason, "Drain",
-			"%s (attempt %d of %d); node uncordoned, its requests wait; attempt %d not before %s",
-			step.Message, d.Attempts, d.MaxAttempts, d.Attempts+1, d.NextAt.UTC().Format(time.RFC3339))
-	case drainstep.AbandonDrain:
-		log.Info("Drain abandoned", "node", name, "timeout", f.Timeout, "message", step.Message)
-		r.Metrics.DrainFailed(st.pool.Name, v1alpha1.DrainTimeoutReason)
-		r.events.Both(st.pool, was.Node, corev1.EventTypeWarning, v1alpha1.DrainFailedEventReason, "Drain", "%s", step.Message)
-	case drainstep.ApproveNode:
-		forced := forcedThisAdmission(was)
-		log.Info("Reboot approved", "node", name, "bootID", was.Admission.BootID, "forced", forced)
-		if forced {
-			r.events.Both(st.pool, was.Node, corev1.EventTypeNormal, "RebootApproved", "Approve",
-				"Node %s's drain was forced; reboot approved for boot %s", name, was.Admission.BootID)
-			break
+		if step.Action == drainstep.ForceDrain {
+			return r.force(ctx, st, v, f)
 		}
-		// A drain that finished gets no event: the daemon's Rebooting, on
-		// the same node a moment later, tells a person the same, and the
-		// NodeMaintenance's phase times say when the drain ended. One event
-		// less per reboot is one write less in a rollout of thousands.
-		r.Metrics.Drained(st.pool.Name, st.now.Sub(was.Admission.Time))
+	}
+	hook, node := v.Hook, v.Node
+	if step.Write != nil {
+		if _, err := r.patchNode(ctx, st, v, true, step.Write); err != nil {
+			return err
+		}
+	}
+	logStep(ctx, step, f)
+	for _, e := range step.Events {
+		r.events.Both(st.pool, node, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
+	if step.Metric != nil {
+		r.Metrics.DrainEnded(st.pool.Name, *step.Metric)
+	}
+	if step.Action == drainstep.ReleaseForHook {
+		// The hook's attempts that may still run are stopped after the
+		// write.
+		return r.hooks.Stop(ctx, hook)
 	}
 	return nil
 }
 
-// force deletes the pods eviction could not move, recording them on the
+// logStep logs the node write a step made.
+func logStep(ctx context.Context, step drainstep.Step, f drainstep.Facts) {
+	log := ctrl.LoggerFrom(ctx)
+	switch d := step.Deadline; step.Action {
+	case drainstep.MarkNode:
+		log.Info("Node marked for its reboot", "node", f.Node)
+	case drainstep.ReleaseForHook:
+		log.Info("Released for a failed hook", "node", f.Node, "message", step.Message)
+	case drainstep.RetryDrain:
+		log.Info("Drain to be retried", "node", f.Node, "attempt", d.Attempts, "maxAttempts", d.MaxAttempts, "nextAt", d.NextAt)
+	case drainstep.AbandonDrain:
+		log.Info("Drain abandoned", "node", f.Node, "timeout", f.Timeout, "message", step.Message)
+	case drainstep.ApproveNode:
+		log.Info("Reboot approved", "node", f.Node, "bootID", f.Admission.BootID, "forced", f.Forced)
+	}
+}
+
+// force deletes the pods eviction could not move (once act found the
+// cache current), recording them on the
 // node first, and then takes the node on as drained, in the same
 // reconcile: to its beforeReboot hooks, or to its approval when it has
 // none (or they passed already: a drain taken again after them was
@@ -251,11 +212,6 @@ func (r *Reconciler) told(ctx context.Context, st *poolState, was *nodeView, ste
 // boot and requests, so that the NodeMaintenance controller tells the
 // request it was forced whenever it looks, before or after the reboot.
 func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainstep.Facts) error {
-	if behind := r.cacheBehind(ctx, st); behind != "" {
-		// Forcing approves: nothing is deleted before it may.
-		st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "past its deadline; forcing it waits: " + behind}
-		return nil
-	}
 	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.Timeout.String()}
 	// A forcing of this admission, recorded by a reconcile that then failed,
 	// keeps the pods it named.
@@ -288,7 +244,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 	if err != nil {
 		return err
 	}
-	f.RebootHooks = &d
+	f.RebootHooks, f.Forced = &d, true
 	return r.act(ctx, st, v, drainstep.DecideBeforeReboot(f, false), f)
 }
 
@@ -297,15 +253,6 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 func forcedThisAdmission(v *nodeView) bool {
 	f := v.DrainForced
 	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
-}
-
-// tellMarkingRefused warns, on the node and the pool, that the pool's
-// marks cannot be put on the node (problem), once: while the pool's
-// Draining condition does not say so yet.
-func (r *Reconciler) tellMarkingRefused(st *poolState, v *nodeView, problem string) {
-	if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
-		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
-	}
 }
 
 // hookDecision is where the node stands in its pool's hooks at point

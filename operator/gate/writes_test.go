@@ -10,10 +10,10 @@ import (
 )
 
 // Every node write of the gate is a protocol transition: the last argument
-// of each patchNode call is a call into package protocol, or a call to a
-// function of the gate each of whose returns is one (the drain stage's
-// transition), never an edit written inline, so that what a step writes
-// is said once, in api/protocol, beside what Read makes of it.
+// of each patchNode call is a call into package protocol, or the Write of
+// a drain stage's step, which package drainstep sets from a call into
+// package protocol each time; never an edit written inline, so that what a
+// step writes is said once, in api/protocol, beside what Read makes of it.
 func TestEveryNodeWriteIsAProtocolTransition(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -21,7 +21,6 @@ func TestEveryNodeWriteIsAProtocolTransition(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	var parsed []*ast.File
-	funcs := map[string]*ast.FuncDecl{}
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -31,11 +30,6 @@ func TestEveryNodeWriteIsAProtocolTransition(t *testing.T) {
 			t.Fatal(err)
 		}
 		parsed = append(parsed, f)
-		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok {
-				funcs[fn.Name.Name] = fn
-			}
-		}
 	}
 	calls := 0
 	for _, f := range parsed {
@@ -49,7 +43,7 @@ func TestEveryNodeWriteIsAProtocolTransition(t *testing.T) {
 			}
 			calls++
 			last := call.Args[len(call.Args)-1]
-			if !isProtocolCall(last) && !returnsProtocolCalls(t, fset, funcs, last) {
+			if !isProtocolCall(last) && !isStepWrite(last) {
 				t.Errorf("%s: patchNode is given %T, not a protocol transition", fset.Position(last.Pos()), last)
 			}
 			return true
@@ -73,39 +67,52 @@ func isProtocolCall(e ast.Expr) bool {
 	return ok && pkg.Name == "protocol"
 }
 
-// returnsProtocolCalls reports whether e calls a function of the gate that
-// returns a protocol call at each of its returns, and says where one does
-// not.
-func returnsProtocolCalls(t *testing.T, fset *token.FileSet, funcs map[string]*ast.FuncDecl, e ast.Expr) bool {
-	call, ok := e.(*ast.CallExpr)
-	if !ok {
-		return false
+// isStepWrite reports whether e is the Write of a drain stage's step.
+func isStepWrite(e ast.Expr) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Write"
+}
+
+// Package drainstep sets a step's Write only from a call into package
+// protocol: in a composite literal or an assignment.
+func TestEveryDrainStepWriteIsAProtocolTransition(t *testing.T) {
+	files, err := filepath.Glob("drainstep/*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	var name string
-	switch fun := call.Fun.(type) {
-	case *ast.Ident:
-		name = fun.Name
-	case *ast.SelectorExpr:
-		name = fun.Sel.Name
-	}
-	fn := funcs[name]
-	if fn == nil || fn.Body == nil {
-		return false
-	}
-	returns := 0
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok {
-			return false
+	fset := token.NewFileSet()
+	writes := 0
+	check := func(value ast.Expr) {
+		writes++
+		if !isProtocolCall(value) {
+			t.Errorf("%s: a step's Write is given %T, not a protocol transition", fset.Position(value.Pos()), value)
 		}
-		ret, ok := n.(*ast.ReturnStmt)
-		if !ok {
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.KeyValueExpr:
+				if key, ok := n.Key.(*ast.Ident); ok && key.Name == "Write" {
+					check(n.Value)
+				}
+			case *ast.AssignStmt:
+				for i, lhs := range n.Lhs {
+					if isStepWrite(lhs) {
+						check(n.Rhs[i])
+					}
+				}
+			}
 			return true
-		}
-		returns++
-		if len(ret.Results) != 1 || !isProtocolCall(ret.Results[0]) {
-			t.Errorf("%s: %s returns what is not a protocol transition", fset.Position(ret.Pos()), name)
-		}
-		return true
-	})
-	return returns > 0
+		})
+	}
+	if writes == 0 {
+		t.Fatal("no step's Write found: the test looks in the wrong place")
+	}
 }

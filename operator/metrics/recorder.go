@@ -197,24 +197,26 @@ func (r *Recorder) OverBudget(pool string) {
 	}
 }
 
-// Drained observes a finished drain.
-func (r *Recorder) Drained(pool string, d time.Duration) {
-	if r != nil {
-		r.drainDuration.WithLabelValues(pool).Observe(d.Seconds())
-	}
+// DrainEnd is how a drain stage's step ended a drain: it finished and its
+// node was approved (Took, how long since the admission), it timed out and
+// is to be tried again (Retried), or it was abandoned (FailedFor, the
+// reason).
+type DrainEnd struct {
+	Took      time.Duration
+	Retried   bool
+	FailedFor string
 }
 
-// DrainFailed counts an abandoned drain.
-func (r *Recorder) DrainFailed(pool, reason string) {
-	if r != nil {
-		r.drainFailures.WithLabelValues(pool, reason).Inc()
-	}
-}
-
-// DrainRetried counts a drain that timed out and will be tried again.
-func (r *Recorder) DrainRetried(pool string) {
-	if r != nil {
+// DrainEnded observes a drain's end: its duration, a retry or a failure.
+func (r *Recorder) DrainEnded(pool string, e DrainEnd) {
+	switch {
+	case r == nil:
+	case e.Retried:
 		r.drainRetries.WithLabelValues(pool).Inc()
+	case e.FailedFor != "":
+		r.drainFailures.WithLabelValues(pool, e.FailedFor).Inc()
+	default:
+		r.drainDuration.WithLabelValues(pool).Observe(e.Took.Seconds())
 	}
 }
 

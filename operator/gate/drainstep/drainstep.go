@@ -9,6 +9,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/hooks"
+	"github.com/kmaint/kmaint/operator/metrics"
 )
 
 // Facts is what decides an admitted node's next step in the drain
@@ -17,20 +18,34 @@ import (
 type Facts struct {
 	Node string
 	Now  time.Time
-	// opts are the pool's drain options; timeout its drain's bound
-	// (drainTimeout).
+	// Opts are the pool's drain options; Timeout its drain's bound
+	// (Timeout).
 	Opts    v1alpha1.DrainOptions
 	Timeout time.Duration
-	// cordoned is false when someone lifted kmaint's cordon.
+	// Admission is the node's admission, as its approval writes it (with
+	// the view of the reconcile); Requests are its requests that a failed
+	// drain fails: its current ones of the admitted boot. BootCurrent is
+	// false when the node's current boot is not the admitted one: it is
+	// never approved (the gate releases it). Forced: its drain was forced
+	// in this admission.
+	Admission   protocol.Admission
+	Requests    []string
+	BootCurrent bool
+	Forced      bool
+	// Cordoned is false when someone lifted kmaint's cordon.
 	Cordoned bool
-	// marked: the pool's duringReboot marks are on the node, or it has
-	// none; markingProblem says why they cannot be put on.
+	// Marked: the pool's duringReboot marks (Marking) are on the node, or
+	// it has none; MarkingProblem says why they cannot be put on, and
+	// DrainingSays is what the pool's Draining condition says, so that a
+	// refusal is told once.
 	Marked         bool
+	Marking        *v1alpha1.NodeMarking
 	MarkingProblem string
-	// atBeforeReboot: the node reached its beforeReboot hooks for its
-	// admission (drainedForHooks), and waits there or passed them.
+	DrainingSays   string
+	// AtBeforeReboot: the node reached its beforeReboot hooks for its
+	// admission, and waits there or passed them.
 	AtBeforeReboot bool
-	// drainHooks and rebootHooks are the runner's decisions at the
+	// DrainHooks and RebootHooks are the runner's decisions at the
 	// beforeDrain and beforeReboot points, for the point the node reached
 	// in this reconcile; nil for one it did not.
 	DrainHooks, RebootHooks *hooks.Decision
@@ -38,15 +53,13 @@ type Facts struct {
 	// stage followed it in this reconcile.
 	Last    drain.StepResult
 	Stepped bool
-	// drainStart is when the drain began (poolState.DrainStart);
-	// rebootHooksPassed when its beforeReboot hooks passed (zero: not).
+	// DrainStart is when the drain began; RebootHooksPassed when its
+	// beforeReboot hooks passed (zero: not).
 	DrainStart, RebootHooksPassed time.Time
-	// retrying is the node's drain retries on record; boot its admitted
-	// boot.
+	// Retrying is the node's drain retries on record.
 	Retrying *protocol.DrainRetrying
-	Boot     string
-	// mayApprove: its approval fits the budget (approvable), of which used
-	// are taken, with budget the pool's.
+	// MayApprove: its approval fits the budget, of which Used are taken,
+	// with Budget the pool's.
 	MayApprove   bool
 	Used, Budget int
 }
@@ -78,11 +91,13 @@ const (
 	ForceDrain
 )
 
-// Step is Decide's answer: the action, the hook decision it
-// applies (RunHooks), what the pool's Draining condition says of the node
-// (nil: nothing new), whether the node's drain stops, the deadline's
-// decision and message for RetryDrain and AbandonDrain, and how soon to
-// look again while it drains (zero: the drain's steps wake the pool).
+// Step is Decide's answer: the action, the hook decision it applies
+// (RunHooks), what the pool's Draining condition says of the node (nil:
+// nothing new), whether the node's drain stops, the deadline's decision
+// and message for RetryDrain and AbandonDrain, and how soon to look again
+// (zero: the drain's steps wake the pool); then what the action writes
+// (Write, a protocol transition; nil for none) and tells (Events, on the
+// node and its pool, and Metric).
 type Step struct {
 	Action    Action
 	Hooks     *hooks.Decision
@@ -91,6 +106,9 @@ type Step struct {
 	Deadline  Deadline
 	Message   string
 	Requeue   time.Duration
+	Write     protocol.Transition
+	Events    []Event
+	Metric    *metrics.DrainEnd
 }
 
 // Decide decides an admitted node's one step in this reconcile of the
@@ -105,6 +123,10 @@ type Step struct {
 // approval within the budget; a drain past its timeout is retried,
 // abandoned or forced.
 func Decide(f Facts) Step {
+	return written(f, decide(f))
+}
+
+func decide(f Facts) Step {
 	switch {
 	case !f.Cordoned && f.AtBeforeReboot:
 		// What the drain found before counts for nothing: it drains
@@ -116,7 +138,7 @@ func Decide(f Facts) Step {
 	case !f.Marked && f.MarkingProblem == "":
 		return Step{Action: MarkNode}
 	case f.Marked && f.AtBeforeReboot:
-		return DecideBeforeReboot(f, true)
+		return decideBeforeReboot(f, true)
 	}
 	var refused string
 	if !f.Marked {
@@ -138,7 +160,7 @@ func Decide(f Facts) Step {
 		// under way, looks again before the node is approved.
 		return Step{Report: &Report{Message: "drained; looking once more before its approval"}}
 	case drained:
-		return DecideBeforeReboot(f, false)
+		return decideBeforeReboot(f, false)
 	case elapsed >= f.Timeout:
 		return decideAtDeadline(f, f.Last, refused)
 	}
@@ -186,6 +208,10 @@ func decideAtHooks(d *hooks.Decision) (Step, bool) {
 // node waits at its hooks its drain goes on, and evicts such pods as they
 // land.
 func DecideBeforeReboot(f Facts, waited bool) Step {
+	return written(f, decideBeforeReboot(f, waited))
+}
+
+func decideBeforeReboot(f Facts, waited bool) Step {
 	if step, ok := decideAtHooks(f.RebootHooks); ok {
 		return step
 	}
@@ -208,6 +234,10 @@ func DecideBeforeReboot(f Facts, waited bool) Step {
 	case redrain != nil:
 		return Step{Report: &Report{Blocked: redrain.Blocked,
 			Message: "its beforeReboot hooks passed; its approval waits for the drain to find it drained again: " + redrain.Message}}
+	case !f.BootCurrent:
+		// Its admitted boot is gone: the gate releases its admission
+		// (AdmissionVoid) on the next reconcile.
+		return Step{}
 	}
 	return Step{Action: ApproveNode}
 }
@@ -217,7 +247,7 @@ func DecideBeforeReboot(f Facts, waited bool) Step {
 // could not be put on: such a drain is never forced. A forced drain waits,
 // cordoned, while approving it would take the pool past its budget.
 func decideAtDeadline(f Facts, last drain.StepResult, refused string) Step {
-	d := DecideDeadline(f.Opts, f.Retrying, f.Boot, refused != "", f.Now)
+	d := DecideDeadline(f.Opts, f.Retrying, f.Admission.BootID, refused != "", f.Now)
 	msg := deadlineMessage(f.Node, f.Timeout, last.Progress.Blockers, last.Err, refused)
 	switch d.Step {
 	case DeadlineRetries:

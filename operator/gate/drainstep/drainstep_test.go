@@ -37,7 +37,7 @@ func TestDecideDrain(t *testing.T) {
 	noHooks := func(p protocol.HookPoint) *hooks.Decision { return decision(protocol.HookRecord{Point: p}, false) }
 	drained := drain.StepResult{Progress: drain.Progress{Done: true}, At: now}
 	base := func() Facts {
-		return Facts{Node: "n1", Now: now, Timeout: timeout, Cordoned: true, Marked: true, Boot: "b1",
+		return Facts{Node: "n1", Now: now, Timeout: timeout, Cordoned: true, Marked: true, Admission: protocol.Admission{BootID: "b1"}, BootCurrent: true,
 			DrainStart: now.Add(-time.Minute), DrainHooks: noHooks(protocol.BeforeDrain), MayApprove: true, Used: 1, Budget: 2}
 	}
 	retry3 := v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainRetryAction, Retry: &v1alpha1.DrainRetry{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}}
@@ -198,13 +198,17 @@ func TestDecideDrain(t *testing.T) {
 			want: Step{Report: &Report{Message: "its beforeReboot hooks passed; its approval waits for the drain to find it drained again: its first step is under way"}},
 		},
 	}
+	cases["drained, its admitted boot gone: nothing, the gate releases it"] = struct {
+		facts func(f *Facts)
+		want  Step
+	}{facts: func(f *Facts) { f.Last, f.Stepped, f.RebootHooks, f.BootCurrent = drained, true, noHooks(protocol.BeforeReboot), false }}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := base()
 			if c.facts != nil {
 				c.facts(&f)
 			}
-			NewWithT(t).Expect(Decide(f)).To(Equal(c.want))
+			NewWithT(t).Expect(decide(f)).To(Equal(c.want))
 		})
 	}
 }
