@@ -201,7 +201,9 @@ func TestDecideDrain(t *testing.T) {
 	cases["drained, its admitted boot gone: nothing, the gate releases it"] = struct {
 		facts func(f *Facts)
 		want  Step
-	}{facts: func(f *Facts) { f.Last, f.Stepped, f.RebootHooks, f.BootCurrent = drained, true, noHooks(protocol.BeforeReboot), false }}
+	}{facts: func(f *Facts) {
+		f.Last, f.Stepped, f.RebootHooks, f.BootCurrent = drained, true, noHooks(protocol.BeforeReboot), false
+	}}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := base()
