@@ -24,6 +24,7 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
@@ -203,7 +204,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	if r.PodsVersions == nil {
 		r.PodsVersions = drain.NewVersionsReading(r.readPodsVersionFromPods)
 	}
-	r.settings = newRequestSettings()
+	r.settings = requestsettings.New()
 	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}
 	r.members = members.NewPools(keptOrder())

@@ -20,6 +20,7 @@ import (
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -234,7 +235,7 @@ type Reconciler struct {
 	blocks *recent.Cache[types.UID, blockResult]
 	// settings keeps what nodes' open NodeMaintenances say of their
 	// requests.
-	settings *requestSettings
+	settings *requestsettings.Cache
 	// kept keeps each pool's views of its nodes between reconciles.
 	kept *poolnodes.KeptPools[member]
 	// nodesSeen is the newest version of the Nodes the views were told
