@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/internal/waits"
+	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -119,7 +120,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	}
 	// A rollout's canaries lower the budget for admissions, not approvals.
 	budget, passed, want, limited := canaryBudget(st, a.budget)
-	pods, asked := podPass{}, false
+	pods, asked := podcheck.Pass{}, false
 	q := st.queue()
 	for {
 		a.plan = planAdmissions(st.views, q, st.counted(), budget, a.hold != nil, a.block.blocks())

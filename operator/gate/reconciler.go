@@ -24,6 +24,7 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -200,10 +201,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	if r.Pods == nil {
 		r.Pods = apiReader
 	}
-	r.podChecks = recent.New[string, podCheck]()
-	if r.PodsVersions == nil {
-		r.PodsVersions = drain.NewVersionsReading(r.readPodsVersionFromPods)
-	}
+	r.podChecks = podcheck.New(r.Pods, r.PodsVersions, r.BlockingPodInterval)
 	r.settings = requestsettings.New()
 	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}
