@@ -14,6 +14,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/waits"
+	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -124,7 +125,7 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	}
 	// A rollout's canaries lower the budget for admissions, not approvals.
 	budget, passed, want, limited := canaryBudget(st, a.budget)
-	pods, asked := podPass{}, false
+	pods, asked := podcheck.Pass{}, false
 	q := st.queue()
 	for {
 		a.plan = planAdmissions(st.views, q, st.counted(), budget, a.hold != nil, a.block.blocks())

@@ -94,7 +94,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 			if err != nil {
 				return nil, fmt.Errorf("list nodes: %w", err)
 			}
-			r.settings.forgetGone(nodes)
+			r.settings.ForgetGone(nodes)
 			return nodes, nil
 		},
 		Get:       getNode,
@@ -106,7 +106,7 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 		},
 		Reset: m.Reset,
 		Set:   m.Set,
-		Gone:  r.settings.forget,
+		Gone:  r.settings.Forget,
 	})
 	if err != nil {
 		return nil, err
@@ -158,6 +158,20 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 	v.queued = place.Queued
 	k.view = v
 	return member{Value: k, Place: place}, nil
+}
+
+// requestSettingsOf returns, by request id, what the node's open
+// NodeMaintenances (found by open) say of its requests: their windows,
+// freezes and policy, and when each was made, which bounds the node's
+// place in the queue.
+func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (pools.SettingsList, error) {
+	return r.settings.Of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
+		nms, err := open.By(v.Node.Name)
+		if err != nil {
+			return nil, fmt.Errorf("list the open maintenances of node %s: %w", v.Node.Name, err)
+		}
+		return nms, nil
+	})
 }
 
 // placeOf says where a node goes among its pool's members (package

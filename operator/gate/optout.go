@@ -84,40 +84,6 @@ func heldNote(v *nodeView, now time.Time) *protocol.Held {
 	return h
 }
 
-// podVerdict is what a node its pods hold gets, under its pool's
-// podOptOuts.
-type podVerdict struct {
-	// admit is true when the pods have held the node past maxHold and the
-	// pool says to admit it.
-	admit bool
-	// optOut is what holds the node, said with how long when overdue.
-	optOut *protocol.OptOut
-	// overdue is true when the pods have held it past maxHold and the
-	// pool says to report it.
-	overdue bool
-	// until is when the hold runs out, while it runs; zero otherwise.
-	until time.Time
-}
-
-// podHold applies the pool's podOptOuts to the pods' finding (a hold) on a
-// node, given the node's note of its last hold. Pods that could not be
-// listed are not an opt-out: they hold the node however long it takes.
-func podHold(bounds *v1alpha1.PodOptOuts, held *protocol.Held, check podCheck, now time.Time) podVerdict {
-	if check.unseen || held == nil || bounds == nil || bounds.MaxHold == nil {
-		return podVerdict{optOut: check.optOut}
-	}
-	if !bounds.Overdue(held.Since, now) {
-		return podVerdict{optOut: check.optOut, until: held.Since.Add(bounds.MaxHold.Duration)}
-	}
-	if bounds.Admits() {
-		return podVerdict{admit: true, optOut: check.optOut}
-	}
-	o := *check.optOut
-	o.Message += fmt.Sprintf("; held since %s, past the pool's podOptOuts.maxHold (%s), and kept held as its afterMaxHold (%s) says",
-		held.Since.UTC().Format(time.RFC3339), bounds.MaxHold.Duration, v1alpha1.PodHoldReport)
-	return podVerdict{optOut: &o, overdue: true}
-}
-
 // releaseOptedOut lets go of nodes a person annotated do-not-disrupt after
 // they were admitted and before their reboot was approved: the drain
 // stops, the node is uncordoned if kmaint cordoned it, and its requests

@@ -365,7 +365,7 @@ func TestAReconcileReadsThePodsVersionOnce(t *testing.T) {
 	// API server) is taken again, and checks a node not admitted yet
 	// anew: only the reconcile that checked both is asserted on,
 	// whichever it was. Its read of the version may be one made a moment
-	// before (podsVersionReuse), but none is made between the two checks.
+	// before (podcheck.versionReuse), but none is made between the two checks.
 	g.Expect(pods.reads).To(ContainElement("version"))
 	g.Expect(strings.Join(pods.reads, " ")).To(ContainSubstring(nodes[0]+" "+nodes[1]),
 		"one read of the pods' version for both checks of one reconcile")

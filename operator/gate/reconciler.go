@@ -25,6 +25,8 @@ import (
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/podcheck"
+	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
@@ -200,11 +202,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	if r.Pods == nil {
 		r.Pods = apiReader
 	}
-	r.podChecks = recent.New[string, podCheck]()
-	if r.PodsVersions == nil {
-		r.PodsVersions = drain.NewVersionsReading(r.readPodsVersionFromPods)
-	}
-	r.settings = newRequestSettings()
+	r.podChecks = podcheck.New(r.Pods, r.PodsVersions, r.BlockingPodInterval)
+	r.settings = requestsettings.New()
 	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}
 	r.members = members.NewPools(keptOrder())

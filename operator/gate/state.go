@@ -21,6 +21,8 @@ import (
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/podcheck"
+	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -95,25 +97,6 @@ type blockResult struct {
 	// query names the query that blocks.
 	query   string
 	message string
-}
-
-// podCheck is what a node's pods said when its turn last came.
-type podCheck struct {
-	at time.Time
-	// pool and generation are the pool and its spec the check was made
-	// for: another blockingPodSelector asks again.
-	pool       string
-	generation int64
-	optOut     *protocol.OptOut
-	// unseen is true when the pods could not be listed: what holds the
-	// node then is not an opt-out that podOptOuts.maxHold may set aside.
-	unseen bool
-}
-
-// podsVersion is a read of the pods' resource version, or why it failed.
-type podsVersion struct {
-	version string
-	err     error
 }
 
 // poolState is one reconcile's picture of a pool: what it read of the
@@ -235,7 +218,7 @@ type Reconciler struct {
 	blocks *recent.Cache[types.UID, blockResult]
 	// settings keeps what nodes' open NodeMaintenances say of their
 	// requests.
-	settings *requestSettings
+	settings *requestsettings.Cache
 	// kept keeps each pool's views of its nodes between reconciles.
 	kept *poolnodes.KeptPools[member]
 	// nodesSeen is the newest version of the Nodes the views were told
@@ -246,7 +229,7 @@ type Reconciler struct {
 	// phases read node by node, what they count, and the queue.
 	members *members.Pools[keptView]
 	// podChecks keeps what nodes' pods said when their turn last came.
-	podChecks *recent.Cache[string, podCheck]
+	podChecks *podcheck.Checker
 	// relabels keeps which relabelled nodes in flight the gate told of.
 	relabels *relabels
 	// cache is the manager's cache, whose Nodes observe reads in place.

@@ -72,13 +72,13 @@ func (r *Reconciler) maintenancePools(ctx context.Context, obj client.Object) []
 		return nil
 	}
 	if nm.Unreadable() != nil {
-		r.settings.changed("")
+		r.settings.Changed("")
 		r.kept.Changed("")
 		return r.allPools(ctx, obj)
 	}
 	// What is kept of the node's requests is found again (the cache holds
 	// the change already: it tells its handlers after).
-	r.settings.changed(nm.Spec.NodeName)
+	r.settings.Changed(nm.Spec.NodeName)
 	r.kept.Changed(nm.Spec.NodeName)
 	node := &corev1.Node{}
 	if err := r.Get(ctx, types.NamespacedName{Name: nm.Spec.NodeName}, node); err != nil {

@@ -1,7 +1,6 @@
-package gate
+package requestsettings
 
 import (
-	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,20 +8,16 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
-	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
-// requestSettings keeps, per node, what its open NodeMaintenances say of
-// its requests (pools.Settings). Every waiting node's settings are asked
-// for at every reconcile of its pool, and most have not changed since the
-// last: they are kept while the node's requests are the same (the same
-// decoded record: poolnodes.Decoded keeps one per version of the node) and
-// none of its NodeMaintenances changed since they were found (changed,
-// which the gate's watch of NodeMaintenances calls). A find that raced a
-// change is not kept: each node counts its changes, and what was found
-// before the last one is found again.
-type requestSettings struct {
+// Cache keeps each node's settings while the node's requests are the same
+// (the same decoded record: poolnodes.Decoded keeps one per version of the
+// node) and none of its NodeMaintenances changed since they were found
+// (Changed, which the gate's watch of NodeMaintenances calls). A find that
+// raced a change is not kept: each node counts its changes, and what was
+// found before the last one is found again. It is safe for concurrent use.
+type Cache struct {
 	mu     sync.Mutex
 	byNode map[string]nodeSettings
 }
@@ -41,14 +36,15 @@ type foundSettings struct {
 	settings  pools.SettingsList
 }
 
-func newRequestSettings() *requestSettings {
-	return &requestSettings{byNode: map[string]nodeSettings{}}
+// New returns an empty Cache.
+func New() *Cache {
+	return &Cache{byNode: map[string]nodeSettings{}}
 }
 
-// changed says that one of the node's NodeMaintenances changed; an empty
+// Changed says that one of the node's NodeMaintenances changed; an empty
 // node, one whose node cannot be told (it cannot be read), forgets every
 // node's.
-func (s *requestSettings) changed(node string) {
+func (s *Cache) Changed(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if node == "" {
@@ -61,9 +57,10 @@ func (s *requestSettings) changed(node string) {
 	s.byNode[node] = nodeSettings{changes: n.changes + 1}
 }
 
-// of returns the node's settings by request id for its requests (the
-// node's decoded record): those kept, or found with find.
-func (s *requestSettings) of(node string, requested *protocol.Requested, find func() ([]*v1alpha1.NodeMaintenance, error)) (pools.SettingsList, error) {
+// Of returns the node's settings by request id for its requests (the
+// node's decoded record): those kept, or found with find, which returns
+// the node's open NodeMaintenances.
+func (s *Cache) Of(node string, requested *protocol.Requested, find func() ([]*v1alpha1.NodeMaintenance, error)) (pools.SettingsList, error) {
 	s.mu.Lock()
 	n := s.byNode[node]
 	s.mu.Unlock()
@@ -89,17 +86,17 @@ func (s *requestSettings) of(node string, requested *protocol.Requested, find fu
 	return found.settings, nil
 }
 
-// forget drops the settings of a node the cache no longer holds.
-func (s *requestSettings) forget(node string) {
+// Forget drops the settings of a node the cache no longer holds.
+func (s *Cache) Forget(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byNode, node)
 }
 
-// forgetGone drops the settings of nodes not among nodes, every node the
+// ForgetGone drops the settings of nodes not among nodes, every node the
 // cache holds, once more are kept than that: nodes deleted with requests
 // open.
-func (s *requestSettings) forgetGone(nodes []*corev1.Node) {
+func (s *Cache) ForgetGone(nodes []*corev1.Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	poolnodes.ForgetGone(s.byNode, nodes)
@@ -121,18 +118,4 @@ next:
 		return false
 	}
 	return true
-}
-
-// requestSettingsOf returns, by request id, what the node's open
-// NodeMaintenances (found by open) say of its requests: their windows,
-// freezes and policy, and when each was made, which bounds the node's
-// place in the queue.
-func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (pools.SettingsList, error) {
-	return r.settings.of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
-		nms, err := open.By(v.Node.Name)
-		if err != nil {
-			return nil, fmt.Errorf("list the open maintenances of node %s: %w", v.Node.Name, err)
-		}
-		return nms, nil
-	})
 }

@@ -1,4 +1,4 @@
-package gate
+package requestsettings
 
 import (
 	"reflect"
@@ -18,7 +18,7 @@ import (
 // a find that raced a change is not kept.
 func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 	g := NewWithT(t)
-	s := newRequestSettings()
+	s := New()
 	nm := func(id string, ignoreWindows bool) *v1alpha1.NodeMaintenance {
 		return &v1alpha1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: v1alpha1.NodeMaintenanceSpec{NodeName: "n1", IgnoreWindows: ignoreWindows},
 			Status: v1alpha1.NodeMaintenanceStatus{RequestID: id}}
@@ -27,7 +27,7 @@ func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 	finds := 0
 	find := func() ([]*v1alpha1.NodeMaintenance, error) { finds++; return open, nil }
 	of := func(req *protocol.Requested) pools.SettingsList {
-		got, err := s.of("n1", req, find)
+		got, err := s.Of("n1", req, find)
 		g.Expect(err).NotTo(HaveOccurred())
 		return got
 	}
@@ -45,15 +45,15 @@ func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 
 	// One of its NodeMaintenances changed: the cache holds a new object.
 	open = []*v1alpha1.NodeMaintenance{nm("a", true), open[1]}
-	s.changed("n1")
+	s.Changed("n1")
 	a, _ := of(req).Lookup("a")
 	g.Expect(a.IgnoreWindows).To(BeTrue())
 
 	// A change while a find runs: what it found is not kept.
 	raced := false
-	racing := func() ([]*v1alpha1.NodeMaintenance, error) { raced = true; s.changed("n1"); return open, nil }
-	s.changed("n1")
-	_, err := s.of("n1", req, racing)
+	racing := func() ([]*v1alpha1.NodeMaintenance, error) { raced = true; s.Changed("n1"); return open, nil }
+	s.Changed("n1")
+	_, err := s.Of("n1", req, racing)
 	g.Expect(raced).To(BeTrue())
 	g.Expect(err).NotTo(HaveOccurred())
 	before := finds
@@ -63,13 +63,13 @@ func TestRequestSettingsAreFoundAgainWhenTheirObjectsChange(t *testing.T) {
 	// A NodeMaintenance that cannot be read (its node unknown) forgets
 	// every node's.
 	before = finds
-	s.changed("")
+	s.Changed("")
 	of(req)
 	g.Expect(finds).To(Equal(before + 1))
 
 	// Nodes gone are forgotten once more are kept than there are nodes.
-	s.changed("n2")
-	s.forgetGone([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}})
+	s.Changed("n2")
+	s.ForgetGone([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}})
 	g.Expect(s.byNode).To(HaveLen(1))
 	g.Expect(s.byNode).To(HaveKey("n2"))
 }
