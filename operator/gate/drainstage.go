@@ -28,14 +28,27 @@ import (
 
 // drain is the drain stage. The drains step outside the reconcile
 // (drain.Steps) and wake the pool; it returns when to come back at the
-// latest while they run.
+// latest while they run, or when a node's next drain attempt may start.
 func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, error) {
-	reportBackoff(st)
 	var requeue time.Duration
+	soonest := func(d time.Duration) {
+		if d > 0 && (requeue == 0 || d < requeue) {
+			requeue = d
+		}
+	}
 	var errs []error
 	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
 	following := map[string]bool{}
 	for _, v := range st.views {
+		if v.backingOff {
+			// It waits for its next drain attempt, unadmitted: the pool's
+			// Draining condition says so, and the pool looks again when
+			// the attempt may start.
+			retrying := v.Retrying()
+			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: retrying.Waiting()}
+			soonest(max(retrying.NextAt.Sub(st.now), time.Second))
+			continue
+		}
 		// A node whose annotations cannot be read is never approved: what
 		// its admission stands for cannot be told.
 		if !v.Draining() || v.Admission.BootID == "" || v.Unreadable != nil {
@@ -48,27 +61,11 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 			continue
 		}
 		step := drainstep.Decide(f)
-		if step.Requeue > 0 && (requeue == 0 || step.Requeue < requeue) {
-			requeue = step.Requeue
-		}
+		soonest(step.Requeue)
 		errs = append(errs, r.act(ctx, st, v, step, f))
 	}
 	r.steps.StopOthers(st.pool.Name, following)
 	return requeue, errors.Join(errs...)
-}
-
-// reportBackoff says, in the pool's Draining condition, which nodes wait
-// for their next drain attempt, and wakes the pool when the first may
-// start.
-func reportBackoff(st *poolState) {
-	for _, v := range st.views {
-		if !v.backingOff {
-			continue
-		}
-		r := v.Retrying()
-		st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: r.Waiting()}
-		st.wakeAt(r.NextAt)
-	}
 }
 
 // drainFacts gathers what decides the node's step: reading its hooks'
@@ -77,7 +74,7 @@ func reportBackoff(st *poolState) {
 // the pool's marks are on it and its beforeDrain hooks passed.
 func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainstep.Facts, followed bool, err error) {
 	m := st.pool.Spec.NodeMarking
-	f = drainstep.Facts{Node: v.Node.Name, Now: st.now, Opts: st.pool.Spec.Drain, Timeout: drainstep.Timeout(st.pool.Spec.Drain),
+	f = drainstep.Facts{Node: v.Node.Name, Now: st.now, Opts: st.pool.Spec.Drain,
 		Admission: *v.Admission, Requests: v.Admission.Requests, Forced: forcedThisAdmission(v),
 		Cordoned: v.Unschedulable, Marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0, Marking: m,
 		AtBeforeReboot: drainedForHooks(v), DrainStart: drainStart(v), RebootHooksPassed: hookPassedAt(v, protocol.BeforeReboot),
@@ -194,7 +191,7 @@ func logStep(ctx context.Context, step drainstep.Step, f drainstep.Facts) {
 	case drainstep.RetryDrain:
 		log.Info("Drain to be retried", "node", f.Node, "attempt", d.Attempts, "maxAttempts", d.MaxAttempts, "nextAt", d.NextAt)
 	case drainstep.AbandonDrain:
-		log.Info("Drain abandoned", "node", f.Node, "timeout", f.Timeout, "message", step.Message)
+		log.Info("Drain abandoned", "node", f.Node, "timeout", f.Timeout(), "message", step.Message)
 	case drainstep.ApproveNode:
 		log.Info("Reboot approved", "node", f.Node, "bootID", f.Admission.BootID, "forced", f.Forced)
 	}
@@ -212,7 +209,7 @@ func logStep(ctx context.Context, step drainstep.Step, f drainstep.Facts) {
 // boot and requests, so that the NodeMaintenance controller tells the
 // request it was forced whenever it looks, before or after the reboot.
 func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainstep.Facts) error {
-	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.Timeout.String()}
+	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.Timeout().String()}
 	// A forcing of this admission, recorded by a reconcile that then failed,
 	// keeps the pods it named.
 	if forcedThisAdmission(v) {
@@ -236,7 +233,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 			return err
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", f.Timeout, "deleted", forcing.Pods)
+	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", f.Timeout(), "deleted", forcing.Pods)
 	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
 	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", forcing.Message(v.Node.Name))
 	// Forcing is only taken when the approval fits the budget.

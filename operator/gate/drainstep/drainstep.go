@@ -18,10 +18,8 @@ import (
 type Facts struct {
 	Node string
 	Now  time.Time
-	// Opts are the pool's drain options; Timeout its drain's bound
-	// (Timeout).
-	Opts    v1alpha1.DrainOptions
-	Timeout time.Duration
+	// Opts are the pool's drain options.
+	Opts v1alpha1.DrainOptions
 	// Admission is the node's admission, as its approval writes it (with
 	// the view of the reconcile); Requests are its requests that a failed
 	// drain fails: its current ones of the admitted boot. BootCurrent is
@@ -161,10 +159,10 @@ func decide(f Facts) Step {
 		return Step{Report: &Report{Message: "drained; looking once more before its approval"}}
 	case drained:
 		return decideBeforeReboot(f, false)
-	case elapsed >= f.Timeout:
+	case elapsed >= f.Timeout():
 		return decideAtDeadline(f, f.Last, refused)
 	}
-	step := Step{Requeue: min(drain.StepTimeout, f.Timeout-elapsed)}
+	step := Step{Requeue: min(drain.StepTimeout, f.Timeout()-elapsed)}
 	switch {
 	case refused != "":
 		step.Report = &Report{Blocked: true, Message: refused, MarkingRefused: true}
@@ -220,7 +218,7 @@ func decideBeforeReboot(f Facts, waited bool) Step {
 		redrain = redrainReport(f.Last, f.Stepped)
 	}
 	switch {
-	case redrain != nil && !f.Last.At.IsZero() && !f.RebootHooksPassed.IsZero() && f.Now.Sub(f.RebootHooksPassed) >= f.Timeout:
+	case redrain != nil && !f.Last.At.IsZero() && !f.RebootHooksPassed.IsZero() && f.Now.Sub(f.RebootHooksPassed) >= f.Timeout():
 		// The drain after the hooks is a drain like the first: the pool's
 		// timeout, counted from when they passed, and drain.onTimeout.
 		// Only a step's finding is past it: a drain whose first step is
@@ -248,7 +246,7 @@ func decideBeforeReboot(f Facts, waited bool) Step {
 // cordoned, while approving it would take the pool past its budget.
 func decideAtDeadline(f Facts, last drain.StepResult, refused string) Step {
 	d := DecideDeadline(f.Opts, f.Retrying, f.Admission.BootID, refused != "", f.Now)
-	msg := deadlineMessage(f.Node, f.Timeout, last.Progress.Blockers, last.Err, refused)
+	msg := deadlineMessage(f.Node, f.Timeout(), last.Progress.Blockers, last.Err, refused)
 	switch d.Step {
 	case DeadlineRetries:
 		return Step{Action: RetryDrain, Deadline: d, Message: msg, StopSteps: true}
@@ -321,10 +319,10 @@ func redrainReport(last drain.StepResult, stepped bool) *Report {
 // built-in default pool does.
 const defaultTimeout = 10 * time.Minute
 
-// Timeout is how long a drain of a pool with these options may take
-// (drain.timeout).
-func Timeout(opts v1alpha1.DrainOptions) time.Duration {
-	if t := opts.Timeout; t != nil && t.Duration > 0 {
+// Timeout is how long the node's drain may take: its pool's
+// drain.timeout.
+func (f Facts) Timeout() time.Duration {
+	if t := f.Opts.Timeout; t != nil && t.Duration > 0 {
 		return t.Duration
 	}
 	return defaultTimeout

@@ -37,7 +37,7 @@ func TestDecideDrain(t *testing.T) {
 	noHooks := func(p protocol.HookPoint) *hooks.Decision { return decision(protocol.HookRecord{Point: p}, false) }
 	drained := drain.StepResult{Progress: drain.Progress{Done: true}, At: now}
 	base := func() Facts {
-		return Facts{Node: "n1", Now: now, Timeout: timeout, Cordoned: true, Marked: true, Admission: protocol.Admission{BootID: "b1"}, BootCurrent: true,
+		return Facts{Node: "n1", Now: now, Cordoned: true, Marked: true, Admission: protocol.Admission{BootID: "b1"}, BootCurrent: true,
 			DrainStart: now.Add(-time.Minute), DrainHooks: noHooks(protocol.BeforeDrain), MayApprove: true, Used: 1, Budget: 2}
 	}
 	retry3 := v1alpha1.DrainOptions{OnTimeout: v1alpha1.DrainRetryAction, Retry: &v1alpha1.DrainRetry{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}}
@@ -68,6 +68,21 @@ func TestDecideDrain(t *testing.T) {
 			},
 			want: Step{Action: AbandonDrain, StopSteps: true, Deadline: Deadline{Step: DeadlineAbandons, Attempts: 1, MaxAttempts: 1},
 				Message: "drain of node n1 did not finish within 10m0s: bad marking"},
+		},
+		"a pool's own timeout, longer than the default: not past it yet": {
+			facts: func(f *Facts) {
+				f.Opts.Timeout, f.DrainStart = &metav1.Duration{Duration: 2 * timeout}, now.Add(-timeout)
+				f.Last, f.Stepped = drain.StepResult{Progress: drain.Progress{Remaining: 1}, At: now}, true
+			},
+			want: Step{Report: &Report{Message: "1 pods left"}, Requeue: drain.StepTimeout},
+		},
+		"past the pool's own timeout, shorter than the default": {
+			facts: func(f *Facts) {
+				f.Opts.Timeout, f.DrainStart = &metav1.Duration{Duration: time.Minute}, now.Add(-time.Minute)
+				f.Last, f.Stepped = drain.StepResult{Progress: drain.Progress{Remaining: 1}, At: now}, true
+			},
+			want: Step{Action: RetryDrain, StopSteps: true, Deadline: Deadline{Step: DeadlineRetries, Attempts: 1, MaxAttempts: 3, NextAt: now.Add(30 * time.Minute)},
+				Message: "drain of node n1 did not finish within 1m0s"},
 		},
 		"beforeDrain hooks begin: their record is written, nothing evicted": {
 			facts: func(f *Facts) { f.DrainHooks = decision(point(protocol.BeforeDrain, waiting), true) },
