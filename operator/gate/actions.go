@@ -11,6 +11,8 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
+	"github.com/kmaint/kmaint/operator/gate/plan"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
@@ -22,7 +24,7 @@ const defaultDrainTimeout = 10 * time.Minute
 // patchNode applies a protocol transition to the node (poolnodes.Patch)
 // and puts the node as written back into the state, so that later phases and
 // the status see the write.
-func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *view.Node, lock bool, t protocol.Transition) (*corev1.Node, error) {
 	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	for _, v := range st.views {
 		// Read from the annotation: with want set, equal means it is there;
 		// with none wanted, absent or empty is the same.
-		if len(v.otherPools) > 0 || v.DesiredConfig == want {
+		if len(v.OtherPools) > 0 || v.DesiredConfig == want {
 			continue
 		}
 		_, err := r.patchNode(ctx, st, v, false, protocol.SetDesiredConfig(want))
@@ -51,7 +53,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 		// The quiet members not among the views are in no other pool.
 		outdated := st.quiet().Nodes - st.quiet().Current
 		for _, v := range st.views {
-			if len(v.otherPools) == 0 && v.CurrentConfig != want {
+			if len(v.OtherPools) == 0 && v.CurrentConfig != want {
 				outdated++
 			}
 		}
@@ -93,7 +95,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 	reportBackoff(st)
 	var requeue time.Duration
 	var errs []error
-	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
+	mayApprove, used := plan.Approvable(st.views, st.counted(), st.admission.budget)
 	following := map[string]bool{}
 	for _, v := range st.views {
 		// A node whose annotations cannot be read is never approved: what
@@ -121,7 +123,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 // attempts and following its drain, which steps it outside the reconcile
 // (followed), only as far as the node may go: nothing is evicted before
 // the pool's marks are on it and its beforeDrain hooks passed.
-func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainFacts, followed bool, err error) {
+func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *view.Node, mayApprove bool, used int) (f drainFacts, followed bool, err error) {
 	m := st.pool.Spec.NodeMarking
 	f = drainFacts{node: v.Node.Name, now: st.now, opts: st.pool.Spec.Drain, timeout: drainTimeout(st.pool), cordoned: v.Unschedulable,
 		marked: v.Marks != nil || len(m.DuringLabels()) == 0 && len(m.DuringTaints()) == 0, atBeforeReboot: drainedForHooks(v),
@@ -172,7 +174,7 @@ func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView,
 // act takes the node's step in the drain stage: at most one node write, a
 // protocol transition, with its log line, events and metrics, and what the
 // pool's Draining condition says of the node.
-func (r *Reconciler) act(ctx context.Context, st *poolState, v *nodeView, step drainStep, f drainFacts) error {
+func (r *Reconciler) act(ctx context.Context, st *poolState, v *view.Node, step drainStep, f drainFacts) error {
 	name := v.Node.Name
 	if step.stopSteps {
 		r.steps.Stop(name)
@@ -221,7 +223,7 @@ func drainTimeout(p *v1alpha1.MaintenancePool) time.Duration {
 // last step before the daemon reboots. forced is the forced drain that
 // approves it, nil for a drain that finished; a forced drain's record stays
 // on the node, an earlier one's goes.
-func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, forced *protocol.DrainForcing) error {
+func (r *Reconciler) approve(ctx context.Context, st *poolState, v *view.Node, forced *protocol.DrainForcing) error {
 	if cur := v.Current(); cur == nil || cur.BootID != v.Admission.BootID {
 		return nil // releaseVoid releases it on the next reconcile
 	}
@@ -255,7 +257,7 @@ func (r *Reconciler) approve(ctx context.Context, st *poolState, v *nodeView, fo
 // says (msg): uncordoned, its requests failed with the hook's reason (as an
 // abandoned drain fails them), so that they are not admitted again; the
 // hook's attempts that may still run are stopped after the write.
-func (r *Reconciler) releaseForHook(ctx context.Context, st *poolState, v *nodeView, msg string) error {
+func (r *Reconciler) releaseForHook(ctx context.Context, st *poolState, v *view.Node, msg string) error {
 	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.HookFailedReason, Message: msg}
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		failure.Requests = cur.IDs()
@@ -272,7 +274,7 @@ func (r *Reconciler) releaseForHook(ctx context.Context, st *poolState, v *nodeV
 // uncordoned and unmarked if kmaint did those, and its current requests
 // are marked as failed so the same requests do not start the same drain
 // again.
-func (r *Reconciler) abandon(ctx context.Context, st *poolState, v *nodeView, timeout time.Duration, msg string) error {
+func (r *Reconciler) abandon(ctx context.Context, st *poolState, v *view.Node, timeout time.Duration, msg string) error {
 	failure := protocol.DrainFailure{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Reason: v1alpha1.DrainTimeoutReason, Message: msg}
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		failure.Requests = cur.IDs()
@@ -297,7 +299,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		return a.budgetErr
 	}
 	var errs []error
-	for _, name := range a.plan.admit {
+	for _, name := range a.plan.Admit {
 		v := st.view(name)
 		cur := v.Current()
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID,
@@ -315,7 +317,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
 		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
-		if o := v.overridden; o != nil {
+		if o := v.Overridden; o != nil {
 			r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverriddenReason, "Admit",
 				"%s; held since %s, past the pool's podOptOuts.maxHold (%s): admitted as its afterMaxHold (%s) says",
 				o.Message, v.Held.Since.UTC().Format(time.RFC3339), st.pool.Spec.PodOptOuts.MaxHold.Duration, v1alpha1.PodHoldAdmit)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/view"
 )
 
 // deadlineStep is what the gate does with a drain past its timeout.
@@ -65,7 +66,7 @@ func decideDeadline(opts v1alpha1.DrainOptions, prev *protocol.DrainRetrying, bo
 // (if kmaint did those), its admission released, and the attempt recorded
 // on the node with when the next may start. Its requests stay open and
 // wait (DrainRetryBackoff).
-func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d deadlineDecision, msg string) error {
+func (r *Reconciler) retry(ctx context.Context, st *poolState, v *view.Node, d deadlineDecision, msg string) error {
 	retrying := protocol.DrainRetrying{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Attempts: d.attempts,
 		MaxAttempts: d.maxAttempts, NextAt: d.nextAt, Message: v1alpha1.FitReason(msg)}
 	if _, err := r.patchNode(ctx, st, v, true, protocol.Retry(retrying)); err != nil {
@@ -90,7 +91,7 @@ func (r *Reconciler) retry(ctx context.Context, st *poolState, v *nodeView, d de
 // beforeReboot hooks were for. The record names the boot and requests, so
 // that the NodeMaintenance controller tells the request it was forced
 // whenever it looks, before or after the reboot.
-func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainFacts) error {
+func (r *Reconciler) force(ctx context.Context, st *poolState, v *view.Node, f drainFacts) error {
 	if behind := r.cacheBehind(ctx, st); behind != "" {
 		// Forcing approves: nothing is deleted before it may.
 		st.drains[v.Node.Name] = drainReport{blocked: true, message: "past its deadline; forcing it waits: " + behind}
@@ -134,7 +135,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 
 // forcedRecord is the node's forced-drain record if its current admission
 // was forced, for its approval to keep; else nil.
-func forcedRecord(v *nodeView) *protocol.DrainForcing {
+func forcedRecord(v *view.Node) *protocol.DrainForcing {
 	if !forcedThisAdmission(v) {
 		return nil
 	}
@@ -144,7 +145,7 @@ func forcedRecord(v *nodeView) *protocol.DrainForcing {
 
 // forcedThisAdmission reports whether the node's forced-drain record is
 // that of its current admission.
-func forcedThisAdmission(v *nodeView) bool {
+func forcedThisAdmission(v *view.Node) bool {
 	f := v.DrainForced
 	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
 }
@@ -154,7 +155,7 @@ func forcedThisAdmission(v *nodeView) bool {
 // start.
 func reportBackoff(st *poolState) {
 	for _, v := range st.views {
-		if !v.backingOff {
+		if !v.InBackoff {
 			continue
 		}
 		r := v.Retrying()

@@ -45,7 +45,7 @@ type drainFacts struct {
 	// boot.
 	retrying *protocol.DrainRetrying
 	boot     string
-	// mayApprove: its approval fits the budget (approvable), of which used
+	// mayApprove: its approval fits the budget (plan.Approvable), of which used
 	// are taken, with budget the pool's.
 	mayApprove   bool
 	used, budget int

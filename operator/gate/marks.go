@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/view"
 )
 
 // markingProblem says why the pool's duringReboot marks cannot be put on
@@ -26,7 +27,7 @@ func markingProblem(st *poolState) string {
 // tellMarkingRefused warns, on the node and the pool, that the pool's
 // marks cannot be put on the node (problem), once: while the pool's
 // Draining condition does not say so yet.
-func (r *Reconciler) tellMarkingRefused(st *poolState, v *nodeView, problem string) {
+func (r *Reconciler) tellMarkingRefused(st *poolState, v *view.Node, problem string) {
 	if was := meta.FindStatusCondition(st.pool.Status.Conditions, v1alpha1.DrainingCondition); was == nil || !strings.Contains(was.Message, problem) {
 		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.NodeMarkingRefusedReason, "Mark", "%s", problem)
 	}

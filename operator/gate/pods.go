@@ -51,7 +51,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 	// Lists in turn (seconds each on a busy API server) before the first
 	// node was admitted.
 	var stale []string
-	for _, name := range p.admit {
+	for _, name := range p.Admit {
 		if _, fresh := r.freshPodCheck(st, name); !fresh && pass.lists+len(stale) < maxPodListsPerReconcile {
 			stale = append(stale, name)
 		}
@@ -69,7 +69,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 		}
 	}
 	var admit []string
-	for _, name := range p.admit {
+	for _, name := range p.Admit {
 		v := st.views[st.index(name)]
 		check, fresh := r.freshPodCheck(st, name)
 		if !fresh {
@@ -77,21 +77,21 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 			if check, ok = checked[name]; !ok {
 				// Past this reconcile's Lists: its turn comes on the next
 				// pass, soon.
-				p.waiting = append(p.waiting, name)
+				p.Waiting = append(p.Waiting, name)
 				wakeBy(st.now.Add(time.Second))
 				continue
 			}
 		}
-		v.checked = true
+		v.PodsChecked = true
 		if check.optOut != nil {
 			hold := podHold(st.pool.Spec.PodOptOuts, v.Held, check, st.now)
 			if hold.admit {
 				// Held past the pool's maxHold, which says to admit.
-				v.overridden = check.optOut
+				v.Overridden = check.optOut
 				admit = append(admit, name)
 				continue
 			}
-			v.optOut, v.podHeld, v.overdue = hold.optOut, true, hold.overdue
+			v.OptedOut, v.PodHeld, v.Overdue = hold.optOut, true, hold.overdue
 			// Nothing tells the gate that a pod went away: it looks again
 			// once the finding is stale, or when the hold runs out.
 			wakeBy(check.at.Add(r.BlockingPodInterval))
@@ -104,7 +104,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 		admit = append(admit, name)
 	}
 	if !again {
-		p.admit = admit
+		p.Admit = admit
 	}
 	return again, wake
 }

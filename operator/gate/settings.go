@@ -10,6 +10,7 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
@@ -127,7 +128,7 @@ next:
 // NodeMaintenances (found by open) say of its requests: their windows,
 // freezes and policy, and when each was made, which bounds the node's
 // place in the queue.
-func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (pools.SettingsList, error) {
+func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *view.Node) (pools.SettingsList, error) {
 	return r.settings.of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
 		nms, err := open.By(v.Node.Name)
 		if err != nil {
