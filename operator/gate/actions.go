@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // patchNode applies a protocol transition to the node (poolnodes.Patch)
 // and puts the node as written back into the state, so that later phases and
 // the status see the write.
-func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *nodeView, lock bool, t protocol.Transition) (*corev1.Node, error) {
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *view.Node, lock bool, t protocol.Transition) (*corev1.Node, error) {
 	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 	for _, v := range st.views {
 		// Read from the annotation: with want set, equal means it is there;
 		// with none wanted, absent or empty is the same.
-		if len(v.otherPools) > 0 || v.DesiredConfig == want {
+		if len(v.OtherPools) > 0 || v.DesiredConfig == want {
 			continue
 		}
 		_, err := r.patchNode(ctx, st, v, false, protocol.SetDesiredConfig(want))
@@ -42,7 +43,7 @@ func (r *Reconciler) syncDesiredConfig(ctx context.Context, st *poolState) error
 		// The quiet members not among the views are in no other pool.
 		outdated := st.quiet().Nodes - st.quiet().Current
 		for _, v := range st.views {
-			if len(v.otherPools) == 0 && v.CurrentConfig != want {
+			if len(v.OtherPools) == 0 && v.CurrentConfig != want {
 				outdated++
 			}
 		}

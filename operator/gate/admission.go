@@ -14,6 +14,7 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/waits"
+	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -22,7 +23,7 @@ import (
 // and resolves its budget (admission); decide runs the pool-wide holds
 // once (policies.Holds), then plans, node by node in the order they asked
 // (opt-outs, windows and freezes, then the node's pods when its turn
-// comes), within the budget (planAdmissions), and runs the holds again
+// comes), within the budget (plan.Admissions), and runs the holds again
 // once the API server said the cache is behind (fresh.go); admit writes
 // what was decided, and setStatus reports the same decision (Blocked, Waiting
 // through the pool's status).
@@ -42,44 +43,15 @@ func (st *poolState) holdInput() policies.WaitInput {
 	in := st.holdBase()
 	// Held, every waiting node waits; the holds' messages count them.
 	if st.selectorErr == nil {
-		in.Budget.Waiting, in.Budget.Pending = st.waitingHead(waitingNamed)
+		in.Budget.Waiting, in.Budget.Pending = st.waitingHead(plan.WaitingNamed)
 	}
 	return in
 }
 
-// waitingNamed is how many waiting nodes a pool's messages name.
-const waitingNamed = 20
-
 // waitingHead names the first n waiting nodes in the queue's order, and
-// counts them all, without making the ordinary members' views ready: the
-// holds hold every one of them alike.
+// counts them all (plan.WaitingHead).
 func (st *poolState) waitingHead(n int) (names []string, count int) {
-	q := st.queue()
-	order := newWaitOrder(st.views, q)
-	count = len(order.others)
-	var queue []*member
-	if q != nil {
-		queue = q.queue
-		count += len(queue)
-		for _, k := range st.members.Pulled() {
-			if v := &k.Value.view; v.queued && !v.waiting() {
-				count--
-			}
-		}
-	}
-	i, j := 0, 0
-	for len(names) < n && (i < len(queue) || j < len(order.others)) {
-		if i < len(queue) && (j == len(order.others) || before(&queue[i].Value.view, order.others[j]) < 0) {
-			if k := queue[i]; !st.members.HasPulled(k) || k.Value.view.waiting() {
-				names = append(names, k.Value.view.Node.Name)
-			}
-			i++
-			continue
-		}
-		names = append(names, order.others[j].Node.Name)
-		j++
-	}
-	return names, count
+	return plan.WaitingHead(st.views, st.queue(), n)
 }
 
 // holdBase is holdInput without the nodes that wait, which the plan
@@ -128,13 +100,13 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	pods, asked := podcheck.Pass{}, false
 	q := st.queue()
 	for {
-		a.plan = planAdmissions(st.views, q, st.counted(), budget, a.hold != nil, a.block.blocks())
-		if len(a.plan.admit) == 0 {
+		a.plan = plan.Admissions(st.views, q, st.counted(), budget, a.hold != nil, a.block.Blocks())
+		if len(a.plan.Admit) == 0 {
 			break
 		}
 		if len(st.pool.Spec.BlockingQueries) > 0 && !asked {
 			asked = true
-			if a.block = r.blocking(ctx, st); a.block.blocks() {
+			if a.block = r.blocking(ctx, st); a.block.Blocks() {
 				continue
 			}
 		}
@@ -144,25 +116,25 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 			break
 		}
 	}
-	a.plan.maxUnavailable = a.budget
-	if limited && canariesHold(a.plan, budget) {
+	a.plan.MaxUnavailable = a.budget
+	if limited && plan.CanariesHold(a.plan, budget) {
 		a.canaries = &policies.Canaries{Passed: passed, Want: want}
 	}
 	// Windows open and close with time, not with events: the pool looks
 	// again when the next one opens if nodes wait for it, and asks its
 	// blocking queries again once their answer is stale.
-	if p := a.plan; p.outsideWindow > 0 && !p.nextOpening.IsZero() {
-		st.wakeAt(p.nextOpening)
+	if p := a.plan; p.OutsideWindow > 0 && !p.NextOpening.IsZero() {
+		st.wakeAt(p.NextOpening)
 	}
-	if a.plan.blockedByQuery > 0 {
-		st.wakeAt(a.block.at.Add(r.BlockingQueryInterval))
+	if a.plan.BlockedByQuery > 0 {
+		st.wakeAt(a.block.At.Add(r.BlockingQueryInterval))
 	}
 	// Last, once a node would be admitted, the hold that costs a read past
 	// the cache (fresh.go): what the API server says fills its input, and
 	// while it holds, the nodes planned wait like the others.
-	if len(a.plan.admit) > 0 && r.cacheBehind(ctx, st) != "" {
+	if len(a.plan.Admit) > 0 && r.cacheBehind(ctx, st) != "" {
 		a.hold = poolHold(st.holdInput())
-		a.plan = planAdmissions(st.views, q, st.counted(), a.budget, true, false)
+		a.plan = plan.Admissions(st.views, q, st.counted(), a.budget, true, false)
 		ctrl.LoggerFrom(ctx).Info("Admissions wait for the cache", "why", st.freshness.behind)
 	}
 }
@@ -175,25 +147,25 @@ func (st *poolState) waitInput() policies.WaitInput {
 	in := st.holdBase()
 	in.Windows = policies.WindowWait{
 		// Nodes an opt-out holds wait whatever the windows say.
-		Shut: p.outsideWindow > 0 && p.outsideWindow+p.optedOut == p.pending(),
-		Next: p.nextOpening,
+		Shut: p.OutsideWindow > 0 && p.OutsideWindow+p.OptedOut == p.Pending(),
+		Next: p.NextOpening,
 	}
-	in.Budget = policies.Budget{Max: p.maxUnavailable, Unavailable: st.unavailable(), Nodes: st.memberCount(), Pending: p.pending(),
-		Waiting: p.waiting[:min(len(p.waiting), waitingNamed)]}
+	in.Budget = policies.Budget{Max: p.MaxUnavailable, Unavailable: st.unavailable(), Nodes: st.memberCount(), Pending: p.Pending(),
+		Waiting: p.Waiting[:min(len(p.Waiting), plan.WaitingNamed)]}
 	for _, v := range st.views {
-		if len(v.relabelled) > 0 {
-			in.Budget.Relabelled = append(in.Budget.Relabelled, fmt.Sprintf("%s (labels: %s)", v.Node.Name, strings.Join(v.relabelled, ", ")))
+		if len(v.Relabelled) > 0 {
+			in.Budget.Relabelled = append(in.Budget.Relabelled, fmt.Sprintf("%s (labels: %s)", v.Node.Name, strings.Join(v.Relabelled, ", ")))
 		}
 	}
 	for _, v := range st.views {
-		for _, pr := range v.windowProblems {
+		for _, pr := range v.WindowProblems {
 			if !slices.Contains(in.Windows.Problems, pr) {
 				in.Windows.Problems = append(in.Windows.Problems, pr)
 			}
 		}
 	}
-	if p.blockedByQuery > 0 {
-		in.Blocking = &policies.Blocking{Reason: a.block.reason, Message: a.block.message}
+	if p.BlockedByQuery > 0 {
+		in.Blocking = &policies.Blocking{Reason: a.block.Reason, Message: a.block.Message}
 	}
 	in.Canaries = a.canaries
 	st.addFreezes(&in)
@@ -221,7 +193,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		return a.budgetErr
 	}
 	var errs []error
-	for _, name := range a.plan.admit {
+	for _, name := range a.plan.Admit {
 		v := st.view(name)
 		cur := v.Current()
 		admission := protocol.Admission{BootID: cur.BootID, Requests: cur.IDs(), Time: st.now, Pool: st.pool.Name, PoolUID: st.pool.UID,
@@ -239,7 +211,7 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
 		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
 			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
-		if o := v.overridden; o != nil {
+		if o := v.Overridden; o != nil {
 			r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverriddenReason, "Admit",
 				"%s; held since %s, past the pool's podOptOuts.maxHold (%s): admitted as its afterMaxHold (%s) says",
 				o.Message, v.Held.Since.UTC().Format(time.RFC3339), st.pool.Spec.PodOptOuts.MaxHold.Duration, v1alpha1.PodHoldAdmit)

@@ -17,11 +17,11 @@
 // (policies.Holds: an unreadable pool, the cluster's stop, a selector,
 // windows or blockingPodSelector that cannot be read, a pause, a halt,
 // the cache behind the API server), each a named function returning a
-// reason constant and a message; then the plan (planAdmissions, a pure
-// function), which takes the waiting nodes in the order they asked and
+// reason constant and a message; then the plan (plan.Admissions, a pure
+// function of the views, package view), which takes the waiting nodes in the order they asked and
 // passes over those their own verdicts hold (an opt-out, closed windows or
 // a freeze) and, when a node's turn comes, those its pods hold; then the
-// budget, lowered by a rollout's canaries (canary.go) and held by a
+// budget, lowered by a rollout's canaries (plan.CanaryBudget) and held by a
 // blocking query (blocking.go). Whether the cache is behind is asked of
 // the API server only once the plan admits a node (fresh.go); then the
 // holds run again with the answer. The

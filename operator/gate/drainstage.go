@@ -14,6 +14,8 @@ import (
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
+	"github.com/kmaint/kmaint/operator/gate/plan"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/hooks"
 )
 
@@ -37,10 +39,10 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 		}
 	}
 	var errs []error
-	mayApprove, used := approvable(st.views, st.counted(), st.admission.budget)
+	mayApprove, used := plan.Approvable(st.views, st.counted(), st.admission.budget)
 	following := map[string]bool{}
 	for _, v := range st.views {
-		if v.backingOff {
+		if v.InBackoff {
 			// It waits for its next drain attempt, unadmitted: the pool's
 			// Draining condition says so, and the pool looks again when
 			// the attempt may start.
@@ -72,7 +74,7 @@ func (r *Reconciler) drain(ctx context.Context, st *poolState) (time.Duration, e
 // attempts and following its drain, which steps it outside the reconcile
 // (followed), only as far as the node may go: nothing is evicted before
 // the pool's marks are on it and its beforeDrain hooks passed.
-func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView, mayApprove bool, used int) (f drainstep.Facts, followed bool, err error) {
+func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *view.Node, mayApprove bool, used int) (f drainstep.Facts, followed bool, err error) {
 	m := st.pool.Spec.NodeMarking
 	f = drainstep.Facts{Node: v.Node.Name, Now: st.now, Opts: st.pool.Spec.Drain,
 		Admission: *v.Admission, Requests: v.Admission.Requests, Forced: forcedThisAdmission(v),
@@ -133,7 +135,7 @@ func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *nodeView,
 // write tells. The hook runner writes where the node stands itself
 // (applyHooks), and a forced drain records its pods before it approves
 // (force).
-func (r *Reconciler) act(ctx context.Context, st *poolState, v *nodeView, step drainstep.Step, f drainstep.Facts) error {
+func (r *Reconciler) act(ctx context.Context, st *poolState, v *view.Node, step drainstep.Step, f drainstep.Facts) error {
 	if step.StopSteps {
 		r.steps.Stop(v.Node.Name)
 	}
@@ -208,7 +210,7 @@ func logStep(ctx context.Context, step drainstep.Step, f drainstep.Facts) {
 // skipped the work its beforeReboot hooks were for. The record names the
 // boot and requests, so that the NodeMaintenance controller tells the
 // request it was forced whenever it looks, before or after the reboot.
-func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f drainstep.Facts) error {
+func (r *Reconciler) force(ctx context.Context, st *poolState, v *view.Node, f drainstep.Facts) error {
 	forcing := protocol.DrainForcing{BootID: v.Admission.BootID, Requests: v.Admission.Requests, Time: st.now, Timeout: f.Timeout().String()}
 	// A forcing of this admission, recorded by a reconcile that then failed,
 	// keeps the pods it named.
@@ -247,7 +249,7 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *nodeView, f dr
 
 // forcedThisAdmission reports whether the node's forced-drain record is
 // that of its current admission.
-func forcedThisAdmission(v *nodeView) bool {
+func forcedThisAdmission(v *view.Node) bool {
 	f := v.DrainForced
 	return f != nil && f.BootID == v.Admission.BootID && !f.Time.Before(v.Admission.Time)
 }
@@ -255,14 +257,14 @@ func forcedThisAdmission(v *nodeView) bool {
 // hookDecision is where the node stands in its pool's hooks at point
 // before its reboot, for its admitted boot (hooks.Runner.DecideAt): the
 // kinds observe each attempt; nothing is written.
-func (r *Reconciler) hookDecision(ctx context.Context, st *poolState, v *nodeView, point protocol.HookPoint) (hooks.Decision, error) {
+func (r *Reconciler) hookDecision(ctx context.Context, st *poolState, v *view.Node, point protocol.HookPoint) (hooks.Decision, error) {
 	return r.hooks.DecideAt(ctx, hooksAt(st, v, point))
 }
 
 // applyHooks does what the runner's decision at point asks: each write of
 // where the node stands goes through patchNode, so that the later phases
 // and the status see it.
-func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *nodeView, d hooks.Decision) error {
+func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *view.Node, d hooks.Decision) error {
 	name := v.Node.Name
 	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, hooks.NodeRecord{
 		Write: func(rec *protocol.HookRecord) error {
@@ -279,7 +281,7 @@ func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *nodeView,
 }
 
 // hooksAt is the node at point before its reboot.
-func hooksAt(st *poolState, v *nodeView, point protocol.HookPoint) hooks.At {
+func hooksAt(st *poolState, v *view.Node, point protocol.HookPoint) hooks.At {
 	return hooks.At{Pool: st.pool, Node: v.NodeState, Point: point, BootID: v.Admission.BootID, Now: st.now}
 }
 
@@ -287,7 +289,7 @@ func hooksAt(st *poolState, v *nodeView, point protocol.HookPoint) hooks.At {
 // reboot) for its admission, from when a drain after them is timed: the
 // last hook's pass. Zero when it is not at the point, or no pass is
 // recorded (the pool's hooks there were removed).
-func hookPassedAt(v *nodeView, point protocol.HookPoint) time.Time {
+func hookPassedAt(v *view.Node, point protocol.HookPoint) time.Time {
 	if v.Hook == nil || v.Hook.Point != point || v.Admission == nil || v.Hook.Token != v.HookTokenAt(point, v.Admission.BootID) {
 		return time.Time{}
 	}
@@ -302,7 +304,7 @@ func hookPassedAt(v *nodeView, point protocol.HookPoint) time.Time {
 
 // drainStart is when the node's drain began: at its admission, or once
 // its beforeDrain hooks passed.
-func drainStart(v *nodeView) time.Time {
+func drainStart(v *view.Node) time.Time {
 	if t := hookPassedAt(v, protocol.BeforeDrain); t.After(v.Admission.Time) {
 		return t
 	}
@@ -314,7 +316,7 @@ func drainStart(v *nodeView) time.Time {
 // node waits there (drain), so that a pod that lands on it meanwhile (one
 // that tolerates the cordon, or is bound to the node by name) is evicted
 // before the reboot, its PodDisruptionBudget holding.
-func drainedForHooks(v *nodeView) bool {
+func drainedForHooks(v *view.Node) bool {
 	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
 		v.Hook.Token == v.HookTokenAt(protocol.BeforeReboot, v.Admission.BootID)
 }

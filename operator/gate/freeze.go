@@ -33,24 +33,24 @@ func (st *poolState) observeFreeze(freeze policies.FreezeState) {
 func (st *poolState) addFreezes(in *policies.WaitInput) {
 	var waiting map[string]bool
 	for _, v := range st.views {
-		if len(v.frozen) == 0 && len(v.freezeProblems) == 0 {
+		if len(v.Frozen) == 0 && len(v.FreezeProblems) == 0 {
 			continue
 		}
 		if waiting == nil {
-			waiting = make(map[string]bool, len(st.admission.plan.waiting))
-			for _, name := range st.admission.plan.waiting {
+			waiting = make(map[string]bool, len(st.admission.plan.Waiting))
+			for _, name := range st.admission.plan.Waiting {
 				waiting[name] = true
 			}
 		}
 		if !waiting[v.Node.Name] {
 			continue
 		}
-		for _, f := range v.frozen {
+		for _, f := range v.Frozen {
 			if !slices.Contains(in.Windows.Frozen, f) {
 				in.Windows.Frozen = append(in.Windows.Frozen, f)
 			}
 		}
-		for _, f := range v.freezeProblems {
+		for _, f := range v.FreezeProblems {
 			if !slices.Contains(in.Windows.FreezeProblems, f) {
 				in.Windows.FreezeProblems = append(in.Windows.FreezeProblems, f)
 			}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/plan"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/index"
 )
 
@@ -126,17 +128,17 @@ func TestKeptViewsAreWhatAFreshGateSees(t *testing.T) {
 			t.Fatalf("turn %d, after %s: the kept views differ from a fresh gate's:\n%s", turn, step, lineDiff(got, want))
 		}
 		budget := kept.admission.budget
-		keptPlan := planAdmissions(kept.views, kept.queue(), kept.counted(), budget, false, false)
-		freshPlan := planAdmissions(found.views, found.queue(), found.counted(), budget, false, false)
-		if !slices.Equal(keptPlan.waiting, freshPlan.waiting) || !slices.Equal(keptPlan.admit, freshPlan.admit) || keptPlan.unlisted != freshPlan.unlisted {
+		keptPlan := plan.Admissions(kept.views, kept.queue(), kept.counted(), budget, false, false)
+		freshPlan := plan.Admissions(found.views, found.queue(), found.counted(), budget, false, false)
+		if !slices.Equal(keptPlan.Waiting, freshPlan.Waiting) || !slices.Equal(keptPlan.Admit, freshPlan.Admit) || keptPlan.Unlisted != freshPlan.Unlisted {
 			t.Fatalf("turn %d, after %s: the kept queue plans %v then %v (%d more), a fresh gate %v then %v (%d more)",
-				turn, step, keptPlan.admit, head(keptPlan.waiting), keptPlan.unlisted, freshPlan.admit, head(freshPlan.waiting), freshPlan.unlisted)
+				turn, step, keptPlan.Admit, head(keptPlan.Waiting), keptPlan.Unlisted, freshPlan.Admit, head(freshPlan.Waiting), freshPlan.Unlisted)
 		}
 		// And as a plan that reads every node, sorted afresh, would.
-		every := planAdmissions(everyView(found), nil, found.counted(), budget, false, false)
-		if !slices.Equal(keptPlan.admit, every.admit) || keptPlan.pending() != every.pending() {
+		every := plan.Admissions(everyView(found), nil, found.counted(), budget, false, false)
+		if !slices.Equal(keptPlan.Admit, every.Admit) || keptPlan.Pending() != every.Pending() {
 			t.Fatalf("turn %d, after %s: the kept queue plans %v with %d waiting, a plan of every node %v with %d",
-				turn, step, keptPlan.admit, keptPlan.pending(), every.admit, every.pending())
+				turn, step, keptPlan.Admit, keptPlan.Pending(), every.Admit, every.Pending())
 		}
 	}
 }
@@ -174,23 +176,23 @@ func describeViews(st *poolState) string {
 	var b strings.Builder
 	for _, v := range st.views {
 		fmt.Fprintf(&b, "%s rv=%s queued=%s waiting=%t unavailable=%t window=%t stale=%t held=%t others=%v optOut=%v\n",
-			v.Node.Name, v.Node.ResourceVersion, v.queuedAt.Format(time.RFC3339Nano), v.waiting(), v.unavailable(), v.windowOpen,
-			v.staleConfig, v.heldUnreadable, v.otherPools, v.optOut)
-		if len(v.relabelled) > 0 {
-			fmt.Fprintf(&b, "  relabelled into %v\n", v.relabelled)
+			v.Node.Name, v.Node.ResourceVersion, v.QueuedAt.Format(time.RFC3339Nano), v.Waiting(), v.UsesBudget(), v.WindowOpen,
+			v.StaleConfig, v.HeldUnreadable, v.OtherPools, v.OptedOut)
+		if len(v.Relabelled) > 0 {
+			fmt.Fprintf(&b, "  relabelled into %v\n", v.Relabelled)
 		}
 	}
 	fmt.Fprintf(&b, "ordinary: %d nodes, %d on the desired config\n", st.quiet().Nodes, st.quiet().Current)
 	for _, k := range st.members.Queue() {
-		v := &k.Value.view
-		fmt.Fprintf(&b, "queued %s rv=%s queued=%s\n", v.Node.Name, v.Node.ResourceVersion, v.queuedAt.Format(time.RFC3339Nano))
+		v := &k.Value.View
+		fmt.Fprintf(&b, "queued %s rv=%s queued=%s\n", v.Node.Name, v.Node.ResourceVersion, v.QueuedAt.Format(time.RFC3339Nano))
 	}
 	return b.String()
 }
 
 // everyView pulls every ordinary member of the pool among st's views, as a
 // gate that read every node at every reconcile had them, and returns them.
-func everyView(st *poolState) []*nodeView {
+func everyView(st *poolState) []*view.Node {
 	for _, k := range st.members.Queue() {
 		st.pull(k)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/cacheread"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
-	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/index"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/policies"
@@ -139,24 +139,24 @@ func (r *Reconciler) unreadableRequests(ctx context.Context) (map[string]string,
 // keep makes what observe keeps of a node of the pool (pools.Of).
 func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool *v1alpha1.MaintenancePool, sel pools.Selection,
 	unreadable map[string]string, now time.Time, s protocol.NodeState, others []string) (member, error) {
-	v := viewOf(s)
-	v.otherPools = others
-	v.relabelled = relabelled(s, pool.Name, sel)
-	k := keptView{}
+	v := view.Of(s)
+	v.OtherPools = others
+	v.Relabelled = view.Relabelled(s, pool.Name, sel)
+	k := view.Kept{}
 	if cur := v.Current(); cur != nil {
 		settings, err := r.requestSettingsOf(open, &v)
 		if err != nil {
 			return member{}, err
 		}
-		k.settings = settings
-		v.queueMoves = pools.QueueTimeMoves(cur.Requests, settings)
-		v.queuedAt = pools.QueueTime(cur.Requests, settings, now)
-		v.staleConfig = staleConfig(cur.Requests, pool.Spec.DesiredConfig)
-		k.requests = v.holdUnreadable(cur.Requests, unreadable)
+		k.Settings = settings
+		v.QueueMoves = pools.QueueTimeMoves(cur.Requests, settings)
+		v.QueuedAt = pools.QueueTime(cur.Requests, settings, now)
+		v.StaleConfig = view.StaleConfig(cur.Requests, pool.Spec.DesiredConfig)
+		k.Requests = v.HoldUnreadable(cur.Requests, unreadable)
 	}
-	place := placeOf(&v, pool.Spec.DesiredConfig, sel.Err(pool.Name) == nil)
-	v.queued = place.Queued
-	k.view = v
+	place := v.Place(pool.Spec.DesiredConfig, sel.Err(pool.Name) == nil)
+	v.Queued = place.Queued
+	k.View = v
 	return member{Value: k, Place: place}, nil
 }
 
@@ -164,7 +164,7 @@ func (r *Reconciler) keep(open cacheread.Index[*v1alpha1.NodeMaintenance], pool 
 // NodeMaintenances (found by open) say of its requests: their windows,
 // freezes and policy, and when each was made, which bounds the node's
 // place in the queue.
-func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *nodeView) (pools.SettingsList, error) {
+func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMaintenance], v *view.Node) (pools.SettingsList, error) {
 	return r.settings.Of(v.Node.Name, v.Requested, func() ([]*v1alpha1.NodeMaintenance, error) {
 		nms, err := open.By(v.Node.Name)
 		if err != nil {
@@ -172,36 +172,6 @@ func (r *Reconciler) requestSettingsOf(open cacheread.Index[*v1alpha1.NodeMainte
 		}
 		return nms, nil
 	})
-}
-
-// placeOf says where a node goes among its pool's members (package
-// members): quiet when it is ordinary (nodeView.ordinary) or quietly
-// rebooting, queued when it is ordinary and asks to be admitted. desired
-// is its pool's desiredConfig, and selectable false when its pool's
-// selector cannot be parsed.
-func placeOf(v *nodeView, desired string, selectable bool) members.Place {
-	ordinary := v.ordinary(desired, selectable)
-	return members.Place{
-		Quiet:     ordinary || v.quietlyRebooting(desired, selectable),
-		Rebooting: v.Rebooting(),
-		Queued:    ordinary && v.WantsAdmission(),
-		Ready:     v.Ready,
-		Current:   v.CurrentConfig == desired,
-	}
-}
-
-// relabelled returns the pools a node in flight in pool is in by its
-// labels, when that is not pool alone: someone moved it while it was in
-// flight. It stays in pool until its maintenance ends (pools.Of), and the
-// gate says so. Nil for a node not in flight.
-func relabelled(s protocol.NodeState, pool string, sel pools.Selection) []string {
-	if name, _ := s.InFlightPool(); name != pool {
-		return nil
-	}
-	if in := pools.Selecting(s.Node, sel); len(in) != 1 || in[0] != pool {
-		return in
-	}
-	return nil
 }
 
 // unreadableKey names the set of unreadable requests (unreadableRequests)
@@ -229,7 +199,7 @@ func (st *poolState) replace(node *corev1.Node) {
 			// A copy: the view the reconcile started from is kept for the
 			// next (poolnodes.Kept), with the node the cache holds.
 			written := *st.views[i]
-			written.NodeState = newNodeView(node).NodeState
+			written.NodeState = view.Read(node).NodeState
 			st.views[i] = &written
 			return
 		}
@@ -255,11 +225,11 @@ func (st *poolState) index(name string) int {
 }
 
 // view is the named node's view; a zero view when the pool has none.
-func (st *poolState) view(name string) *nodeView {
+func (st *poolState) view(name string) *view.Node {
 	if i := st.index(name); i >= 0 {
 		return st.views[i]
 	}
-	return &nodeView{}
+	return &view.Node{}
 }
 
 // unavailable counts the nodes against the pool's budget: its own that are
@@ -268,23 +238,9 @@ func (st *poolState) view(name string) *nodeView {
 func (st *poolState) unavailable() int {
 	n := st.counted()
 	for _, v := range st.views {
-		if v.unavailable() {
+		if v.UsesBudget() {
 			n++
 		}
 	}
 	return n
-}
-
-// staleConfig reports whether every request is a config request for a
-// config the pool no longer wants: the node's daemon is about to replace
-// it with one for the config the pool wants now, or to withdraw it when
-// that is the config the node runs (a roll back). Admitted in between, the
-// node would reboot for nothing, or twice.
-func staleConfig(reqs []protocol.Request, desired string) bool {
-	for _, r := range reqs {
-		if r.Source != v1alpha1.SourceConfig || r.Config == "" || r.Config == desired {
-			return false
-		}
-	}
-	return len(reqs) > 0
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -35,7 +36,7 @@ func (r *Reconciler) observeOptOuts(ctx context.Context, st *poolState) error {
 	for i := range st.views {
 		v := st.views[i]
 		if v.WantsAdmission() {
-			v.optOut = v.DoNotDisrupt
+			v.OptedOut = v.DoNotDisrupt
 		}
 	}
 	return nil
@@ -51,7 +52,7 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 		switch {
 		case want == nil && !v.HeldAnnotated():
 			continue
-		case want == nil && !v.checked && v.WantsAdmission() && v.optOut == nil && v.Held != nil:
+		case want == nil && !v.PodsChecked && v.WantsAdmission() && v.OptedOut == nil && v.Held != nil:
 			continue // not looked at this time: the last finding stands
 		case want != nil && v.Held != nil && v.Held.Reason == want.Reason && v.Held.Message == want.Message:
 			continue
@@ -73,11 +74,11 @@ func (r *Reconciler) syncHeld(ctx context.Context, st *poolState) error {
 // finding, whatever the pods say since: it is what the pool's
 // podOptOuts.maxHold counts from, and a pod that swapped its annotation
 // for a blockingPodSelector label must not start the count again.
-func heldNote(v *nodeView, now time.Time) *protocol.Held {
-	if !v.podHeld || v.optOut == nil {
+func heldNote(v *view.Node, now time.Time) *protocol.Held {
+	if !v.PodHeld || v.OptedOut == nil {
 		return nil
 	}
-	h := &protocol.Held{Reason: v.optOut.Reason, Message: v1alpha1.FitMessage(v.optOut.Message), Since: now, Overdue: v.overdue}
+	h := &protocol.Held{Reason: v.OptedOut.Reason, Message: v1alpha1.FitMessage(v.OptedOut.Message), Since: now, Overdue: v.Overdue}
 	if v.Held != nil && !v.Held.Since.IsZero() && !v.Held.Since.After(now) {
 		h.Since = v.Held.Since
 	}
@@ -105,7 +106,7 @@ func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
 			continue
 		}
 		if i := st.index(v.Node.Name); i >= 0 {
-			st.views[i].optOut = o // not admitted again in this pass
+			st.views[i].OptedOut = o // not admitted again in this pass
 		}
 		ctrl.LoggerFrom(ctx).Info("Opted-out node released before approval", "node", v.Node.Name)
 		r.events.Both(st.pool, v.Node, corev1.EventTypeNormal, v1alpha1.DoNotDisruptReason, "Release",
@@ -118,8 +119,8 @@ func (r *Reconciler) releaseOptedOut(ctx context.Context, st *poolState) error {
 func (st *poolState) optedOutNodes() []string {
 	var out []string
 	for _, v := range st.views {
-		if v.optOut != nil && v.waiting() {
-			out = append(out, v.optOut.Message)
+		if v.OptedOut != nil && v.Waiting() {
+			out = append(out, v.OptedOut.Message)
 		}
 	}
 	return out

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 )
 
@@ -49,35 +49,12 @@ func (r *Reconciler) setOverBudget(ctx context.Context, st *poolState, last *v1a
 func (st *poolState) countedNodes() []string {
 	var names []string
 	for _, v := range st.views {
-		if v.unavailable() {
-			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, unavailableBecause(v)))
+		if v.UsesBudget() {
+			names = append(names, fmt.Sprintf("%s (%s)", v.Node.Name, plan.UnavailableBecause(v)))
 		}
 	}
 	for _, k := range st.members.Rebooting() {
-		names = append(names, fmt.Sprintf("%s (%s)", k.Value.view.Node.Name, unavailableBecause(&k.Value.view)))
+		names = append(names, fmt.Sprintf("%s (%s)", k.Value.View.Node.Name, plan.UnavailableBecause(&k.Value.View)))
 	}
 	return names
-}
-
-// unavailableBecause says why a node counts against its pool's budget.
-func unavailableBecause(v *nodeView) string {
-	var why string
-	switch {
-	case v.inflight:
-		why = "admitted"
-	case v.Rebooting():
-		why = "rebooting"
-	case v.Draining():
-		why = "draining"
-	case v.Settle != nil || v.SettleUnreadable():
-		why = "settling after its reboot"
-	case !v.Ready:
-		why = "not Ready"
-	default:
-		why = "cordoned"
-	}
-	if len(v.relabelled) > 0 {
-		why += ", in flight here though its labels put it in " + strings.Join(v.relabelled, ", ")
-	}
-	return why
 }

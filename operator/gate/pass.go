@@ -3,12 +3,14 @@ package gate
 import (
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/plan"
+	"github.com/kmaint/kmaint/operator/gate/view"
 )
 
 // member is what the gate keeps of a node of a pool between reconciles
 // (package members): its kept view, and where it goes among the pool's
 // members.
-type member = members.Member[keptView]
+type member = members.Member[view.Kept]
 
 // pass makes the pool's views ready for this reconcile's phases (package
 // members): the active members', with what changes with time worked out
@@ -16,29 +18,29 @@ type member = members.Member[keptView]
 // show admitted yet; and, where windows or freezes apply, every ordinary
 // member that waits, each of which has a verdict of its own. The plan
 // pulls the other ordinary members it reads, head of the queue first.
-func (r *Reconciler) pass(st *poolState, m *members.Pool[keptView], wins *pools.Windows) {
+func (r *Reconciler) pass(st *poolState, m *members.Pool[view.Kept], wins *pools.Windows) {
 	// Without windows or freezes anywhere, or with the pool's unreadable
 	// (nothing is admitted then), the defaults stand.
 	windowed := !timeless(wins)
 	anyInflight := r.inflight.any()
-	st.views = make([]*nodeView, 0, len(m.Active())+8)
+	st.views = make([]*view.Node, 0, len(m.Active())+8)
 	st.members = m.Start(func(k *member) {
 		// The views are the kept ones, not copies: at thousands of nodes a
 		// copy of each was most of a reconcile's allocations. What the
 		// phases find of a node in one reconcile starts afresh here
 		// (startPass).
-		v := &k.Value.view
-		v.startPass()
-		v.inflight = anyInflight && r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
-		v.backingOff = v.BackingOff(st.now)
+		v := &k.Value.View
+		v.StartPass()
+		v.AdmittedUnseen = anyInflight && r.inflight.pending(v.Node.Name, v.Node.ResourceVersion, v.Admission != nil, st.now)
+		v.InBackoff = v.BackingOff(st.now)
 		if cur := v.Current(); cur != nil {
-			if v.queueMoves {
-				v.queuedAt = pools.QueueTime(cur.Requests, k.Value.settings, st.now)
+			if v.QueueMoves {
+				v.QueuedAt = pools.QueueTime(cur.Requests, k.Value.Settings, st.now)
 			}
 			if windowed {
-				ww := wins.Node(k.Value.requests, k.Value.settings)
-				v.windowOpen, v.nextOpening, v.windowProblems = !ww.Shut, ww.Next, ww.Problems
-				v.frozen, v.freezeProblems = ww.Frozen, ww.FreezeProblems
+				ww := wins.Node(k.Value.Requests, k.Value.Settings)
+				v.WindowOpen, v.NextOpening, v.WindowProblems = !ww.Shut, ww.Next, ww.Problems
+				v.Frozen, v.FreezeProblems = ww.Frozen, ww.FreezeProblems
 			}
 		}
 		// Every member made ready is among the views: one pulled in is
@@ -69,18 +71,18 @@ func timeless(wins *pools.Windows) bool {
 
 // pull makes an ordinary member's view ready for the phases, once per
 // pass, and puts it among the views.
-func (st *poolState) pull(k *member) *nodeView {
+func (st *poolState) pull(k *member) *view.Node {
 	st.members.Pull(k)
-	return &k.Value.view
+	return &k.Value.View
 }
 
 // queue is the pool's ordinary waiting members as a plan reads them; nil
 // for a state without members (a test's).
-func (st *poolState) queue() *ordinaryQueue {
+func (st *poolState) queue() *plan.Queue {
 	if st.members == nil {
 		return nil
 	}
-	return &ordinaryQueue{members: st.members, queue: st.members.Queue(), counted: timeless(st.admission.windows)}
+	return plan.NewQueue(st.members, timeless(st.admission.windows))
 }
 
 // quiet counts the quiet members not among the views.

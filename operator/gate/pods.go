@@ -20,14 +20,14 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 	p := &st.admission.plan
 	pool := podcheck.Pool{Name: st.pool.Name, Generation: st.pool.Generation,
 		Selector: st.admission.podSelector, OptOuts: st.pool.Spec.PodOptOuts, Now: st.now}
-	checked := r.podChecks.ListStale(ctx, pass, pool, p.admit)
+	checked := r.podChecks.ListStale(ctx, pass, pool, p.Admit)
 	wakeBy := func(t time.Time) {
 		if wake.IsZero() || t.Before(wake) {
 			wake = t
 		}
 	}
 	var admit []string
-	for _, name := range p.admit {
+	for _, name := range p.Admit {
 		v := st.views[st.index(name)]
 		check, fresh := r.podChecks.Fresh(name, pool)
 		if !fresh {
@@ -35,21 +35,21 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 			if check, ok = checked[name]; !ok {
 				// Past this reconcile's Lists: its turn comes on the next
 				// pass, soon.
-				p.waiting = append(p.waiting, name)
+				p.Waiting = append(p.Waiting, name)
 				wakeBy(st.now.Add(time.Second))
 				continue
 			}
 		}
-		v.checked = true
+		v.PodsChecked = true
 		if check.OptOut != nil {
 			hold := podcheck.Hold(st.pool.Spec.PodOptOuts, v.Held, check, st.now)
 			if hold.Admit {
 				// Held past the pool's maxHold, which says to admit.
-				v.overridden = check.OptOut
+				v.Overridden = check.OptOut
 				admit = append(admit, name)
 				continue
 			}
-			v.optOut, v.podHeld, v.overdue = hold.OptOut, true, hold.Overdue
+			v.OptedOut, v.PodHeld, v.Overdue = hold.OptOut, true, hold.Overdue
 			// Nothing tells the gate that a pod went away: it looks again
 			// once the finding is stale, or when the hold runs out.
 			wakeBy(check.At.Add(r.BlockingPodInterval))
@@ -62,7 +62,7 @@ func (r *Reconciler) passHeldByPods(ctx context.Context, st *poolState, pass *po
 		admit = append(admit, name)
 	}
 	if !again {
-		p.admit = admit
+		p.Admit = admit
 	}
 	return again, wake
 }

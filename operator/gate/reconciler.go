@@ -25,6 +25,7 @@ import (
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
@@ -206,8 +207,8 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	r.settings = requestsettings.New()
 	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}
-	r.members = members.NewPools(keptOrder())
-	r.blocks = recent.New[types.UID, blockResult]()
+	r.members = members.NewPools(plan.KeptOrder())
+	r.blocks = recent.New[types.UID, plan.Block]()
 	r.inflight = newInflight()
 	r.relabels = newRelabels()
 	if r.Decoded == nil {

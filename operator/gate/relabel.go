@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/view"
 )
 
 // relabels remembers which relabelled nodes in flight the gate told of, and
@@ -33,7 +34,7 @@ func (l *relabels) forgetPool(pool string) {
 }
 
 // tellRelabelled tells, once per move, of each node in flight in the pool
-// whose labels put it elsewhere now (nodeView.relabelled): a Warning event
+// whose labels put it elsewhere now (view.Node.Relabelled): a Warning event
 // on the node and the pool. It stays the pool's until its maintenance ends
 // (pools.Of): its budget, drain, marks and hooks are the pool's, and the
 // pools its labels name now neither drive it nor drop what it waits for.
@@ -41,13 +42,13 @@ func (l *relabels) forgetPool(pool string) {
 func (r *Reconciler) tellRelabelled(ctx context.Context, st *poolState) {
 	prefix := st.pool.Name + "\x00"
 	now := map[string]bool{}
-	var tell []*nodeView
+	var tell []*view.Node
 	r.relabels.mu.Lock()
 	for _, v := range st.views {
-		if len(v.relabelled) == 0 {
+		if len(v.Relabelled) == 0 {
 			continue
 		}
-		key := prefix + strings.Join(v.relabelled, ",")
+		key := prefix + strings.Join(v.Relabelled, ",")
 		now[v.Node.Name] = true
 		if r.relabels.told[v.Node.Name] != key {
 			r.relabels.told[v.Node.Name] = key
@@ -61,8 +62,8 @@ func (r *Reconciler) tellRelabelled(ctx context.Context, st *poolState) {
 	}
 	r.relabels.mu.Unlock()
 	for _, v := range tell {
-		in := strings.Join(v.relabelled, ", ")
-		ctrl.LoggerFrom(ctx).Info("Node relabelled in flight", "node", v.Node.Name, "labels", v.relabelled)
+		in := strings.Join(v.Relabelled, ", ")
+		ctrl.LoggerFrom(ctx).Info("Node relabelled in flight", "node", v.Node.Name, "labels", v.Relabelled)
 		r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.RelabelledInFlightReason, "Relabel",
 			"Node %s's labels put it in pool %s now; it stays in pool %s, which admitted it, until its maintenance ends: %s's budget, drain and hooks apply, and %s does not drive it",
 			v.Node.Name, in, st.pool.Name, st.pool.Name, in)

@@ -15,14 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
 	"github.com/kmaint/kmaint/operator/drain"
 	"github.com/kmaint/kmaint/operator/gate/drainstep"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/operator/gate/requestsettings"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/poolnodes"
@@ -57,9 +58,9 @@ type admission struct {
 	// none does.
 	hold *verdict
 	// block is what the pool's blocking queries said, when they were asked.
-	block blockResult
+	block plan.Block
 	// plan is the admission decision, once made.
-	plan plan
+	plan plan.Plan
 	// canaries is, while a rollout's canaries hold waiting nodes, how many
 	// passed of how many; nil when they hold none. The pool's status
 	// publishes it for the waiting requests.
@@ -85,20 +86,6 @@ type freshness struct {
 	nodes string
 }
 
-// blockResult is what a pool's blocking queries said at one evaluation.
-type blockResult struct {
-	// at is when the queries were evaluated, by the gate's clock.
-	at time.Time
-	// generation is the pool's generation they were evaluated for.
-	generation int64
-	// reason is v1alpha1.BlockingQueryReason or v1alpha1.BlockingQueryFailedReason while the
-	// pool is blocked, empty when no query blocks.
-	reason string
-	// query names the query that blocks.
-	query   string
-	message string
-}
-
 // poolState is one reconcile's picture of a pool: what it read of the
 // pool and the cluster, the pool's nodes, and what the phases learned and
 // did.
@@ -106,11 +93,11 @@ type poolState struct {
 	poolRead
 	// views are the nodes of the pool the phases read node by node: its
 	// active members, and the ordinary ones pulled in this pass (pass.go).
-	views []*nodeView
+	views []*view.Node
 	// members is what the gate keeps of the pool's nodes, as this
 	// reconcile reads it: the ordinary members not among the views are
 	// counted there, and the ones that wait queued (package members).
-	members *members.Pass[keptView]
+	members *members.Pass[view.Kept]
 	// admission is what the pool's admissions depend on, and what the
 	// gate decided (admission.go).
 	admission admission
@@ -142,19 +129,6 @@ type poolRead struct {
 	// reconcile read its stop (nil: none); freshness compares this one,
 	// the one the decisions came from, with the API server's.
 	gate *v1alpha1.MaintenanceGate
-}
-
-// keptView is what observe keeps of a node between reconciles
-// (poolnodes.Kept, members.Member): its view as far as the node, its
-// NodeMaintenances and the pool's spec tell it, and what the parts of it
-// that change with time are worked out from at each reconcile.
-type keptView struct {
-	view nodeView
-	// requests are the node's current requests that can be read
-	// (holdUnreadable), and settings what its NodeMaintenances say of
-	// them: its windows are found from both.
-	requests []protocol.Request
-	settings pools.SettingsList
 }
 
 // Drainer evicts a node's pods one step at a time; drain.Drainer is the real
@@ -215,7 +189,7 @@ type Reconciler struct {
 	// status writes the pools' status.
 	status *poolstatus.Writer
 	// blocks keeps each pool's last blocking-query evaluation, by UID.
-	blocks *recent.Cache[types.UID, blockResult]
+	blocks *recent.Cache[types.UID, plan.Block]
 	// settings keeps what nodes' open NodeMaintenances say of their
 	// requests.
 	settings *requestsettings.Cache
@@ -227,7 +201,7 @@ type Reconciler struct {
 	nodesSeen *poolnodes.Seen
 	// members sorts what kept holds of each pool's nodes into what the
 	// phases read node by node, what they count, and the queue.
-	members *members.Pools[keptView]
+	members *members.Pools[view.Kept]
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *podcheck.Checker
 	// relabels keeps which relabelled nodes in flight the gate told of.

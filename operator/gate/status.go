@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 )
 
@@ -21,19 +22,19 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 	s.Nodes, s.Ready, s.Updated, s.Unavailable = 0, 0, 0, 0
 	s.Draining, s.Rebooting, s.Degraded, s.Conflicting, s.AtHooks = 0, 0, 0, 0, 0
 	a := &st.admission
-	s.MaxUnavailable = int32(a.plan.maxUnavailable)
-	s.PendingRequests = int32(a.plan.pending())
+	s.MaxUnavailable = int32(a.plan.MaxUnavailable)
+	s.PendingRequests = int32(a.plan.Pending())
 	// What the decision found that the waiting requests quote (package
 	// maintenance reads it here rather than deciding it again).
 	s.BlockingQuery, s.Canaries = nil, nil
 	if c := a.canaries; c != nil {
 		s.Canaries = &v1alpha1.CanaryStatus{Passed: int32(c.Passed), Want: int32(c.Want)}
 	}
-	if a.plan.blockedByQuery > 0 {
+	if a.plan.BlockedByQuery > 0 {
 		// Prometheus's own words are in the message: kept within the
 		// schema's bound, or the whole status write would be refused.
-		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: a.block.query, Reason: a.block.reason, Message: v1alpha1.FitMessage(a.block.message),
-			LastEvaluationTime: metav1.NewTime(a.block.at)}
+		s.BlockingQuery = &v1alpha1.BlockingQueryStatus{Name: a.block.Query, Reason: a.block.Reason, Message: v1alpha1.FitMessage(a.block.Message),
+			LastEvaluationTime: metav1.NewTime(a.block.At)}
 	}
 
 	var degraded, malformed, notBack []string
@@ -41,11 +42,11 @@ func (r *Reconciler) setStatus(ctx context.Context, st *poolState, last *v1alpha
 		s.Nodes++
 		count(&s.Ready, v.Ready)
 		count(&s.Updated, pool.Spec.DesiredConfig == "" || v.CurrentConfig == pool.Spec.DesiredConfig)
-		count(&s.Unavailable, v.unavailable())
+		count(&s.Unavailable, v.UsesBudget())
 		count(&s.Draining, v.Draining())
 		count(&s.Rebooting, v.Rebooting())
 		count(&s.Degraded, v.Degraded())
-		count(&s.Conflicting, len(v.otherPools) > 0)
+		count(&s.Conflicting, len(v.OtherPools) > 0)
 		count(&s.AtHooks, v.Admission != nil && v.Hook != nil && !v.Hook.Passed())
 		switch {
 		case v.Unreadable != nil:
@@ -85,11 +86,11 @@ func setConflicting(st *poolState) {
 	var parts []string
 	realConflict := false
 	for _, v := range st.views {
-		if len(v.otherPools) == 0 {
+		if len(v.OtherPools) == 0 {
 			continue
 		}
 		var valid, invalid []string
-		for _, p := range append([]string{st.pool.Name}, v.otherPools...) {
+		for _, p := range append([]string{st.pool.Name}, v.OtherPools...) {
 			if st.selection.Err(p) != nil {
 				invalid = append(invalid, p)
 			} else {
@@ -120,7 +121,7 @@ func count(n *int32, ok bool) {
 	}
 }
 
-func degradedMessage(v *nodeView) string {
+func degradedMessage(v *view.Node) string {
 	switch {
 	case v.DaemonDegraded():
 		return fmt.Sprintf("%s: %s", v.Node.Name, v.Daemon.Message)
@@ -165,7 +166,7 @@ func setDraining(st *poolState) {
 	blocked := false
 	for _, v := range st.views {
 		d, stepped := st.drains[v.Node.Name]
-		if !v.Draining() && !v.backingOff {
+		if !v.Draining() && !v.InBackoff {
 			continue
 		}
 		msg := d.Message

@@ -8,15 +8,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/operator/gate/plan"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/policies"
 )
 
 // What each reconcile does with every view of a pool, at the scale of
 // thousands of nodes.
 
-func frozenView(name string, frozen, problems []string) *nodeView {
-	v := &nodeView{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
-	v.frozen, v.freezeProblems = frozen, problems
+func frozenView(name string, frozen, problems []string) *view.Node {
+	v := &view.Node{NodeState: protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
+	v.Frozen, v.FreezeProblems = frozen, problems
 	return v
 }
 
@@ -25,13 +27,13 @@ func frozenView(name string, frozen, problems []string) *nodeView {
 // ignoreFreezes, say).
 func TestAddFreezesNamesTheFreezesOfWaitingNodesOnce(t *testing.T) {
 	st := &poolState{
-		views: []*nodeView{
+		views: []*view.Node{
 			frozenView("a", []string{"pool p: freeze release"}, nil),
 			frozenView("b", []string{"pool p: freeze release"}, []string{"RebootPolicy q: freeze x cannot be read"}),
 			frozenView("c", []string{"pool p: freeze audit"}, nil),
 			frozenView("d", nil, nil),
 		},
-		admission: admission{plan: plan{waiting: []string{"a", "b", "d"}}},
+		admission: admission{plan: plan.Plan{Waiting: []string{"a", "b", "d"}}},
 	}
 	var in policies.WaitInput
 	st.addFreezes(&in)
@@ -57,7 +59,7 @@ func BenchmarkAddFreezes(b *testing.B) {
 				}
 				st.views = append(st.views, frozenView(name, f, nil))
 				if i >= 100 {
-					st.admission.plan.waiting = append(st.admission.plan.waiting, name)
+					st.admission.plan.Waiting = append(st.admission.plan.Waiting, name)
 				}
 			}
 			b.ReportAllocs()

@@ -191,7 +191,7 @@ func (s *poolState) admitBudget() int {
 
 // approveBudget is how many may be past their drain for an approval to be
 // made: a pause holds admissions, not the approvals of nodes already
-// drained (operator/gate: approvable).
+// drained (operator/gate/plan: Approvable).
 func (s *poolState) approveBudget() int {
 	if s.deleted {
 		return 0

@@ -1,4 +1,4 @@
-package gate
+package plan
 
 import (
 	"slices"
@@ -11,10 +11,11 @@ import (
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
-// t0 is when the first request of every planAdmissions case was made.
+// t0 is when the first request of every Admissions case was made.
 var t0 = time.Date(2025, 3, 1, 2, 0, 0, 0, time.UTC)
 
 // req is a host request made d after t0.
@@ -24,7 +25,7 @@ func req(id string, d time.Duration) protocol.Request {
 
 // queuedAsAsked is v queued by the times its requests carry, as when
 // kmaint recorded each the moment it was made.
-func queuedAsAsked(v *nodeView) *nodeView {
+func queuedAsAsked(v *view.Node) *view.Node {
 	cur := v.Current()
 	if cur == nil {
 		return v
@@ -33,11 +34,11 @@ func queuedAsAsked(v *nodeView) *nodeView {
 	for _, r := range cur.Requests {
 		settings[r.ID] = pools.RequestSettings{Recorded: r.Time, RaisedOnNode: true}
 	}
-	v.queuedAt = pools.QueueTime(cur.Requests, settings, t0.Add(time.Hour))
+	v.QueuedAt = pools.QueueTime(cur.Requests, settings, t0.Add(time.Hour))
 	return v
 }
 
-func TestPlanAdmissions(t *testing.T) {
+func TestAdmissions(t *testing.T) {
 	cases := map[string]struct {
 		nodes []*corev1.Node
 		// otherPools names, per node, other pools that select it too.
@@ -338,42 +339,42 @@ func TestPlanAdmissions(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			views := make([]*nodeView, 0, len(tc.nodes))
+			views := make([]*view.Node, 0, len(tc.nodes))
 			for _, n := range tc.nodes {
-				v := queuedAsAsked(newNodeView(n))
-				v.otherPools = tc.otherPools[n.Name]
+				v := queuedAsAsked(view.Read(n))
+				v.OtherPools = tc.otherPools[n.Name]
 				for _, name := range tc.inflight {
-					v.inflight = v.inflight || name == n.Name
+					v.AdmittedUnseen = v.AdmittedUnseen || name == n.Name
 				}
 				if next, ok := tc.closed[n.Name]; ok {
-					v.windowOpen, v.nextOpening = false, next
+					v.WindowOpen, v.NextOpening = false, next
 				}
 				if slices.Contains(tc.optedOut, n.Name) {
-					v.optOut = &protocol.OptOut{Reason: v1alpha1.DoNotDisruptReason, Message: "held"}
+					v.OptedOut = &protocol.OptOut{Reason: v1alpha1.DoNotDisruptReason, Message: "held"}
 				}
 				views = append(views, v)
 			}
-			got := planAdmissions(views, nil, tc.counted, tc.maxUnavailable, tc.paused, tc.held)
-			g.Expect(got.admit).To(Equal(tc.wantAdmit), "admit")
-			g.Expect(got.waiting).To(Equal(tc.wantWaiting), "waiting")
-			g.Expect(got.unavailable).To(Equal(tc.wantUnavailable), "unavailable")
-			g.Expect(got.maxUnavailable).To(Equal(tc.maxUnavailable), "maxUnavailable")
-			g.Expect(got.outsideWindow).To(Equal(tc.wantOutsideWindow), "outsideWindow")
-			g.Expect(got.nextOpening).To(Equal(tc.wantNextOpening), "nextOpening")
-			g.Expect(got.blockedByQuery).To(Equal(tc.wantHeld), "blocked by the query")
-			g.Expect(got.optedOut).To(Equal(tc.wantOptedOut), "optedOut")
+			got := Admissions(views, nil, tc.counted, tc.maxUnavailable, tc.paused, tc.held)
+			g.Expect(got.Admit).To(Equal(tc.wantAdmit), "admit")
+			g.Expect(got.Waiting).To(Equal(tc.wantWaiting), "waiting")
+			g.Expect(got.Unavailable).To(Equal(tc.wantUnavailable), "unavailable")
+			g.Expect(got.MaxUnavailable).To(Equal(tc.maxUnavailable), "maxUnavailable")
+			g.Expect(got.OutsideWindow).To(Equal(tc.wantOutsideWindow), "outsideWindow")
+			g.Expect(got.NextOpening).To(Equal(tc.wantNextOpening), "nextOpening")
+			g.Expect(got.BlockedByQuery).To(Equal(tc.wantHeld), "blocked by the query")
+			g.Expect(got.OptedOut).To(Equal(tc.wantOptedOut), "optedOut")
 			// Invariant 1, as the plan sees it: what it admits at a cost
 			// never takes the pool over its budget.
 			cost := 0
 			for _, v := range views {
-				for _, a := range got.admit {
-					if v.Node.Name == a && !v.unavailable() {
+				for _, a := range got.Admit {
+					if v.Node.Name == a && !v.UsesBudget() {
 						cost++
 					}
 				}
 			}
 			if cost > 0 {
-				g.Expect(got.unavailable+cost).To(BeNumerically("<=", tc.maxUnavailable), "admissions stay within the budget")
+				g.Expect(got.Unavailable+cost).To(BeNumerically("<=", tc.maxUnavailable), "admissions stay within the budget")
 			}
 		})
 	}

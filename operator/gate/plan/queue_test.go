@@ -1,4 +1,4 @@
-package gate
+package plan
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/operator/gate/members"
+	"github.com/kmaint/kmaint/operator/gate/view"
 )
 
 // What a pool's members keep, node by node, is what reading and sorting
@@ -21,7 +22,7 @@ import (
 func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 	base := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
 	rnd := rand.New(rand.NewPCG(7, 44))
-	view := func(name string, at time.Time, kind int) *member {
+	node := func(name string, at time.Time, kind int) *member {
 		st := protocol.NodeState{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, BootID: "b", Ready: true,
 			Requested: &protocol.Requested{BootID: "b", Requests: []protocol.Request{{ID: "r-" + name, Source: "host", Time: at}}}}
 		switch kind {
@@ -38,35 +39,35 @@ func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 		case 6: // back from its reboot
 			st.Admission, st.Approved, st.BootID = &protocol.Admission{BootID: "b"}, "b", "c"
 		}
-		v := nodeView{NodeState: st, windowOpen: true, queuedAt: at}
-		place := placeOf(&v, "", true)
-		v.queued = place.Queued
-		return &member{Value: keptView{view: v}, Place: place}
+		v := view.Node{NodeState: st, WindowOpen: true, QueuedAt: at}
+		place := v.Place("", true)
+		v.Queued = place.Queued
+		return &member{Value: view.Kept{View: v}, Place: place}
 	}
 	names := func(ks []*member) []string {
 		var out []string
 		for _, k := range ks {
-			out = append(out, k.Value.view.Node.Name)
+			out = append(out, k.Value.View.Node.Name)
 		}
 		return out
 	}
-	queueOrder := func(a, b *member) int { return keptOrder().Queue(&a.Value, &b.Value) }
-	byName := func(a, b *member) int { return cmp.Compare(a.Value.view.Node.Name, b.Value.view.Node.Name) }
-	m := members.NewPool(keptOrder())
+	queueOrder := func(a, b *member) int { return KeptOrder().Queue(&a.Value, &b.Value) }
+	byName := func(a, b *member) int { return cmp.Compare(a.Value.View.Node.Name, b.Value.View.Node.Name) }
+	m := members.NewPool(KeptOrder())
 	all := map[string]*member{}
 	put := func(k *member) {
-		all[k.Value.view.Node.Name] = k
-		m.Set(k.Value.view.Node.Name, k)
+		all[k.Value.View.Node.Name] = k
+		m.Set(k.Value.View.Node.Name, k)
 	}
 	for i := range 300 {
 		// Many ask in the same second: the names order them.
-		put(view(fmt.Sprintf("n-%03d", i), base.Add(time.Duration(rnd.IntN(50))*time.Second), rnd.IntN(8)))
+		put(node(fmt.Sprintf("n-%03d", i), base.Add(time.Duration(rnd.IntN(50))*time.Second), rnd.IntN(8)))
 	}
 	for round := range 60 {
 		var queue, active, rebooting []*member
 		var want members.Tally
 		for _, k := range all {
-			switch v := &k.Value.view; {
+			switch v := &k.Value.View; {
 			case !k.Place.Quiet:
 				active = append(active, k)
 			default:
@@ -110,11 +111,11 @@ func TestMembersKeepWhatReadingEveryNodeWouldFind(t *testing.T) {
 				delete(all, name)
 				m.Set(name, nil)
 			case r <= 6: // written: a new view, maybe asking later, maybe another kind
-				put(view(name, k.Value.view.queuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
+				put(node(name, k.Value.View.QueuedAt.Add(time.Duration(rnd.IntN(3))*time.Second), rnd.IntN(8)))
 			}
 		}
 		for range rnd.IntN(12) {
-			put(view(fmt.Sprintf("m-%03d-%d", round, rnd.IntN(1000)), base.Add(time.Duration(rnd.IntN(60))*time.Second), rnd.IntN(8)))
+			put(node(fmt.Sprintf("m-%03d-%d", round, rnd.IntN(1000)), base.Add(time.Duration(rnd.IntN(60))*time.Second), rnd.IntN(8)))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gate
+package plan
 
 import (
 	"maps"
@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/test/gen"
 )
 
@@ -67,11 +68,11 @@ func TestApprovable(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var views []*nodeView
+			var views []*view.Node
 			for _, n := range tc.nodes {
-				views = append(views, newNodeView(n))
+				views = append(views, view.Read(n))
 			}
-			ok, used := approvable(views, tc.counted, tc.maxUnavailable)
+			ok, used := Approvable(views, tc.counted, tc.maxUnavailable)
 			g.Expect(slices.Sorted(maps.Keys(ok))).To(Equal(tc.wantOK))
 			g.Expect(used).To(Equal(tc.wantUsed))
 		})
