@@ -43,11 +43,8 @@ func (r *Reconciler) complete(ctx context.Context, st *poolState, m poolnodes.Me
 func (r *Reconciler) afterReboot(ctx context.Context, st *poolState, m poolnodes.Member) (hooks.Outcome, error) {
 	name := m.Node.Name
 	at := hooks.At{Pool: st.pool, Node: m.NodeState, Point: protocol.AfterReboot, BootID: m.BootID, Now: st.now}
-	d, err := r.hooks.RunAt(ctx, r.hookTeller, at, hooks.NodeRecord{
-		Write: func(rec *protocol.HookRecord) error {
-			return r.patchNode(ctx, st, st.member(name), protocol.WriteHooks(rec))
-		},
-		Current: hooks.RecordCurrent(ctx, r.apiReader, m.Node),
+	d, err := r.hooks.RunAt(ctx, r.hookTeller, at, func(rec *protocol.HookRecord) error {
+		return r.patchNode(ctx, st, st.member(name), protocol.WriteHooks(rec))
 	})
 	if err != nil {
 		return hooks.OutcomeWaiting, err

@@ -89,9 +89,6 @@ type Reconciler struct {
 	looked *lookedPools
 	// cache is the manager's cache, whose Nodes are read in place.
 	cache cache.Informers
-	// apiReader reads a node's hook record past the cache before an
-	// attempt begins on it (hooks.RecordCurrent).
-	apiReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=kmaint.io,resources=maintenancepools,verbs=get;list;watch
@@ -292,7 +289,6 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	r.hookTeller = hooks.Teller{Events: r.events, Metrics: r.Metrics}
 	r.kept = poolnodes.NewKeptPools[poolnodes.Member]()
 	r.cache = informers
-	r.apiReader = apiReader
 	r.healthChecks = recent.New[types.UID, healthResult]()
 	r.backSightings = recent.New[string, backSighting]()
 	r.clearedDaemonPods = recent.New[string, clearedDaemonPods]()

@@ -7,21 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/protocol"
-	"github.com/kmaint/kmaint/operator/gate/view"
-	"github.com/kmaint/kmaint/operator/poolnodes"
 )
-
-// patchNode applies a protocol transition to the node (poolnodes.Patch)
-// and puts the node as written back into the state, so that later phases and
-// the status see the write.
-func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *view.Node, lock bool, t protocol.Transition) (*corev1.Node, error) {
-	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
-	if err != nil {
-		return nil, err
-	}
-	st.replace(node)
-	return node, nil
-}
 
 // syncDesiredConfig writes the pool's desiredConfig to its nodes. Nodes that
 // two pools select get none: no pool owns them.

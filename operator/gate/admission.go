@@ -201,11 +201,12 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
 			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
 		}
-		node, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
+		written, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		node := written.Node
 		r.inflight.add(name, node.ResourceVersion, st.now)
 		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)

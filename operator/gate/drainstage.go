@@ -17,6 +17,8 @@ import (
 	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/hooks"
+	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/poolnodes"
 )
 
 // The drain stage: for every admitted, unapproved node it gathers the
@@ -168,18 +170,24 @@ func (r *Reconciler) act(ctx context.Context, st *poolState, v *view.Node, step 
 		}
 	}
 	logStep(ctx, step, f)
-	for _, e := range step.Events {
-		r.events.Both(st.pool, node, e.Type, e.Reason, e.Action, "%s", e.Message)
-	}
-	if step.Metric != nil {
-		r.Metrics.DrainEnded(st.pool.Name, *step.Metric)
-	}
+	r.tell(st, node, step.Events, step.Metric)
 	if step.Action == drainstep.ReleaseForHook {
 		// The hook's attempts that may still run are stopped after the
 		// write.
 		return r.hooks.Stop(ctx, hook)
 	}
 	return nil
+}
+
+// tell tells what a step did to node: its events, on the node and the
+// pool, and its metric (nil: none).
+func (r *Reconciler) tell(st *poolState, node *corev1.Node, events []drainstep.Event, metric *metrics.DrainEnd) {
+	for _, e := range events {
+		r.events.Both(st.pool, node, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
+	if metric != nil {
+		r.Metrics.DrainEnded(st.pool.Name, *metric)
+	}
 }
 
 // logStep logs the node write a step made.
@@ -219,9 +227,9 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *view.Node, f d
 	}
 	record := func(pods []string) error {
 		forcing.AddPods(pods)
-		_, err := r.patchNode(ctx, st, v, true, protocol.RecordForcing(forcing))
+		written, err := r.patchNode(ctx, st, v, true, protocol.RecordForcing(forcing))
 		if err == nil {
-			v = st.view(v.Node.Name)
+			v = written
 		}
 		return err
 	}
@@ -236,8 +244,8 @@ func (r *Reconciler) force(ctx context.Context, st *poolState, v *view.Node, f d
 		}
 	}
 	ctrl.LoggerFrom(ctx).Info("Drain forced", "node", v.Node.Name, "timeout", f.Timeout(), "deleted", forcing.Pods)
-	r.Metrics.DrainForced(st.pool.Name, len(forcing.Pods)+forcing.MorePods)
-	r.events.Both(st.pool, v.Node, corev1.EventTypeWarning, v1alpha1.DrainForcedReason, "Drain", "%s", forcing.Message(v.Node.Name))
+	r.tell(st, v.Node, []drainstep.Event{{Type: corev1.EventTypeWarning, Reason: v1alpha1.DrainForcedReason, Action: "Drain",
+		Message: forcing.Message(v.Node.Name)}}, &metrics.DrainEnd{Forced: true, ForcedPods: len(forcing.Pods) + forcing.MorePods})
 	// Forcing is only taken when the approval fits the budget.
 	d, err := r.hookDecision(ctx, st, v, protocol.BeforeReboot)
 	if err != nil {
@@ -266,12 +274,9 @@ func (r *Reconciler) hookDecision(ctx context.Context, st *poolState, v *view.No
 // and the status see it.
 func (r *Reconciler) applyHooks(ctx context.Context, st *poolState, v *view.Node, d hooks.Decision) error {
 	name := v.Node.Name
-	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, hooks.NodeRecord{
-		Write: func(rec *protocol.HookRecord) error {
-			_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
-			return err
-		},
-		Current: hooks.RecordCurrent(ctx, r.apiReader, v.Node),
+	d, err := r.hooks.ApplyAt(ctx, r.hookTeller, hooksAt(st, v, d.Record.Point), d, func(rec *protocol.HookRecord) error {
+		_, err := r.patchNode(ctx, st, st.view(name), true, protocol.WriteHooks(rec))
+		return err
 	})
 	if err != nil {
 		return err
@@ -319,4 +324,24 @@ func drainStart(v *view.Node) time.Time {
 func drainedForHooks(v *view.Node) bool {
 	return v.Hook != nil && v.Hook.Point == protocol.BeforeReboot && v.Admission != nil &&
 		v.Hook.Token == v.HookTokenAt(protocol.BeforeReboot, v.Admission.BootID)
+}
+
+// patchNode applies a protocol transition to the node (poolnodes.Patch)
+// and puts the node as written back into the state, so that later phases and
+// the status see the write; it returns the node's view as written. Every
+// phase writes through it; it stands with the drain stage, which writes
+// most.
+func (r *Reconciler) patchNode(ctx context.Context, st *poolState, v *view.Node, lock bool, t protocol.Transition) (*view.Node, error) {
+	node, err := poolnodes.Patch(ctx, r.Client, v.Node, lock, t)
+	if err != nil {
+		return nil, err
+	}
+	if written := st.replace(node); written != nil {
+		return written, nil
+	}
+	// A node the phases did not find among the views (none writes one):
+	// its view as written all the same.
+	written := *v
+	written.NodeState = view.Read(node).NodeState
+	return &written, nil
 }

@@ -30,7 +30,8 @@ import (
 // condition says why, and the pool looks again in a moment: the cache's
 // catching up also wakes it when it is the spec that changed.
 
-// cacheBehindRetry is how soon a pool whose cache is behind looks again.
+// cacheBehindRetry is how soon a pool whose cache is behind looks again
+// (Reconcile).
 const cacheBehindRetry = time.Second
 
 // cacheBehind reports why the pool's cache is behind what decides its
@@ -43,9 +44,6 @@ func (r *Reconciler) cacheBehind(ctx context.Context, st *poolState) string {
 	if !f.asked {
 		f.asked = true
 		f.behind = r.readBehind(ctx, st.pool, st.gate)
-		if f.behind != "" {
-			st.wakeAt(st.now.Add(cacheBehindRetry))
-		}
 	}
 	return f.behind
 }

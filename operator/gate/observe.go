@@ -187,8 +187,9 @@ func unreadableKey(unreadable map[string]string) string {
 }
 
 // replace puts a node the gate just wrote back into the state, so that later
-// phases and the status see the write.
-func (st *poolState) replace(node *corev1.Node) {
+// phases and the status see the write, and returns its view as written (nil
+// for a node not among the views).
+func (st *poolState) replace(node *corev1.Node) *view.Node {
 	for i := range st.views {
 		if st.views[i].Node.Name == node.Name {
 			// What only the gate knows (its windows, freezes, place in the
@@ -201,9 +202,10 @@ func (st *poolState) replace(node *corev1.Node) {
 			written := *st.views[i]
 			written.NodeState = view.Read(node).NodeState
 			st.views[i] = &written
-			return
+			return &written
 		}
 	}
+	return nil
 }
 
 // wakeAt asks for a reconcile at t at the latest; zero asks nothing.

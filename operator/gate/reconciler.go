@@ -101,7 +101,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	errs = append(errs, err)
 	// What changes with time alone (a window opening, a blocking query's
 	// answer going stale, a settle time ending) wakes the pool: the phases
-	// ask for it (wakeBy).
+	// ask for it (wakeAt). A cache found behind is looked at again in a
+	// moment.
+	if st.freshness.behind != "" {
+		st.wakeAt(st.now.Add(cacheBehindRetry))
+	}
 	if !st.wake.IsZero() {
 		if wait := max(st.wake.Sub(st.now), time.Second); requeue == 0 || wait < requeue {
 			requeue = wait

@@ -49,7 +49,9 @@ type JobSettings struct {
 // aftercare after it) each make. c reads Jobs from the cache and makes
 // them; apiReader reads what the cache does not have yet.
 func NewRunnerOf(c client.Client, apiReader client.Reader, jobs JobSettings) *Runner {
-	return NewRunner(&JobKind{Client: c, APIReader: apiReader, JobSettings: jobs}, Acknowledgement{})
+	r := NewRunner(&JobKind{Client: c, APIReader: apiReader, JobSettings: jobs}, Acknowledgement{})
+	r.live = apiReader
+	return r
 }
 
 // JobPool maps a hook's Job in namespace to the pool it runs for, so that

@@ -83,6 +83,9 @@ type Attempt struct {
 // Runner runs a point's hooks through their kinds.
 type Runner struct {
 	kinds []Kind
+	// live reads a node past every cache, for the At calls: whether the
+	// API server holds the record a decision read (NodeRecord.Current).
+	live client.Reader
 }
 
 // NewRunner returns a runner over kinds; a hook that none of them runs
@@ -344,13 +347,13 @@ type At struct {
 }
 
 // RunAt runs the pool's hooks at the node's point (Run), telling what
-// happened through t; node keeps its record.
-func (r *Runner) RunAt(ctx context.Context, t Teller, at At, node NodeRecord) (Decision, error) {
+// happened through t; write keeps the node's record (NodeRecord.Write).
+func (r *Runner) RunAt(ctx context.Context, t Teller, at At, write func(*protocol.HookRecord) error) (Decision, error) {
 	d, err := r.DecideAt(ctx, at)
 	if err != nil {
 		return Decision{}, err
 	}
-	return r.ApplyAt(ctx, t, at, d, node)
+	return r.ApplyAt(ctx, t, at, d, write)
 }
 
 // DecideAt is where the node stands in the hooks of its point, the kinds
@@ -360,18 +363,24 @@ func (r *Runner) DecideAt(ctx context.Context, at At) (Decision, error) {
 }
 
 // ApplyAt does what d, DecideAt's decision for at, asks (Run's writes and
-// attempts), telling what happened through t.
-func (r *Runner) ApplyAt(ctx context.Context, t Teller, at At, d Decision, node NodeRecord) (Decision, error) {
+// attempts), telling what happened through t; write keeps the node's
+// record, and the runner reads the node past every cache for
+// NodeRecord.Current.
+func (r *Runner) ApplyAt(ctx context.Context, t Teller, at At, d Decision, write func(*protocol.HookRecord) error) (Decision, error) {
+	node := NodeRecord{Write: write, Current: r.recordCurrent(ctx, at.Node.Node)}
 	return r.apply(ctx, at.subject(), at.input(), d, node, func(events []Event) { t.tell(ctx, at, events) })
 }
 
-// RecordCurrent is NodeRecord.Current for the node as a controller read
-// it: whether the API server (live, past every cache) holds the same hook
-// record.
-func RecordCurrent(ctx context.Context, live client.Reader, node *corev1.Node) func() (bool, error) {
+// recordCurrent is NodeRecord.Current for the node as a controller read
+// it: whether the API server holds the same hook record. A runner without
+// a live reader cannot tell, and says so: the attempt waits.
+func (r *Runner) recordCurrent(ctx context.Context, node *corev1.Node) func() (bool, error) {
 	return func() (bool, error) {
+		if r.live == nil {
+			return false, fmt.Errorf("node %s's hook record cannot be read past the cache: no live reader", node.Name)
+		}
 		var now corev1.Node
-		if err := live.Get(ctx, client.ObjectKeyFromObject(node), &now); err != nil {
+		if err := r.live.Get(ctx, client.ObjectKeyFromObject(node), &now); err != nil {
 			return false, fmt.Errorf("read node %s's hook record: %w", node.Name, err)
 		}
 		return now.Annotations[protocol.Hook] == node.Annotations[protocol.Hook], nil

@@ -199,32 +199,30 @@ func (r *Recorder) OverBudget(pool string) {
 
 // DrainEnd is how a drain stage's step ended a drain: it finished and its
 // node was approved (Took, how long since the admission), it timed out and
-// is to be tried again (Retried), or it was abandoned (FailedFor, the
-// reason).
+// is to be tried again (Retried), it was abandoned (FailedFor, the reason),
+// or forced (Forced, with the pods it deleted).
 type DrainEnd struct {
-	Took      time.Duration
-	Retried   bool
-	FailedFor string
+	Took       time.Duration
+	Retried    bool
+	FailedFor  string
+	Forced     bool
+	ForcedPods int
 }
 
-// DrainEnded observes a drain's end: its duration, a retry or a failure.
+// DrainEnded observes a drain's end: its duration, a retry, a failure or
+// a forcing.
 func (r *Recorder) DrainEnded(pool string, e DrainEnd) {
 	switch {
 	case r == nil:
+	case e.Forced:
+		r.drainsForced.WithLabelValues(pool).Inc()
+		r.forcedPods.WithLabelValues(pool).Add(float64(e.ForcedPods))
 	case e.Retried:
 		r.drainRetries.WithLabelValues(pool).Inc()
 	case e.FailedFor != "":
 		r.drainFailures.WithLabelValues(pool, e.FailedFor).Inc()
 	default:
 		r.drainDuration.WithLabelValues(pool).Observe(e.Took.Seconds())
-	}
-}
-
-// DrainForced counts a forced drain and the pods it deleted.
-func (r *Recorder) DrainForced(pool string, pods int) {
-	if r != nil {
-		r.drainsForced.WithLabelValues(pool).Inc()
-		r.forcedPods.WithLabelValues(pool).Add(float64(pods))
 	}
 }
 
