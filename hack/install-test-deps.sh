@@ -24,6 +24,7 @@ APT_PACKAGES=(
 	util-linux      # unshare, nsenter, setpriv: simulated nodes' namespaces
 	bsdutils        # logger: a journal entry written as another user
 	prometheus      # prometheus and promtool for test/promtest and test/alerts (2.42 in bookworm)
+	prometheus-alertmanager # a real Alertmanager for kmaint's silences (test/amtest; 0.25 in bookworm)
 	chromium        # headless render test of the rollout report (cmd/kubectl-kmaint/report)
 	fonts-dejavu-core # a font for chromium's text (recommended, so not pulled in)
 	systemd-container # systemd-nspawn: the real cluster's nodes (test/realcluster)
@@ -33,7 +34,7 @@ APT_PACKAGES=(
 )
 
 # Services the packages above ship, which must not run on a test machine.
-DISABLE_SERVICES=(prometheus.service)
+DISABLE_SERVICES=(prometheus.service prometheus-alertmanager.service)
 
 POLICY_RC_D=/usr/sbin/policy-rc.d
 POLICY_MARK='# written by kmaint hack/install-test-deps.sh'
