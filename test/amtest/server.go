@@ -1,7 +1,6 @@
 package amtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,9 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmaint/kmaint/test/proclog"
 )
 
 // BinaryEnv names the environment variable that overrides the binary.
@@ -30,7 +30,7 @@ receivers:
 // Server is a running Alertmanager.
 type Server struct {
 	binary, dir string
-	log         *syncBuffer
+	log         *proclog.Buffer
 	cmd         *exec.Cmd
 	done        chan struct{}
 	url         string
@@ -50,7 +50,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(err)
 	}
-	s := &Server{binary: binary, dir: t.TempDir(), log: &syncBuffer{}}
+	s := &Server{binary: binary, dir: t.TempDir(), log: &proclog.Buffer{}}
 	if err := os.WriteFile(filepath.Join(s.dir, "alertmanager.yml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -151,23 +151,4 @@ func (s *Server) Restart(t testing.TB) {
 	if err := s.start(); err != nil {
 		t.Fatalf("restart alertmanager: %v\nits log:\n%s", err, s.log.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

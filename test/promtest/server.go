@@ -1,7 +1,6 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/kmaint/kmaint/policies"
 	"github.com/kmaint/kmaint/policies/promapi"
+	"github.com/kmaint/kmaint/test/proclog"
 )
 
 // BinaryEnv names the prometheus binary to run instead of
@@ -71,8 +71,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	log  *syncBuffer   // the output of every run, in order
+	done chan struct{}   // closed when cmd has exited
+	log  *proclog.Buffer // the output of every run, in order
 	// logShown is set once a failure message has carried the whole log,
 	// so that cleanup does not print it again.
 	logShown bool
@@ -123,7 +123,7 @@ func Run(dir string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("prometheus config: %w", err)
 	}
 
-	s := &Server{binary: opts.Binary, timeout: opts.StartTimeout, log: &syncBuffer{}}
+	s := &Server{binary: opts.Binary, timeout: opts.StartTimeout, log: &proclog.Buffer{}}
 	// The port is free when we ask and taken by Prometheus a moment later;
 	// another process can take it in between, so a bind failure is retried
 	// on a new port.
@@ -447,25 +447,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer is a bytes.Buffer that Prometheus's output and the test can
-// use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (s *Server) logTail(n int) string {
