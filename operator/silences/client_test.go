@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,14 @@ func TestAnAlertmanagerThatFailsIsAnError(t *testing.T) {
 		_, err = c.List(ctx, "kmaint")
 		g.Expect(err).To(MatchError(ContainSubstring("alertmanager GET /api/v2/silences")), "down")
 	}
+	long := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, strings.Repeat("x", 1<<20), http.StatusBadGateway)
+	}))
+	defer long.Close()
+	c, err := silences.New(long.URL, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.Get(ctx, "id")
+	g.Expect(len(err.Error())).To(BeNumerically("<", 400), "a long answer is cut short in the error")
 	for _, bad := range []string{"", "alertmanager:9093", "ftp://am", "http://"} {
 		_, err := silences.New(bad, nil)
 		g.Expect(err).To(HaveOccurred(), "%q", bad)
