@@ -126,8 +126,11 @@ func (c *Client) Expire(ctx context.Context, id string) error {
 	return err
 }
 
-// List returns the silences createdBy made, expired ones included (until
-// Alertmanager's retention drops them).
+// List returns the silences whose author is createdBy, expired ones
+// included (until Alertmanager's retention drops them). Anyone who may
+// make silences can name any author: a caller that adopts a silence as its
+// own matches it to what it recorded first (its ID or comment key), never
+// to the author alone.
 func (c *Client) List(ctx context.Context, createdBy string) ([]Silence, error) {
 	var all []Silence
 	if err := c.do(ctx, http.MethodGet, "/api/v2/silences", nil, &all); err != nil {
