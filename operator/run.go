@@ -44,6 +44,7 @@ import (
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/retention"
+	"github.com/kmaint/kmaint/operator/silences"
 	"github.com/kmaint/kmaint/operator/unreadable"
 	"github.com/kmaint/kmaint/policies/promapi"
 )
@@ -138,6 +139,10 @@ type Options struct {
 	// HooksPriorityClass is the PriorityClass of every hook's pod; empty
 	// leaves the template's.
 	HooksPriorityClass string
+	// Silences say which Alertmanagers hold the pools' silences; none
+	// configured, a pool that asks for silences holds (or proceeds, as
+	// its onUnreachable says).
+	Silences silences.Options
 }
 
 // Leader election and events need these besides what the controllers' own
@@ -318,6 +323,18 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	}
 	if err := pc.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("set up policy: %w", err)
+	}
+	ams, err := opts.Silences.Alertmanagers()
+	if err != nil {
+		return nil, err
+	}
+	sc := &silences.Reconciler{Client: c, Recorder: sender.Recorder("kmaint-silences"), Clock: clk, Metrics: rec,
+		Alertmanagers: ams, Margin: opts.Silences.Margin}
+	// Alertmanager's answers take a while: a few nodes' calls at once.
+	sopts := copts
+	sopts.MaxConcurrentReconciles = 4
+	if err := sc.SetupWithManager(mgr, sopts); err != nil {
+		return nil, fmt.Errorf("set up silences: %w", err)
 	}
 	rt := &retention.Reconciler{Client: c, History: finished, Clock: clk, Metrics: rec,
 		Keep: retention.Retention{PerNode: opts.HistoryPerNode, MaxAge: opts.HistoryMaxAge}}

@@ -46,6 +46,13 @@ type WaitInput struct {
 	// PodSelectorErr says why the pool's blockingPodSelector cannot be
 	// parsed; the pool admits nothing then.
 	PodSelectorErr error
+	// SilencesErr says why the pool's spec.silences cannot make silences;
+	// the pool admits nothing then.
+	SilencesErr error
+	// SilencesUnavailable says, for the whole pool, which admitted nodes
+	// wait uncordoned for silences that cannot be made, and why, in a
+	// pool whose onUnreachable is Hold; empty when none does.
+	SilencesUnavailable string
 	// OptOut is, for one node, what keeps it from being admitted (see
 	// protocol.NodeState.OptOut); unused for the whole pool.
 	OptOut *protocol.OptOut
@@ -157,6 +164,8 @@ func Holds() []WaitFunc {
 		InvalidSelector,
 		InvalidWindow,
 		InvalidBlockingPodSelector,
+		InvalidSilences,
+		SilencesUnavailable,
 		DrainRetryBackoff,
 		Paused,
 		Halted,
@@ -326,6 +335,26 @@ func InvalidBlockingPodSelector(in WaitInput) (string, string, bool) {
 	}
 	msg := fmt.Sprintf("the blockingPodSelector of pool %s cannot be parsed (%v); nothing is admitted until it can", in.Pool, in.PodSelectorErr)
 	return v1alpha1.InvalidBlockingPodSelectorReason, msg, true
+}
+
+// InvalidSilences: a pool whose silences cannot be made admits none of
+// its nodes: it would reboot them unsilenced, or not at all.
+func InvalidSilences(in WaitInput) (string, string, bool) {
+	if in.SilencesErr == nil {
+		return "", "", false
+	}
+	msg := fmt.Sprintf("the silences of pool %s cannot be used (%v); nothing is admitted until they can", in.Pool, in.SilencesErr)
+	return v1alpha1.InvalidSilencesReason, msg, true
+}
+
+// SilencesUnavailable: while an admitted node waits for silences that
+// cannot be made (onUnreachable: Hold), its pool admits nothing new: the
+// next would wait the same way.
+func SilencesUnavailable(in WaitInput) (string, string, bool) {
+	if in.SilencesUnavailable == "" {
+		return "", "", false
+	}
+	return v1alpha1.SilencesUnavailableReason, in.SilencesUnavailable + "; nothing new is admitted until they are made (onUnreachable: Hold)", true
 }
 
 // OptedOut: a node that a person, or a pod on it, keeps from being

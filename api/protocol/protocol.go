@@ -22,7 +22,7 @@ const Prefix = "kmaint.io/"
 // to this list).
 func OperatorAnnotations() []string {
 	return []string{Admitted, RebootApproved, Cordoned, DrainFailed, DrainRetry, DrainForced, NodeMarks,
-		RebootUnconfirmed, NodeNotBack, AdmissionHeld, APIRequests, DesiredConfig, Settling, Hook}
+		RebootUnconfirmed, NodeNotBack, AdmissionHeld, APIRequests, DesiredConfig, Settling, Hook, Silenced}
 }
 
 // DaemonAnnotations are the annotations a node's daemon writes on its Node.

@@ -79,6 +79,9 @@ type NodeState struct {
 	// Held is what the gate last found on the node's pods that holds its
 	// admission; nil when none (see AdmissionHeld and OptOut).
 	Held *Held
+	// Silences are the Alertmanager silences kept for the node's
+	// maintenance; nil when none.
+	Silences *SilenceRecord
 	// DesiredConfig and CurrentConfig are the config identities the pool
 	// wants and the node runs; empty when absent.
 	DesiredConfig, CurrentConfig string
@@ -126,6 +129,7 @@ func Read(node *corev1.Node) (NodeState, error) {
 	s.DoNotDisrupt = NodeOptOut(node)
 	s.Hook = decode[HookRecord](node, Hook, &errs)
 	s.Held = readHeld(node)
+	s.Silences = decode[SilenceRecord](node, Silenced, &errs)
 	_, s.heldAnnotated = node.Annotations[AdmissionHeld]
 	s.Unreadable = errors.Join(errs...)
 	s.shareBootIDs()

@@ -358,3 +358,24 @@ const (
 	// the policy's requests, admit nothing, fail closed.
 	InvalidFreezeReason = "InvalidFreeze"
 )
+
+// The reasons of the silences' conditions, events and waits.
+const (
+	// InvalidSilencesReason: the pool's spec.silences cannot make silences
+	// (a matcher that does not parse, a set that does not select by the
+	// node); it admits nothing until they are fixed (Blocked condition).
+	InvalidSilencesReason = "InvalidSilences"
+	// SilencesUnavailableReason: an admitted node's silences cannot be
+	// made (Alertmanager down, slow, refusing the credentials, or none
+	// configured); with onUnreachable Hold the pool admits nothing new
+	// (Blocked condition), with Proceed it goes on (the Warning event on
+	// the node).
+	SilencesUnavailableReason = "SilencesUnavailable"
+	// SilencesMadeReason, SilencesExpiredReason: the events of a node's
+	// silences made at its admission and expired when it is done.
+	SilencesMadeReason    = "SilencesMade"
+	SilencesExpiredReason = "SilencesExpired"
+	// SilenceRemovedReason: someone expired a node's silence while it was
+	// in flight; kmaint does not make it again for that maintenance.
+	SilenceRemovedReason = "SilenceRemoved"
+)

@@ -123,6 +123,14 @@ type MaintenancePoolSpec struct {
 	// them may run privileged pods on the pool's nodes.
 	// +optional
 	Hooks *Hooks `json:"hooks,omitempty"`
+
+	// Silences are the Alertmanager silences kmaint holds for each node of
+	// the pool in flight, from its admission (before its cordon) until it
+	// is done (completed and settled) or released, so that a planned reboot
+	// pages no one. Whoever may edit them may silence, for that time, the
+	// alerts their matchers select; each set must select by the node.
+	// +optional
+	Silences *Silences `json:"silences,omitempty"`
 }
 
 // Settle returns spec.settleTime, 0 when unset, within bounds.

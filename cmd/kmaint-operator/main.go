@@ -76,6 +76,20 @@ func main() {
 	fs.DurationVar(&opts.Notify.SendTimeout, "notify-send-timeout", 0, "How long a receiver may take to accept a notification; one that takes longer is skipped until it answers (default 10s).")
 	fs.IntVar(&opts.Notify.MaxLines, "notify-max-lines", 0, "Events listed in one notification; more are counted by reason (default 10, at most 20).")
 	fs.StringVar(&opts.Notify.Title, "notify-title", "", `Title of every notification, e.g. the cluster's name (default "kmaint").`)
+	fs.Func("alertmanager-url", "Alertmanager that holds the silences of nodes in flight (pools' spec.silences), e.g. https://alertmanager.monitoring:9093; repeat or separate with commas for Alertmanagers that do not share silences (one URL per Alertmanager cluster).", func(v string) error {
+		for u := range strings.SplitSeq(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				opts.Silences.URLs = append(opts.Silences.URLs, u)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&opts.Silences.CredentialsDir, "alertmanager-credentials-dir", "", `Directory of the credentials sent to Alertmanager, read again at each call (a mounted Secret): a file "token" (bearer), or files "username" and "password" (basic auth).`)
+	fs.StringVar(&opts.Silences.CAFile, "alertmanager-ca-file", "", "PEM CA that signs the Alertmanagers' certificates (default: the system's roots).")
+	fs.StringVar(&opts.Silences.CertFile, "alertmanager-cert-file", "", "PEM client certificate the operator shows Alertmanager, when it asks for one.")
+	fs.StringVar(&opts.Silences.KeyFile, "alertmanager-key-file", "", "PEM key for --alertmanager-cert-file.")
+	fs.DurationVar(&opts.Silences.Timeout, "alertmanager-timeout", 0, "Timeout of each call to Alertmanager (default 10s).")
+	fs.DurationVar(&opts.Silences.Margin, "silence-margin", 0, "How far a silence's end lies ahead of the last time the operator saw its node in flight: it is extended while the node is, and ends within this after (default 10m, at least 2m).")
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -98,5 +98,6 @@ func spec(in *policies.WaitInput, p *v1alpha1.MaintenancePool) {
 	if sel := p.Spec.BlockingPodSelector; sel != nil {
 		_, in.PodSelectorErr = sel.AsSelector()
 	}
+	in.SilencesErr = p.Spec.Silences.Validate()
 	in.Halt = policies.PoolHalt(p)
 }

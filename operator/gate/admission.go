@@ -16,6 +16,7 @@ import (
 	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
+	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -67,6 +68,7 @@ func (st *poolState) holdBase() policies.WaitInput {
 		in.Halt = st.nodeHalt()
 	}
 	in.CacheBehind = st.freshness.behind
+	in.SilencesUnavailable = st.silencesUnavailable()
 	return in
 }
 
@@ -201,7 +203,14 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		if h := st.pool.Spec.Hooks; h != nil && len(h.BeforeDrain)+len(h.BeforeReboot)+len(h.AfterReboot) > 0 {
 			admission.Sources, admission.Reasons = cur.Describe(admission.Requests)
 		}
-		written, err := r.patchNode(ctx, st, v, true, protocol.Admit(admission))
+		var written *view.Node
+		var err error
+		if silenced(st.pool) {
+			// Its silences first, its cordon after (silences.go).
+			written, err = r.patchNode(ctx, st, v, true, protocol.AdmitUnsilenced(admission))
+		} else {
+			written, err = r.patchNode(ctx, st, v, true, protocol.Admit(admission))
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -210,8 +219,12 @@ func (r *Reconciler) admit(ctx context.Context, st *poolState) error {
 		r.inflight.add(name, node.ResourceVersion, st.now)
 		r.Metrics.Admitted(st.pool.Name)
 		ctrl.LoggerFrom(ctx).Info("Node admitted", "node", name, "bootID", admission.BootID, "requests", admission.Requests)
+		then := "cordoned and draining"
+		if silenced(st.pool) {
+			then = "its silences first, then cordoned and drained"
+		}
 		r.events.Node(st.pool, node, corev1.EventTypeNormal, "Admitted", "Admit",
-			"Node %s admitted for reboot (%d of %d unavailable); cordoned and draining", name, st.unavailable(), a.budget)
+			"Node %s admitted for reboot (%d of %d unavailable); %s", name, st.unavailable(), a.budget, then)
 		if o := v.Overridden; o != nil {
 			r.events.Both(st.pool, node, corev1.EventTypeWarning, v1alpha1.PodOptOutOverriddenReason, "Admit",
 				"%s; held since %s, past the pool's podOptOuts.maxHold (%s): admitted as its afterMaxHold (%s) says",

@@ -84,6 +84,7 @@ func (r *Reconciler) drainFacts(ctx context.Context, st *poolState, v *view.Node
 		AtBeforeReboot: drainedForHooks(v), DrainStart: drainStart(v), RebootHooksPassed: hookPassedAt(v, protocol.BeforeReboot),
 		Retrying: v.Retrying(), MayApprove: mayApprove, Used: used, Budget: st.admission.budget}
 	f.Admission.View = st.freshness.nodes
+	f.SilencesWait, f.SilencesUnavailable = silencesWait(st.pool, v)
 	if cur := v.Current(); cur != nil && cur.BootID == v.Admission.BootID {
 		f.Requests, f.BootCurrent = cur.IDs(), true
 	}
@@ -310,10 +311,17 @@ func hookPassedAt(v *view.Node, point protocol.HookPoint) time.Time {
 // drainStart is when the node's drain began: at its admission, or once
 // its beforeDrain hooks passed.
 func drainStart(v *view.Node) time.Time {
-	if t := hookPassedAt(v, protocol.BeforeDrain); t.After(v.Admission.Time) {
+	start := v.Admission.Time
+	if rec := v.Silences; rec.For(admitted(v)) {
+		// Its cordon waited for its silences: its drain began after.
+		if t := rec.SettledAt(); t.After(start) {
+			start = t
+		}
+	}
+	if t := hookPassedAt(v, protocol.BeforeDrain); t.After(start) {
 		return t
 	}
-	return v.Admission.Time
+	return start
 }
 
 // drainedForHooks reports whether the node reached its beforeReboot hooks

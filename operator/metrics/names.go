@@ -23,6 +23,11 @@ const (
 	HealthCheckFailuresTotal     = "kmaint_health_check_failures_total"        // counter {pool, check}: settling nodes found bad by a health check
 	HookDurationSeconds          = "kmaint_hook_duration_seconds"              // histogram {pool, point, hook, result}: an attempt of a hook, begun to passed or failed
 	HookFailuresTotal            = "kmaint_hook_failures_total"                // counter {pool, point, hook, reason}: attempts of hooks that failed
+	SilencesMadeTotal            = "kmaint_silences_made_total"                // counter {alertmanager}: silences made for nodes in flight
+	SilencesExpiredTotal         = "kmaint_silences_expired_total"             // counter {alertmanager}: silences kmaint expired when a node's maintenance ended
+	SilencesRemovedTotal         = "kmaint_silences_removed_total"             // counter {alertmanager}: silences someone else expired while their node was in flight
+	SilenceErrorsTotal           = "kmaint_silence_errors_total"               // counter {alertmanager, operation}: calls to Alertmanager that failed
+	SilencesHeld                 = "kmaint_silences_held"                      // gauge {alertmanager}: silences kmaint holds now
 
 	// State metrics, collected from the cache at scrape time.
 	PoolNodes            = "kmaint_pool_nodes"             // gauge {pool}
@@ -90,5 +95,6 @@ func All() []string {
 		DaemonJournalVolatile, DaemonSentinelState, AlertWebhookRequestsTotal,
 		DrainRetriesTotal, DrainsForcedTotal, DrainForcedPodsTotal, HookDurationSeconds, HookFailuresTotal,
 		NotificationEventsTotal, NotificationSummarizedTotal, NotificationMessagesTotal, NotificationReceivers,
+		SilencesMadeTotal, SilencesExpiredTotal, SilencesRemovedTotal, SilenceErrorsTotal, SilencesHeld,
 	}
 }

@@ -29,6 +29,11 @@ type Recorder struct {
 	healthFailures *prometheus.CounterVec
 	hookDuration   *prometheus.HistogramVec
 	hookFailures   *prometheus.CounterVec
+	silencesMade   *prometheus.CounterVec
+	silencesEnded  *prometheus.CounterVec
+	silencesGone   *prometheus.CounterVec
+	silenceErrors  *prometheus.CounterVec
+	silencesHeld   *prometheus.GaugeVec
 }
 
 // NewRecorder registers the event metrics with reg. Metrics registered
@@ -81,6 +86,17 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 		hookFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: HookFailuresTotal,
 			Help: "Attempts of hooks that failed (a timeout, a Job that failed, was lost or could not be made), by pool, point, hook and reason."},
 			[]string{"pool", "point", "hook", "reason"}),
+		silencesMade: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SilencesMadeTotal,
+			Help: "Alertmanager silences made for nodes in flight, by Alertmanager."}, []string{"alertmanager"}),
+		silencesEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SilencesExpiredTotal,
+			Help: "Silences kmaint expired when their node's maintenance ended, by Alertmanager."}, []string{"alertmanager"}),
+		silencesGone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SilencesRemovedTotal,
+			Help: "Silences someone else expired while their node was in flight (not made again), by Alertmanager."}, []string{"alertmanager"}),
+		silenceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SilenceErrorsTotal,
+			Help: "Calls to Alertmanager's silences API that failed, by Alertmanager and operation (make, extend, expire, list)."},
+			[]string{"alertmanager", "operation"}),
+		silencesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SilencesHeld,
+			Help: "Silences kmaint holds now for nodes in flight, by Alertmanager."}, []string{"alertmanager"}),
 	}
 	var err error
 	r.requests = register(reg, r.requests, &err)
@@ -102,6 +118,11 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 	r.healthFailures = register(reg, r.healthFailures, &err)
 	r.hookDuration = register(reg, r.hookDuration, &err)
 	r.hookFailures = register(reg, r.hookFailures, &err)
+	r.silencesMade = register(reg, r.silencesMade, &err)
+	r.silencesEnded = register(reg, r.silencesEnded, &err)
+	r.silencesGone = register(reg, r.silencesGone, &err)
+	r.silenceErrors = register(reg, r.silenceErrors, &err)
+	r.silencesHeld = register(reg, r.silencesHeld, &err)
 	return r, err
 }
 
@@ -289,4 +310,39 @@ func (r *Recorder) Pruned(n int) {
 	if r != nil {
 		r.pruned.Add(float64(n))
 	}
+}
+
+// Silences records what the silences controller did with one
+// Alertmanager in a pass: silences made, expired at their end, found
+// expired by someone else, and failed calls by operation.
+func (r *Recorder) Silences(alertmanager string, made, expired, removed int, failed map[string]int) {
+	if r == nil {
+		return
+	}
+	r.silencesMade.WithLabelValues(alertmanager).Add(float64(made))
+	r.silencesEnded.WithLabelValues(alertmanager).Add(float64(expired))
+	r.silencesGone.WithLabelValues(alertmanager).Add(float64(removed))
+	for op, n := range failed {
+		r.silenceErrors.WithLabelValues(alertmanager, op).Add(float64(n))
+	}
+}
+
+// SilencesHeld sets how many silences kmaint holds in an Alertmanager.
+func (r *Recorder) SilencesHeld(alertmanager string, n int) {
+	if r == nil {
+		return
+	}
+	r.silencesHeld.WithLabelValues(alertmanager).Set(float64(n))
+}
+
+// InitSilences creates an Alertmanager's series at 0 (see InitPool).
+func (r *Recorder) InitSilences(alertmanager string) {
+	if r == nil {
+		return
+	}
+	r.Silences(alertmanager, 0, 0, 0, nil)
+	for _, op := range []string{"make", "extend", "expire", "list"} {
+		r.silenceErrors.WithLabelValues(alertmanager, op)
+	}
+	r.SilencesHeld(alertmanager, 0)
 }

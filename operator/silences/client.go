@@ -41,8 +41,12 @@ type Status struct {
 // Expired reports whether Alertmanager says the silence has ended.
 func (s Silence) Expired() bool { return s.Status != nil && s.Status.State == "expired" }
 
-// ErrNotFound is a silence Alertmanager does not know.
-var ErrNotFound = errors.New("silence not found")
+// ErrNotFound is a silence Alertmanager does not know; ErrExpired one
+// that has ended.
+var (
+	ErrNotFound = errors.New("silence not found")
+	ErrExpired  = errors.New("silence expired")
+)
 
 // StatusError is an answer of Alertmanager that is not a success.
 type StatusError struct {
@@ -64,11 +68,11 @@ func (e *StatusError) Error() string {
 }
 
 // Client calls one Alertmanager. Authorize, when set, adds credentials to
-// each request.
+// each request; a request it fails is not sent.
 type Client struct {
 	base      *url.URL
 	http      *http.Client
-	Authorize func(*http.Request)
+	Authorize func(*http.Request) error
 }
 
 // New returns a client of the Alertmanager at base (e.g.
@@ -82,11 +86,20 @@ func New(base string, httpClient *http.Client) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("alertmanager URL %q: want http(s)://host[:port][/path]", base)
 	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		// Credentials in a URL end up in logs, events and records: they
+		// come from files (Options.CredentialsDir).
+		return nil, fmt.Errorf("alertmanager URL %s: want no credentials, query or fragment in it", u.Redacted())
+	}
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &Client{base: u, http: httpClient}, nil
 }
+
+// Name is the Alertmanager's URL, which names it in records, metrics and
+// events.
+func (c *Client) Name() string { return c.base.String() }
 
 // Create makes a silence and returns its ID.
 func (c *Client) Create(ctx context.Context, s Silence) (string, error) {
@@ -110,7 +123,7 @@ func (c *Client) Extend(ctx context.Context, id string, endsAt time.Time) (strin
 		return "", err
 	}
 	if s.Expired() {
-		return "", fmt.Errorf("extend silence %s: %w (it expired)", id, ErrNotFound)
+		return "", fmt.Errorf("extend silence %s: %w", id, ErrExpired)
 	}
 	s.EndsAt, s.Status = endsAt, nil
 	return c.post(ctx, s)
@@ -176,7 +189,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Authorize != nil {
-		c.Authorize(req)
+		if err := c.Authorize(req); err != nil {
+			return fmt.Errorf("alertmanager %s %s: %w", method, path, err)
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

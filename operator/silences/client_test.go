@@ -61,7 +61,7 @@ func TestASilenceIsMadeExtendedAndExpired(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Expired()).To(BeTrue())
 	_, err = c.Extend(ctx, id, later)
-	g.Expect(errors.Is(err, silences.ErrNotFound)).To(BeTrue(), "an expired silence is not extended: %v", err)
+	g.Expect(errors.Is(err, silences.ErrExpired)).To(BeTrue(), "an expired silence is not extended: %v", err)
 
 	g.Expect(c.Expire(ctx, "00000000-0000-0000-0000-000000000000")).To(Succeed(), "a silence already gone is expired")
 	_, err = c.Get(ctx, "00000000-0000-0000-0000-000000000000")

@@ -30,8 +30,14 @@ type Facts struct {
 	Requests    []string
 	BootCurrent bool
 	Forced      bool
-	// Cordoned is false when someone lifted kmaint's cordon.
+	// Cordoned is false when someone lifted kmaint's cordon, or before
+	// the first one of a pool with silences.
 	Cordoned bool
+	// SilencesWait says why the node waits for its pool's silences before
+	// its cordon and drain; empty when it does not.
+	// SilencesUnavailable: they cannot be made (the pool holds).
+	SilencesWait        string
+	SilencesUnavailable bool
 	// Marked: the pool's duringReboot marks (Marking) are on the node, or
 	// it has none; MarkingProblem says why they cannot be put on, and
 	// DrainingSays is what the pool's Draining condition says, so that a
@@ -68,7 +74,8 @@ type Action int
 const (
 	// KeepDraining writes nothing: the report says where the node stands.
 	KeepDraining Action = iota
-	// CordonAgain puts back the cordon someone lifted (protocol.Recordon).
+	// CordonAgain puts back the cordon someone lifted (protocol.Recordon),
+	// or puts on the first one, once a pool's silences are made.
 	CordonAgain
 	// DrainAgain puts it back on a node at its beforeReboot hooks, which
 	// then drains again before it meets them again (protocol.Redrain).
@@ -126,6 +133,10 @@ func Decide(f Facts) Step {
 
 func decide(f Facts) Step {
 	switch {
+	case f.SilencesWait != "":
+		// Nothing more is done to it before its silences are made: the
+		// silences controller's record wakes the pool.
+		return Step{Report: &Report{Message: f.SilencesWait, Blocked: f.SilencesUnavailable}, StopSteps: true}
 	case !f.Cordoned && f.AtBeforeReboot:
 		// What the drain found before counts for nothing: it drains
 		// again, and meets its hooks again after (their Jobs are the

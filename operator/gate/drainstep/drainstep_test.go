@@ -49,6 +49,14 @@ func TestDecideDrain(t *testing.T) {
 			facts: func(f *Facts) { f.Cordoned = false },
 			want:  Step{Action: CordonAgain, StopSteps: true},
 		},
+		"admitted in a pool with silences: nothing before they are made": {
+			facts: func(f *Facts) { f.Cordoned, f.SilencesWait = false, "waiting for its Alertmanager silences before its cordon" },
+			want:  Step{Report: &Report{Message: "waiting for its Alertmanager silences before its cordon"}, StopSteps: true},
+		},
+		"silences that cannot be made: it waits, and says so as blocked": {
+			facts: func(f *Facts) { f.SilencesWait, f.SilencesUnavailable = "its silences cannot be made: refused", true },
+			want:  Step{Report: &Report{Message: "its silences cannot be made: refused", Blocked: true}, StopSteps: true},
+		},
 		"uncordoned at its beforeReboot hooks: it drains again": {
 			facts: func(f *Facts) { f.Cordoned, f.AtBeforeReboot = false, true },
 			want:  Step{Action: DrainAgain, StopSteps: true},
