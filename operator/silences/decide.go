@@ -153,7 +153,9 @@ func endAll(f Facts) Plan {
 
 type pair struct{ set, alertmanager string }
 
-func (w pair) is(h protocol.HeldSilence) bool { return h.Set == w.set && h.Alertmanager == w.alertmanager }
+func (w pair) is(h protocol.HeldSilence) bool {
+	return h.Set == w.set && h.Alertmanager == w.alertmanager
+}
 
 // wanted is one silence per set and Alertmanager, in the sets' order.
 func (f Facts) wanted() []pair {

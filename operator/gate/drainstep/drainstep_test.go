@@ -50,8 +50,10 @@ func TestDecideDrain(t *testing.T) {
 			want:  Step{Action: CordonAgain, StopSteps: true},
 		},
 		"admitted in a pool with silences: nothing before they are made": {
-			facts: func(f *Facts) { f.Cordoned, f.SilencesWait = false, "waiting for its Alertmanager silences before its cordon" },
-			want:  Step{Report: &Report{Message: "waiting for its Alertmanager silences before its cordon"}, StopSteps: true},
+			facts: func(f *Facts) {
+				f.Cordoned, f.SilencesWait = false, "waiting for its Alertmanager silences before its cordon"
+			},
+			want: Step{Report: &Report{Message: "waiting for its Alertmanager silences before its cordon"}, StopSteps: true},
 		},
 		"silences that cannot be made: it waits, and says so as blocked": {
 			facts: func(f *Facts) { f.SilencesWait, f.SilencesUnavailable = "its silences cannot be made: refused", true },
