@@ -19,6 +19,7 @@
 //	OfferAPIRequests       + api-requests
 //	HoldAdmission          ± admission-held
 //	Admit                  + admitted, - admission-held, + cordoned (and the cordon) unless cordoned already
+//	AdmitUnsilenced        + admitted, - admission-held (Recordon once its silences are made)
 //	Recordon               + cordoned (and the cordon) unless cordoned already
 //	Redrain                Recordon, - hook
 //	Mark                   + marks (and the labels and taints they record)
@@ -39,6 +40,8 @@
 //	Settled                - settling
 //	RecordHooks            + hook
 //	ForgetHooks            - hook
+//	RecordSilences         + silences
+//	ForgetSilences         - silences
 //
 // A new annotation of the operator is added here: its constant, its value's
 // type, what Read makes of it, and the transitions that write it.

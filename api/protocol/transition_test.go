@@ -210,6 +210,9 @@ func TestEachTransitionWritesOnlyItsAnnotations(t *testing.T) {
 		"Settled":               {protocol.Settled(), []string{protocol.Settling}},
 		"RecordHooks":           {protocol.RecordHooks(protocol.HookRecord{Point: protocol.BeforeDrain}), []string{protocol.Hook}},
 		"ForgetHooks":           {protocol.ForgetHooks(), []string{protocol.Hook}},
+		"AdmitUnsilenced":       {protocol.AdmitUnsilenced(admission), []string{protocol.Admitted, protocol.AdmissionHeld}},
+		"RecordSilences":        {protocol.RecordSilences(protocol.SilenceRecord{BootID: "boot-0"}), []string{protocol.Silenced}},
+		"ForgetSilences":        {protocol.ForgetSilences(), []string{protocol.Silenced}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -254,7 +257,7 @@ var everyKey = []string{
 	protocol.RebootRequested, protocol.RebootApproved, protocol.DesiredConfig, protocol.CurrentConfig, protocol.State,
 	protocol.Cordoned, protocol.Admitted, protocol.DrainFailed, protocol.DrainRetry, protocol.DrainForced,
 	protocol.NodeMarks, protocol.RebootUnconfirmed, protocol.NodeNotBack, protocol.AdmissionHeld, protocol.APIRequests,
-	protocol.Settling, protocol.Hook,
+	protocol.Settling, protocol.Hook, protocol.Silenced,
 }
 
 func hasKey(n *corev1.Node, key string) bool { _, ok := n.Annotations[key]; return ok }

@@ -34,7 +34,7 @@ func Settle(f Facts, p Plan, o Outcome) Write {
 	if p.Record == nil {
 		return Write{}
 	}
-	rec := p.Record
+	rec := clone(p.Record)
 	kept := rec.Silences[:0:0]
 	for i, h := range rec.Silences {
 		if isIn(p.Expire, i) && o.Errors[i] == nil {

@@ -71,6 +71,8 @@ type PoolSpec struct {
 	// Hooks are the pool's hooks; its Jobs run with Config.HooksNamespace
 	// (see StageProgram and CheckProgram).
 	Hooks *v1alpha1.Hooks
+	// Silences are the pool's Alertmanager silences.
+	Silences *v1alpha1.Silences
 }
 
 // Config describes a simulated cluster.
@@ -301,6 +303,7 @@ func (c *Cluster) start() error {
 			pool.Spec.SettleTime = &metav1.Duration{Duration: p.SettleTime}
 		}
 		pool.Spec.HealthChecks = p.HealthChecks
+		pool.Spec.Silences = p.Silences
 		pool.Spec.Hooks = p.Hooks
 		if err := c.Bed.Client.Create(c.ctx, pool); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.Name, err)
