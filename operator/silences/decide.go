@@ -108,7 +108,7 @@ func Decide(f Facts) Plan {
 	for i, h := range rec.Silences {
 		switch {
 		case p.Unusable == "" && !slices.Contains(wanted, pair{h.Set, h.Alertmanager}):
-			if h.ID != "" || f.Now.Before(h.EndsAt) {
+			if mayLast(h, f.Now) {
 				p.Expire = append(p.Expire, i)
 			}
 		case h.Removed || !alive:
@@ -142,13 +142,29 @@ func endAll(f Facts) Plan {
 	}
 	p := Plan{Record: clone(f.Record), Forget: true}
 	for i, h := range p.Record.Silences {
-		if h.Removed || !f.Now.Before(h.EndsAt) {
-			// Ended already, by someone or at its end.
-			continue
+		if mayLast(h, f.Now) {
+			p.Expire = append(p.Expire, i)
 		}
-		p.Expire = append(p.Expire, i)
 	}
 	return p
+}
+
+// clockSkew is how far Alertmanager's clock may be behind the operator's:
+// a silence is taken for ended at its end only that long after.
+const clockSkew = time.Minute
+
+// mayLast reports whether a silence may still be in force: made and not
+// removed by someone (it is expired, whatever its end says: the two
+// clocks may disagree), or, its ID never recorded, made perhaps and not
+// surely past its end.
+func mayLast(h protocol.HeldSilence, now time.Time) bool {
+	switch {
+	case h.Removed:
+		return false
+	case h.ID != "":
+		return true
+	}
+	return now.Before(h.EndsAt.Add(clockSkew))
 }
 
 type pair struct{ set, alertmanager string }

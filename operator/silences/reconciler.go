@@ -126,13 +126,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if p.Intent {
 		// What will be made is recorded before it is (invariant 12).
 		if written, err = poolnodes.Patch(ctx, r.Client, written, true, protocol.RecordSilences(*p.Record)); err != nil {
-			return reconcile.Result{}, err
+			return conflictAgain(err)
 		}
 	}
 	o := r.call(ctx, &node, f, p)
 	w := Settle(f, p, o)
-	if err := r.write(ctx, written, st.Silences, w); err != nil {
-		return reconcile.Result{}, err
+	if err := r.write(ctx, written, w); err != nil {
+		// What was made and not recorded, the next pass finds by its key.
+		return conflictAgain(err)
 	}
 	r.tell(ctx, &node, f, p, o, w)
 	return reconcile.Result{RequeueAfter: r.next(f, w, o)}, nil
@@ -186,7 +187,7 @@ func (r *Reconciler) facts(ctx context.Context, st *protocol.NodeState) (Facts, 
 
 // write makes the pass's one write: the record, when it differs from the
 // node's, or its removal.
-func (r *Reconciler) write(ctx context.Context, node *corev1.Node, was *protocol.SilenceRecord, w Write) error {
+func (r *Reconciler) write(ctx context.Context, node *corev1.Node, w Write) error {
 	var t protocol.Transition
 	switch {
 	case w.Forget:
@@ -208,8 +209,17 @@ func (r *Reconciler) write(ctx context.Context, node *corev1.Node, was *protocol
 		}
 		r.setHeld(node.Name, held)
 	}
-	_ = was
 	return err
+}
+
+// conflictAgain takes a write that lost to another writer of the node for
+// a pass to make again, from the node as it is now; any other error is
+// the reconcile's.
+func conflictAgain(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // next is when the node's pass comes again: when its first silence needs

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kmaint/kmaint/api/protocol"
@@ -333,4 +334,72 @@ func getPool(g Gomega, name string) *v1alpha1.MaintenancePool {
 	var p v1alpha1.MaintenancePool
 	g.Expect(bed.Client.Get(context.Background(), client.ObjectKey{Name: name}, &p)).To(Succeed())
 	return &p
+}
+
+// While a node is in flight its silences are extended before they end,
+// in place (their IDs kept); one a person expired is not made again, and
+// an event says so; once the node is reported not back (it needs a
+// person, and its alerts are how one hears) its silences are expired.
+func TestSilencesAreExtendedInFlightAndEndWhenTheNodeNeedsAPerson(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const pool, margin, notBack = "long", 10 * time.Minute, 15 * time.Minute
+	c, am, _, opts := silencedCluster(t, pool, 1, 1, v1alpha1.SilencesHold)
+	t0 := time.Now().UTC().Truncate(time.Second)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	opts.Clock, opts.Silences.Margin, opts.NodeReturnTimeout = clk, margin, notBack
+	harness.StartOperatorWith(t, bed, opts)
+	name := pool + "-000"
+	c.Node(name).IgnoreReboots(true)
+	g.Expect(c.Node(name).RequestReboot("kernel update")).To(Succeed())
+
+	var rec protocol.SilenceRecord
+	g.Eventually(func(g Gomega) {
+		st, err := protocol.Read(getNode(g, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.Approved).NotTo(BeEmpty(), "approved; its reboot never happens")
+		g.Expect(st.Silences).NotTo(BeNil())
+		g.Expect(st.Silences.Silences).To(HaveLen(2))
+		for _, h := range st.Silences.Silences {
+			g.Expect(h.ID).NotTo(BeEmpty())
+			g.Expect(h.EndsAt).To(BeTemporally("==", t0.Add(margin)), "a margin ahead of the pass that made it")
+		}
+		rec = *st.Silences
+	}, timeout).Should(Succeed())
+
+	// A person expires the node set's silence.
+	api, err := silences.New(am.URL(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	removed := rec.Silences[0]
+	g.Expect(removed.Set).To(Equal("node"))
+	g.Expect(api.Expire(ctx, removed.ID)).To(Succeed())
+
+	// Past half the margin, the next pass extends what is left.
+	clk.SetTime(t0.Add(6 * time.Minute))
+	poke(g, name, "1")
+	g.Eventually(func(g Gomega) {
+		st, err := protocol.Read(getNode(g, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.Silences.Silences).To(ConsistOf(
+			protocol.HeldSilence{Set: "node", Alertmanager: rec.Silences[0].Alertmanager, ID: removed.ID, EndsAt: removed.EndsAt, Removed: true},
+			protocol.HeldSilence{Set: "instance", Alertmanager: rec.Silences[1].Alertmanager, ID: rec.Silences[1].ID, EndsAt: t0.Add(16 * time.Minute)},
+		))
+		s, err := api.Get(ctx, rec.Silences[1].ID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(s.EndsAt).To(BeTemporally("==", t0.Add(16*time.Minute)), "extended in place, its ID kept")
+		g.Expect(harness.EventReasons(g, bed, "Node", name, "Warning")).To(ContainElement(v1alpha1.SilenceRemovedReason))
+	}, timeout).Should(Succeed())
+	g.Expect(kmaintSilences(g, am, name)).To(HaveLen(2), "the removed silence is not made again")
+
+	// Not back past the operator's bound: the node needs a person.
+	clk.SetTime(t0.Add(notBack + time.Minute))
+	poke(g, name, "2")
+	g.Eventually(func(g Gomega) {
+		n := getNode(g, name)
+		g.Expect(n.Annotations).To(HaveKey(protocol.NodeNotBack))
+		g.Expect(n.Annotations).NotTo(HaveKey(protocol.Silenced))
+		for _, s := range kmaintSilences(g, am, name) {
+			g.Expect(s.Expired()).To(BeTrue(), "silence %s (%s) ended with the node degraded", s.ID, s.Matchers[0].Name)
+		}
+	}, timeout).Should(Succeed())
 }
