@@ -27,7 +27,7 @@ const EventNamespace = metav1.NamespaceDefault
 // lifecycle's (UnfollowedController), whose events repeat, once per
 // request, what the gate, aftercare and the daemon say of the node.
 func FollowedControllers() []string {
-	return []string{"kmaint-gate", "kmaint-aftercare", "kmaint-daemon", "kmaint-policy", "kmaint-unreadable", "kmaint-alert-webhook"}
+	return []string{"kmaint-gate", "kmaint-aftercare", "kmaint-daemon", "kmaint-policy", "kmaint-unreadable", "kmaint-alert-webhook", "kmaint-silences"}
 }
 
 // UnfollowedController is the one recorder of kmaint's that the notifier

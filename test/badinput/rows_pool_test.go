@@ -148,6 +148,58 @@ func poolRows() []row {
 		invalidWindow("window with six fields", windowSpec("schedule", "0 0 2 * * *")),
 	)
 
+	// Silences: the API server refuses what it can judge (counts, sizes,
+	// names, the enum and the bounds); the operator refuses sets that
+	// cannot silence one node, and the pool admits nothing.
+	set := func(name string, matchers ...any) map[string]any {
+		return map[string]any{"name": name, "matchers": matchers}
+	}
+	silencesOf := func(kv ...any) map[string]any {
+		return poolSpec("silences", with(map[string]any{"sets": []any{set("node", `node="{{ .Node }}"`)}}, kv...))
+	}
+	rows = append(rows,
+		refuse("silences without sets", "spec.silences.sets", silencesOf("sets", []any{})),
+		refuse("silences with 9 sets", "spec.silences.sets", silencesOf("sets", func() []any {
+			out := make([]any, 9)
+			for i := range out {
+				out[i] = set(fmt.Sprintf("s%d", i), `node="{{ .Node }}"`)
+			}
+			return out
+		}())),
+		refuse("silence set with 17 matchers", "spec.silences.sets[0].matchers", silencesOf("sets", []any{set("s", many(17, `node="{{ .Node }}"`)...)})),
+		refuse("silence set without matchers", "spec.silences.sets[0].matchers", silencesOf("sets", []any{set("s")})),
+		refuse("silence matcher of 513 bytes", "spec.silences.sets[0].matchers[0]", silencesOf("sets", []any{set("s", `node="`+strings.Repeat("a", 506)+`"`)})),
+		refuse("silence set named with a slash", "spec.silences.sets[0].name", silencesOf("sets", []any{set("a/b", `node="{{ .Node }}"`)})),
+		refuse("two silence sets of one name", "spec.silences.sets[1]", silencesOf("sets", []any{set("s", `node="{{ .Node }}"`), set("s", `instance="{{ .Node }}"`)})),
+		refuse("silences onUnreachable Maybe", "spec.silences.onUnreachable", silencesOf("onUnreachable", "Maybe")),
+		refuse("silences maxDuration 5m", "spec.silences.maxDuration", silencesOf("maxDuration", "5m")),
+		refuse("silences maxDuration 48h", "spec.silences.maxDuration", silencesOf("maxDuration", "48h")),
+		refuse("silences maxDuration bogus", "spec.silences.maxDuration", silencesOf("maxDuration", "a while")),
+	)
+	invalidSilences := func(name string, matchers ...any) row {
+		return row{
+			surface: poolSurface,
+			name:    name,
+			send: func(t *testing.T, _ *env) (shown, error) {
+				u, err := createRow(t, "MaintenancePool", name, silencesOf("sets", []any{set("s", matchers...)}))
+				if err != nil {
+					return nil, err
+				}
+				return poolConditions(u.GetName()), nil
+			},
+			want: containedAs(v1alpha1.InvalidSilencesReason),
+		}
+	}
+	rows = append(rows,
+		invalidSilences("silence set not by the node", `alertname="KubeNodeNotReady"`),
+		invalidSilences("silence set only excluding the node", `node!="{{ .Node }}"`),
+		invalidSilences("silence regex that matches nothing too", `node=~"({{ .Node }})?"`),
+		invalidSilences("silence matcher not PromQL", `node == {{ .Node }}`),
+		invalidSilences("silence template other than the node", `node="{{ .Node }}"`, `pool="{{ .Pool }}"`),
+		invalidSilences("silence template calling a function", `node="{{ printf "%s" .Node }}"`),
+		invalidSilences("silence regex that does not compile", `node=~"{{ .Node }}(("`),
+	)
+
 	// A pool selecting nodes another pool has: they belong to neither, and
 	// both pools say so.
 	rows = append(rows, row{
