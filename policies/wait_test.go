@@ -54,6 +54,14 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", PodSelectorErr: errors.New("bad key"), Paused: true},
 			wantReason: v1alpha1.InvalidBlockingPodSelectorReason, wantMessage: "the blockingPodSelector of pool p cannot be parsed (bad key); nothing is admitted",
 		},
+		"silences that cannot be used, before a pause": {
+			in:         policies.WaitInput{Pool: "p", SilencesErr: errors.New(`silence set "s": no = or =~ matcher uses {{ .Node }}`), Paused: true},
+			wantReason: v1alpha1.InvalidSilencesReason, wantMessage: "the silences of pool p cannot be used (silence set \"s\": no = or =~ matcher uses {{ .Node }}); nothing is admitted",
+		},
+		"an admitted node's silences that cannot be made, before a pause": {
+			in:         policies.WaitInput{Pool: "p", SilencesUnavailable: "the silences of admitted node n1 (connection refused) cannot be made", Paused: true},
+			wantReason: v1alpha1.SilencesUnavailableReason, wantMessage: "the silences of admitted node n1 (connection refused) cannot be made; nothing new is admitted",
+		},
 		"an opted-out node, before windows and the budget": {
 			in: policies.WaitInput{Pool: "p", Node: node, OptOut: &protocol.OptOut{Reason: v1alpha1.DoNotDisruptReason, Message: "node n1 is annotated kmaint.io/do-not-disrupt"},
 				Windows: policies.WindowWait{Shut: true, Closed: []string{"pool p"}}, Budget: budgetFull},
