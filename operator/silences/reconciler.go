@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,10 +90,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Metrics.InitSilences(am.Name)
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("silences").WithOptions(opts).
-		For(&corev1.Node{}, builder.WithPredicates(poolnodes.NodeChanged(false))).
+		For(&corev1.Node{}, builder.WithPredicates(poolnodes.NodeChanged(false), inMaintenance())).
 		Watches(&v1alpha1.MaintenancePool{}, handler.EnqueueRequestsFromMapFunc(r.poolNodes),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+// inMaintenance passes the events of a node that is, or was until this
+// update, admitted, settling or silenced: no other node has silences to
+// hold, and a rollout of thousands of nodes updates each many times
+// before its turn comes.
+func inMaintenance() predicate.Predicate {
+	concerned := func(o client.Object) bool {
+		a := o.GetAnnotations()
+		return a[protocol.Admitted] != "" || a[protocol.Settling] != "" || a[protocol.Silenced] != ""
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return concerned(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return concerned(e.ObjectOld) || concerned(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return concerned(e.Object) },
+	}
 }
 
 // Reconcile holds the silences of one node.
