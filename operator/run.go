@@ -41,6 +41,7 @@ import (
 	"github.com/kmaint/kmaint/operator/maintenance"
 	"github.com/kmaint/kmaint/operator/metrics"
 	"github.com/kmaint/kmaint/operator/notify"
+	"github.com/kmaint/kmaint/operator/objectcheck"
 	"github.com/kmaint/kmaint/operator/policy"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/retention"
@@ -266,6 +267,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 	// The gate and aftercare read the same nodes: each version is decoded
 	// once for both.
 	decoded := poolnodes.NewDecoded()
+	// The gate and aftercare compile the pools' object checks once, for
+	// both: the gate reports those that do not compile, aftercare's too.
+	objectChecks, err := objectcheck.NewCompiler(objectcheck.Limits{})
+	if err != nil {
+		return nil, err
+	}
 	hookJobs := hooks.JobSettings{Namespace: opts.HooksNamespace, ServiceAccount: opts.HooksServiceAccount, PriorityClass: opts.HooksPriorityClass}
 	g := &gate.Reconciler{
 		Client:            c,
@@ -280,6 +287,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		BlockingQueryInterval: opts.BlockingQueryInterval,
 		BlockingPodInterval:   opts.BlockingPodInterval,
 		Pods:                  mgr.GetAPIReader(),
+		ObjectChecks:          objectChecks,
 		Hooks:                 hookJobs,
 	}
 	if prom != nil {
@@ -298,6 +306,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		DaemonConfirmTimeout: opts.DaemonConfirmTimeout,
 		NodeReturnTimeout:    opts.NodeReturnTimeout,
 		Decoded:              decoded,
+		ObjectChecks:         objectChecks,
 		Hooks:                hookJobs,
 	}
 	if prom != nil {

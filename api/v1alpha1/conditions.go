@@ -117,6 +117,23 @@ const (
 	// BlockingQueryFailedReason: a blocking query cannot be run, which is
 	// taken for one that blocks.
 	BlockingQueryFailedReason = "BlockingQueryFailed"
+	// InvalidObjectCheckReason: an object check's expression does not
+	// compile, or is not a bool; it holds (a blocking check) or passes no
+	// node (a health check). Also the reason of a pool's Degraded
+	// condition while one of its checks is so, whatever waits.
+	InvalidObjectCheckReason = "InvalidObjectCheck"
+	// ObjectCheckCostExceededReason: an object check's expression costs
+	// more than Kubernetes' per-call limit of CEL, by its estimate or as it
+	// ran; it holds as InvalidObjectCheck does.
+	ObjectCheckCostExceededReason = "ObjectCheckCostExceeded"
+	// ObjectCheckFailedReason: an object check's expression failed as it
+	// ran (a field it reads is absent, a bad conversion), or its objects
+	// could not be read or are too many; it holds, never passes.
+	ObjectCheckFailedReason = "ObjectCheckFailed"
+	// ObjectCheckForbiddenReason: the operator may not read the objects an
+	// object check names (its rights are the chart's); it holds, never
+	// passes.
+	ObjectCheckForbiddenReason = "ObjectCheckForbidden"
 	// BudgetExhaustedReason: the pool has as many nodes unavailable as its
 	// maxUnavailable allows.
 	BudgetExhaustedReason = "BudgetExhausted"

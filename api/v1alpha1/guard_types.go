@@ -31,6 +31,8 @@ const (
 // condition="Ready",status="true"} == 0` or `up{job="node"} == 0`. A query
 // that returns nothing for the node passes it, so write checks whose
 // absence is not taken for health where it matters (absent(), or `unless`).
+// An object check needs no Prometheus: kmaint evaluates its CEL expression
+// over the node, its pods or pods it selects, and false is a bad result.
 type HealthChecks struct {
 	// Queries are the checks, evaluated together for every node of the
 	// pool that settles.
@@ -72,7 +74,11 @@ type HealthChecks struct {
 	Canaries int32 `json:"canaries,omitempty"`
 }
 
-// HealthCheck is one PromQL query a rebooted node must not show up in.
+// HealthCheck is one check a rebooted node must pass: a PromQL query it
+// must not show up in, or an object check (objects and expression) whose
+// CEL expression must be true for it.
+// +kubebuilder:validation:XValidation:rule="has(self.query) != has(self.objects)",message="a health check has exactly one of query (PromQL) or objects (with expression)"
+// +kubebuilder:validation:XValidation:rule="has(self.objects) == has(self.expression)",message="expression goes with objects, and objects with expression"
 type HealthCheck struct {
 	// Name identifies the check in conditions, events and metrics.
 	// +kubebuilder:validation:MinLength=1
@@ -81,19 +87,38 @@ type HealthCheck struct {
 	Name string `json:"name"`
 
 	// Query is an instant PromQL query; each series it returns is a bad
-	// result for the node its NodeLabel names.
+	// result for the node its NodeLabel names. Required unless the check
+	// is an object check.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Query string `json:"query"`
+	// +optional
+	Query string `json:"query,omitempty"`
 
-	// NodeLabel is the series label that names the node.
+	// Objects are the objects an object check reads (see CheckObjects):
+	// for node and podsOnNode, those of each settling node; for pods, the
+	// pods it selects, the same for every settling node.
+	// +optional
+	Objects *CheckObjects `json:"objects,omitempty"`
+
+	// Expression is the object check's CEL expression (Kubernetes' CEL
+	// libraries and cost limits), over the variables its objects give:
+	// `node`, `pods`. It must be a bool; false is a bad result for the
+	// node, as a series is for a query. One that does not compile, costs
+	// too much or fails passes no node, as a query that cannot run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Expression string `json:"expression,omitempty"`
+
+	// NodeLabel is the series label that names the node (a query's only).
 	// +kubebuilder:default=node
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	NodeLabel string `json:"nodeLabel,omitempty"`
 
 	// MatchNodeBy says whether NodeLabel holds the node's name or one of
-	// its addresses (node_exporter's instance label, less its port).
+	// its addresses (node_exporter's instance label, less its port); a
+	// query's only.
 	// +kubebuilder:default=Name
 	// +optional
 	MatchNodeBy NodeMatch `json:"matchNodeBy,omitempty"`

@@ -50,8 +50,9 @@ type MaintenancePoolSpec struct {
 	// +optional
 	DesiredConfig string `json:"desiredConfig,omitempty"`
 
-	// BlockingQueries are PromQL queries that stop new admissions while any of
-	// them returns a result, or fails.
+	// BlockingQueries are checks that stop new admissions while any of
+	// them blocks or fails: PromQL queries that return a result, and object
+	// checks whose expression is false.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=name
@@ -100,7 +101,7 @@ type MaintenancePoolSpec struct {
 	// +optional
 	SettleTime *metav1.Duration `json:"settleTime,omitempty"`
 
-	// HealthChecks are PromQL queries a rebooted node must pass during and
+	// HealthChecks are checks (PromQL queries or object checks) a rebooted node must pass during and
 	// after its settle time. A node that fails one keeps its slot, and the
 	// pool halts: it admits nothing new until healthChecks.resume says.
 	// A check that cannot be run (Prometheus unreachable, the query
@@ -147,8 +148,12 @@ func (s *MaintenancePoolSpec) Guarded() bool {
 	return s.Settle() > 0 || s.HealthChecks != nil && len(s.HealthChecks.Queries) > 0
 }
 
-// BlockingQuery is a PromQL query whose result, while non-empty, blocks new
-// admissions in its pool.
+// BlockingQuery is a check that blocks new admissions in its pool: either
+// a PromQL query whose result, while non-empty, blocks, or an object check
+// (objects and expression) whose CEL expression, while false, blocks. A
+// check that cannot be evaluated blocks too.
+// +kubebuilder:validation:XValidation:rule="has(self.query) != has(self.objects)",message="a blocking check has exactly one of query (PromQL) or objects (with expression)"
+// +kubebuilder:validation:XValidation:rule="has(self.objects) == has(self.expression)",message="expression goes with objects, and objects with expression"
 type BlockingQuery struct {
 	// Name identifies the query in the pool's conditions and events.
 	// +kubebuilder:validation:MinLength=1
@@ -156,9 +161,28 @@ type BlockingQuery struct {
 	Name string `json:"name"`
 
 	// Query is the PromQL expression, e.g. ALERTS{severity="critical"}.
+	// Required unless the check is an object check.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Query string `json:"query"`
+	// +optional
+	Query string `json:"query,omitempty"`
+
+	// Objects are the objects an object check reads (see CheckObjects):
+	// for node and podsOnNode, those of each node whose turn to be
+	// admitted came (at most the free slots of the budget); for pods,
+	// the pods it selects. The pool admits nothing while the expression
+	// is false for any of them.
+	// +optional
+	Objects *CheckObjects `json:"objects,omitempty"`
+
+	// Expression is the object check's CEL expression (Kubernetes' CEL
+	// libraries and cost limits), over the variables its objects give:
+	// `node`, `pods`. It must be a bool; true lets admissions through.
+	// One that does not compile, costs too much or fails holds them.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Expression string `json:"expression,omitempty"`
 }
 
 // DrainOptions says how a node is drained. DaemonSet pods are always left in
@@ -397,8 +421,11 @@ type BlockingQueryStatus struct {
 	// Name is the query's name in spec.blockingQueries.
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Reason is BlockingQuery (it returns a result) or BlockingQueryFailed
-	// (it cannot be run, which blocks too).
+	// Reason is BlockingQuery (it returns a result, or an object check's
+	// expression is false) or, for a check that cannot be evaluated, which
+	// blocks too, BlockingQueryFailed (a query) or InvalidObjectCheck,
+	// ObjectCheckCostExceeded, ObjectCheckFailed or ObjectCheckForbidden
+	// (an object check).
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason"`
 	// Message says what the query returned or why it cannot be run.

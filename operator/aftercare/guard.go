@@ -29,8 +29,10 @@ type guardState struct {
 	// failure first.
 	failed []v1alpha1.HaltedNode
 	// unavailable says why the checks cannot run for the pool's settling
-	// nodes; empty when they ran (or none settles).
-	unavailable string
+	// nodes; empty when they ran (or none settles). unavailableReason is
+	// the Halted condition's reason then.
+	unavailable       string
+	unavailableReason string
 	// resumeErr says why the pool's kmaint.io/resume-halt cannot be read.
 	resumeErr error
 }
@@ -70,7 +72,7 @@ func (r *Reconciler) settle(ctx context.Context, st *poolState) error {
 		health = &h
 		st.wakeAt(next)
 		if h.err != "" {
-			st.guard.unavailable = h.err
+			st.guard.unavailable, st.guard.unavailableReason = h.err, h.errReason
 		}
 	}
 	resumeAt, resumeErr := pool.ResumeHaltTime(st.now)
@@ -272,7 +274,11 @@ func haltMessage(st *poolState) (reason, msg string) {
 		}
 		return reason, msg
 	case g.unavailable != "":
-		return v1alpha1.HealthCheckUnavailableReason, g.unavailable + "; no settling node passes and nothing new is admitted until the checks run"
+		reason = g.unavailableReason
+		if reason == "" {
+			reason = v1alpha1.HealthCheckUnavailableReason
+		}
+		return reason, g.unavailable + "; no settling node passes and nothing new is admitted until the checks run"
 	}
 	return "", ""
 }

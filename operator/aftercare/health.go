@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/objectcheck"
 	"github.com/kmaint/kmaint/policies"
 )
 
@@ -22,8 +23,13 @@ type healthResult struct {
 	// generation is the pool's generation they ran for.
 	generation int64
 	// err says why they could not run (no Prometheus, unreachable, a
-	// query refused); empty when they ran. No node passes then.
+	// query refused, an object check that cannot be evaluated); empty
+	// when they ran. No node passes then.
 	err string
+	// errReason is the Halted condition's reason while err is set: an
+	// object check's own (InvalidObjectCheck, ObjectCheckForbidden ...),
+	// else HealthCheckUnavailable.
+	errReason string
 	// bad is, by node name, the first bad result the checks returned for
 	// a settling node.
 	bad map[string]badResult
@@ -59,15 +65,21 @@ func (r *Reconciler) health(ctx context.Context, st *poolState, settling []strin
 // must not pass.
 func (r *Reconciler) evaluateHealth(ctx context.Context, hc *v1alpha1.HealthChecks, generation int64, settling []string, nodes []corev1.Node, now time.Time) healthResult {
 	h := healthResult{at: now, generation: generation, bad: map[string]badResult{}}
-	if r.Prometheus == nil {
-		h.err = "the pool has health checks and the operator has no Prometheus URL configured"
-		return h
-	}
 	wanted := map[string]bool{}
 	for _, n := range settling {
 		wanted[n] = true
 	}
 	for _, q := range hc.Queries {
+		if oc := q.ObjectCheck(); oc != nil {
+			if !r.evaluateObjects(ctx, &h, q.Name, *oc, settling) {
+				return h
+			}
+			continue
+		}
+		if r.Prometheus == nil {
+			h.err = "the pool has health checks and the operator has no Prometheus URL configured"
+			return h
+		}
 		vec, err := r.Prometheus.Query(ctx, q.Query, now)
 		var qe *policies.QueryError
 		switch {
@@ -92,6 +104,40 @@ func (r *Reconciler) evaluateHealth(ctx context.Context, hc *v1alpha1.HealthChec
 		}
 	}
 	return h
+}
+
+// evaluateObjects evaluates one health object check for each settling
+// node (node, podsOnNode) or once for them all (pods), and records a
+// false as a bad result for the node (for every settling node: pods). It
+// reports false, with h.err set, when the check cannot be evaluated for
+// one of them: no node may pass then, as for a query that cannot run.
+func (r *Reconciler) evaluateObjects(ctx context.Context, h *healthResult, name string, oc v1alpha1.ObjectCheck, settling []string) bool {
+	nodes := settling
+	if !oc.Objects.PerNode() {
+		nodes = []string{""}
+	}
+	for _, n := range nodes {
+		res, err := r.objects.Check(ctx, oc, n)
+		if err != nil {
+			h.errReason = objectcheck.ReasonOf(err)
+			h.err = fmt.Sprintf("health check %q cannot be evaluated", name)
+			if n != "" {
+				h.err += " for node " + n
+			}
+			h.err += fmt.Sprintf(" (%s): %v", h.errReason, err)
+			return false
+		}
+		if res.Holds {
+			continue
+		}
+		bad := badResult{check: name, value: "false", series: "the expression is false for " + res.Subject}
+		for _, s := range settling {
+			if _, seen := h.bad[s]; !seen && (n == "" || s == n) {
+				h.bad[s] = bad
+			}
+		}
+	}
+	return true
 }
 
 func sampleValue(v model.SampleValue) string {

@@ -27,6 +27,7 @@ import (
 	"github.com/kmaint/kmaint/operator/enqueue"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/objectcheck"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/recent"
 	"github.com/kmaint/kmaint/policies"
@@ -48,6 +49,9 @@ type Reconciler struct {
 	// Prometheus runs pools' health checks. Nil fails the checks of every
 	// pool that has some, saying that no Prometheus is configured.
 	Prometheus policies.Querier
+	// ObjectChecks compiles the pools' object checks; the gate may share
+	// it. Nil makes one.
+	ObjectChecks *objectcheck.Compiler
 	// Pods lists a node's failed daemon pods; it must not be a cached
 	// client (a cluster-wide pod cache is what it avoids). Nil uses the
 	// manager's API reader.
@@ -76,6 +80,9 @@ type Reconciler struct {
 	hookTeller hooks.Teller
 	// kept keeps each pool's members between reconciles.
 	kept *poolnodes.KeptPools[poolnodes.Member]
+	// objects evaluates the pools' health object checks, reading through
+	// Pods.
+	objects *objectcheck.Checker
 	// healthChecks keeps each pool's last health-check evaluation, by UID.
 	healthChecks *recent.Cache[types.UID, healthResult]
 	// backSightings keeps, per node, when it was first seen back from its
@@ -244,6 +251,13 @@ func (st *poolState) wakeAt(t time.Time) {
 // that matters to the protocol trigger reconciles; the waits and settle
 // times requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.ObjectChecks == nil {
+		c, err := objectcheck.NewCompiler(objectcheck.Limits{})
+		if err != nil {
+			return err
+		}
+		r.ObjectChecks = c
+	}
 	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
 	return enqueue.Register(ctrl.NewControllerManagedBy(mgr).Named("aftercare").WithOptions(opts), r.watches()).Complete(r)
 }
@@ -284,6 +298,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 	if r.Decoded == nil {
 		r.Decoded = poolnodes.NewDecoded()
 	}
+	r.objects = &objectcheck.Checker{Compiler: r.ObjectChecks, Reader: r.Pods}
 	r.events = poolnodes.Events{Recorder: r.Recorder}
 	r.hooks = hooks.NewRunnerOf(r.Client, apiReader, r.Hooks)
 	r.hookTeller = hooks.Teller{Events: r.events, Metrics: r.Metrics}

@@ -29,6 +29,7 @@ import (
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
 	"github.com/kmaint/kmaint/operator/gate/requestsettings"
 	"github.com/kmaint/kmaint/operator/hooks"
+	"github.com/kmaint/kmaint/operator/objectcheck"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/operator/recent"
@@ -140,6 +141,13 @@ func (r *Reconciler) holdForUnreadable(ctx context.Context, st *poolState) error
 // polls, except a drain in progress and a wait for a daemon or a node's
 // return, which requeue themselves.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.ObjectChecks == nil {
+		c, err := objectcheck.NewCompiler(objectcheck.Limits{})
+		if err != nil {
+			return err
+		}
+		r.ObjectChecks = c
+	}
 	r.prepare(mgr.GetCache(), mgr.GetAPIReader())
 	b := enqueue.Register(ctrl.NewControllerManagedBy(mgr).Named("gate").WithOptions(opts), r.watches()).
 		// Each drain step wakes the pool of its node, and the drain steps
@@ -208,6 +216,7 @@ func (r *Reconciler) prepare(informers cache.Informers, apiReader client.Reader)
 		r.Pods = apiReader
 	}
 	r.podChecks = podcheck.New(r.Pods, r.PodsVersions, r.BlockingPodInterval)
+	r.objects = &objectcheck.Checker{Compiler: r.ObjectChecks, Reader: r.Pods}
 	r.settings = requestsettings.New()
 	r.kept = poolnodes.NewKeptPools[member]()
 	r.nodesSeen = &poolnodes.Seen{}

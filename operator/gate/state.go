@@ -26,6 +26,7 @@ import (
 	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/operator/hooks"
 	"github.com/kmaint/kmaint/operator/metrics"
+	"github.com/kmaint/kmaint/operator/objectcheck"
 	"github.com/kmaint/kmaint/operator/poolnodes"
 	"github.com/kmaint/kmaint/operator/poolstatus"
 	"github.com/kmaint/kmaint/operator/recent"
@@ -157,6 +158,10 @@ type Reconciler struct {
 	// BlockingQueryInterval is how long a pool's blocking-query results
 	// stand before the queries run again (30s if zero).
 	BlockingQueryInterval time.Duration
+	// ObjectChecks compiles the pools' object checks (the gate reports
+	// those that cannot be compiled, aftercare's included); aftercare
+	// may share it. Nil makes one.
+	ObjectChecks *objectcheck.Compiler
 	// Pods lists the pods of a node whose turn came, to see whether any
 	// holds its admission; it must not be a cached client (a cluster-wide
 	// pod cache is what it avoids). Nil uses the manager's API reader.
@@ -202,6 +207,9 @@ type Reconciler struct {
 	// members sorts what kept holds of each pool's nodes into what the
 	// phases read node by node, what they count, and the queue.
 	members *members.Pools[view.Kept]
+	// objects evaluates the pools' blocking object checks, reading
+	// through Pods.
+	objects *objectcheck.Checker
 	// podChecks keeps what nodes' pods said when their turn last came.
 	podChecks *podcheck.Checker
 	// relabels keeps which relabelled nodes in flight the gate told of.

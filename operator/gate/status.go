@@ -189,6 +189,7 @@ func setDraining(st *poolState) {
 func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []string) {
 	pool := st.pool
 	was := meta.FindStatusCondition(pool.Status.Conditions, v1alpha1.DegradedCondition)
+	invalidCheck, invalidMsg := r.invalidObjectCheck(pool)
 	switch {
 	case st.selectorErr != nil:
 		msg := st.selectorErr.Error() + "; nothing is admitted in this pool"
@@ -205,6 +206,8 @@ func (r *Reconciler) setDegraded(st *poolState, degraded, malformed, notBack []s
 	case st.admission.podSelectorErr != nil:
 		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.InvalidBlockingPodSelectorReason, "",
 			fmt.Sprintf("blockingPodSelector cannot be parsed (%v); nothing is admitted in this pool until it can", st.admission.podSelectorErr))
+	case invalidCheck != "":
+		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, invalidCheck, "", invalidMsg)
 	case len(malformed) > 0:
 		poolstatus.SetCondition(pool, v1alpha1.DegradedCondition, true, v1alpha1.MalformedAnnotationReason, "", strings.Join(malformed, "; "))
 	case len(notBack) > 0:

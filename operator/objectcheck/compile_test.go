@@ -1,0 +1,145 @@
+package objectcheck_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kmaint/kmaint/api/v1alpha1"
+	"github.com/kmaint/kmaint/operator/objectcheck"
+)
+
+var (
+	nodeKind       = v1alpha1.CheckObjects{Node: &v1alpha1.NodeObjects{}}
+	podsOnNodeKind = v1alpha1.CheckObjects{PodsOnNode: &v1alpha1.PodsOnNodeObjects{}}
+	podsKind       = v1alpha1.CheckObjects{Pods: &v1alpha1.PodObjects{Namespace: "db"}}
+)
+
+func pod(name, phase string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db", Labels: map[string]string{"app": "db"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPhase(phase)}}
+}
+
+// Every outcome of an expression: true and false, and each way it cannot
+// say either, with the reason a condition reports. An error is never a
+// value: Eval returns false with it.
+func TestCompileAndEval(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
+		Spec: corev1.NodeSpec{Unschedulable: true},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue}, {Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse}}}}
+	cases := map[string]struct {
+		objects v1alpha1.CheckObjects
+		expr    string
+		vars    objectcheck.Vars
+		limits  objectcheck.Limits
+		// want is the expression's value when wantReason is empty.
+		want bool
+		// wantReason is the reason of the error, empty for none;
+		// wantCompileErr says it comes at compile time.
+		wantReason     string
+		wantCompileErr bool
+		// wantMessage is a substring of the error.
+		wantMessage string
+	}{
+		"a node's condition holds": {
+			objects: nodeKind, vars: objectcheck.Vars{Node: node},
+			expr: `!node.status.conditions.exists(c, c.type == 'DiskPressure' && c.status == 'True')`, want: true,
+		},
+		"a node's label is false": {
+			objects: nodeKind, vars: objectcheck.Vars{Node: node}, expr: `node.metadata.labels.zone == 'b'`, want: false,
+		},
+		"Kubernetes' libraries are there": {
+			objects: nodeKind, vars: objectcheck.Vars{Node: node}, expr: `node.metadata.name.matches('^n[0-9]+$') && quantity('1Gi').isGreaterThan(quantity('1Mi'))`, want: true,
+		},
+		"pods on a node": {
+			objects: podsOnNodeKind, vars: objectcheck.Vars{Node: node, Pods: []corev1.Pod{pod("a", "Running"), pod("b", "Pending")}},
+			expr: `node.spec.unschedulable && pods.all(p, p.status.phase == 'Running')`, want: false,
+		},
+		"pods of a namespace": {
+			objects: podsKind, vars: objectcheck.Vars{Pods: []corev1.Pod{pod("a", "Running"), pod("b", "Running")}},
+			expr: `pods.filter(p, p.status.phase == 'Running').size() >= 2`, want: true,
+		},
+		"a syntax error": {
+			objects: nodeKind, expr: `node.metadata.name ==`, wantReason: v1alpha1.InvalidObjectCheckReason, wantCompileErr: true, wantMessage: "does not compile",
+		},
+		"a variable the kind does not have": {
+			objects: podsKind, expr: `node.metadata.name == 'n1'`, wantReason: v1alpha1.InvalidObjectCheckReason, wantCompileErr: true, wantMessage: "undeclared reference",
+		},
+		"not a bool": {
+			objects: podsKind, expr: `pods.size()`, wantReason: v1alpha1.InvalidObjectCheckReason, wantCompileErr: true, wantMessage: "not a bool",
+		},
+		"an estimated cost past the limit": {
+			objects: podsKind, expr: `pods.all(a, pods.all(b, pods.all(c, a.metadata.name != c.metadata.name)))`,
+			wantReason: v1alpha1.ObjectCheckCostExceededReason, wantCompileErr: true, wantMessage: "more than the limit",
+		},
+		"a runtime cost past the limit": {
+			objects: podsKind, limits: objectcheck.Limits{Runtime: 10},
+			vars: objectcheck.Vars{Pods: []corev1.Pod{pod("a", "Running"), pod("b", "Running"), pod("c", "Running"), pod("d", "Running")}},
+			expr: `pods.all(p, p.status.phase == 'Running')`, wantReason: v1alpha1.ObjectCheckCostExceededReason, wantMessage: "cost limit",
+		},
+		"a field that is absent": {
+			objects: nodeKind, vars: objectcheck.Vars{Node: node}, expr: `node.metadata.labels.missing == 'x'`,
+			wantReason: v1alpha1.ObjectCheckFailedReason, wantMessage: "no such key",
+		},
+		"a dynamic value that is not a bool": {
+			objects: nodeKind, vars: objectcheck.Vars{Node: node}, expr: `node.metadata.name`,
+			wantReason: v1alpha1.InvalidObjectCheckReason, wantMessage: "not a bool",
+		},
+		"no node given": {
+			objects: nodeKind, expr: `node.metadata.name == 'n1'`, wantReason: v1alpha1.ObjectCheckFailedReason, wantMessage: "given none",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := objectcheck.NewCompiler(tc.limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := c.Compile(tc.objects, tc.expr)
+			if cerr := prog.Err(); (cerr != nil) != tc.wantCompileErr {
+				t.Fatalf("compile error %v, want one: %v", cerr, tc.wantCompileErr)
+			}
+			got, err := prog.Eval(context.Background(), tc.vars)
+			if tc.wantReason == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("Eval = %v, %v; want %v", got, err, tc.want)
+				}
+				return
+			}
+			var oe *objectcheck.Error
+			if !errors.As(err, &oe) {
+				t.Fatalf("Eval = %v, %v; want an *objectcheck.Error", got, err)
+			}
+			if got {
+				t.Errorf("an error came with true: an expression that cannot be evaluated must never pass")
+			}
+			if oe.Reason != tc.wantReason || objectcheck.ReasonOf(err) != tc.wantReason {
+				t.Errorf("reason %s, want %s (%v)", oe.Reason, tc.wantReason, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantMessage) {
+				t.Errorf("error %q does not say %q", err, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// A check is compiled once per kind and text, whatever pool or generation
+// asks: the same program comes back.
+func TestCompileOnce(t *testing.T) {
+	c, err := objectcheck.NewCompiler(objectcheck.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Compile(nodeKind, `has(node.spec.unschedulable)`)
+	if a != c.Compile(nodeKind, `has(node.spec.unschedulable)`) {
+		t.Errorf("the same check was compiled twice")
+	}
+	if a == c.Compile(podsOnNodeKind, `has(node.spec.unschedulable)`) {
+		t.Errorf("another kind shares the program of the node kind")
+	}
+}
