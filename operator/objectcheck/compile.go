@@ -63,7 +63,7 @@ const DefaultCostLimit = celconfig.PerCallLimit
 // dynamic, so CEL cannot know, and with no bound it would take the largest
 // integer and refuse every expression that iterates over one. The runtime
 // limit is what holds an object larger than that.
-const nestedSize = 128
+const nestedSize = 64
 
 // maxPrograms bounds the programs kept; past it the cache starts afresh
 // (checks are few, so it is reached only by a stream of edited ones).
@@ -184,7 +184,9 @@ func (c *Compiler) compile(key programKey) *Program {
 	return p
 }
 
-// sizes bounds the sizes CEL cannot know (see nestedSize).
+// sizes bounds the sizes CEL cannot know (see nestedSize). They are only
+// the estimate's: an expression whose objects are larger is stopped by the
+// runtime limit, and its check holds.
 type sizes struct{ maxPods uint64 }
 
 func (s sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
@@ -192,10 +194,10 @@ func (s sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	switch {
 	case len(path) == 1 && path[0] == PodsVar:
 		return &checker.SizeEstimate{Min: 0, Max: s.maxPods}
-	case len(path) > 0:
-		return &checker.SizeEstimate{Min: 0, Max: nestedSize}
 	}
-	return nil
+	// Anything else CEL cannot size: a field of an object, or a value a
+	// function made of one (an optional's orValue, a split).
+	return &checker.SizeEstimate{Min: 0, Max: nestedSize}
 }
 
 func (sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {

@@ -143,3 +143,40 @@ func TestCompileOnce(t *testing.T) {
 		t.Errorf("another kind shares the program of the node kind")
 	}
 }
+
+// The examples of the READMEs (operator/policy, operator/gate) compile,
+// within the cost limit, and say what they mean of a node and its pods.
+func TestReadmeExamples(t *testing.T) {
+	c, err := objectcheck.NewCompiler(objectcheck.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := func(p corev1.Pod) corev1.Pod {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	batch := pod("batch", "Running")
+	batch.Labels["tier"] = "batch"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionTrue}}}}
+	cases := []struct {
+		objects v1alpha1.CheckObjects
+		expr    string
+		vars    objectcheck.Vars
+		want    bool
+	}{
+		{nodeKind, `!node.status.conditions.exists(c, c.type == 'DiskPressure' && c.status == 'True')`, objectcheck.Vars{Node: node}, false},
+		{podsOnNodeKind, `!pods.exists(p, has(p.metadata.labels) && p.metadata.labels.?tier.orValue('') == 'batch' && p.status.phase == 'Running')`,
+			objectcheck.Vars{Node: node, Pods: []corev1.Pod{pod("a", "Running"), batch}}, false},
+		{podsKind, `pods.filter(p, p.status.?conditions.orValue([]).exists(c, c.type == 'Ready' && c.status == 'True')).size() >= 3`,
+			objectcheck.Vars{Pods: []corev1.Pod{ready(pod("a", "Running")), ready(pod("b", "Running")), ready(pod("c", "Running")), pod("d", "Pending")}}, true},
+		{nodeKind, `!node.status.conditions.exists(c, c.type in ['DiskPressure', 'MemoryPressure', 'PIDPressure'] && c.status == 'True')`, objectcheck.Vars{Node: node}, false},
+		{podsOnNodeKind, `pods.all(p, p.status.phase in ['Running', 'Succeeded'])`, objectcheck.Vars{Node: node, Pods: []corev1.Pod{pod("a", "Running")}}, true},
+	}
+	for _, tc := range cases {
+		got, err := c.Compile(tc.objects, tc.expr).Eval(context.Background(), tc.vars)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v", tc.expr, got, err, tc.want)
+		}
+	}
+}
