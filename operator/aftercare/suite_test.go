@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -27,7 +28,11 @@ func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bed)) }
 
 // startAftercare runs aftercare alone, without the gate: the tests put the
 // nodes in the state the gate leaves them in.
-func startAftercare(t *testing.T, q *querier) {
+func startAftercare(t *testing.T, q *querier) { startAftercareReading(t, q, nil) }
+
+// startAftercareReading is startAftercare with the reader that object
+// checks read through; nil is the manager's API reader.
+func startAftercareReading(t *testing.T, q *querier, reader client.Reader) {
 	t.Helper()
 	s, err := scheme.New()
 	if err != nil {
@@ -37,7 +42,11 @@ func startAftercare(t *testing.T, q *querier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &aftercare.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-aftercare"), Prometheus: q}
+	r := &aftercare.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kmaint-aftercare"), Pods: reader}
+	if q != nil {
+		// A nil *querier in the interface would not read as nil.
+		r.Prometheus = q
+	}
 	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ type env struct {
 
 func TestBadInputMatrix(t *testing.T) {
 	e := setUp(t)
-	rows := slices.Concat(poolRows(), policyRows(), maintenanceRows(), annotationRows(), webhookRows(), cliRows(), teamRows(), rightsRows(), addonRows(),
+	rows := slices.Concat(poolRows(), objectCheckRows(), policyRows(), maintenanceRows(), annotationRows(), webhookRows(), cliRows(), teamRows(), rightsRows(), addonRows(),
 		hooksNamespaceRows())
 	counts := map[kind]int{}
 	bySurface := map[string]map[kind]int{}
