@@ -17,7 +17,10 @@
 //     (spec.settleTime, spec.healthChecks): each keeps its slot until its
 //     settle time passed and the checks found it healthy (decideSettle,
 //     settle.go), the checks running at most once per interval for all the
-//     pool's settling nodes together (health.go);
+//     pool's settling nodes together (health.go): PromQL queries through
+//     Prometheus, object checks (a CEL expression over the node, its pods
+//     or pods chosen by selector) through package objectcheck, false a bad
+//     result for the node as a series is;
 //   - halts the pool when a check fails or cannot run, and reports it:
 //     status.settling, status.halt and the Halted condition are this
 //     controller's, applied as its own field manager beside the gate's
