@@ -106,7 +106,9 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 		if len(a.plan.Admit) == 0 {
 			break
 		}
-		if len(st.pool.Spec.BlockingQueries) > 0 && !asked {
+		// Asked again when a node passed its turn to one the checks of a
+		// node were not evaluated for (plan.Block.Covers).
+		if len(st.pool.Spec.BlockingQueries) > 0 && (!asked || !a.block.Covers(st.pool, a.plan.Admit)) {
 			asked = true
 			if a.block = r.blocking(ctx, st); a.block.Blocks() {
 				continue
