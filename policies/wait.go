@@ -100,7 +100,8 @@ type WindowWait struct {
 
 // Blocking is a blocking query that holds admissions.
 type Blocking struct {
-	// Reason is BlockingQueryReason or BlockingQueryFailedReason.
+	// Reason is BlockingQueryReason, BlockingQueryFailedReason, or the
+	// reason an object check cannot be evaluated (InvalidObjectCheck ...).
 	Reason string
 	// Message says which query and what it returned.
 	Message string
@@ -108,7 +109,8 @@ type Blocking struct {
 
 // Halt is why a pool's health checks halt it.
 type Halt struct {
-	// Reason is HealthCheckFailedReason or HealthCheckUnavailableReason.
+	// Reason is HealthCheckFailedReason, HealthCheckUnavailableReason, or
+	// the reason an object check cannot be evaluated (InvalidObjectCheck ...).
 	Reason string
 	// Message names the failed nodes and checks, or why they cannot run.
 	Message string
