@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
 // The bounds of an object check (a blocking check's or a health check's
 // objects and expression).
 const (
@@ -60,7 +65,61 @@ type PodObjects struct {
 	// Selector selects the namespace's pods by label; unset selects them
 	// all.
 	// +optional
-	Selector *LabelSelector `json:"selector,omitempty"`
+	Selector *PodLabelSelector `json:"selector,omitempty"`
+}
+
+// PodLabelSelector selects pods by their labels, as a LabelSelector does,
+// with smaller bounds: it sits in lists of up to 16 checks (blocking and
+// health), and the API server refuses a schema whose rules may cost more
+// than its budget, which a LabelSelector's bounds there would.
+// +structType=atomic
+type PodLabelSelector struct {
+	// MatchLabels are {key: value} pairs a pod's labels must all have.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || k.indexOf('/') <= 253))",message="every key must be a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of 1 to 63 alphanumerics, '-', '_' or '.' that starts and ends with an alphanumeric"
+	// +optional
+	MatchLabels map[string]SelectorValue `json:"matchLabels,omitempty"`
+
+	// MatchExpressions are requirements a pod's labels must all meet.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	MatchExpressions []PodSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// PodSelectorRequirement is a LabelSelectorRequirement with at most 16
+// values.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="values must list at least one value for the operators In and NotIn, and none for Exists and DoesNotExist",fieldPath=".values"
+type PodSelectorRequirement struct {
+	// Key is the label key the requirement applies to.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!self.contains('/') || self.indexOf('/') <= 253)",message="key must be a label key: an optional DNS subdomain prefix of at most 253 characters and '/', then a name of 1 to 63 alphanumerics, '-', '_' or '.' that starts and ends with an alphanumeric"
+	Key string `json:"key"`
+
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// Values are the label values for In and NotIn (at least one, at most
+	// 16); Exists and DoesNotExist take none.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	Values []SelectorValue `json:"values,omitempty"`
+}
+
+// AsSelector parses the selector as the API's own label selectors are
+// parsed. A nil selector selects every pod.
+func (s *PodLabelSelector) AsSelector() (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	ls := &LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		ls.MatchExpressions = append(ls.MatchExpressions, LabelSelectorRequirement(r))
+	}
+	return ls.AsSelector()
 }
 
 // ObjectCheck is the object check of a blocking check or a health check:

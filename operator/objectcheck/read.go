@@ -95,7 +95,7 @@ func (c *Checker) getNode(ctx context.Context, name string) (*corev1.Node, error
 // listPods lists the pods a check reads, at most MaxPods of them: more is
 // an error, never a part of them. where says which pods, for messages; sel
 // is the selector as a message quotes it.
-func (c *Checker) listPods(ctx context.Context, scope client.ListOption, selector *v1alpha1.LabelSelector, where string) ([]corev1.Pod, string, error) {
+func (c *Checker) listPods(ctx context.Context, scope client.ListOption, selector *v1alpha1.PodLabelSelector, where string) ([]corev1.Pod, string, error) {
 	opts := []client.ListOption{scope, client.Limit(int64(c.Compiler.limits.MaxPods) + 1)}
 	var sel string
 	if selector != nil {
