@@ -150,3 +150,26 @@ func TestObjectCheckThatCannotBeEvaluatedPassesNoNode(t *testing.T) {
 		})
 	}
 }
+
+// A health check of pods chosen by namespace and selector is evaluated
+// once for every settling node: while none of the database's pods is
+// there, each settling node fails it.
+func TestObjectCheckOfSelectedPodsFailsEverySettlingNode(t *testing.T) {
+	g := NewWithT(t)
+	const name = "ac-objpods"
+	now := time.Now()
+	check := v1alpha1.HealthCheck{Name: "db-up", Expression: `pods.size() >= 1`, Objects: &v1alpha1.CheckObjects{Pods: &v1alpha1.PodObjects{
+		Namespace: "default", Selector: &v1alpha1.PodLabelSelector{MatchLabels: map[string]v1alpha1.SelectorValue{"app": name}}}}}
+	node := settlingNode(t, g, name, check, now, now.Add(time.Second))
+	startAftercare(t, nil)
+
+	g.Eventually(func(g Gomega) {
+		p := harness.GetPool(g, bed, name)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.HaltedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.HealthCheckFailedReason), "message %q", c.Message)
+		g.Expect(c.Message).To(ContainSubstring("the expression is false for the 0 pods in namespace default matching app=" + name))
+		g.Expect(p.Status.Halt).NotTo(BeNil())
+		g.Expect(p.Status.Halt.Nodes).To(ConsistOf(And(HaveField("Node", node), HaveField("Check", "db-up"))))
+	}, timeout).Should(Succeed())
+}

@@ -48,6 +48,33 @@ func TestObjectCheckHoldsAdmissionsUntilItHolds(t *testing.T) {
 	g.Eventually(func(g Gomega) *v1alpha1.BlockingQueryStatus { return getPool(g, name).Status.BlockingQuery }, timeout).Should(BeNil())
 }
 
+// A blocking check of the pods on the node lists them from the API server
+// when the node's turn comes: a batch pod running there holds its
+// admission, and once it is no batch pod the node is admitted, drained and
+// rebooted.
+func TestObjectCheckOfPodsOnTheNodeHoldsWhileABatchPodRuns(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name = "oc-pods"
+	createPool(t, poolWithObjectCheck(name, v1alpha1.CheckObjects{PodsOnNode: &v1alpha1.PodsOnNodeObjects{}},
+		`!pods.exists(p, p.metadata.?labels.?role.orValue('') == 'batch' && p.status.phase == 'Running')`))
+	nodes := createNodes(t, name, name, 1)
+	pod := gen.Pod("default", name+"-job", nodes[0], map[string]string{"role": "batch"})
+	g.Expect(gen.CreatePod(ctx, bed.Client, pod)).To(Succeed())
+	t.Cleanup(func() { _ = bed.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	runDaemons(t, name, false)
+	startGate(t, gateOptions{interval: 200 * time.Millisecond})
+
+	request(t, nodes[0], name+"-0", time.Now())
+	expectBlocked(g, name, v1alpha1.BlockingQueryReason, `"node-quiet"`, "is false for node "+nodes[0]+" and its 1 pods")
+	g.Expect(getNode(g, nodes[0]).Annotations).NotTo(HaveKey(protocol.Admitted))
+
+	g.Expect(bed.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	pod.Labels["role"] = "web"
+	g.Expect(bed.Client.Update(ctx, pod)).To(Succeed())
+	g.Eventually(func(g Gomega) { expectRebootedOnce(g, nodes[0], false) }, timeout).Should(Succeed())
+}
+
 // An object check that cannot say true or false holds admissions, with the
 // reason on the pool's Blocked condition, and one that cannot be compiled
 // says so on Degraded too, before any request waits: never a pass.
