@@ -10,7 +10,7 @@ type MaintenanceType string
 const RebootMaintenance MaintenanceType = "Reboot"
 
 // Source is where a reboot request came from.
-// +kubebuilder:validation:Enum=api;host;config;metric;schedule;alert;sentinel
+// +kubebuilder:validation:Enum=api;host;config;metric;schedule;alert;condition;sentinel
 type Source string
 
 // The sources of reboot requests.
@@ -27,6 +27,8 @@ const (
 	SourceSchedule Source = "schedule"
 	// SourceAlert is a RebootPolicy's Alertmanager trigger.
 	SourceAlert Source = "alert"
+	// SourceCondition is a RebootPolicy's node condition trigger.
+	SourceCondition Source = "condition"
 	// SourceSentinel is the host saying it needs a reboot: the daemon saw
 	// its reboot sentinel (the file Debian's package tools write, or a
 	// command such as needs-restarting -r).
@@ -36,7 +38,7 @@ const (
 // Sources are every source, in the order the docs list them: for metrics
 // that start each source's series at zero, and readers that refuse others.
 func Sources() []Source {
-	return []Source{SourceAPI, SourceHost, SourceConfig, SourceMetric, SourceSchedule, SourceAlert, SourceSentinel}
+	return []Source{SourceAPI, SourceHost, SourceConfig, SourceMetric, SourceSchedule, SourceAlert, SourceCondition, SourceSentinel}
 }
 
 // RaisedOnNode reports whether requests of this source start on the node (in

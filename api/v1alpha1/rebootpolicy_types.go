@@ -1,13 +1,16 @@
 package v1alpha1
 
 import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // RebootPolicySpec says when kmaint itself asks for reboots: exactly one
 // trigger, the nodes it applies to, and the guards on it.
-// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.schedule), has(self.alert)].filter(t, t).size() == 1",message="exactly one trigger must be set: prometheus, schedule or alert"
+// +kubebuilder:validation:XValidation:rule="[has(self.prometheus), has(self.schedule), has(self.alert), has(self.nodeCondition)].filter(t, t).size() == 1",message="exactly one trigger must be set: prometheus, schedule, alert or nodeCondition"
 type RebootPolicySpec struct {
 	// NodeSelector selects the nodes the policy may reboot. Empty selects all.
 	// +optional
@@ -26,6 +29,12 @@ type RebootPolicySpec struct {
 	// alert sent to the operator's webhook.
 	// +optional
 	Alert *AlertTrigger `json:"alert,omitempty"`
+
+	// NodeCondition raises a request for each node whose condition of a
+	// type (node-problem-detector's KernelDeadlock, say) has had a status
+	// for For, as kmaint saw it.
+	// +optional
+	NodeCondition *NodeConditionTrigger `json:"nodeCondition,omitempty"`
 
 	// Cooldown is the least time between a node's last reboot, whatever caused
 	// it, and a reboot this policy asks for.
@@ -186,6 +195,41 @@ type AlertTrigger struct {
 	MatchNodeBy NodeMatch `json:"matchNodeBy,omitempty"`
 }
 
+// MaxNodeConditionFor bounds a node condition trigger's For: a year, as an
+// opt-out's maxHold. A longer hold is no trigger anyone means, and the bound
+// keeps since+for far from the end of time.
+const MaxNodeConditionFor = 8760 * time.Hour
+
+// NodeConditionTrigger fires for a node while its condition of Type has had
+// Status for at least For. The hold is timed from when the operator first
+// saw the condition with that status, never from the condition's own
+// lastTransitionTime: whoever may write a Node's status writes that too,
+// and a date in the past would skip For.
+type NodeConditionTrigger struct {
+	// Type is the condition's type, e.g. KernelDeadlock: a name as
+	// metav1.Condition's type is, optionally with a DNS-subdomain prefix
+	// (example.com/DiskFailing).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`
+	Type string `json:"type"`
+
+	// Status is the condition's status that asks for a reboot.
+	// +kubebuilder:default="True"
+	// +kubebuilder:validation:Enum="True";"False";"Unknown"
+	// +optional
+	Status corev1.ConditionStatus `json:"status,omitempty"`
+
+	// For is how long the condition must have had Status, without a break
+	// the operator saw, before the node qualifies.
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="for must be a Go duration from 0s to 8760h, such as 5m"
+	// +optional
+	For *metav1.Duration `json:"for,omitempty"`
+}
+
 // CandidateState says what a candidate waits for.
 type CandidateState string
 
@@ -325,7 +369,8 @@ type RebootPolicyStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// RebootPolicy raises reboot requests from a metric, an alert or a schedule.
+// RebootPolicy raises reboot requests from a metric, an alert, a schedule
+// or a node condition.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

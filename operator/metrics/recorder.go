@@ -158,11 +158,11 @@ func (r *Recorder) InitPool(pool string) {
 	r.forcedPods.WithLabelValues(pool)
 	r.rebootFailures.WithLabelValues(pool, "RebootNotObserved")
 	r.rebootFailures.WithLabelValues(pool, "NodeNotBack")
-	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert", "sentinel"} {
+	for _, source := range []string{"api", "host", "config", "metric", "schedule", "alert", "condition", "sentinel"} {
 		for _, result := range []string{"succeeded", "failed"} {
 			r.completed.WithLabelValues(pool, source, result)
 		}
-		if source != "metric" && source != "schedule" && source != "alert" {
+		if source != "metric" && source != "schedule" && source != "alert" && source != "condition" {
 			r.requests.WithLabelValues(source, pool, "")
 		}
 	}

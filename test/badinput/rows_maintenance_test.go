@@ -47,6 +47,7 @@ func maintenanceRows() []row {
 		refuse("source metric by a person", "spec.source", nmSpec("source", "metric")),
 		refuse("source schedule by a person", "spec.source", nmSpec("source", "schedule")),
 		refuse("source alert by a person", "spec.source", nmSpec("source", "alert")),
+		refuse("source condition by a person", "spec.source", nmSpec("source", "condition")),
 		refuse("policy named by a person", "spec.policy", nmSpec("policy", "someone-elses-policy")),
 		{
 			surface: maintenanceSurface,

@@ -55,11 +55,11 @@ func TestPeopleCannotSetKmaintsSources(t *testing.T) {
 		return jane.Create(ctx, nm(fmt.Sprintf("probe-%d", time.Now().UnixNano()), func(o *v1alpha1.NodeMaintenance) { o.Spec.Source = v1alpha1.SourceHost }))
 	})
 
-	for _, source := range []v1alpha1.Source{v1alpha1.SourceHost, v1alpha1.SourceConfig, v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert, v1alpha1.SourceSentinel} {
+	for _, source := range []v1alpha1.Source{v1alpha1.SourceHost, v1alpha1.SourceConfig, v1alpha1.SourceMetric, v1alpha1.SourceSchedule, v1alpha1.SourceAlert, v1alpha1.SourceCondition, v1alpha1.SourceSentinel} {
 		err := jane.Create(ctx, nm("by-jane-"+string(source), func(o *v1alpha1.NodeMaintenance) { o.Spec.Source = source }))
 		expectRefusedBy(t, policy, "source "+string(source), err,
 			"spec.source: "+string(source)+" is set by kmaint itself (host, sentinel and config requests are recorded from the node, "+
-				"metric, schedule and alert requests are raised by RebootPolicies); people and clients create NodeMaintenances "+
+				"metric, schedule, alert and condition requests are raised by RebootPolicies); people and clients create NodeMaintenances "+
 				"with source api, the default: leave spec.source out")
 	}
 	expectRefusedBy(t, policy, "admin with source host", bed.Client.Create(ctx, nm("by-admin-host", func(o *v1alpha1.NodeMaintenance) { o.Spec.Source = v1alpha1.SourceHost })),
