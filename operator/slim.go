@@ -40,8 +40,9 @@ func newSlimmer() *slimmer {
 // node drops what the operator never reads from a cached Node: managed
 // fields, the image and volume lists (most of a real node's size), its
 // capacity, daemon endpoints and config, of its system info all but the
-// boot ID, of its conditions all but Ready, and of its annotations all but
-// those it reads, bounded (protocol.Kept). Labels (pools and policies select nodes
+// boot ID, of its conditions all but Ready and what node condition
+// policies read (conditions), and of its annotations all but those it
+// reads, bounded (protocol.Kept). Labels (pools and policies select nodes
 // by them), spec and addresses (policies match nodes by address) stay.
 func (s *slimmer) node(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
@@ -62,26 +63,53 @@ func (s *slimmer) node(obj any) (any, error) {
 	node.Status.RuntimeHandlers = nil
 	node.Status.Features = nil
 	node.Status.NodeInfo = corev1.NodeSystemInfo{BootID: node.Status.NodeInfo.BootID}
-	node.Status.Conditions = s.ready(node.Status.Conditions)
+	node.Status.Conditions = s.conditions(node.Status.Conditions)
 	return node, nil
 }
 
-// ready returns a Node's Ready condition alone, in a slice of its own: the
-// one decoding made has room for all of a node's conditions (eight or
-// sixteen, 112 bytes each), which kept for the one was a third of a cached
-// Node. Its type, status and reason repeat on every node and are shared;
-// its message is not: a kubelet writes what it likes there, and a new one
-// at every heartbeat would churn the table every node shares.
-func (s *slimmer) ready(conditions []corev1.NodeCondition) []corev1.NodeCondition {
-	i := slices.IndexFunc(conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })
-	if i < 0 {
+// maxOtherConditions bounds the conditions other than Ready a cached Node
+// keeps: kubelet writes five, node-problem-detector a handful more, and
+// whoever may write a Node's status could write thousands. A condition
+// past the bound is not seen by node condition policies, which then ask
+// for nothing (fail closed).
+const maxOtherConditions = 32
+
+// conditions returns a Node's conditions as the operator reads them, in a
+// slice of their own: the one decoding made has room for twice as many,
+// which kept was a third of a cached Node. Ready stays whole but for its
+// message, which the gate and aftercare read. Of the others, node
+// condition policies (package policy) read the type, the status and the
+// lastTransitionTime; their reason, message and heartbeat are dropped,
+// 112 bytes a condition remain. Dropping the heartbeat also lets a watch
+// of Nodes tell a heartbeat, which changes nothing kept, from a change of
+// status. Types, statuses and reasons repeat on every node and are shared;
+// a message is not: a kubelet writes what it likes there, and a new one at
+// every heartbeat would churn the table every node shares.
+func (s *slimmer) conditions(conditions []corev1.NodeCondition) []corev1.NodeCondition {
+	if len(conditions) == 0 {
 		return nil
 	}
-	c := conditions[i]
-	c.Type = corev1.NodeConditionType(s.shared.str(string(c.Type)))
-	c.Status = corev1.ConditionStatus(s.shared.str(string(c.Status)))
-	c.Reason = s.shared.str(c.Reason)
-	return []corev1.NodeCondition{c}
+	out := make([]corev1.NodeCondition, 0, min(len(conditions), maxOtherConditions+1))
+	others, ready := 0, false
+	for _, c := range conditions {
+		c.Type = corev1.NodeConditionType(s.shared.str(string(c.Type)))
+		c.Status = corev1.ConditionStatus(s.shared.str(string(c.Status)))
+		if c.Type == corev1.NodeReady {
+			// The first, as protocol.Ready reads it.
+			if !ready {
+				ready = true
+				c.Reason = s.shared.str(c.Reason)
+				out = append(out, c)
+			}
+			continue
+		}
+		if others == maxOtherConditions {
+			continue
+		}
+		others++
+		out = append(out, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+	}
+	return slices.Clip(out)
 }
 
 // job keeps of a hook's Job what the operator reads from its cache (the

@@ -34,7 +34,8 @@ func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 		Status: corev1.NodeStatus{
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 			Conditions: []corev1.NodeCondition{
-				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Message: "kubelet has sufficient memory available"},
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Message: "kubelet has sufficient memory available",
+					Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: metav1.NewTime(time.Unix(200, 0)), LastTransitionTime: metav1.NewTime(time.Unix(100, 0))},
 				{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
 			},
 			NodeInfo: corev1.NodeSystemInfo{BootID: "b1", KernelVersion: "6.1", MachineID: "m"},
@@ -48,13 +49,18 @@ func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 	}
 	got := out.(*corev1.Node)
 	if got.ManagedFields != nil || got.Status.Images != nil || got.Status.Capacity != nil || got.Status.NodeInfo.KernelVersion != "" ||
-		len(got.Annotations) != 2 || len(got.Status.Conditions) != 1 || cap(got.Status.Conditions) != 1 {
-		t.Errorf("kept what the operator never reads (the Ready condition in the decoded slice of all): %+v", got)
+		len(got.Annotations) != 2 || len(got.Status.Conditions) != 2 || cap(got.Status.Conditions) != 2 {
+		t.Errorf("kept what the operator never reads (the conditions in the decoded slice): %+v", got)
 	}
 	if got.Labels["pool"] != "a" || got.Annotations["kmaint.io/state"] != "{}" || got.Annotations[protocol.KarpenterDoNotDisrupt] != "true" ||
 		!got.Spec.Unschedulable || len(got.Spec.Taints) != 1 || len(got.Status.Addresses) != 1 ||
-		len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.NodeReady || got.Status.NodeInfo.BootID != "b1" {
+		len(got.Status.Conditions) != 2 || !protocol.Ready(got) || got.Status.NodeInfo.BootID != "b1" {
 		t.Errorf("dropped what the operator reads: %+v", got)
+	}
+	// Node condition policies read a condition's type, status and
+	// transition; its heartbeat, reason and message are dropped.
+	if want := (corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(time.Unix(100, 0))}); !reflect.DeepEqual(got.Status.Conditions[0], want) {
+		t.Errorf("cached condition %+v, want %+v", got.Status.Conditions[0], want)
 	}
 	if opt := protocol.NodeOptOut(got); opt == nil {
 		t.Error("the cached node lost its do-not-disrupt opt-out")
@@ -63,6 +69,28 @@ func TestSlimNodeKeepsWhatTheOperatorReads(t *testing.T) {
 	notReady.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionTrue}}
 	if out, _ := newSlimmer().node(notReady); protocol.Ready(out.(*corev1.Node)) {
 		t.Error("a node without a Ready condition reads Ready once cached")
+	}
+}
+
+// Whoever may write a Node's status can give it any number of conditions;
+// the cache keeps Ready and a bounded number of the others.
+func TestSlimNodeBoundsItsConditions(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	for i := range 1000 {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeConditionType(fmt.Sprintf("Padding%d", i)), Status: corev1.ConditionTrue})
+	}
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+		corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse})
+	out, err := newSlimmer().node(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Node)
+	if len(got.Status.Conditions) != maxOtherConditions+1 || cap(got.Status.Conditions) != len(got.Status.Conditions) {
+		t.Errorf("kept %d conditions (room for %d), want %d", len(got.Status.Conditions), cap(got.Status.Conditions), maxOtherConditions+1)
+	}
+	if !protocol.Ready(got) {
+		t.Error("the first Ready condition is not the one kept")
 	}
 }
 

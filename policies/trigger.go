@@ -179,12 +179,7 @@ func Track(prev []Candidate, values map[string]float64, t Threshold, lastReboot 
 		if !ok || s.After(now) {
 			s = now
 		}
-		// Reboot times come from NodeMaintenance phase times, which keep
-		// whole seconds: a reboot in the clock's first second restarts it.
-		if r := lastReboot[node]; !r.Before(s.Truncate(time.Second)) && !r.IsZero() {
-			s = r
-		}
-		out = append(out, Candidate{Node: node, Since: s, Value: v})
+		out = append(out, Candidate{Node: node, Since: afterReboot(s, lastReboot[node]), Value: v})
 	}
 	SortCandidates(out)
 	return out
