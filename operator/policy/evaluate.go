@@ -17,6 +17,7 @@ import (
 type spec struct {
 	threshold policies.Threshold
 	schedule  policies.Schedule
+	condition policies.ConditionTrigger
 	forDur    time.Duration
 	interval  time.Duration
 	cooldown  time.Duration
@@ -55,8 +56,14 @@ func parseSpec(p *v1alpha1.RebootPolicy) (spec, error) {
 		}
 		s.schedule = sched
 	case p.Spec.Alert != nil:
+	case p.Spec.NodeCondition != nil:
+		c, err := policies.ParseConditionTrigger(p.Spec.NodeCondition)
+		if err != nil {
+			return s, &specError{field: "spec.nodeCondition", err: err}
+		}
+		s.condition, s.forDur = c, c.For
 	default:
-		return s, &specError{field: "spec", err: errors.New("no trigger: set one of prometheus, schedule or alert")}
+		return s, &specError{field: "spec", err: errors.New("no trigger: set one of prometheus, schedule, alert or nodeCondition")}
 	}
 	return s, nil
 }
@@ -93,6 +100,8 @@ func (r *Reconciler) evaluate(ctx context.Context, p *v1alpha1.RebootPolicy, las
 		return r.evaluateQuery(ctx, p.Spec.Prometheus, last, p.Generation, s, f, prev, now)
 	case p.Spec.Schedule != nil:
 		return evaluateSchedule(p, last, s, f, prev, now)
+	case p.Spec.NodeCondition != nil:
+		return evaluateCondition(s, f, prev, now)
 	default:
 		return evaluateAlerts(p, f, now)
 	}

@@ -66,12 +66,18 @@ func source(p *v1alpha1.RebootPolicy) v1alpha1.Source {
 		return v1alpha1.SourceSchedule
 	case p.Spec.Alert != nil:
 		return v1alpha1.SourceAlert
+	case p.Spec.NodeCondition != nil:
+		return v1alpha1.SourceCondition
 	}
 	return v1alpha1.SourceMetric
 }
 
 // reason says why, in the words a person would use, e.g.
-// "policy memory-fragmentation: 0.934 > 0.9 for 30m".
+// "policy memory-fragmentation: 0.934 > 0.9 for 30m", or "policy
+// kernel-deadlock: node condition KernelDeadlock is True, seen since
+// 2026-03-01T12:00:00Z, for 5m". The condition's reason and message are
+// left out: whoever writes the Node's status writes them, and the request's
+// reason goes into the node's journal.
 func reason(p *v1alpha1.RebootPolicy, s spec, c policies.Candidate) string {
 	var why string
 	switch {
@@ -85,6 +91,9 @@ func reason(p *v1alpha1.RebootPolicy, s spec, c policies.Candidate) string {
 		why = fmt.Sprintf("schedule %q (%s) fired at %s", p.Spec.Schedule.Cron, tz, c.Since.UTC().Format(time.RFC3339))
 	case p.Spec.Alert != nil:
 		why = fmt.Sprintf("alert %s firing since %s", p.Spec.Alert.AlertName, c.Since.UTC().Format(time.RFC3339))
+	case p.Spec.NodeCondition != nil:
+		why = fmt.Sprintf("node condition %s is %s, seen since %s, for %s", s.condition.Type, s.condition.Status,
+			c.Since.UTC().Format(time.RFC3339), shortDuration(s.forDur))
 	}
 	return v1alpha1.FitReason(fmt.Sprintf("policy %s: %s", p.Name, why))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,9 +21,10 @@ import (
 )
 
 // SetupWithManager registers the controller. Policies reconcile on spec and
-// annotation changes (the alert webhook writes an annotation), and when a
-// NodeMaintenance that can change their decision changes; time-driven
-// evaluations requeue.
+// annotation changes (the alert webhook writes an annotation), when a
+// NodeMaintenance that can change their decision changes, and, for a node
+// condition trigger, when a Node's condition of its type changes
+// (condition.go); time-driven evaluations requeue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -36,6 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		For(&v1alpha1.RebootPolicy{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.NodeMaintenance{}, r.maintenanceHandler(), builder.WithPredicates(phaseChanged())).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(conditionsChanged())).
 		Complete(r)
 }
 

@@ -25,6 +25,10 @@ func alertSpec(kv ...any) map[string]any {
 	return with(map[string]any{"alertName": "NodeNeedsReboot"}, kv...)
 }
 
+func conditionSpec(kv ...any) map[string]any {
+	return with(map[string]any{"type": "KernelDeadlock"}, kv...)
+}
+
 func policyRows() []row {
 	refuse := func(name, field string, spec map[string]any) row {
 		return refusedSpec(policySurface, name, "RebootPolicy", field, spec)
@@ -34,6 +38,9 @@ func policyRows() []row {
 	}
 	onlyAlert := func(a map[string]any) map[string]any {
 		return scheduleSpec("schedule", nil, "alert", a)
+	}
+	onlyCondition := func(c map[string]any) map[string]any {
+		return scheduleSpec("schedule", nil, "nodeCondition", c)
 	}
 	many := func(n int, item any) []any {
 		out := make([]any, n)
@@ -64,6 +71,21 @@ func policyRows() []row {
 		refuse("alert name empty", "spec.alert.alertName", onlyAlert(alertSpec("alertName", ""))),
 		refuse("alert name of 300 characters", "spec.alert.alertName", onlyAlert(alertSpec("alertName", strings.Repeat("a", 300)))),
 		refuse("alert matchNodeBy Label", "spec.alert.matchNodeBy", onlyAlert(alertSpec("matchNodeBy", "Label"))),
+		refuse("schedule and nodeCondition", "exactly one trigger", scheduleSpec("nodeCondition", conditionSpec())),
+		refuse("nodeCondition without a type", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", nil))),
+		refuse("nodeCondition type empty", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", ""))),
+		refuse("nodeCondition type of 400 characters", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", strings.Repeat("K", 400)))),
+		refuse("nodeCondition type with a space", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", "Kernel Deadlock"))),
+		refuse("nodeCondition type with two prefixes", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", "a.io/b/KernelDeadlock"))),
+		refuse("nodeCondition type with a newline", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", "KernelDeadlock\nReady"))),
+		refuse("nodeCondition type as a number", "spec.nodeCondition.type", onlyCondition(conditionSpec("type", 5))),
+		refuse("nodeCondition status true", "spec.nodeCondition.status", onlyCondition(conditionSpec("status", "true"))),
+		refuse("nodeCondition status Maybe", "spec.nodeCondition.status", onlyCondition(conditionSpec("status", "Maybe"))),
+		refuse("nodeCondition status as a boolean", "spec.nodeCondition.status", onlyCondition(conditionSpec("status", true))),
+		refuse("nodeCondition for -5m", "spec.nodeCondition.for", onlyCondition(conditionSpec("for", "-5m"))),
+		refuse("nodeCondition for forever", "spec.nodeCondition.for", onlyCondition(conditionSpec("for", "forever"))),
+		refuse("nodeCondition for 8761h", "spec.nodeCondition.for", onlyCondition(conditionSpec("for", "8761h"))),
+		refuse("nodeCondition for as a number", "spec.nodeCondition.for", onlyCondition(conditionSpec("for", 300))),
 		refuse("cooldown 1d", "spec.cooldown", scheduleSpec("cooldown", "1d")),
 		refuse("cooldown -1h", "spec.cooldown", scheduleSpec("cooldown", "-1h")),
 		refuse("maxConcurrentRequests 0", "spec.maxConcurrentRequests", scheduleSpec("maxConcurrentRequests", 0)),
