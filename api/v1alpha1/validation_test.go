@@ -233,7 +233,7 @@ func TestDefaultPoolNeedsNoSelector(t *testing.T) {
 }
 
 func TestRebootPolicyAdmission(t *testing.T) {
-	const triggerMsg = "exactly one trigger must be set: prometheus, schedule or alert"
+	const triggerMsg = "exactly one trigger must be set: prometheus, schedule, alert or nodeCondition"
 	schedule := map[string]any{"cron": "0 3 1 * *"}
 	alert := map[string]any{"alertName": "NodeNeedsReboot"}
 	prometheus := func(threshold, comparison string) map[string]any {
@@ -243,6 +243,13 @@ func TestRebootPolicyAdmission(t *testing.T) {
 		}
 		return map[string]any{"prometheus": p}
 	}
+	nodeCondition := func(kv ...any) map[string]any {
+		c := map[string]any{"type": "KernelDeadlock"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c[kv[i].(string)] = kv[i+1]
+		}
+		return map[string]any{"nodeCondition": c}
+	}
 	with := func(kv ...any) map[string]any {
 		spec := map[string]any{"schedule": schedule}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -251,27 +258,35 @@ func TestRebootPolicyAdmission(t *testing.T) {
 		return spec
 	}
 	runAdmissionCases(t, "RebootPolicy", map[string]admissionCase{
-		"no trigger":                       {spec: map[string]any{"dryRun": true}, wantErr: triggerMsg, wantField: "spec"},
-		"schedule and alert":               {spec: map[string]any{"schedule": schedule, "alert": alert}, wantErr: triggerMsg, wantField: "spec"},
-		"all three triggers":               {spec: map[string]any{"schedule": schedule, "alert": alert, "prometheus": prometheus("1", "")["prometheus"]}, wantErr: triggerMsg, wantField: "spec"},
-		"schedule only":                    {spec: with()},
-		"alert only":                       {spec: map[string]any{"alert": alert}},
-		"prometheus only":                  {spec: prometheus("0.9", ">=")},
-		"threshold abc":                    {spec: prometheus("abc", ""), wantErr: "threshold in body should match", wantField: "spec.prometheus.threshold"},
-		"threshold 1e3":                    {spec: prometheus("1e3", "")},
-		"threshold -.5":                    {spec: prometheus("-.5", "<")},
-		"comparison !=":                    {spec: prometheus("1", "!="), wantErr: `Unsupported value: "!="`, wantField: "spec.prometheus.comparison"},
-		"cooldown 1d":                      {spec: with("cooldown", "1d"), wantErr: "cooldown must be a Go duration", wantField: "spec.cooldown"},
-		"cooldown -1h":                     {spec: with("cooldown", "-1h"), wantErr: "cooldown must be a Go duration", wantField: "spec.cooldown"},
-		"cooldown 168h":                    {spec: with("cooldown", "168h")},
-		"maxConcurrentRequests 0":          {spec: with("maxConcurrentRequests", 0), wantErr: "maxConcurrentRequests must be an integer >= 1", wantField: "spec.maxConcurrentRequests"},
-		"maxConcurrentRequests 0%":         {spec: with("maxConcurrentRequests", "0%"), wantErr: "maxConcurrentRequests must be an integer >= 1", wantField: "spec.maxConcurrentRequests"},
-		"maxConcurrentRequests 2":          {spec: with("maxConcurrentRequests", 2)},
-		"maxConcurrentRequests past int32": {spec: with("maxConcurrentRequests", int64(2147483648)), wantErr: "maxConcurrentRequests must be at most 1000000", wantField: "spec.maxConcurrentRequests"},
-		"maxConcurrentRequests 10%":        {spec: with("maxConcurrentRequests", "10%")},
-		"interval 500ms":                   {spec: map[string]any{"prometheus": map[string]any{"query": "q", "threshold": "1", "interval": "500ms"}}, wantErr: "interval must be a Go duration of at least 1s", wantField: "spec.prometheus.interval"},
-		"matchNodeBy Label":                {spec: map[string]any{"alert": map[string]any{"alertName": "A", "matchNodeBy": "Label"}}, wantErr: `Unsupported value: "Label"`, wantField: "spec.alert.matchNodeBy"},
-		"window duration 10x policy":       {spec: with("windows", []any{map[string]any{"schedule": "0 2 * * *", "duration": "10x"}}), wantErr: "duration must be a positive Go duration", wantField: "spec.windows[0].duration"},
+		"no trigger":                                  {spec: map[string]any{"dryRun": true}, wantErr: triggerMsg, wantField: "spec"},
+		"schedule and alert":                          {spec: map[string]any{"schedule": schedule, "alert": alert}, wantErr: triggerMsg, wantField: "spec"},
+		"all three triggers":                          {spec: map[string]any{"schedule": schedule, "alert": alert, "prometheus": prometheus("1", "")["prometheus"]}, wantErr: triggerMsg, wantField: "spec"},
+		"schedule only":                               {spec: with()},
+		"alert only":                                  {spec: map[string]any{"alert": alert}},
+		"prometheus only":                             {spec: prometheus("0.9", ">=")},
+		"threshold abc":                               {spec: prometheus("abc", ""), wantErr: "threshold in body should match", wantField: "spec.prometheus.threshold"},
+		"threshold 1e3":                               {spec: prometheus("1e3", "")},
+		"threshold -.5":                               {spec: prometheus("-.5", "<")},
+		"comparison !=":                               {spec: prometheus("1", "!="), wantErr: `Unsupported value: "!="`, wantField: "spec.prometheus.comparison"},
+		"cooldown 1d":                                 {spec: with("cooldown", "1d"), wantErr: "cooldown must be a Go duration", wantField: "spec.cooldown"},
+		"cooldown -1h":                                {spec: with("cooldown", "-1h"), wantErr: "cooldown must be a Go duration", wantField: "spec.cooldown"},
+		"cooldown 168h":                               {spec: with("cooldown", "168h")},
+		"maxConcurrentRequests 0":                     {spec: with("maxConcurrentRequests", 0), wantErr: "maxConcurrentRequests must be an integer >= 1", wantField: "spec.maxConcurrentRequests"},
+		"maxConcurrentRequests 0%":                    {spec: with("maxConcurrentRequests", "0%"), wantErr: "maxConcurrentRequests must be an integer >= 1", wantField: "spec.maxConcurrentRequests"},
+		"maxConcurrentRequests 2":                     {spec: with("maxConcurrentRequests", 2)},
+		"maxConcurrentRequests past int32":            {spec: with("maxConcurrentRequests", int64(2147483648)), wantErr: "maxConcurrentRequests must be at most 1000000", wantField: "spec.maxConcurrentRequests"},
+		"maxConcurrentRequests 10%":                   {spec: with("maxConcurrentRequests", "10%")},
+		"interval 500ms":                              {spec: map[string]any{"prometheus": map[string]any{"query": "q", "threshold": "1", "interval": "500ms"}}, wantErr: "interval must be a Go duration of at least 1s", wantField: "spec.prometheus.interval"},
+		"matchNodeBy Label":                           {spec: map[string]any{"alert": map[string]any{"alertName": "A", "matchNodeBy": "Label"}}, wantErr: `Unsupported value: "Label"`, wantField: "spec.alert.matchNodeBy"},
+		"window duration 10x policy":                  {spec: with("windows", []any{map[string]any{"schedule": "0 2 * * *", "duration": "10x"}}), wantErr: "duration must be a positive Go duration", wantField: "spec.windows[0].duration"},
+		"nodeCondition only":                          {spec: nodeCondition()},
+		"nodeCondition prefixed, Unknown, for a year": {spec: nodeCondition("type", "example.com/DiskFailing", "status", "Unknown", "for", "8760h")},
+		"nodeCondition and alert":                     {spec: map[string]any{"nodeCondition": nodeCondition()["nodeCondition"], "alert": alert}, wantErr: triggerMsg, wantField: "spec"},
+		"nodeCondition for 8761h":                     {spec: nodeCondition("for", "8761h"), wantErr: "for must be a Go duration from 0s to 8760h", wantField: "spec.nodeCondition.for"},
+		"nodeCondition for -1s":                       {spec: nodeCondition("for", "-1s"), wantErr: "for must be a Go duration from 0s to 8760h", wantField: "spec.nodeCondition.for"},
+		"nodeCondition status true":                   {spec: nodeCondition("status", "true"), wantErr: `Unsupported value: "true"`, wantField: "spec.nodeCondition.status"},
+		"nodeCondition type with a space":             {spec: nodeCondition("type", "Kernel Deadlock"), wantErr: "spec.nodeCondition.type in body should match", wantField: "spec.nodeCondition.type"},
+		"nodeCondition type of 317":                   {spec: nodeCondition("type", strings.Repeat("K", 317)), wantErr: "may not be more than 316", wantField: "spec.nodeCondition.type"},
 	})
 }
 
