@@ -229,6 +229,41 @@ func TestNodeConditionCooldownAfterTheReboot(t *testing.T) {
 	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
 }
 
+// A dry run lists the node it would reboot and raises nothing; suspended,
+// the policy evaluates nothing, and a condition's change does not wake it
+// to.
+func TestNodeConditionDryRunAndSuspend(t *testing.T) {
+	g := NewWithT(t)
+	nodes := harness.CreateNodes(t, bed, "kddry", "kddry", 2)
+	startOperator(t, "", nil)
+	p := newPolicy("kddry", "kddry", conditionTrigger(kernelDeadlock, 0))
+	p.Spec.DryRun = true
+	harness.CreateTemporary(t, bed, p)
+	setCondition(g, nodes[0], kernelDeadlock, corev1.ConditionTrue)
+	g.Eventually(func(g Gomega) {
+		pol := harness.GetPolicy(g, bed, "kddry")
+		g.Expect(pol.Status.WouldRequest).To(Equal([]string{nodes[0]}))
+		g.Expect(candidate(pol, nodes[0]).State).To(Equal(v1alpha1.CandidateWouldRequest))
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(harness.PolicyMaintenances(g, bed, "kddry")).To(BeEmpty())
+	}, 2*time.Second, 250*time.Millisecond).Should(Succeed())
+
+	p = harness.GetPolicy(g, bed, "kddry")
+	p.Spec.Suspend = true
+	g.Expect(bed.Client.Update(context.Background(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(g, "kddry", v1alpha1.ReadyCondition).Reason).To(Equal("Suspended"))
+		g.Expect(harness.GetPolicy(g, bed, "kddry").Status.Candidates).To(BeEmpty())
+	}, timeout).Should(Succeed())
+	setCondition(g, nodes[1], kernelDeadlock, corev1.ConditionTrue)
+	g.Consistently(func(g Gomega) {
+		pol := harness.GetPolicy(g, bed, "kddry")
+		g.Expect(pol.Status.Candidates).To(BeEmpty())
+		g.Expect(harness.PolicyMaintenances(g, bed, "kddry")).To(BeEmpty())
+	}, 2*time.Second, 250*time.Millisecond).Should(Succeed())
+}
+
 // The sample is a policy the API server takes, and it starts as a dry run.
 func TestNodeConditionSample(t *testing.T) {
 	g := NewWithT(t)
