@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,15 @@ func (c *pass) make(ctx context.Context, i int, comment string) {
 		c.fail(i, h.Alertmanager, "make", fmt.Errorf("silence %s in %s: %w", h.Set, h.Alertmanager, errUnknownAlertmanager))
 		return
 	}
-	found, err := c.find(ctx, am, h.Set)
+	matchers, err := c.matchers(h.Set)
+	if err != nil {
+		c.fail(i, am.Name, "make", err)
+		return
+	}
+	// The record's key is on the node for anyone who may read Nodes: a
+	// silence is adopted, and then extended, only if it mutes what kmaint
+	// would make it mute.
+	found, err := c.find(ctx, am, h.Set, matchers)
 	if err != nil {
 		c.fail(i, am.Name, "list", err)
 		return
@@ -75,11 +84,6 @@ func (c *pass) make(ctx context.Context, i int, comment string) {
 	if found != nil {
 		h.ID, h.EndsAt = found.ID, found.EndsAt
 		ctrl.LoggerFrom(ctx).Info("Silence found again by its key", "node", c.f.node, "set", h.Set, "alertmanager", am.Name, "id", found.ID)
-		return
-	}
-	matchers, err := c.matchers(h.Set)
-	if err != nil {
-		c.fail(i, am.Name, "make", err)
 		return
 	}
 	s := Silence{Matchers: matchers, StartsAt: c.f.Now, EndsAt: c.p.EndsAt, CreatedBy: CreatedBy, Comment: comment + " (" + keyMark(c.p.Record.Key, h.Set) + ")"}
@@ -132,7 +136,9 @@ func (c *pass) expire(ctx context.Context, i int) {
 	}
 	id := h.ID
 	if id == "" {
-		found, err := c.find(ctx, am, h.Set)
+		// Whatever it mutes: a silence that claims to be this one ends
+		// with it.
+		found, err := c.find(ctx, am, h.Set, nil)
 		if err != nil {
 			c.fail(i, am.Name, "list", err)
 			return
@@ -150,8 +156,8 @@ func (c *pass) expire(ctx context.Context, i int) {
 }
 
 // find looks for the silence of the record's key and set in am: kmaint's,
-// not expired, and marked with the key.
-func (c *pass) find(ctx context.Context, am *Alertmanager, set string) (*Silence, error) {
+// not expired, marked with the key, and with matchers when given.
+func (c *pass) find(ctx context.Context, am *Alertmanager, set string, matchers []Matcher) (*Silence, error) {
 	all, ok := c.listed[am.Name]
 	if !ok {
 		var err error
@@ -161,7 +167,7 @@ func (c *pass) find(ctx context.Context, am *Alertmanager, set string) (*Silence
 		c.listed[am.Name] = all
 	}
 	for i := range all {
-		if mine(all[i], c.p.Record.Key, set) {
+		if mine(all[i], c.p.Record.Key, set) && (matchers == nil || slices.Equal(all[i].Matchers, matchers)) {
 			return &all[i], nil
 		}
 	}

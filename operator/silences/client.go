@@ -59,6 +59,9 @@ type StatusError struct {
 // end up in a condition or an event, and a proxy's error page is long.
 const maxBodyInError = 256
 
+// maxSilenceID bounds an ID kmaint records: Alertmanager's are UUIDs.
+const maxSilenceID = 64
+
 func (e *StatusError) Error() string {
 	body := strings.TrimSpace(e.Body)
 	if len(body) > maxBodyInError {
@@ -165,8 +168,9 @@ func (c *Client) post(ctx context.Context, s Silence) (string, error) {
 	if err := c.do(ctx, http.MethodPost, "/api/v2/silences", s, &answer); err != nil {
 		return "", err
 	}
-	if answer.SilenceID == "" {
-		return "", fmt.Errorf("alertmanager POST /api/v2/silences: no silenceID in its answer")
+	if answer.SilenceID == "" || len(answer.SilenceID) > maxSilenceID {
+		// It goes into the node's record, which must stay readable.
+		return "", fmt.Errorf("alertmanager POST /api/v2/silences: a silenceID of %d bytes in its answer, want 1 to %d", len(answer.SilenceID), maxSilenceID)
 	}
 	return answer.SilenceID, nil
 }

@@ -108,7 +108,7 @@ func inMaintenance() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return concerned(e.Object) },
 		UpdateFunc:  func(e event.UpdateEvent) bool { return concerned(e.ObjectOld) || concerned(e.ObjectNew) },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return concerned(e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return concerned(e.Object) },
 	}
 }
