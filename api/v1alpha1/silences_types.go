@@ -132,12 +132,12 @@ func (set SilenceSet) Render(node string) ([]SilenceMatcher, error) {
 	out := make([]SilenceMatcher, 0, len(set.Matchers))
 	byNode := false
 	for _, text := range set.Matchers {
-		m, usesNode, err := renderMatcher(text, node)
+		m, re, usesNode, err := renderMatcher(text, node)
 		if err != nil {
 			return nil, fmt.Errorf("silence set %q: matcher %q: %w", set.Name, text, err)
 		}
 		if usesNode && m.Equal {
-			if m.Regex && regexp.MustCompile("^(?:"+m.Value+")$").MatchString("") {
+			if re != nil && re.MatchString("") {
 				return nil, fmt.Errorf("silence set %q: matcher %q matches an empty value: it would not select by the node", set.Name, text)
 			}
 			byNode = true
@@ -150,14 +150,16 @@ func (set SilenceSet) Render(node string) ([]SilenceMatcher, error) {
 	return out, nil
 }
 
-func renderMatcher(text, node string) (m SilenceMatcher, usesNode bool, err error) {
+// renderMatcher parses one matcher and renders it for node; re is its
+// regex, anchored as Alertmanager anchors it, for =~ and !~.
+func renderMatcher(text, node string) (m SilenceMatcher, re *regexp.Regexp, usesNode bool, err error) {
 	parts := matcherSyntax.FindStringSubmatch(text)
 	if parts == nil {
-		return m, false, errors.New(`want name="value", name!="value", name=~"regex" or name!~"regex"`)
+		return m, nil, false, errors.New(`want name="value", name!="value", name=~"regex" or name!~"regex"`)
 	}
 	value, err := strconv.Unquote(parts[3])
 	if err != nil {
-		return m, false, fmt.Errorf("the value is not a double-quoted string: %w", err)
+		return m, nil, false, fmt.Errorf("the value is not a double-quoted string: %w", err)
 	}
 	m = SilenceMatcher{Name: parts[1], Regex: strings.HasSuffix(parts[2], "~"), Equal: !strings.HasPrefix(parts[2], "!")}
 	usesNode = nodePlaceholder.MatchString(value)
@@ -167,18 +169,18 @@ func renderMatcher(text, node string) (m SilenceMatcher, usesNode bool, err erro
 	}
 	value = nodePlaceholder.ReplaceAllLiteralString(value, quoted)
 	if strings.Contains(value, "{{") {
-		return m, false, errors.New("only {{ .Node }} may be templated")
+		return m, nil, false, errors.New("only {{ .Node }} may be templated")
 	}
 	if len(value) > maxMatcherValue {
-		return m, false, fmt.Errorf("the value is %d bytes, more than %d", len(value), maxMatcherValue)
+		return m, nil, false, fmt.Errorf("the value is %d bytes, more than %d", len(value), maxMatcherValue)
 	}
 	if m.Regex {
 		// Alertmanager anchors a matcher's regex, and Go's regexp is
 		// its syntax too.
-		if _, err := regexp.Compile("^(?:" + value + ")$"); err != nil {
-			return m, false, fmt.Errorf("the regex does not compile: %w", err)
+		if re, err = regexp.Compile("^(?:" + value + ")$"); err != nil {
+			return m, nil, false, fmt.Errorf("the regex does not compile: %w", err)
 		}
 	}
 	m.Value = value
-	return m, usesNode, nil
+	return m, re, usesNode, nil
 }
