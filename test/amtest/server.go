@@ -39,6 +39,40 @@ type Server struct {
 // Start runs an Alertmanager for the test, stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options change how the Alertmanager runs.
+type Options struct {
+	// Webhook, when set, is a URL every alert's notification goes to
+	// (webhook_configs), a second after the alert arrives and without
+	// resolved ones; empty sends nowhere.
+	Webhook string
+}
+
+// config is the Alertmanager's configuration for o.
+func (o Options) config() string {
+	if o.Webhook == "" {
+		return config
+	}
+	return fmt.Sprintf(`route:
+  receiver: webhook
+  group_by: [alertname, node]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: webhook
+    webhook_configs:
+      - url: %q
+        send_resolved: false
+`, o.Webhook)
+}
+
+// StartWith runs an Alertmanager configured by o, stopped when the test
+// ends.
+func StartWith(t testing.TB, o Options) *Server {
+	t.Helper()
 	binary := os.Getenv(BinaryEnv)
 	if binary == "" {
 		binary = defaultBinary
@@ -51,7 +85,7 @@ func Start(t testing.TB) *Server {
 		t.Skip(err)
 	}
 	s := &Server{binary: binary, dir: t.TempDir(), log: &proclog.Buffer{}}
-	if err := os.WriteFile(filepath.Join(s.dir, "alertmanager.yml"), []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(s.dir, "alertmanager.yml"), []byte(o.config()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.start(); err != nil {

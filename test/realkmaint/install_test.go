@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kmaint/kmaint/api/protocol"
+	"github.com/kmaint/kmaint/test/amtest"
 	"github.com/kmaint/kmaint/test/promtest"
 	"github.com/kmaint/kmaint/test/realcluster"
 )
@@ -30,7 +31,8 @@ const timeout = 5 * time.Minute
 // status.nodeInfo.bootID), which on these container nodes it reads from the
 // file the chart's daemon.bootIDFile names. Then kmaint reboots the nodes
 // for real: one for a NodeMaintenance, one for root's request on the node,
-// all for a config rollout with workloads running, one for a metric policy
+// all for a config rollout with workloads running, two at once in pools with
+// and without Alertmanager silences, one for a metric policy
 // asking a real Prometheus, two for a schedule policy; and kmaint is
 // upgraded and downgraded while rollouts are under way. Each leaves the
 // cluster as it found it: its pools, policies and workloads deleted, every
@@ -59,7 +61,15 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	prom.server = promtest.Start(t, promtest.Options{Targets: []string{prom.exporter.Address()}})
 	promInCluster, err := c.Expose(strings.TrimPrefix(prom.server.URL(), "http://"))
 	g.Expect(err).NotTo(HaveOccurred(), "expose Prometheus inside the cluster")
-	g.Expect(Install(ctx, c, InstallOptions{Timeout: timeout, Set: []string{"prometheus.url=http://" + promInCluster}})).To(Succeed())
+	// The Alertmanager that holds the pools' silences, on the host too,
+	// notifying a webhook the test reads.
+	var alerts alerting
+	alerts.receiver = amtest.NewReceiver(t)
+	alerts.am = amtest.StartWith(t, amtest.Options{Webhook: alerts.receiver.URL()})
+	amInCluster, err := c.Expose(strings.TrimPrefix(alerts.am.URL(), "http://"))
+	g.Expect(err).NotTo(HaveOccurred(), "expose Alertmanager inside the cluster")
+	g.Expect(Install(ctx, c, InstallOptions{Timeout: timeout, Set: []string{"prometheus.url=http://" + promInCluster,
+		"alertmanager.urls={http://" + amInCluster + "}"}})).To(Succeed())
 
 	cs, err := kubernetes.NewForConfig(c.RestConfig())
 	g.Expect(err).NotTo(HaveOccurred())
@@ -109,6 +119,9 @@ func TestChartInstallsAndRunsOnRealNodes(t *testing.T) {
 	run("a config rollout reboots every node once, one at a time, under a PodDisruptionBudget", func(t *testing.T) { rolloutOverEveryNode(t, c, kc) })
 	run("a rollout with a settle time and a health check halts at the node that comes back unhealthy, and completes once resumed", func(t *testing.T) {
 		rolloutHaltsAtAnUnhealthyNode(t, c, kc, prom)
+	})
+	run("a reboot in a pool with silences pages no one, one in a pool without does, and the silence ends with the node's maintenance", func(t *testing.T) {
+		aSilencedRebootPagesNoOne(t, c, kc, alerts)
 	})
 	run("a metric policy reboots the node whose series stays past its threshold", func(t *testing.T) { metricPolicyReboots(t, c, kc, prom) })
 	run("a schedule policy reboots its nodes when it fires", func(t *testing.T) { schedulePolicyReboots(t, c, kc) })
