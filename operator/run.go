@@ -289,6 +289,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (manager.Ma
 		Pods:                  mgr.GetAPIReader(),
 		ObjectChecks:          objectChecks,
 		Hooks:                 hookJobs,
+		EtcdReady: func(ctx context.Context) error {
+			return clientset.Discovery().RESTClient().Get().AbsPath("/readyz/etcd").Do(ctx).Error()
+		},
 	}
 	if prom != nil {
 		// A nil *Prometheus in the interface would not read as nil.

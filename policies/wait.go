@@ -46,6 +46,10 @@ type WaitInput struct {
 	// PodSelectorErr says why the pool's blockingPodSelector cannot be
 	// parsed; the pool admits nothing then.
 	PodSelectorErr error
+	// QuorumAtRisk says why a control-plane pool's guard lets no more of
+	// its nodes go down now; empty when it does not hold (or was not
+	// asked: only the gate reads the etcd members).
+	QuorumAtRisk string
 	// SilencesErr says why the pool's spec.silences cannot make silences;
 	// the pool admits nothing then.
 	SilencesErr error
@@ -171,6 +175,7 @@ func Holds() []WaitFunc {
 		DrainRetryBackoff,
 		Paused,
 		Halted,
+		QuorumAtRisk,
 		CacheBehind,
 	}
 }
@@ -337,6 +342,19 @@ func InvalidBlockingPodSelector(in WaitInput) (string, string, bool) {
 	}
 	msg := fmt.Sprintf("the blockingPodSelector of pool %s cannot be parsed (%v); nothing is admitted until it can", in.Pool, in.PodSelectorErr)
 	return v1alpha1.InvalidBlockingPodSelectorReason, msg, true
+}
+
+// QuorumAtRisk: a control-plane pool admits and approves nothing while one
+// more node down could cost the cluster its etcd quorum.
+func QuorumAtRisk(in WaitInput) (string, string, bool) {
+	if in.QuorumAtRisk == "" {
+		return "", "", false
+	}
+	if in.forNode() {
+		// As its pool's Blocked condition says it.
+		return v1alpha1.QuorumAtRiskReason, in.QuorumAtRisk, true
+	}
+	return v1alpha1.QuorumAtRiskReason, fmt.Sprintf("pool %s is a control-plane pool and %s; nothing is admitted or approved until it is not", in.Pool, in.QuorumAtRisk), true
 }
 
 // InvalidSilences: a pool whose silences cannot be made admits none of

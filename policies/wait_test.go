@@ -54,6 +54,14 @@ func TestWait(t *testing.T) {
 			in:         policies.WaitInput{Pool: "p", PodSelectorErr: errors.New("bad key"), Paused: true},
 			wantReason: v1alpha1.InvalidBlockingPodSelectorReason, wantMessage: "the blockingPodSelector of pool p cannot be parsed (bad key); nothing is admitted",
 		},
+		"a control-plane pool's guard, before the cache behind": {
+			in:         policies.WaitInput{Pool: "cp", QuorumAtRisk: "etcd member etcd-c on c is not Ready", CacheBehind: "behind"},
+			wantReason: v1alpha1.QuorumAtRiskReason, wantMessage: "pool cp is a control-plane pool and etcd member etcd-c on c is not Ready; nothing is admitted or approved",
+		},
+		"a control-plane pool's guard, for a node, as its pool says it": {
+			in:         policies.WaitInput{Pool: "cp", Node: node, QuorumAtRisk: "pool cp is a control-plane pool and etcd member etcd-c on c is not Ready"},
+			wantReason: v1alpha1.QuorumAtRiskReason, wantMessage: "pool cp is a control-plane pool and etcd member etcd-c on c is not Ready",
+		},
 		"silences that cannot be used, before a pause": {
 			in:         policies.WaitInput{Pool: "p", SilencesErr: errors.New(`silence set "s": no = or =~ matcher uses {{ .Node }}`), Paused: true},
 			wantReason: v1alpha1.InvalidSilencesReason, wantMessage: "the silences of pool p cannot be used (silence set \"s\": no = or =~ matcher uses {{ .Node }}); nothing is admitted",

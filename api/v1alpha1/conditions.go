@@ -396,3 +396,9 @@ const (
 	// in flight; kmaint does not make it again for that maintenance.
 	SilenceRemovedReason = "SilenceRemoved"
 )
+
+// QuorumAtRiskReason: a control-plane pool (spec.controlPlane) admits and
+// approves nothing while an etcd member is not Ready, the members cannot
+// be read, or another of its nodes is NotReady, cordoned or in flight
+// (Blocked condition, the drained node's wait).
+const QuorumAtRiskReason = "QuorumAtRisk"

@@ -132,6 +132,13 @@ type MaintenancePoolSpec struct {
 	// alerts their matchers select; each set must select by the node.
 	// +optional
 	Silences *Silences `json:"silences,omitempty"`
+
+	// ControlPlane guards a pool of control-plane nodes: one node in
+	// flight at a time whatever maxUnavailable says, admitted and approved
+	// only while every etcd member is healthy and no other node of the
+	// pool is NotReady, cordoned or in flight (reason QuorumAtRisk).
+	// +optional
+	ControlPlane *ControlPlaneGuard `json:"controlPlane,omitempty"`
 }
 
 // Settle returns spec.settleTime, 0 when unset, within bounds.

@@ -1,6 +1,8 @@
 package waits
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/kmaint/kmaint/api/protocol"
 	"github.com/kmaint/kmaint/api/v1alpha1"
 	"github.com/kmaint/kmaint/internal/pools"
@@ -82,6 +84,11 @@ func Node(s Sources, node *protocol.NodeState, settings pools.SettingsOf) polici
 		}
 		if c := p.Status.Canaries; c != nil {
 			in.Canaries = &policies.Canaries{Passed: int(c.Passed), Want: int(c.Want)}
+		}
+		// Only the gate reads the etcd members: the request says what its
+		// control-plane pool's guard last said.
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.BlockedCondition); c != nil && c.Reason == v1alpha1.QuorumAtRiskReason {
+			in.QuorumAtRisk = c.Message
 		}
 	}
 	return in

@@ -16,6 +16,7 @@ import (
 	"github.com/kmaint/kmaint/internal/waits"
 	"github.com/kmaint/kmaint/operator/gate/plan"
 	"github.com/kmaint/kmaint/operator/gate/podcheck"
+	"github.com/kmaint/kmaint/operator/gate/quorum"
 	"github.com/kmaint/kmaint/operator/gate/view"
 	"github.com/kmaint/kmaint/policies"
 )
@@ -69,6 +70,12 @@ func (st *poolState) holdBase() policies.WaitInput {
 	}
 	in.CacheBehind = st.freshness.behind
 	in.SilencesUnavailable = st.silencesUnavailable()
+	in.QuorumAtRisk = st.admission.quorum
+	if in.QuorumAtRisk == "" && st.guarded() {
+		// What needs no read: another node down outside kmaint's
+		// maintenance (controlplane.go).
+		in.QuorumAtRisk = quorum.AtRisk(quorum.Facts{Unavailable: st.downOutsideMaintenance()})
+	}
 	return in
 }
 
@@ -132,6 +139,15 @@ func (r *Reconciler) decide(ctx context.Context, st *poolState) {
 	}
 	if a.plan.BlockedByQuery > 0 {
 		st.wakeAt(a.block.At.Add(r.BlockingQueryInterval))
+	}
+	// Once a node would be admitted to a control-plane pool, the guard
+	// that reads the etcd members (controlplane.go); while it holds, the
+	// nodes planned wait like the others.
+	if len(a.plan.Admit) > 0 && st.guarded() {
+		if a.quorum = r.quorumAtRisk(ctx, st, ""); a.quorum != "" {
+			a.hold = poolHold(st.holdInput())
+			a.plan = plan.Admissions(st.views, q, st.counted(), a.budget, true, false)
+		}
 	}
 	// Last, once a node would be admitted, the hold that costs a read past
 	// the cache (fresh.go): what the API server says fills its input, and

@@ -160,6 +160,14 @@ func (r *Reconciler) act(ctx context.Context, st *poolState, v *view.Node, step 
 			st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: waits + behind}
 			return nil
 		}
+		if st.guarded() {
+			if risk := r.quorumAtRisk(ctx, st, v.Node.Name); risk != "" {
+				// Asked again before each approval: the cluster may have
+				// lost a member since the node was admitted.
+				st.drains[v.Node.Name] = drainstep.Report{Blocked: true, Message: "drained; its approval waits: " + risk}
+				return nil
+			}
+		}
 		if step.Action == drainstep.ForceDrain {
 			return r.force(ctx, st, v, f)
 		}

@@ -115,6 +115,11 @@ func (r *Reconciler) observe(ctx context.Context, pool *v1alpha1.MaintenancePool
 	// The budget is resolved once: the plan, the approvals and the status
 	// all count against this one number.
 	st.admission.budget, st.admission.budgetErr = policies.ResolveMaxUnavailable(pool.Spec.MaxUnavailable, st.memberCount())
+	if st.guarded() {
+		// A control-plane pool lets one node go at a time, whatever
+		// maxUnavailable says (controlplane.go).
+		st.admission.budget = min(st.admission.budget, 1)
+	}
 	if err := r.observeOptOuts(ctx, st); err != nil {
 		return nil, err
 	}

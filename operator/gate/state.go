@@ -60,6 +60,9 @@ type admission struct {
 	hold *verdict
 	// block is what the pool's blocking queries said, when they were asked.
 	block plan.Block
+	// quorum is why a control-plane pool's guard holds its admissions,
+	// when it was asked (controlplane.go); empty when it does not.
+	quorum string
 	// plan is the admission decision, once made.
 	plan plan.Plan
 	// canaries is, while a rollout's canaries hold waiting nodes, how many
@@ -166,6 +169,10 @@ type Reconciler struct {
 	// holds its admission; it must not be a cached client (a cluster-wide
 	// pod cache is what it avoids). Nil uses the manager's API reader.
 	Pods client.Reader
+	// EtcdReady asks the API server whether its etcd is ready
+	// (/readyz/etcd), for a control-plane pool whose guard finds no etcd
+	// member pod; nil answers that it cannot tell (the guard holds).
+	EtcdReady func(ctx context.Context) error
 	// PodsVersions reads the pods' resource version the pod checks list
 	// from, shared with the drains (drain.Drainer's Versions). Nil reads
 	// it through Pods.

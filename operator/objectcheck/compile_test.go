@@ -172,6 +172,10 @@ func TestReadmeExamples(t *testing.T) {
 			objectcheck.Vars{Pods: []corev1.Pod{ready(pod("a", "Running")), ready(pod("b", "Running")), ready(pod("c", "Running")), pod("d", "Pending")}}, true},
 		{nodeKind, `!node.status.conditions.exists(c, c.type in ['DiskPressure', 'MemoryPressure', 'PIDPressure'] && c.status == 'True')`, objectcheck.Vars{Node: node}, false},
 		{podsOnNodeKind, `pods.all(p, p.status.phase in ['Running', 'Succeeded'])`, objectcheck.Vars{Node: node, Pods: []corev1.Pod{pod("a", "Running")}}, true},
+		// operator/gate/README.md's control-plane pool: its etcd and API
+		// server Ready, other pods whatever they are.
+		{podsOnNodeKind, controlPlaneReady, objectcheck.Vars{Node: node, Pods: []corev1.Pod{controlPlanePod("etcd", true), controlPlanePod("kube-apiserver", true), pod("a", "Pending")}}, true},
+		{podsOnNodeKind, controlPlaneReady, objectcheck.Vars{Node: node, Pods: []corev1.Pod{controlPlanePod("etcd", false), controlPlanePod("kube-apiserver", true)}}, false},
 	}
 	for _, tc := range cases {
 		got, err := c.Compile(tc.objects, tc.expr).Eval(context.Background(), tc.vars)
@@ -179,4 +183,24 @@ func TestReadmeExamples(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %v", tc.expr, got, err, tc.want)
 		}
 	}
+}
+
+// controlPlaneReady is the health check of operator/gate/README.md's
+// control-plane pool.
+const controlPlaneReady = `pods.filter(p, p.metadata.namespace == 'kube-system' &&
+  has(p.metadata.labels) && 'component' in p.metadata.labels &&
+  p.metadata.labels['component'] in ['etcd', 'kube-apiserver']).all(p,
+  has(p.status.conditions) &&
+  p.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True'))`
+
+func controlPlanePod(component string, ready bool) corev1.Pod {
+	p := pod(component, "Running")
+	p.Namespace = "kube-system"
+	p.Labels["component"] = component
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	return p
 }

@@ -176,6 +176,18 @@ func poolRows() []row {
 		refuse("silences maxDuration 48h", "spec.silences.maxDuration", silencesOf("maxDuration", "48h")),
 		refuse("silences maxDuration bogus", "spec.silences.maxDuration", silencesOf("maxDuration", "a while")),
 	)
+	rows = append(rows,
+		refuse("controlPlane etcdNamespace not a name", "spec.controlPlane.etcdNamespace", poolSpec("controlPlane", map[string]any{"etcdNamespace": "Kube_System"})),
+		refuse("controlPlane etcdNamespace of 64 characters", "spec.controlPlane.etcdNamespace", poolSpec("controlPlane", map[string]any{"etcdNamespace": strings.Repeat("a", 64)})),
+		refuse("controlPlane etcdSelector with 17 labels", "spec.controlPlane.etcdSelector.matchLabels", poolSpec("controlPlane", map[string]any{"etcdSelector": map[string]any{"matchLabels": func() map[string]any {
+			m := map[string]any{}
+			for i := range 17 {
+				m[fmt.Sprintf("k%d", i)] = "v"
+			}
+			return m
+		}()}})),
+		refuse("controlPlane etcdSelector operator Equals", "spec.controlPlane.etcdSelector.matchExpressions[0].operator", poolSpec("controlPlane", map[string]any{"etcdSelector": map[string]any{"matchExpressions": []any{expr("component", "Equals", "etcd")}}})),
+	)
 	invalidSilences := func(name string, matchers ...any) row {
 		return row{
 			surface: poolSurface,
