@@ -55,17 +55,25 @@ func aSilencedRebootPagesNoOne(t *testing.T, c *realcluster.Cluster, kc client.C
 	bootsBefore := bootCounts(c)
 
 	firing, stop := fireWhileCordoned(t, kc, a.am, quiet.Name(), loud.Name())
+	var requests []*v1alpha1.NodeMaintenance
 	for _, n := range []*realcluster.Node{quiet, loud} {
-		_, err := cmd.Request(ctx, kc, &bytes.Buffer{}, cmd.RequestOptions{Node: n.Name(), Reason: "real silence test"})
+		nm, err := cmd.Request(ctx, kc, &bytes.Buffer{}, cmd.RequestOptions{Node: n.Name(), Reason: "real silence test"})
 		g.Expect(err).NotTo(HaveOccurred())
+		requests = append(requests, nm)
 	}
-	g.Eventually(func(g Gomega) {
-		for _, n := range []*realcluster.Node{quiet, loud} {
-			st := readNode(g, kc, n.Name())
-			g.Expect(st.Admission).To(BeNil(), "%s done", n.Name())
-			g.Expect(st.Settle).To(BeNil(), "%s settled", n.Name())
-		}
-	}, 3*timeout, time.Second).Should(Succeed())
+	// Done: each request Succeeded, and its node settled (the silenced
+	// node's settle time over).
+	for _, nm := range requests {
+		g.Eventually(func(g Gomega) {
+			var done v1alpha1.NodeMaintenance
+			g.Expect(kc.Get(ctx, client.ObjectKeyFromObject(nm), &done)).To(Succeed())
+			g.Expect(done.Status.Phase).NotTo(Equal(v1alpha1.PhaseFailed), "%+v", done.Status.Conditions)
+			g.Expect(done.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		}, 3*timeout, time.Second).Should(Succeed())
+	}
+	for _, n := range []*realcluster.Node{quiet, loud} {
+		g.Eventually(func(g Gomega) { settledNode(g, kc, n.Name()) }, timeout, time.Second).Should(Succeed())
+	}
 	stop()
 	expectRebootedOnce(g, c, bootsBefore, quiet, loud)
 	g.Expect(firing(quiet.Name())).To(BeNumerically(">", 0), "an alert fired for %s while it was cordoned", quiet.Name())
